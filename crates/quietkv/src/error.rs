@@ -139,7 +139,7 @@ impl From<quietio::Error> for Error {
         let kind = match e.kind() {
             quietio::ErrorKind::InvalidArgument => ErrorKind::InvalidArgument,
             quietio::ErrorKind::NotSupported => ErrorKind::NotSupported,
-            quietio::ErrorKind::Io => ErrorKind::Io,
+            _ => ErrorKind::Io,
         };
         let mut out = Error::new(kind, e.to_string());
         if let Some(p) = e.path() {
