@@ -2,5 +2,7 @@
 //! (compaction, flush) goes through page-cache-aware I/O classes.
 
 pub mod error;
+pub mod iter;
+pub mod key;
 
 pub use error::{Error, ErrorKind, Result};
