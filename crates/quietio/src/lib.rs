@@ -1,5 +1,32 @@
 //! quietio: page-cache-aware file I/O.
+//!
+//! Every file belongs to an [`IoClass`]; each class gets an [`AccessMode`]
+//! (buffered, O_DIRECT, RWF_DONTCACHE, incremental fadvise, mmap for reads,
+//! or auto). [`IoEnv::open`] probes the directory once — does O_DIRECT
+//! really work, with which alignment, does RWF_DONTCACHE — and resolves
+//! every class's mode, failing clearly where an explicit request cannot
+//! work. Files are then written with [`SeqWriter`] and read with
+//! [`SeqReader`] or [`RandomReader`], which count bytes, operations, time
+//! and page-cache hits per class ([`IoStats`]). [`residency`] tells how much
+//! of a file is in the page cache.
 
+pub mod aligned;
+pub mod class;
+pub mod env;
 pub mod error;
+pub mod file;
+pub mod probe;
+pub mod rate;
+pub mod residency;
+pub mod stats;
+pub mod sys;
 
+pub use aligned::AlignedBuf;
+pub use class::{resolve, AccessMode, ClassModes, EffectiveMode, IoClass, Resolution};
+pub use env::{sync_dir, IoEnv, IoOptions};
 pub use error::{Error, ErrorKind, Result};
+pub use file::{FileConfig, RandomReader, SeqReader, SeqWriter};
+pub use probe::{probe, probe_uncached, Capabilities, DirectCaps, DontCacheCaps};
+pub use rate::RateLimiter;
+pub use residency::{evict_file, residency, residency_mincore, Residency, ResidencyMethod};
+pub use stats::{ClassStats, IoStats};

@@ -1,0 +1,329 @@
+//! I/O classes, access modes, and the one function that decides which mode
+//! a class really gets in a directory.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::{Error, Result};
+use crate::probe::Capabilities;
+
+/// Why the engine touches a file. Each class has its own access mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum IoClass {
+    /// Point reads and iterators serving the user.
+    UserRead,
+    /// Reading compaction input tables.
+    CompactionRead,
+    /// Writing compaction output tables.
+    CompactionWrite,
+    /// Writing a memtable out as a new table.
+    FlushWrite,
+    /// Appending to the write-ahead log.
+    WalWrite,
+    /// Writing the manifest and CURRENT.
+    Manifest,
+}
+
+impl IoClass {
+    pub const ALL: [IoClass; 6] = [
+        IoClass::UserRead,
+        IoClass::CompactionRead,
+        IoClass::CompactionWrite,
+        IoClass::FlushWrite,
+        IoClass::WalWrite,
+        IoClass::Manifest,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            IoClass::UserRead => "UserRead",
+            IoClass::CompactionRead => "CompactionRead",
+            IoClass::CompactionWrite => "CompactionWrite",
+            IoClass::FlushWrite => "FlushWrite",
+            IoClass::WalWrite => "WalWrite",
+            IoClass::Manifest => "Manifest",
+        }
+    }
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Classes that only read files (mmap is allowed only for these).
+    pub fn is_read(self) -> bool {
+        matches!(self, IoClass::UserRead | IoClass::CompactionRead)
+    }
+
+    /// Background classes share the background rate limiter.
+    pub fn is_throttled(self) -> bool {
+        matches!(self, IoClass::CompactionRead | IoClass::CompactionWrite)
+    }
+}
+
+impl fmt::Display for IoClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a user asks for, per class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum AccessMode {
+    /// Plain page-cache I/O.
+    Buffered,
+    /// O_DIRECT: bypasses the page cache entirely.
+    Direct,
+    /// Buffered I/O with RWF_DONTCACHE: pages this I/O brings in are dropped
+    /// when it completes.
+    DontCache,
+    /// Buffered I/O plus incremental write-back and POSIX_FADV_DONTNEED as the
+    /// work proceeds.
+    Fadvise,
+    /// Memory-mapped reads (read classes only).
+    Mmap,
+    /// Let the directory probe decide.
+    #[default]
+    Auto,
+}
+
+impl AccessMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            AccessMode::Buffered => "buffered",
+            AccessMode::Direct => "direct",
+            AccessMode::DontCache => "dontcache",
+            AccessMode::Fadvise => "fadvise",
+            AccessMode::Mmap => "mmap",
+            AccessMode::Auto => "auto",
+        }
+    }
+}
+
+impl fmt::Display for AccessMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for AccessMode {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "buffered" => Ok(AccessMode::Buffered),
+            "direct" | "o_direct" => Ok(AccessMode::Direct),
+            "dontcache" | "rwf_dontcache" => Ok(AccessMode::DontCache),
+            "fadvise" => Ok(AccessMode::Fadvise),
+            "mmap" => Ok(AccessMode::Mmap),
+            "auto" => Ok(AccessMode::Auto),
+            other if other.contains("mmap") && other.contains("direct") => Err(Error::invalid(
+                format!("access mode '{s}': mmap reads and O_DIRECT cannot be combined for one class; pick one of them"),
+            )),
+            _ => Err(Error::invalid(format!(
+                "unknown access mode '{s}' (expected buffered, direct, dontcache, fadvise, mmap or auto)"
+            ))),
+        }
+    }
+}
+
+/// The mode a class really gets after resolution: never `Auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EffectiveMode {
+    Buffered,
+    Direct,
+    DontCache,
+    Fadvise,
+    Mmap,
+}
+
+impl EffectiveMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            EffectiveMode::Buffered => "buffered",
+            EffectiveMode::Direct => "direct",
+            EffectiveMode::DontCache => "dontcache",
+            EffectiveMode::Fadvise => "fadvise",
+            EffectiveMode::Mmap => "mmap",
+        }
+    }
+}
+
+impl fmt::Display for EffectiveMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A resolved mode plus, when `auto` had to fall back, why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolution {
+    pub mode: EffectiveMode,
+    pub fallback: Option<String>,
+}
+
+/// Decides the mode `class` gets in the directory described by `caps`.
+///
+/// `Auto`: compaction reads and writes get direct where it works, else
+/// dontcache, else buffered; every other class gets buffered (flushed data is
+/// hot, the WAL is small and sequential). An explicit mode that cannot work
+/// is a `NotSupported` error that says why and what to set instead.
+pub fn resolve(class: IoClass, requested: AccessMode, caps: &Capabilities) -> Result<Resolution> {
+    let plain = |mode| Ok(Resolution { mode, fallback: None });
+    let writes = !class.is_read();
+    match requested {
+        AccessMode::Buffered => plain(EffectiveMode::Buffered),
+        AccessMode::Fadvise => plain(EffectiveMode::Fadvise),
+        AccessMode::Mmap if writes => Err(Error::invalid(format!(
+            "{class}: mmap is a read mode and {class} writes files; use buffered, direct, dontcache or fadvise"
+        ))),
+        AccessMode::Mmap => plain(EffectiveMode::Mmap),
+        AccessMode::Direct => match caps.direct_unusable_reason(writes) {
+            None => plain(EffectiveMode::Direct),
+            Some(why) => Err(Error::not_supported(format!(
+                "{class}: direct I/O was requested but cannot work in {} ({}): {why}; set {class} to auto, buffered or fadvise{}",
+                caps.dir.display(),
+                caps.filesystem,
+                if caps.dontcache.supported { ", or dontcache" } else { "" },
+            ))
+            .with_path(&caps.dir)),
+        },
+        AccessMode::DontCache => match &caps.dontcache.reason {
+            None if caps.dontcache.supported => plain(EffectiveMode::DontCache),
+            why => Err(Error::not_supported(format!(
+                "{class}: RWF_DONTCACHE was requested but cannot work in {} ({}): {}; set {class} to auto, buffered or fadvise",
+                caps.dir.display(),
+                caps.filesystem,
+                why.as_deref().unwrap_or("not supported"),
+            ))
+            .with_path(&caps.dir)),
+        },
+        AccessMode::Auto => {
+            if !matches!(class, IoClass::CompactionRead | IoClass::CompactionWrite) {
+                return plain(EffectiveMode::Buffered);
+            }
+            if caps.direct_unusable_reason(writes).is_none() {
+                return plain(EffectiveMode::Direct);
+            }
+            let direct_why = caps.direct_unusable_reason(writes).unwrap_or_default();
+            if caps.dontcache.supported {
+                return Ok(Resolution {
+                    mode: EffectiveMode::DontCache,
+                    fallback: Some(format!("direct I/O unavailable ({direct_why}); using dontcache")),
+                });
+            }
+            Ok(Resolution {
+                mode: EffectiveMode::Buffered,
+                fallback: Some(format!(
+                    "direct I/O unavailable ({direct_why}) and RWF_DONTCACHE unavailable ({}); using buffered",
+                    caps.dontcache.reason.as_deref().unwrap_or("not supported")
+                )),
+            })
+        }
+    }
+}
+
+/// An access mode for every class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ClassModes([AccessMode; 6]);
+
+impl ClassModes {
+    pub fn all(mode: AccessMode) -> Self {
+        ClassModes([mode; 6])
+    }
+
+    pub fn get(&self, class: IoClass) -> AccessMode {
+        self.0[class.index()]
+    }
+
+    pub fn set(&mut self, class: IoClass, mode: AccessMode) -> &mut Self {
+        self.0[class.index()] = mode;
+        self
+    }
+
+    pub fn with(mut self, class: IoClass, mode: AccessMode) -> Self {
+        self.set(class, mode);
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::{Capabilities, DirectCaps, DontCacheCaps};
+    use std::path::PathBuf;
+
+    fn caps(direct: bool, direct_writes: bool, dontcache: bool) -> Capabilities {
+        Capabilities {
+            dir: PathBuf::from("/x"),
+            filesystem: "testfs".into(),
+            device: None,
+            kernel: "6.18.0".into(),
+            direct: DirectCaps {
+                supported: direct,
+                reason: (!direct).then(|| "EINVAL at open".to_string()),
+                writes_supported: direct_writes,
+                write_reason: (!direct_writes).then(|| "known bad kernel".to_string()),
+                mem_align: 512,
+                offset_align: 512,
+                align_source: "test".into(),
+            },
+            dontcache: DontCacheCaps {
+                supported: dontcache,
+                reason: (!dontcache).then(|| "EOPNOTSUPP".to_string()),
+            },
+            max_sectors_kb: Some(1024),
+            logical_block_size: Some(512),
+            cachestat: true,
+        }
+    }
+
+    #[test]
+    fn auto_prefers_direct_then_dontcache_then_buffered() {
+        let c = caps(true, true, true);
+        assert_eq!(resolve(IoClass::CompactionWrite, AccessMode::Auto, &c).unwrap().mode, EffectiveMode::Direct);
+        assert_eq!(resolve(IoClass::UserRead, AccessMode::Auto, &c).unwrap().mode, EffectiveMode::Buffered);
+        assert_eq!(resolve(IoClass::FlushWrite, AccessMode::Auto, &c).unwrap().mode, EffectiveMode::Buffered);
+        let c = caps(false, false, true);
+        let r = resolve(IoClass::CompactionRead, AccessMode::Auto, &c).unwrap();
+        assert_eq!(r.mode, EffectiveMode::DontCache);
+        assert!(r.fallback.unwrap().contains("EINVAL"));
+        let c = caps(false, false, false);
+        assert_eq!(resolve(IoClass::CompactionRead, AccessMode::Auto, &c).unwrap().mode, EffectiveMode::Buffered);
+    }
+
+    #[test]
+    fn bad_kernel_refuses_direct_writes_only() {
+        let c = caps(true, false, false);
+        assert_eq!(resolve(IoClass::CompactionRead, AccessMode::Direct, &c).unwrap().mode, EffectiveMode::Direct);
+        let e = resolve(IoClass::CompactionWrite, AccessMode::Direct, &c).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::NotSupported);
+        assert!(e.to_string().contains("known bad kernel"), "{e}");
+        assert_eq!(resolve(IoClass::CompactionWrite, AccessMode::Auto, &c).unwrap().mode, EffectiveMode::Buffered);
+    }
+
+    #[test]
+    fn explicit_unsupported_modes_say_what_to_set() {
+        let c = caps(false, false, false);
+        let e = resolve(IoClass::CompactionWrite, AccessMode::Direct, &c).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("/x") && msg.contains("testfs") && msg.contains("EINVAL") && msg.contains("auto"), "{msg}");
+        let e = resolve(IoClass::CompactionWrite, AccessMode::DontCache, &c).unwrap_err();
+        assert!(e.to_string().contains("EOPNOTSUPP"));
+    }
+
+    #[test]
+    fn mmap_is_for_reads_only() {
+        let c = caps(true, true, true);
+        assert_eq!(resolve(IoClass::UserRead, AccessMode::Mmap, &c).unwrap().mode, EffectiveMode::Mmap);
+        let e = resolve(IoClass::FlushWrite, AccessMode::Mmap, &c).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
+    }
+
+    #[test]
+    fn parse_modes() {
+        assert_eq!("Direct".parse::<AccessMode>().unwrap(), AccessMode::Direct);
+        assert_eq!("dontcache".parse::<AccessMode>().unwrap(), AccessMode::DontCache);
+        let e = "mmap+direct".parse::<AccessMode>().unwrap_err();
+        assert!(e.to_string().contains("cannot be combined"));
+        assert!("turbo".parse::<AccessMode>().is_err());
+    }
+}

@@ -1,0 +1,220 @@
+//! `IoEnv`: one directory's probed capabilities, the resolved mode of every
+//! class, shared counters and the background rate limiter. The engine opens
+//! every file through it.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::class::{resolve, AccessMode, ClassModes, EffectiveMode, IoClass, Resolution};
+use crate::error::{Error, Result};
+use crate::file::{FileConfig, RandomReader, SeqReader, SeqWriter};
+use crate::probe::{probe, Capabilities};
+use crate::rate::RateLimiter;
+use crate::stats::IoStats;
+
+/// How files in a directory are accessed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IoOptions {
+    /// Requested mode per class (`Auto` by default).
+    pub modes: ClassModes,
+    /// Bytes the sequential writer hands to the kernel at once; in direct
+    /// mode a positive multiple of the alignment. Default 1 MiB.
+    pub direct_write_buffer_size: usize,
+    /// The sequential reader's chunk, its own readahead in direct mode;
+    /// capped at the device's largest I/O. Default 2 MiB.
+    pub readahead_size: usize,
+    /// Fadvise mode writes back and drops pages every this many bytes.
+    /// Default 4 MiB.
+    pub fadvise_chunk_size: u64,
+    /// Attribute buffered random reads to page-cache hits and misses
+    /// (one extra `preadv2(RWF_NOWAIT)` per read). Default on.
+    pub attribute_cache_hits: bool,
+    /// Background (compaction) bytes per second; 0 = unlimited.
+    pub background_bytes_per_sec: u64,
+}
+
+impl Default for IoOptions {
+    fn default() -> Self {
+        IoOptions {
+            modes: ClassModes::default(),
+            direct_write_buffer_size: 1 << 20,
+            readahead_size: 2 << 20,
+            fadvise_chunk_size: 4 << 20,
+            attribute_cache_hits: true,
+            background_bytes_per_sec: 0,
+        }
+    }
+}
+
+/// The I/O environment of one directory.
+#[derive(Debug)]
+pub struct IoEnv {
+    dir: PathBuf,
+    caps: Arc<Capabilities>,
+    resolved: Vec<Resolution>,
+    opts: IoOptions,
+    stats: Arc<IoStats>,
+    limiter: Arc<RateLimiter>,
+}
+
+impl IoEnv {
+    /// Probes `dir` (once per process) and resolves every class's mode.
+    /// An explicit mode that cannot work here fails now, not at first use.
+    pub fn open(dir: &Path, opts: IoOptions) -> Result<IoEnv> {
+        let caps = probe(dir)?;
+        let align = caps.direct.offset_align.max(caps.direct.mem_align);
+        for (name, v) in [
+            ("direct_write_buffer_size", opts.direct_write_buffer_size),
+            ("readahead_size", opts.readahead_size),
+        ] {
+            if v == 0 || v % align != 0 {
+                return Err(Error::invalid(format!(
+                    "{name} must be a positive multiple of the direct I/O alignment of {} ({align} bytes), got {v}",
+                    caps.dir.display()
+                )));
+            }
+        }
+        if opts.fadvise_chunk_size == 0 {
+            return Err(Error::invalid("fadvise_chunk_size must be positive"));
+        }
+        let mut resolved = Vec::with_capacity(6);
+        for class in IoClass::ALL {
+            let r = resolve(class, opts.modes.get(class), &caps)?;
+            if let Some(why) = &r.fallback {
+                log_fallback_once(&caps.dir, class, why);
+            }
+            resolved.push(r);
+        }
+        Ok(IoEnv {
+            dir: caps.dir.clone(),
+            limiter: Arc::new(RateLimiter::new(opts.background_bytes_per_sec)),
+            caps,
+            resolved,
+            opts,
+            stats: Arc::new(IoStats::new()),
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn capabilities(&self) -> &Capabilities {
+        &self.caps
+    }
+
+    pub fn options(&self) -> &IoOptions {
+        &self.opts
+    }
+
+    /// The mode `class` really uses here.
+    pub fn mode(&self, class: IoClass) -> EffectiveMode {
+        self.resolved[class.index()].mode
+    }
+
+    /// The mode plus the reason `auto` fell back, if it did.
+    pub fn resolution(&self, class: IoClass) -> &Resolution {
+        &self.resolved[class.index()]
+    }
+
+    pub fn stats(&self) -> &Arc<IoStats> {
+        &self.stats
+    }
+
+    /// The limiter shared by every background reader and writer.
+    pub fn rate_limiter(&self) -> &Arc<RateLimiter> {
+        &self.limiter
+    }
+
+    /// The handle configuration for `class` in `mode`.
+    pub fn file_config(&self, class: IoClass, mode: EffectiveMode) -> FileConfig {
+        let d = &self.caps.direct;
+        let align = d.offset_align.max(d.mem_align);
+        let mut readahead = self.opts.readahead_size;
+        if mode == EffectiveMode::Direct {
+            if let Some(max) = self.caps.max_io_bytes() {
+                // One direct read larger than the device takes is split by
+                // the block layer anyway; keep each read whole.
+                readahead = readahead.min(max.max(align)) / align * align;
+            }
+        }
+        FileConfig {
+            class,
+            mode,
+            mem_align: d.mem_align,
+            offset_align: d.offset_align,
+            write_buffer_size: self.opts.direct_write_buffer_size,
+            readahead_size: readahead.max(align),
+            fadvise_chunk_size: self.opts.fadvise_chunk_size,
+            attribute_cache_hits: self.opts.attribute_cache_hits,
+            stats: self.stats.clone(),
+            limiter: class.is_throttled().then(|| self.limiter.clone()),
+        }
+    }
+
+    /// Resolves an explicitly requested mode for one file (doctor, tests,
+    /// benchmarks that compare modes side by side).
+    pub fn resolve_explicit(&self, class: IoClass, mode: AccessMode) -> Result<EffectiveMode> {
+        Ok(resolve(class, mode, &self.caps)?.mode)
+    }
+
+    /// Creates `path` for sequential writing in `class`'s mode.
+    pub fn create(&self, path: &Path, class: IoClass) -> Result<SeqWriter> {
+        SeqWriter::create(path, self.file_config(class, self.mode(class)))
+    }
+
+    pub fn create_with_mode(&self, path: &Path, class: IoClass, mode: AccessMode) -> Result<SeqWriter> {
+        let m = self.resolve_explicit(class, mode)?;
+        SeqWriter::create(path, self.file_config(class, m))
+    }
+
+    /// Opens `path` for reading front to back in `class`'s mode.
+    pub fn open_sequential(&self, path: &Path, class: IoClass) -> Result<SeqReader> {
+        SeqReader::open(path, self.file_config(class, self.mode(class)))
+    }
+
+    pub fn open_sequential_with_mode(&self, path: &Path, class: IoClass, mode: AccessMode) -> Result<SeqReader> {
+        let m = self.resolve_explicit(class, mode)?;
+        SeqReader::open(path, self.file_config(class, m))
+    }
+
+    /// Opens `path` for positional reads in `class`'s mode.
+    pub fn open_random(&self, path: &Path, class: IoClass) -> Result<RandomReader> {
+        RandomReader::open(path, self.file_config(class, self.mode(class)))
+    }
+
+    pub fn open_random_with_mode(&self, path: &Path, class: IoClass, mode: AccessMode) -> Result<RandomReader> {
+        let m = self.resolve_explicit(class, mode)?;
+        RandomReader::open(path, self.file_config(class, m))
+    }
+
+    /// Makes creations, renames and deletions in the directory durable.
+    pub fn sync_dir(&self) -> Result<()> {
+        sync_dir(&self.dir)
+    }
+}
+
+/// `fsync` of a directory.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    let f = File::open(dir).map_err(|e| Error::io(e, "cannot open directory to sync it").with_path(dir))?;
+    use std::os::fd::AsRawFd;
+    let rc = unsafe { libc::fsync(f.as_raw_fd()) };
+    if rc != 0 {
+        return Err(Error::io(std::io::Error::last_os_error(), "directory fsync failed").with_path(dir));
+    }
+    Ok(())
+}
+
+/// A fallback from `auto` is logged once per directory and class, never
+/// silently and never on every open.
+fn log_fallback_once(dir: &Path, class: IoClass, why: &str) {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock};
+    static SEEN: OnceLock<Mutex<HashSet<(PathBuf, IoClass)>>> = OnceLock::new();
+    let seen = SEEN.get_or_init(|| Mutex::new(HashSet::new()));
+    let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+    if seen.insert((dir.to_path_buf(), class)) {
+        log::warn!("quietio: {}: {class} auto mode: {why}", dir.display());
+    }
+}

@@ -1,0 +1,660 @@
+//! Files opened in one access mode: the sequential writer, the sequential
+//! reader and the random reader. The mode decides the open flags and which
+//! system calls move the bytes; nothing above this module looks at O_DIRECT.
+
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::aligned::AlignedBuf;
+use crate::class::{EffectiveMode, IoClass};
+use crate::error::{Error, Result};
+use crate::rate::RateLimiter;
+use crate::stats::IoStats;
+use crate::sys;
+
+/// Everything a file handle needs to know besides its path; built by
+/// [`crate::IoEnv`] from the probe and the options.
+#[derive(Debug, Clone)]
+pub struct FileConfig {
+    pub class: IoClass,
+    pub mode: EffectiveMode,
+    /// Direct-I/O alignment of buffer addresses and of offsets/lengths.
+    pub mem_align: usize,
+    pub offset_align: usize,
+    /// Writer buffer (bytes handed to the kernel at once).
+    pub write_buffer_size: usize,
+    /// Sequential reader chunk (its own readahead in direct mode).
+    pub readahead_size: usize,
+    /// Fadvise mode: write back and drop pages every this many bytes.
+    pub fadvise_chunk_size: u64,
+    /// Attribute buffered random reads to page-cache hits or misses.
+    pub attribute_cache_hits: bool,
+    pub stats: Arc<IoStats>,
+    pub limiter: Option<Arc<RateLimiter>>,
+}
+
+impl FileConfig {
+    fn align(&self) -> usize {
+        self.offset_align.max(self.mem_align).max(1)
+    }
+
+    fn is_direct(&self) -> bool {
+        self.mode == EffectiveMode::Direct
+    }
+
+    fn throttle(&self, bytes: usize) {
+        if let Some(l) = &self.limiter {
+            let waited = l.request(bytes as u64);
+            if !waited.is_zero() {
+                self.stats.record_throttle(self.class, waited);
+            }
+        }
+    }
+}
+
+fn open_flags(mode: EffectiveMode) -> i32 {
+    libc::O_CLOEXEC
+        | if mode == EffectiveMode::Direct {
+            libc::O_DIRECT
+        } else {
+            0
+        }
+}
+
+fn io_err(path: &Path, offset: u64, what: &str, e: std::io::Error) -> Error {
+    Error::io(e, what.to_string())
+        .with_path(path)
+        .with_offset(offset)
+}
+
+/// Writes a file front to back in one access mode.
+///
+/// All modes produce byte-identical files. In direct mode only whole aligned
+/// blocks reach the device while the file is being written; the partial last
+/// block is written zero-padded by `sync` or `finish`, and the file is then
+/// truncated to its true length before it is synced, so padding never
+/// becomes content, even after a crash.
+pub struct SeqWriter {
+    file: File,
+    path: PathBuf,
+    cfg: FileConfig,
+    buf: AlignedBuf,
+    /// File offset where `buf[0]` belongs.
+    pos: u64,
+    /// Fadvise mode: bytes before this offset have had write-back started.
+    kicked_upto: u64,
+    /// Fadvise mode: bytes before this offset have been dropped from the cache.
+    dropped_upto: u64,
+    finished: bool,
+}
+
+impl SeqWriter {
+    /// Creates (or truncates) `path` and returns a writer in `cfg.mode`.
+    pub fn create(path: &Path, cfg: FileConfig) -> Result<SeqWriter> {
+        if cfg.mode == EffectiveMode::Mmap {
+            return Err(Error::invalid("mmap is a read mode; a writer cannot use it").with_path(path));
+        }
+        let align = cfg.align();
+        let size = cfg.write_buffer_size;
+        if size == 0 || size % align != 0 {
+            return Err(Error::invalid(format!(
+                "write buffer size must be a positive multiple of the direct I/O alignment {align}, got {size}"
+            ))
+            .with_path(path));
+        }
+        let buf = AlignedBuf::new(size, cfg.mem_align.max(1).next_power_of_two())?;
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(open_flags(cfg.mode))
+            .open(path)
+            .map_err(|e| Error::io(e, format!("cannot create file for {} in {} mode", cfg.class, cfg.mode)).with_path(path))?;
+        Ok(SeqWriter {
+            file,
+            path: path.to_path_buf(),
+            cfg,
+            buf,
+            pos: 0,
+            kicked_upto: 0,
+            dropped_upto: 0,
+            finished: false,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn mode(&self) -> EffectiveMode {
+        self.cfg.mode
+    }
+
+    /// Bytes accepted so far (the file's length once finished).
+    pub fn len(&self) -> u64 {
+        self.pos + self.buf.len() as u64
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn write_all(&mut self, mut data: &[u8]) -> Result<()> {
+        if self.finished {
+            return Err(Error::invalid("write after finish").with_path(&self.path));
+        }
+        while !data.is_empty() {
+            let n = self.buf.extend_from(data);
+            data = &data[n..];
+            if self.buf.remaining() == 0 {
+                self.write_out(self.buf.len())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands buffered bytes to the kernel (whole blocks only in direct mode).
+    pub fn flush(&mut self) -> Result<()> {
+        let n = if self.cfg.is_direct() {
+            self.buf.len() / self.cfg.align() * self.cfg.align()
+        } else {
+            self.buf.len()
+        };
+        if n > 0 {
+            self.write_out(n)?;
+        }
+        Ok(())
+    }
+
+    /// Makes everything written so far durable (`fdatasync`).
+    pub fn sync(&mut self) -> Result<()> {
+        self.flush()?;
+        if self.cfg.is_direct() && !self.buf.is_empty() {
+            self.write_padded_tail()?;
+        }
+        self.fdatasync()
+    }
+
+    /// Flushes, writes the tail, and with `sync` makes the file durable.
+    /// Returns the file's length.
+    pub fn finish(mut self, sync: bool) -> Result<u64> {
+        self.flush()?;
+        if self.cfg.is_direct() && !self.buf.is_empty() {
+            self.write_padded_tail()?;
+        }
+        if sync {
+            self.fdatasync()?;
+        }
+        if self.cfg.mode == EffectiveMode::Fadvise {
+            // Whatever is left of the file in the cache goes now.
+            if !sync {
+                let fd = self.file.as_raw_fd();
+                sys::sync_file_range(fd, 0, 0, true)
+                    .map_err(|e| io_err(&self.path, 0, "sync_file_range failed", e))?;
+            }
+            let _ = sys::fadvise(self.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
+        }
+        self.finished = true;
+        Ok(self.len())
+    }
+
+    fn fdatasync(&mut self) -> Result<()> {
+        let t = Instant::now();
+        sys::fdatasync(self.file.as_raw_fd())
+            .map_err(|e| io_err(&self.path, self.len(), "fdatasync failed", e))?;
+        self.cfg.stats.record_sync(self.cfg.class, t.elapsed());
+        Ok(())
+    }
+
+    /// Direct mode: writes the partial last block zero-padded at its aligned
+    /// offset (it stays in the buffer and is rewritten when more data comes),
+    /// then truncates the file to its true length.
+    fn write_padded_tail(&mut self) -> Result<()> {
+        let len = self.len();
+        let t = Instant::now();
+        let padded = self.buf.padded();
+        let n = padded.len();
+        self.cfg.throttle(n);
+        write_fully(&self.file, &self.path, &self.cfg, padded, self.pos)?;
+        self.cfg.stats.record_write(self.cfg.class, n, t.elapsed());
+        sys::ftruncate(self.file.as_raw_fd(), len)
+            .map_err(|e| io_err(&self.path, len, "ftruncate to the true length failed", e))
+    }
+
+    /// Writes the first `n` bytes of the buffer at `pos` and keeps the rest.
+    fn write_out(&mut self, n: usize) -> Result<()> {
+        self.cfg.throttle(n);
+        let t = Instant::now();
+        write_fully(&self.file, &self.path, &self.cfg, &self.buf.as_slice()[..n], self.pos)?;
+        self.cfg.stats.record_write(self.cfg.class, n, t.elapsed());
+        self.pos += n as u64;
+        self.buf.consume_front(n);
+        if self.cfg.mode == EffectiveMode::Fadvise {
+            self.fadvise_progress()?;
+        }
+        Ok(())
+    }
+
+    /// Fadvise mode: once a chunk is written, start its write-back; wait for
+    /// the previous chunk's write-back and drop its pages. Pipelining one
+    /// chunk keeps the writer from waiting on the device for every chunk.
+    fn fadvise_progress(&mut self) -> Result<()> {
+        let chunk = self.cfg.fadvise_chunk_size.max(1);
+        if self.pos - self.kicked_upto < chunk {
+            return Ok(());
+        }
+        let fd = self.file.as_raw_fd();
+        if self.kicked_upto > self.dropped_upto {
+            let (start, len) = (self.dropped_upto, self.kicked_upto - self.dropped_upto);
+            sys::sync_file_range(fd, start, len, true)
+                .map_err(|e| io_err(&self.path, start, "sync_file_range failed", e))?;
+            sys::fadvise(fd, start, len, libc::POSIX_FADV_DONTNEED)
+                .map_err(|e| io_err(&self.path, start, "POSIX_FADV_DONTNEED failed", e))?;
+            self.dropped_upto = self.kicked_upto;
+        }
+        let (start, len) = (self.kicked_upto, self.pos - self.kicked_upto);
+        sys::sync_file_range(fd, start, len, false)
+            .map_err(|e| io_err(&self.path, start, "sync_file_range failed", e))?;
+        self.kicked_upto = self.pos;
+        Ok(())
+    }
+}
+
+/// Writes all of `data` at `offset`, retrying short writes. In direct mode a
+/// short write is resumed from the last aligned boundary it reached.
+fn write_fully(file: &File, path: &Path, cfg: &FileConfig, data: &[u8], offset: u64) -> Result<()> {
+    let fd = file.as_raw_fd();
+    let align = cfg.align();
+    let mut done = 0usize;
+    while done < data.len() {
+        let at = offset + done as u64;
+        let r = match cfg.mode {
+            EffectiveMode::DontCache => sys::pwritev2(fd, &data[done..], at, sys::RWF_DONTCACHE),
+            _ => sys::pwrite(fd, &data[done..], at),
+        };
+        let n = r.map_err(|e| io_err(path, at, &format!("write failed ({} mode)", cfg.mode), e))?;
+        if n == 0 {
+            return Err(io_err(
+                path,
+                at,
+                "write made no progress",
+                std::io::Error::from(std::io::ErrorKind::WriteZero),
+            ));
+        }
+        done += n;
+        if cfg.is_direct() && done % align != 0 && done < data.len() {
+            done = done / align * align;
+        }
+    }
+    Ok(())
+}
+
+/// Reads a file front to back in one access mode, with its own readahead.
+///
+/// Direct mode reads aligned chunks of `readahead_size` (O_DIRECT gets no
+/// kernel readahead); dontcache reads with RWF_DONTCACHE; fadvise drops the
+/// pages behind the cursor as it goes; buffered asks the kernel for
+/// sequential readahead.
+pub struct SeqReader {
+    file: File,
+    path: PathBuf,
+    cfg: FileConfig,
+    buf: AlignedBuf,
+    /// Bytes of `buf` already handed out.
+    consumed: usize,
+    /// File offset of `buf[0]`.
+    buf_offset: u64,
+    file_len: u64,
+    dropped_upto: u64,
+}
+
+impl SeqReader {
+    pub fn open(path: &Path, cfg: FileConfig) -> Result<SeqReader> {
+        let align = cfg.align();
+        let chunk = cfg.readahead_size;
+        if chunk == 0 || chunk % align != 0 {
+            return Err(Error::invalid(format!(
+                "readahead size must be a positive multiple of the direct I/O alignment {align}, got {chunk}"
+            ))
+            .with_path(path));
+        }
+        let mode = if cfg.mode == EffectiveMode::Mmap { EffectiveMode::Buffered } else { cfg.mode };
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(open_flags(mode))
+            .open(path)
+            .map_err(|e| Error::io(e, format!("cannot open file for {} in {} mode", cfg.class, cfg.mode)).with_path(path))?;
+        let file_len = file
+            .metadata()
+            .map_err(|e| Error::io(e, "cannot stat file").with_path(path))?
+            .len();
+        if mode == EffectiveMode::Buffered {
+            let _ = sys::fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_SEQUENTIAL);
+        }
+        let buf = AlignedBuf::new(chunk, cfg.mem_align.max(1).next_power_of_two())?;
+        Ok(SeqReader {
+            file,
+            path: path.to_path_buf(),
+            cfg,
+            buf,
+            consumed: 0,
+            buf_offset: 0,
+            file_len,
+            dropped_upto: 0,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn file_len(&self) -> u64 {
+        self.file_len
+    }
+
+    /// File offset of the next byte `read` returns.
+    pub fn position(&self) -> u64 {
+        self.buf_offset + self.consumed as u64
+    }
+
+    /// Reads up to `out.len()` bytes; 0 means end of file.
+    pub fn read(&mut self, out: &mut [u8]) -> Result<usize> {
+        if out.is_empty() {
+            return Ok(0);
+        }
+        if self.consumed == self.buf.len() && !self.fill()? {
+            return Ok(0);
+        }
+        let avail = &self.buf.as_slice()[self.consumed..];
+        let n = avail.len().min(out.len());
+        out[..n].copy_from_slice(&avail[..n]);
+        self.consumed += n;
+        Ok(n)
+    }
+
+    /// Fills `out` completely or fails with an error naming the offset.
+    pub fn read_exact(&mut self, out: &mut [u8]) -> Result<()> {
+        let start = self.position();
+        let mut done = 0;
+        while done < out.len() {
+            let n = self.read(&mut out[done..])?;
+            if n == 0 {
+                return Err(Error::io(
+                    std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
+                    format!("file ended after {} of {} bytes", done, out.len()),
+                )
+                .with_path(&self.path)
+                .with_offset(start));
+            }
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Loads the next chunk; false at end of file.
+    fn fill(&mut self) -> Result<bool> {
+        self.buf_offset += self.buf.len() as u64;
+        self.buf.clear();
+        self.consumed = 0;
+        if self.buf_offset >= self.file_len {
+            return Ok(false);
+        }
+        let fd = self.file.as_raw_fd();
+        let mut want = self.buf.capacity();
+        if !self.cfg.is_direct() {
+            want = want.min((self.file_len - self.buf_offset) as usize);
+        }
+        self.cfg.throttle(want);
+        let t = Instant::now();
+        let mut got = 0usize;
+        while got < want {
+            let at = self.buf_offset + got as u64;
+            let dst = &mut self.buf.full_mut()[got..want];
+            let r = match self.cfg.mode {
+                EffectiveMode::DontCache => sys::preadv2(fd, dst, at, sys::RWF_DONTCACHE),
+                _ => sys::pread(fd, dst, at),
+            };
+            let n = r.map_err(|e| io_err(&self.path, at, &format!("read failed ({} mode)", self.cfg.mode), e))?;
+            if n == 0 {
+                break;
+            }
+            got += n;
+            if self.cfg.is_direct() && got % self.cfg.align() != 0 {
+                // A direct read stops short only at end of file.
+                break;
+            }
+        }
+        self.cfg.stats.record_read(self.cfg.class, got, t.elapsed());
+        self.buf.set_len(got);
+        if self.cfg.mode == EffectiveMode::Fadvise && self.buf_offset > self.dropped_upto {
+            // Drop what the cursor has passed; the chunk just read is kept
+            // until it has been consumed.
+            let len = self.buf_offset - self.dropped_upto;
+            let _ = sys::fadvise(fd, self.dropped_upto, len, libc::POSIX_FADV_DONTNEED);
+            self.dropped_upto = self.buf_offset;
+        }
+        Ok(got > 0)
+    }
+}
+
+impl Drop for SeqReader {
+    fn drop(&mut self) {
+        if self.cfg.mode == EffectiveMode::Fadvise {
+            let _ = sys::fadvise(self.file.as_raw_fd(), self.dropped_upto, 0, libc::POSIX_FADV_DONTNEED);
+        }
+    }
+}
+
+impl std::io::Read for SeqReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        SeqReader::read(self, buf).map_err(|e| std::io::Error::other(e.to_string()))
+    }
+}
+
+/// A read-only memory mapping of a whole file.
+struct Mapping {
+    ptr: *mut libc::c_void,
+    len: usize,
+}
+
+// The mapping is read-only and lives as long as the reader.
+unsafe impl Send for Mapping {}
+unsafe impl Sync for Mapping {}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        unsafe { libc::munmap(self.ptr, self.len) };
+    }
+}
+
+/// Positional reads of an immutable file in one access mode.
+///
+/// Buffered reads can attribute each read to a page-cache hit or miss with
+/// `preadv2(RWF_NOWAIT)` first: success is a hit, EAGAIN a miss (the read
+/// is then done normally). Fadvise mode marks the file random (no
+/// readahead) but drops nothing: pages of a randomly read file may be hot
+/// for someone else.
+pub struct RandomReader {
+    file: File,
+    path: PathBuf,
+    cfg: FileConfig,
+    len: u64,
+    map: Option<Mapping>,
+}
+
+impl RandomReader {
+    pub fn open(path: &Path, cfg: FileConfig) -> Result<RandomReader> {
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(open_flags(cfg.mode))
+            .open(path)
+            .map_err(|e| Error::io(e, format!("cannot open file for {} in {} mode", cfg.class, cfg.mode)).with_path(path))?;
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io(e, "cannot stat file").with_path(path))?
+            .len();
+        let fd = file.as_raw_fd();
+        let mut map = None;
+        match cfg.mode {
+            EffectiveMode::Fadvise => {
+                let _ = sys::fadvise(fd, 0, 0, libc::POSIX_FADV_RANDOM);
+            }
+            EffectiveMode::Mmap if len > 0 => {
+                let ptr = unsafe {
+                    libc::mmap(std::ptr::null_mut(), len as usize, libc::PROT_READ, libc::MAP_SHARED, fd, 0)
+                };
+                if ptr == libc::MAP_FAILED {
+                    return Err(Error::io(std::io::Error::last_os_error(), "mmap failed").with_path(path));
+                }
+                map = Some(Mapping { ptr, len: len as usize });
+            }
+            _ => {}
+        }
+        Ok(RandomReader {
+            file,
+            path: path.to_path_buf(),
+            cfg,
+            len,
+            map,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn mode(&self) -> EffectiveMode {
+        self.cfg.mode
+    }
+
+    /// Reads up to `out.len()` bytes at `offset`; fewer only at end of file.
+    pub fn read_at(&self, offset: u64, out: &mut [u8]) -> Result<usize> {
+        if out.is_empty() || offset >= self.len {
+            return Ok(0);
+        }
+        let want = out.len().min((self.len - offset) as usize);
+        let out = &mut out[..want];
+        let t = Instant::now();
+        let n = match self.cfg.mode {
+            EffectiveMode::Direct => self.read_direct(offset, out)?,
+            EffectiveMode::Mmap => {
+                let map = self.map.as_ref().expect("mapped when non-empty");
+                let src = unsafe { std::slice::from_raw_parts(map.ptr as *const u8, map.len) };
+                out.copy_from_slice(&src[offset as usize..offset as usize + want]);
+                want
+            }
+            EffectiveMode::DontCache => self.read_loop(offset, out, sys::RWF_DONTCACHE)?,
+            EffectiveMode::Buffered | EffectiveMode::Fadvise => {
+                if self.cfg.attribute_cache_hits {
+                    self.read_attributed(offset, out)?
+                } else {
+                    self.read_loop(offset, out, 0)?
+                }
+            }
+        };
+        self.cfg.stats.record_read(self.cfg.class, n, t.elapsed());
+        Ok(n)
+    }
+
+    /// Reads exactly `out.len()` bytes at `offset` or fails naming the offset.
+    pub fn read_exact_at(&self, offset: u64, out: &mut [u8]) -> Result<()> {
+        let n = self.read_at(offset, out)?;
+        if n < out.len() {
+            return Err(Error::io(
+                std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
+                format!("read of {} bytes past end of file ({} bytes long)", out.len(), self.len),
+            )
+            .with_path(&self.path)
+            .with_offset(offset));
+        }
+        Ok(())
+    }
+
+    /// Reads exactly `len` bytes at `offset` into a new vector.
+    pub fn read_vec(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let mut v = vec![0u8; len];
+        self.read_exact_at(offset, &mut v)?;
+        Ok(v)
+    }
+
+    fn read_loop(&self, offset: u64, out: &mut [u8], flags: i32) -> Result<usize> {
+        let fd = self.file.as_raw_fd();
+        let mut done = 0;
+        while done < out.len() {
+            let at = offset + done as u64;
+            let r = if flags == 0 {
+                sys::pread(fd, &mut out[done..], at)
+            } else {
+                sys::preadv2(fd, &mut out[done..], at, flags)
+            };
+            let n = r.map_err(|e| io_err(&self.path, at, &format!("read failed ({} mode)", self.cfg.mode), e))?;
+            if n == 0 {
+                break;
+            }
+            done += n;
+        }
+        Ok(done)
+    }
+
+    fn read_attributed(&self, offset: u64, out: &mut [u8]) -> Result<usize> {
+        let fd = self.file.as_raw_fd();
+        match sys::preadv2(fd, out, offset, sys::RWF_NOWAIT) {
+            Ok(n) if n == out.len() => {
+                self.cfg.stats.record_hit(self.cfg.class, true);
+                Ok(n)
+            }
+            Ok(n) => {
+                // Partly cached: the rest must come from the device.
+                self.cfg.stats.record_hit(self.cfg.class, false);
+                Ok(n + self.read_loop(offset + n as u64, &mut out[n..], 0)?)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                self.cfg.stats.record_hit(self.cfg.class, false);
+                self.read_loop(offset, out, 0)
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) || e.raw_os_error() == Some(libc::EINVAL) => {
+                // RWF_NOWAIT not supported here: read without attribution.
+                self.read_loop(offset, out, 0)
+            }
+            Err(e) => Err(io_err(&self.path, offset, "read failed (buffered mode)", e)),
+        }
+    }
+
+    fn read_direct(&self, offset: u64, out: &mut [u8]) -> Result<usize> {
+        let align = self.cfg.align() as u64;
+        let start = offset / align * align;
+        let end = (offset + out.len() as u64).next_multiple_of(align);
+        let span = (end - start) as usize;
+        let mut buf = AlignedBuf::new(span, self.cfg.mem_align.max(1).next_power_of_two())?;
+        let fd = self.file.as_raw_fd();
+        let mut got = 0usize;
+        while got < span {
+            let at = start + got as u64;
+            let n = sys::pread(fd, &mut buf.full_mut()[got..], at)
+                .map_err(|e| io_err(&self.path, at, "read failed (direct mode)", e))?;
+            if n == 0 {
+                break;
+            }
+            got += n;
+            if got % align as usize != 0 {
+                break; // short only at end of file
+            }
+        }
+        let skip = (offset - start) as usize;
+        let avail = got.saturating_sub(skip).min(out.len());
+        out[..avail].copy_from_slice(&buf.full()[skip..skip + avail]);
+        Ok(avail)
+    }
+}

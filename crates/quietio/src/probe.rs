@@ -1,0 +1,460 @@
+//! What the kernel and file system under a directory really support,
+//! found by trying it once and cached per directory.
+
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::aligned::AlignedBuf;
+use crate::error::{Error, Result};
+use crate::sys;
+
+/// O_DIRECT support of a directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirectCaps {
+    /// O_DIRECT opens and an aligned read works.
+    pub supported: bool,
+    /// Why not, when not.
+    pub reason: Option<String>,
+    /// Direct *writes* are safe (false on known-bad kernels even when reads work).
+    pub writes_supported: bool,
+    pub write_reason: Option<String>,
+    /// Required alignment of buffer addresses.
+    pub mem_align: usize,
+    /// Required alignment of file offsets and lengths.
+    pub offset_align: usize,
+    /// Where the alignment came from: "statx", "logical_block_size" or "default".
+    pub align_source: String,
+}
+
+/// RWF_DONTCACHE support of a directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DontCacheCaps {
+    pub supported: bool,
+    pub reason: Option<String>,
+}
+
+/// The probed facts about one directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Capabilities {
+    pub dir: PathBuf,
+    /// File-system type as the kernel names it (ext4, xfs, tmpfs, ...).
+    pub filesystem: String,
+    /// Block device name (vda, nvme0n1p1, loop0), when there is one.
+    pub device: Option<String>,
+    pub kernel: String,
+    pub direct: DirectCaps,
+    pub dontcache: DontCacheCaps,
+    pub max_sectors_kb: Option<u64>,
+    pub logical_block_size: Option<u64>,
+    /// cachestat(2) works (else residency falls back to mincore).
+    pub cachestat: bool,
+}
+
+impl Capabilities {
+    /// `None` when direct I/O of this kind (write or read) can be used,
+    /// else the reason it cannot.
+    pub fn direct_unusable_reason(&self, write: bool) -> Option<String> {
+        if !self.direct.supported {
+            return Some(
+                self.direct
+                    .reason
+                    .clone()
+                    .unwrap_or_else(|| "O_DIRECT not supported".into()),
+            );
+        }
+        if write && !self.direct.writes_supported {
+            return Some(
+                self.direct
+                    .write_reason
+                    .clone()
+                    .unwrap_or_else(|| "O_DIRECT writes not safe here".into()),
+            );
+        }
+        None
+    }
+
+    /// The largest single I/O the device takes, in bytes, if known.
+    pub fn max_io_bytes(&self) -> Option<usize> {
+        self.max_sectors_kb.map(|kb| (kb as usize) * 1024)
+    }
+}
+
+fn cache() -> &'static Mutex<HashMap<PathBuf, Arc<Capabilities>>> {
+    static CACHE: OnceLock<Mutex<HashMap<PathBuf, Arc<Capabilities>>>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Probes `dir` once per process and returns the cached result afterwards.
+pub fn probe(dir: &Path) -> Result<Arc<Capabilities>> {
+    let canon = canonical_dir(dir)?;
+    if let Some(c) = cache().lock().unwrap_or_else(|e| e.into_inner()).get(&canon) {
+        return Ok(c.clone());
+    }
+    let caps = Arc::new(probe_uncached(&canon)?);
+    cache()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(canon, caps.clone());
+    Ok(caps)
+}
+
+fn canonical_dir(dir: &Path) -> Result<PathBuf> {
+    let meta = fs::metadata(dir).map_err(|e| {
+        Error::io(e, "cannot use directory: it is missing or not accessible").with_path(dir)
+    })?;
+    if !meta.is_dir() {
+        return Err(Error::invalid("not a directory").with_path(dir));
+    }
+    fs::canonicalize(dir).map_err(|e| Error::io(e, "cannot resolve directory").with_path(dir))
+}
+
+/// Removes the probe file however the probe ends.
+struct ProbeFile(PathBuf);
+
+impl Drop for ProbeFile {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.0);
+    }
+}
+
+/// Probes without consulting the cache (the doctor uses it to re-check).
+pub fn probe_uncached(dir: &Path) -> Result<Capabilities> {
+    let dir = canonical_dir(dir)?;
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let path = dir.join(format!(
+        ".quietio-probe-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ));
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(|e| {
+            Error::io(e, "directory is not writable (cannot create a probe file)").with_path(&dir)
+        })?;
+    let _cleanup = ProbeFile(path.clone());
+
+    let kernel = sys::kernel_release();
+    let (filesystem, _) = filesystem_of(&dir, &file);
+    let dev = fs::metadata(&dir).map(|m| m.dev()).unwrap_or(0);
+    let (device, queue) = block_device(dev);
+    let read_queue = |name: &str| -> Option<u64> {
+        let q = queue.as_ref()?;
+        fs::read_to_string(q.join(name)).ok()?.trim().parse().ok()
+    };
+    let max_sectors_kb = read_queue("max_sectors_kb");
+    let logical_block_size = read_queue("logical_block_size");
+
+    let direct = probe_direct(&path, &file, &filesystem, &kernel, logical_block_size);
+    let dontcache = probe_dontcache(&file);
+    let cachestat = match sys::cachestat(file.as_raw_fd()) {
+        Ok(_) => true,
+        Err(e) => {
+            log::debug!("cachestat unavailable ({e}); residency will use mincore");
+            false
+        }
+    };
+
+    Ok(Capabilities {
+        dir,
+        filesystem,
+        device,
+        kernel,
+        direct,
+        dontcache,
+        max_sectors_kb,
+        logical_block_size,
+        cachestat,
+    })
+}
+
+fn errno_name(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::EINVAL) => "EINVAL".into(),
+        Some(libc::EOPNOTSUPP) => "EOPNOTSUPP".into(),
+        Some(libc::EPERM) => "EPERM".into(),
+        Some(libc::EACCES) => "EACCES".into(),
+        Some(libc::EIO) => "EIO".into(),
+        Some(libc::ENOSPC) => "ENOSPC".into(),
+        Some(n) => format!("errno {n}"),
+        None => e.to_string(),
+    }
+}
+
+fn probe_direct(
+    path: &Path,
+    buffered: &File,
+    filesystem: &str,
+    kernel: &str,
+    logical_block_size: Option<u64>,
+) -> DirectCaps {
+    let unsupported = |reason: String| DirectCaps {
+        supported: false,
+        reason: Some(reason),
+        writes_supported: false,
+        write_reason: None,
+        mem_align: 4096,
+        offset_align: 4096,
+        align_source: "default".into(),
+    };
+    if matches!(filesystem, "tmpfs" | "ramfs" | "hugetlbfs") {
+        // Linux 6.6+ accepts O_DIRECT on tmpfs, but the file's data lives in
+        // the page cache itself: there is nothing to bypass.
+        return unsupported(format!(
+            "{filesystem} keeps file data in memory (its pages are the page cache), so O_DIRECT cannot bypass the cache there"
+        ));
+    }
+    let (mem_align, offset_align, align_source) = match sys::statx_dio_align(buffered.as_raw_fd()) {
+        Some((0, 0)) => {
+            return unsupported(format!(
+                "{filesystem} reports no direct I/O support for regular files (statx STATX_DIOALIGN = 0)"
+            ))
+        }
+        Some((m, o)) => (m as usize, o as usize, "statx"),
+        None => match logical_block_size {
+            Some(b) if b.is_power_of_two() => (b as usize, b as usize, "logical_block_size"),
+            _ => (4096, 4096, "default"),
+        },
+    };
+
+    let direct_file = match OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) => {
+            return unsupported(format!(
+                "{filesystem} rejects O_DIRECT at open ({})",
+                errno_name(&e)
+            ))
+        }
+    };
+    // Some file systems accept the flag at open and fail only at the first
+    // I/O, so an aligned write and read-back must really succeed.
+    let block = offset_align.max(mem_align).max(512);
+    let check = || -> std::result::Result<(), String> {
+        let mut buf = AlignedBuf::new(block, mem_align.max(1).next_power_of_two())
+            .map_err(|e| e.to_string())?;
+        for (i, b) in buf.full_mut().iter_mut().enumerate() {
+            *b = (i % 251) as u8;
+        }
+        buf.set_len(block);
+        let n = sys::pwrite(direct_file.as_raw_fd(), buf.as_slice(), 0)
+            .map_err(|e| format!("an aligned O_DIRECT write failed ({})", errno_name(&e)))?;
+        if n != block {
+            return Err(format!("an aligned O_DIRECT write was short ({n} of {block} bytes)"));
+        }
+        let expected = buf.as_slice().to_vec();
+        buf.full_mut().fill(0);
+        let n = sys::pread(direct_file.as_raw_fd(), buf.full_mut(), 0)
+            .map_err(|e| format!("an aligned O_DIRECT read failed ({})", errno_name(&e)))?;
+        if n != block || buf.full()[..block] != expected[..] {
+            return Err("an O_DIRECT read did not return what was written".into());
+        }
+        Ok(())
+    };
+    if let Err(reason) = check() {
+        return unsupported(format!("{filesystem}: {reason}"));
+    }
+    let (writes_supported, write_reason) = match known_bad_direct_writes(filesystem, kernel) {
+        Some(why) => (false, Some(why)),
+        None => (true, None),
+    };
+    DirectCaps {
+        supported: true,
+        reason: None,
+        writes_supported,
+        write_reason,
+        mem_align,
+        offset_align,
+        align_source: align_source.into(),
+    }
+}
+
+/// ext4 on Linux 6.1.64 and 6.1.65 corrupts data written with O_DIRECT
+/// (Debian bug 1057843); direct writes are refused there.
+pub fn known_bad_direct_writes(filesystem: &str, kernel: &str) -> Option<String> {
+    let version: Vec<u32> = kernel
+        .split(|c: char| !c.is_ascii_digit())
+        .take(3)
+        .map(|p| p.parse().unwrap_or(0))
+        .collect();
+    if filesystem == "ext4" && (version == [6, 1, 64] || version == [6, 1, 65]) {
+        return Some(format!(
+            "Linux {kernel} has an ext4 O_DIRECT write corruption bug (Debian bug 1057843); direct writes are refused, upgrade the kernel"
+        ));
+    }
+    None
+}
+
+fn probe_dontcache(file: &File) -> DontCacheCaps {
+    let fd = file.as_raw_fd();
+    let data = [0x5Au8; 4096];
+    let why = |e: &std::io::Error, op: &str| match e.raw_os_error() {
+        Some(libc::EOPNOTSUPP) => format!(
+            "{op} with RWF_DONTCACHE returned EOPNOTSUPP: this file system does not support uncached buffered I/O (ext4 needs Linux 6.17+, xfs 6.15+)"
+        ),
+        Some(libc::EINVAL) => format!(
+            "{op} with RWF_DONTCACHE returned EINVAL: the kernel does not know the flag (needs Linux 6.14+)"
+        ),
+        _ => format!("{op} with RWF_DONTCACHE failed ({})", errno_name(e)),
+    };
+    if let Err(e) = sys::pwritev2(fd, &data, 8192, sys::RWF_DONTCACHE) {
+        return DontCacheCaps {
+            supported: false,
+            reason: Some(why(&e, "pwritev2")),
+        };
+    }
+    let mut back = [0u8; 4096];
+    match sys::preadv2(fd, &mut back, 8192, sys::RWF_DONTCACHE) {
+        Ok(4096) if back == data => DontCacheCaps {
+            supported: true,
+            reason: None,
+        },
+        Ok(_) => DontCacheCaps {
+            supported: false,
+            reason: Some("preadv2 with RWF_DONTCACHE did not return what was written".into()),
+        },
+        Err(e) => DontCacheCaps {
+            supported: false,
+            reason: Some(why(&e, "preadv2")),
+        },
+    }
+}
+
+/// The file system type: from /proc/self/mountinfo (longest mount point that
+/// contains `dir`), else from the statfs magic number.
+fn filesystem_of(dir: &Path, file: &File) -> (String, Option<PathBuf>) {
+    if let Ok(info) = fs::read_to_string("/proc/self/mountinfo") {
+        if let Some((fs, mp)) = mountinfo_fs(&info, dir) {
+            return (fs, Some(mp));
+        }
+    }
+    let name = match sys::fs_magic(file.as_raw_fd()) {
+        Ok(0xEF53) => "ext2/3/4",
+        Ok(0x5846_5342) => "xfs",
+        Ok(0x0102_1994) => "tmpfs",
+        Ok(0x9123_683E) => "btrfs",
+        Ok(0x794C_7630) => "overlay",
+        Ok(0x6573_5546) => "fuse",
+        Ok(0x6969) => "nfs",
+        Ok(0xF2F5_2010) => "f2fs",
+        Ok(0x2FC1_2FC1) => "zfs",
+        Ok(0x8584_58F6) => "ramfs",
+        _ => "unknown",
+    };
+    (name.into(), None)
+}
+
+/// Parses mountinfo text and returns (fstype, mount point) of the mount that
+/// holds `dir`. Later lines win ties because later mounts shadow earlier ones.
+pub fn mountinfo_fs(info: &str, dir: &Path) -> Option<(String, PathBuf)> {
+    let mut best: Option<(usize, String, PathBuf)> = None;
+    for line in info.lines() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let Some(sep) = fields.iter().position(|f| *f == "-") else {
+            continue;
+        };
+        let (Some(mp), Some(fstype)) = (fields.get(4), fields.get(sep + 1)) else {
+            continue;
+        };
+        let mp = PathBuf::from(unescape_mountinfo(mp));
+        if dir.starts_with(&mp) {
+            let depth = mp.components().count();
+            if best.as_ref().is_none_or(|(d, _, _)| depth >= *d) {
+                best = Some((depth, fstype.to_string(), mp));
+            }
+        }
+    }
+    best.map(|(_, fs, mp)| (fs, mp))
+}
+
+fn unescape_mountinfo(s: &str) -> String {
+    // mountinfo escapes space, tab, newline and backslash as \ooo octal.
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 3 < b.len() {
+            if let Ok(v) = u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 4]).unwrap_or("x"), 8) {
+                out.push(v);
+                i += 4;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The block device holding a file system (by `st_dev`), and the sysfs
+/// `queue` directory that describes it (a partition uses its disk's queue).
+fn block_device(dev: u64) -> (Option<String>, Option<PathBuf>) {
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    if major == 0 {
+        return (None, None); // tmpfs, overlay, and other virtual file systems
+    }
+    let sys_dev = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+    let Ok(real) = fs::canonicalize(&sys_dev) else {
+        return (None, None);
+    };
+    let name = real.file_name().map(|n| n.to_string_lossy().into_owned());
+    let queue = if real.join("queue").is_dir() {
+        Some(real.join("queue"))
+    } else {
+        real.parent()
+            .map(|p| p.join("queue"))
+            .filter(|q| q.is_dir())
+    };
+    (name, queue)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_kernel_detection() {
+        assert!(known_bad_direct_writes("ext4", "6.1.64").is_some());
+        assert!(known_bad_direct_writes("ext4", "6.1.65-amd64").is_some());
+        assert!(known_bad_direct_writes("ext4", "6.1.66").is_none());
+        assert!(known_bad_direct_writes("xfs", "6.1.64").is_none());
+        assert!(known_bad_direct_writes("ext4", "6.18.44-fc").is_none());
+    }
+
+    #[test]
+    fn mountinfo_longest_prefix_wins() {
+        let info = "22 27 0:21 / / rw,relatime - ext4 /dev/vda rw\n\
+                    25 24 0:23 / /dev/shm rw,relatime - tmpfs tmpfs rw\n\
+                    30 22 7:0 / /mnt/my\\040xfs rw - xfs /dev/loop0 rw\n";
+        assert_eq!(mountinfo_fs(info, Path::new("/dev/shm/x")).unwrap().0, "tmpfs");
+        assert_eq!(mountinfo_fs(info, Path::new("/work/db")).unwrap().0, "ext4");
+        assert_eq!(mountinfo_fs(info, Path::new("/mnt/my xfs/db")).unwrap().0, "xfs");
+        assert_eq!(mountinfo_fs(info, Path::new("/dev/shmem")).unwrap().0, "ext4");
+    }
+
+    #[test]
+    fn missing_dir_is_a_clear_error() {
+        let e = probe(Path::new("/nonexistent/quietio")).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Io);
+        assert!(e.to_string().contains("/nonexistent/quietio"));
+    }
+
+    #[test]
+    fn probe_leaves_no_file_behind() {
+        let d = tempfile::tempdir().unwrap();
+        let caps = probe_uncached(d.path()).unwrap();
+        assert!(!caps.kernel.is_empty());
+        assert_eq!(fs::read_dir(d.path()).unwrap().count(), 0);
+    }
+}

@@ -1,0 +1,261 @@
+//! Thin, checked wrappers over the Linux system calls quietio needs.
+//!
+//! Every wrapper retries EINTR and returns `std::io::Error`; callers add the
+//! file and offset context.
+
+use std::io;
+use std::os::fd::RawFd;
+
+/// `RWF_DONTCACHE` (Linux 6.14+): buffered I/O whose pages are dropped once
+/// the I/O completes, unless they were already cached.
+pub const RWF_DONTCACHE: libc::c_int = 0x80;
+/// `RWF_NOWAIT`: fail with EAGAIN instead of blocking, i.e. when the data is
+/// not in the page cache.
+pub const RWF_NOWAIT: libc::c_int = 0x08;
+
+const SYS_CACHESTAT: libc::c_long = 451;
+const STATX_DIOALIGN: u32 = 0x2000;
+
+fn cvt(ret: isize) -> io::Result<usize> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret as usize)
+    }
+}
+
+fn retry<F: FnMut() -> io::Result<usize>>(mut f: F) -> io::Result<usize> {
+    loop {
+        match f() {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            r => return r,
+        }
+    }
+}
+
+pub fn pread(fd: RawFd, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    retry(|| {
+        cvt(unsafe {
+            libc::pread64(
+                fd,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                offset as libc::off64_t,
+            )
+        })
+    })
+}
+
+pub fn pwrite(fd: RawFd, buf: &[u8], offset: u64) -> io::Result<usize> {
+    retry(|| {
+        cvt(unsafe {
+            libc::pwrite64(fd, buf.as_ptr().cast(), buf.len(), offset as libc::off64_t)
+        })
+    })
+}
+
+/// `preadv2` with flags. EAGAIN (for RWF_NOWAIT) is returned as an error of
+/// kind `WouldBlock`.
+pub fn preadv2(fd: RawFd, buf: &mut [u8], offset: u64, flags: libc::c_int) -> io::Result<usize> {
+    let iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    retry(|| {
+        cvt(unsafe { libc::preadv2(fd, &iov, 1, offset as libc::off64_t, flags) })
+    })
+}
+
+pub fn pwritev2(fd: RawFd, buf: &[u8], offset: u64, flags: libc::c_int) -> io::Result<usize> {
+    let iov = libc::iovec {
+        iov_base: buf.as_ptr() as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    retry(|| {
+        cvt(unsafe { libc::pwritev2(fd, &iov, 1, offset as libc::off64_t, flags) })
+    })
+}
+
+pub fn fdatasync(fd: RawFd) -> io::Result<()> {
+    retry(|| cvt(unsafe { libc::fdatasync(fd) } as isize)).map(|_| ())
+}
+
+pub fn ftruncate(fd: RawFd, len: u64) -> io::Result<()> {
+    retry(|| cvt(unsafe { libc::ftruncate64(fd, len as libc::off64_t) } as isize)).map(|_| ())
+}
+
+/// Starts (and with `wait`, waits for) write-back of a byte range.
+pub fn sync_file_range(fd: RawFd, offset: u64, len: u64, wait: bool) -> io::Result<()> {
+    let flags = if wait {
+        libc::SYNC_FILE_RANGE_WAIT_BEFORE
+            | libc::SYNC_FILE_RANGE_WRITE
+            | libc::SYNC_FILE_RANGE_WAIT_AFTER
+    } else {
+        libc::SYNC_FILE_RANGE_WRITE
+    };
+    retry(|| {
+        cvt(unsafe {
+            libc::sync_file_range(fd, offset as libc::off64_t, len as libc::off64_t, flags)
+        } as isize)
+    })
+    .map(|_| ())
+}
+
+pub fn fadvise(fd: RawFd, offset: u64, len: u64, advice: libc::c_int) -> io::Result<()> {
+    let rc = unsafe {
+        libc::posix_fadvise64(fd, offset as libc::off64_t, len as libc::off64_t, advice)
+    };
+    // posix_fadvise returns the error number instead of setting errno.
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(rc))
+    }
+}
+
+/// Direct-I/O alignment reported by `statx(STATX_DIOALIGN)` (Linux 6.1+):
+/// `Some((mem_align, offset_align))`, `Some((0, 0))` when the file system
+/// reports that this file cannot do direct I/O, `None` when the kernel or file
+/// system does not report it at all.
+pub fn statx_dio_align(fd: RawFd) -> Option<(u32, u32)> {
+    // The kernel's struct statx is 256 bytes; the two fields we need sit at
+    // fixed offsets (152 and 156) that are part of the stable ABI.
+    let mut buf = [0u64; 32];
+    let empty = c"";
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_statx,
+            fd,
+            empty.as_ptr(),
+            libc::AT_EMPTY_PATH,
+            STATX_DIOALIGN,
+            buf.as_mut_ptr(),
+        )
+    };
+    if rc != 0 {
+        return None;
+    }
+    let bytes: &[u8; 256] = unsafe { &*(buf.as_ptr() as *const [u8; 256]) };
+    let u32_at = |off: usize| u32::from_ne_bytes(bytes[off..off + 4].try_into().unwrap());
+    let mask = u32_at(0);
+    if mask & STATX_DIOALIGN == 0 {
+        return None;
+    }
+    Some((u32_at(152), u32_at(156)))
+}
+
+/// Page-cache state of a file range from `cachestat(2)` (Linux 6.5+).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheStat {
+    pub cache: u64,
+    pub dirty: u64,
+    pub writeback: u64,
+    pub evicted: u64,
+    pub recently_evicted: u64,
+}
+
+/// `cachestat` over the whole file. `ENOSYS` means the kernel lacks it.
+pub fn cachestat(fd: RawFd) -> io::Result<CacheStat> {
+    #[repr(C)]
+    struct Range {
+        off: u64,
+        len: u64,
+    }
+    #[repr(C)]
+    #[derive(Default)]
+    struct Raw {
+        cache: u64,
+        dirty: u64,
+        writeback: u64,
+        evicted: u64,
+        recently_evicted: u64,
+    }
+    // len 0 means "to the end of the file".
+    let range = Range { off: 0, len: 0 };
+    let mut raw = Raw::default();
+    let rc = unsafe {
+        libc::syscall(
+            SYS_CACHESTAT,
+            fd,
+            &range as *const Range,
+            &mut raw as *mut Raw,
+            0u32,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(CacheStat {
+        cache: raw.cache,
+        dirty: raw.dirty,
+        writeback: raw.writeback,
+        evicted: raw.evicted,
+        recently_evicted: raw.recently_evicted,
+    })
+}
+
+/// Number of resident pages of the first `len` bytes of a file, by mapping
+/// it and asking `mincore`. Works on every Linux, but sees no dirty state.
+pub fn mincore_resident(fd: RawFd, len: u64) -> io::Result<(u64, u64)> {
+    let page = page_size() as u64;
+    let pages = len.div_ceil(page);
+    if len == 0 {
+        return Ok((0, 0));
+    }
+    let map = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len as usize,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        )
+    };
+    if map == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    let mut vec = vec![0u8; pages as usize];
+    let rc = unsafe { libc::mincore(map, len as usize, vec.as_mut_ptr()) };
+    let err = io::Error::last_os_error();
+    unsafe { libc::munmap(map, len as usize) };
+    if rc != 0 {
+        return Err(err);
+    }
+    let resident = vec.iter().filter(|b| *b & 1 == 1).count() as u64;
+    Ok((resident, pages))
+}
+
+pub fn page_size() -> usize {
+    let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if v > 0 {
+        v as usize
+    } else {
+        4096
+    }
+}
+
+/// `statfs(2)` file-system magic of the file system holding `fd`.
+pub fn fs_magic(fd: RawFd) -> io::Result<i64> {
+    let mut st: libc::statfs64 = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::fstatfs64(fd, &mut st) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st.f_type as i64)
+}
+
+/// The kernel release string (`uname -r`).
+pub fn kernel_release() -> String {
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return "unknown".into();
+    }
+    let bytes: Vec<u8> = u
+        .release
+        .iter()
+        .take_while(|c| **c != 0)
+        .map(|c| *c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
