@@ -167,7 +167,12 @@ pub struct Resolution {
 /// hot, the WAL is small and sequential). An explicit mode that cannot work
 /// is a `NotSupported` error that says why and what to set instead.
 pub fn resolve(class: IoClass, requested: AccessMode, caps: &Capabilities) -> Result<Resolution> {
-    let plain = |mode| Ok(Resolution { mode, fallback: None });
+    let plain = |mode| {
+        Ok(Resolution {
+            mode,
+            fallback: None,
+        })
+    };
     let writes = !class.is_read();
     match requested {
         AccessMode::Buffered => plain(EffectiveMode::Buffered),
@@ -279,25 +284,55 @@ mod tests {
     #[test]
     fn auto_prefers_direct_then_dontcache_then_buffered() {
         let c = caps(true, true, true);
-        assert_eq!(resolve(IoClass::CompactionWrite, AccessMode::Auto, &c).unwrap().mode, EffectiveMode::Direct);
-        assert_eq!(resolve(IoClass::UserRead, AccessMode::Auto, &c).unwrap().mode, EffectiveMode::Buffered);
-        assert_eq!(resolve(IoClass::FlushWrite, AccessMode::Auto, &c).unwrap().mode, EffectiveMode::Buffered);
+        assert_eq!(
+            resolve(IoClass::CompactionWrite, AccessMode::Auto, &c)
+                .unwrap()
+                .mode,
+            EffectiveMode::Direct
+        );
+        assert_eq!(
+            resolve(IoClass::UserRead, AccessMode::Auto, &c)
+                .unwrap()
+                .mode,
+            EffectiveMode::Buffered
+        );
+        assert_eq!(
+            resolve(IoClass::FlushWrite, AccessMode::Auto, &c)
+                .unwrap()
+                .mode,
+            EffectiveMode::Buffered
+        );
         let c = caps(false, false, true);
         let r = resolve(IoClass::CompactionRead, AccessMode::Auto, &c).unwrap();
         assert_eq!(r.mode, EffectiveMode::DontCache);
         assert!(r.fallback.unwrap().contains("EINVAL"));
         let c = caps(false, false, false);
-        assert_eq!(resolve(IoClass::CompactionRead, AccessMode::Auto, &c).unwrap().mode, EffectiveMode::Buffered);
+        assert_eq!(
+            resolve(IoClass::CompactionRead, AccessMode::Auto, &c)
+                .unwrap()
+                .mode,
+            EffectiveMode::Buffered
+        );
     }
 
     #[test]
     fn bad_kernel_refuses_direct_writes_only() {
         let c = caps(true, false, false);
-        assert_eq!(resolve(IoClass::CompactionRead, AccessMode::Direct, &c).unwrap().mode, EffectiveMode::Direct);
+        assert_eq!(
+            resolve(IoClass::CompactionRead, AccessMode::Direct, &c)
+                .unwrap()
+                .mode,
+            EffectiveMode::Direct
+        );
         let e = resolve(IoClass::CompactionWrite, AccessMode::Direct, &c).unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::NotSupported);
         assert!(e.to_string().contains("known bad kernel"), "{e}");
-        assert_eq!(resolve(IoClass::CompactionWrite, AccessMode::Auto, &c).unwrap().mode, EffectiveMode::Buffered);
+        assert_eq!(
+            resolve(IoClass::CompactionWrite, AccessMode::Auto, &c)
+                .unwrap()
+                .mode,
+            EffectiveMode::Buffered
+        );
     }
 
     #[test]
@@ -305,7 +340,13 @@ mod tests {
         let c = caps(false, false, false);
         let e = resolve(IoClass::CompactionWrite, AccessMode::Direct, &c).unwrap_err();
         let msg = e.to_string();
-        assert!(msg.contains("/x") && msg.contains("testfs") && msg.contains("EINVAL") && msg.contains("auto"), "{msg}");
+        assert!(
+            msg.contains("/x")
+                && msg.contains("testfs")
+                && msg.contains("EINVAL")
+                && msg.contains("auto"),
+            "{msg}"
+        );
         let e = resolve(IoClass::CompactionWrite, AccessMode::DontCache, &c).unwrap_err();
         assert!(e.to_string().contains("EOPNOTSUPP"));
     }
@@ -313,7 +354,12 @@ mod tests {
     #[test]
     fn mmap_is_for_reads_only() {
         let c = caps(true, true, true);
-        assert_eq!(resolve(IoClass::UserRead, AccessMode::Mmap, &c).unwrap().mode, EffectiveMode::Mmap);
+        assert_eq!(
+            resolve(IoClass::UserRead, AccessMode::Mmap, &c)
+                .unwrap()
+                .mode,
+            EffectiveMode::Mmap
+        );
         let e = resolve(IoClass::FlushWrite, AccessMode::Mmap, &c).unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
     }
@@ -321,7 +367,10 @@ mod tests {
     #[test]
     fn parse_modes() {
         assert_eq!("Direct".parse::<AccessMode>().unwrap(), AccessMode::Direct);
-        assert_eq!("dontcache".parse::<AccessMode>().unwrap(), AccessMode::DontCache);
+        assert_eq!(
+            "dontcache".parse::<AccessMode>().unwrap(),
+            AccessMode::DontCache
+        );
         let e = "mmap+direct".parse::<AccessMode>().unwrap_err();
         assert!(e.to_string().contains("cannot be combined"));
         assert!("turbo".parse::<AccessMode>().is_err());

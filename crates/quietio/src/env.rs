@@ -148,6 +148,7 @@ impl IoEnv {
             readahead_size: readahead.max(align),
             fadvise_chunk_size: self.opts.fadvise_chunk_size,
             attribute_cache_hits: self.opts.attribute_cache_hits,
+            cachestat: self.caps.cachestat,
             stats: self.stats.clone(),
             limiter: class.is_throttled().then(|| self.limiter.clone()),
         }
@@ -164,7 +165,12 @@ impl IoEnv {
         SeqWriter::create(path, self.file_config(class, self.mode(class)))
     }
 
-    pub fn create_with_mode(&self, path: &Path, class: IoClass, mode: AccessMode) -> Result<SeqWriter> {
+    pub fn create_with_mode(
+        &self,
+        path: &Path,
+        class: IoClass,
+        mode: AccessMode,
+    ) -> Result<SeqWriter> {
         let m = self.resolve_explicit(class, mode)?;
         SeqWriter::create(path, self.file_config(class, m))
     }
@@ -174,7 +180,12 @@ impl IoEnv {
         SeqReader::open(path, self.file_config(class, self.mode(class)))
     }
 
-    pub fn open_sequential_with_mode(&self, path: &Path, class: IoClass, mode: AccessMode) -> Result<SeqReader> {
+    pub fn open_sequential_with_mode(
+        &self,
+        path: &Path,
+        class: IoClass,
+        mode: AccessMode,
+    ) -> Result<SeqReader> {
         let m = self.resolve_explicit(class, mode)?;
         SeqReader::open(path, self.file_config(class, m))
     }
@@ -184,7 +195,12 @@ impl IoEnv {
         RandomReader::open(path, self.file_config(class, self.mode(class)))
     }
 
-    pub fn open_random_with_mode(&self, path: &Path, class: IoClass, mode: AccessMode) -> Result<RandomReader> {
+    pub fn open_random_with_mode(
+        &self,
+        path: &Path,
+        class: IoClass,
+        mode: AccessMode,
+    ) -> Result<RandomReader> {
         let m = self.resolve_explicit(class, mode)?;
         RandomReader::open(path, self.file_config(class, m))
     }
@@ -197,11 +213,14 @@ impl IoEnv {
 
 /// `fsync` of a directory.
 pub fn sync_dir(dir: &Path) -> Result<()> {
-    let f = File::open(dir).map_err(|e| Error::io(e, "cannot open directory to sync it").with_path(dir))?;
+    let f = File::open(dir)
+        .map_err(|e| Error::io(e, "cannot open directory to sync it").with_path(dir))?;
     use std::os::fd::AsRawFd;
     let rc = unsafe { libc::fsync(f.as_raw_fd()) };
     if rc != 0 {
-        return Err(Error::io(std::io::Error::last_os_error(), "directory fsync failed").with_path(dir));
+        return Err(
+            Error::io(std::io::Error::last_os_error(), "directory fsync failed").with_path(dir),
+        );
     }
     Ok(())
 }

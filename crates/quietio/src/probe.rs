@@ -92,7 +92,11 @@ fn cache() -> &'static Mutex<HashMap<PathBuf, Arc<Capabilities>>> {
 /// Probes `dir` once per process and returns the cached result afterwards.
 pub fn probe(dir: &Path) -> Result<Arc<Capabilities>> {
     let canon = canonical_dir(dir)?;
-    if let Some(c) = cache().lock().unwrap_or_else(|e| e.into_inner()).get(&canon) {
+    if let Some(c) = cache()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&canon)
+    {
         return Ok(c.clone());
     }
     let caps = Arc::new(probe_uncached(&canon)?);
@@ -251,7 +255,9 @@ fn probe_direct(
         let n = sys::pwrite(direct_file.as_raw_fd(), buf.as_slice(), 0)
             .map_err(|e| format!("an aligned O_DIRECT write failed ({})", errno_name(&e)))?;
         if n != block {
-            return Err(format!("an aligned O_DIRECT write was short ({n} of {block} bytes)"));
+            return Err(format!(
+                "an aligned O_DIRECT write was short ({n} of {block} bytes)"
+            ));
         }
         let expected = buf.as_slice().to_vec();
         buf.full_mut().fill(0);
@@ -299,7 +305,8 @@ pub fn known_bad_direct_writes(filesystem: &str, kernel: &str) -> Option<String>
 fn probe_dontcache(file: &File) -> DontCacheCaps {
     let fd = file.as_raw_fd();
     let data = [0x5Au8; 4096];
-    let why = |e: &std::io::Error, op: &str| match e.raw_os_error() {
+    let why = |e: &std::io::Error, op: &str| {
+        match e.raw_os_error() {
         Some(libc::EOPNOTSUPP) => format!(
             "{op} with RWF_DONTCACHE returned EOPNOTSUPP: this file system does not support uncached buffered I/O (ext4 needs Linux 6.17+, xfs 6.15+)"
         ),
@@ -307,6 +314,7 @@ fn probe_dontcache(file: &File) -> DontCacheCaps {
             "{op} with RWF_DONTCACHE returned EINVAL: the kernel does not know the flag (needs Linux 6.14+)"
         ),
         _ => format!("{op} with RWF_DONTCACHE failed ({})", errno_name(e)),
+    }
     };
     if let Err(e) = sys::pwritev2(fd, &data, 8192, sys::RWF_DONTCACHE) {
         return DontCacheCaps {
@@ -385,7 +393,9 @@ fn unescape_mountinfo(s: &str) -> String {
     let mut i = 0;
     while i < b.len() {
         if b[i] == b'\\' && i + 3 < b.len() {
-            if let Ok(v) = u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 4]).unwrap_or("x"), 8) {
+            if let Ok(v) =
+                u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 4]).unwrap_or("x"), 8)
+            {
                 out.push(v);
                 i += 4;
                 continue;
@@ -437,10 +447,19 @@ mod tests {
         let info = "22 27 0:21 / / rw,relatime - ext4 /dev/vda rw\n\
                     25 24 0:23 / /dev/shm rw,relatime - tmpfs tmpfs rw\n\
                     30 22 7:0 / /mnt/my\\040xfs rw - xfs /dev/loop0 rw\n";
-        assert_eq!(mountinfo_fs(info, Path::new("/dev/shm/x")).unwrap().0, "tmpfs");
+        assert_eq!(
+            mountinfo_fs(info, Path::new("/dev/shm/x")).unwrap().0,
+            "tmpfs"
+        );
         assert_eq!(mountinfo_fs(info, Path::new("/work/db")).unwrap().0, "ext4");
-        assert_eq!(mountinfo_fs(info, Path::new("/mnt/my xfs/db")).unwrap().0, "xfs");
-        assert_eq!(mountinfo_fs(info, Path::new("/dev/shmem")).unwrap().0, "ext4");
+        assert_eq!(
+            mountinfo_fs(info, Path::new("/mnt/my xfs/db")).unwrap().0,
+            "xfs"
+        );
+        assert_eq!(
+            mountinfo_fs(info, Path::new("/dev/shmem")).unwrap().0,
+            "ext4"
+        );
     }
 
     #[test]

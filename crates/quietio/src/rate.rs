@@ -92,7 +92,10 @@ mod tests {
         // the limiter's own arithmetic.
         let r = RateLimiter::new(10 << 20);
         let w = r.request(2 << 20);
-        assert!(w >= Duration::from_millis(150) && w <= Duration::from_millis(210), "{w:?}");
+        assert!(
+            w >= Duration::from_millis(150) && w <= Duration::from_millis(210),
+            "{w:?}"
+        );
     }
 
     #[test]

@@ -41,7 +41,8 @@ impl Residency {
 
 /// Residency of the file at `path`.
 pub fn residency(path: &Path) -> Result<Residency> {
-    let f = File::open(path).map_err(|e| Error::io(e, "cannot open file for residency").with_path(path))?;
+    let f = File::open(path)
+        .map_err(|e| Error::io(e, "cannot open file for residency").with_path(path))?;
     residency_of(&f).map_err(|e| e.with_path(path))
 }
 
@@ -82,8 +83,12 @@ pub fn residency_of(file: &File) -> Result<Residency> {
 /// Residency via `mincore` only (to cross-check cachestat, and for kernels
 /// without it).
 pub fn residency_mincore(path: &Path) -> Result<Residency> {
-    let f = File::open(path).map_err(|e| Error::io(e, "cannot open file for residency").with_path(path))?;
-    let len = f.metadata().map_err(|e| Error::io(e, "cannot stat file").with_path(path))?.len();
+    let f = File::open(path)
+        .map_err(|e| Error::io(e, "cannot open file for residency").with_path(path))?;
+    let len = f
+        .metadata()
+        .map_err(|e| Error::io(e, "cannot stat file").with_path(path))?
+        .len();
     let (cached, total_pages) = sys::mincore_resident(f.as_raw_fd(), len)
         .map_err(|e| Error::io(e, "mincore failed").with_path(path))?;
     Ok(Residency {
@@ -101,7 +106,8 @@ pub fn residency_mincore(path: &Path) -> Result<Residency> {
 /// start each case from a cold cache without dropping every cache on the
 /// machine.
 pub fn evict_file(path: &Path) -> Result<()> {
-    let f = File::open(path).map_err(|e| Error::io(e, "cannot open file to evict").with_path(path))?;
+    let f =
+        File::open(path).map_err(|e| Error::io(e, "cannot open file to evict").with_path(path))?;
     let fd = f.as_raw_fd();
     sys::fdatasync(fd).map_err(|e| Error::io(e, "fdatasync failed").with_path(path))?;
     sys::fadvise(fd, 0, 0, libc::POSIX_FADV_DONTNEED)

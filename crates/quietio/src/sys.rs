@@ -48,9 +48,7 @@ pub fn pread(fd: RawFd, buf: &mut [u8], offset: u64) -> io::Result<usize> {
 
 pub fn pwrite(fd: RawFd, buf: &[u8], offset: u64) -> io::Result<usize> {
     retry(|| {
-        cvt(unsafe {
-            libc::pwrite64(fd, buf.as_ptr().cast(), buf.len(), offset as libc::off64_t)
-        })
+        cvt(unsafe { libc::pwrite64(fd, buf.as_ptr().cast(), buf.len(), offset as libc::off64_t) })
     })
 }
 
@@ -61,9 +59,7 @@ pub fn preadv2(fd: RawFd, buf: &mut [u8], offset: u64, flags: libc::c_int) -> io
         iov_base: buf.as_mut_ptr().cast(),
         iov_len: buf.len(),
     };
-    retry(|| {
-        cvt(unsafe { libc::preadv2(fd, &iov, 1, offset as libc::off64_t, flags) })
-    })
+    retry(|| cvt(unsafe { libc::preadv2(fd, &iov, 1, offset as libc::off64_t, flags) }))
 }
 
 pub fn pwritev2(fd: RawFd, buf: &[u8], offset: u64, flags: libc::c_int) -> io::Result<usize> {
@@ -71,9 +67,7 @@ pub fn pwritev2(fd: RawFd, buf: &[u8], offset: u64, flags: libc::c_int) -> io::R
         iov_base: buf.as_ptr() as *mut libc::c_void,
         iov_len: buf.len(),
     };
-    retry(|| {
-        cvt(unsafe { libc::pwritev2(fd, &iov, 1, offset as libc::off64_t, flags) })
-    })
+    retry(|| cvt(unsafe { libc::pwritev2(fd, &iov, 1, offset as libc::off64_t, flags) }))
 }
 
 pub fn fdatasync(fd: RawFd) -> io::Result<()> {
@@ -102,9 +96,8 @@ pub fn sync_file_range(fd: RawFd, offset: u64, len: u64, wait: bool) -> io::Resu
 }
 
 pub fn fadvise(fd: RawFd, offset: u64, len: u64, advice: libc::c_int) -> io::Result<()> {
-    let rc = unsafe {
-        libc::posix_fadvise64(fd, offset as libc::off64_t, len as libc::off64_t, advice)
-    };
+    let rc =
+        unsafe { libc::posix_fadvise64(fd, offset as libc::off64_t, len as libc::off64_t, advice) };
     // posix_fadvise returns the error number instead of setting errno.
     if rc == 0 {
         Ok(())
@@ -156,6 +149,11 @@ pub struct CacheStat {
 
 /// `cachestat` over the whole file. `ENOSYS` means the kernel lacks it.
 pub fn cachestat(fd: RawFd) -> io::Result<CacheStat> {
+    cachestat_range(fd, 0, 0)
+}
+
+/// `cachestat` over `len` bytes from `off` (`len` 0 = to the end of the file).
+pub fn cachestat_range(fd: RawFd, off: u64, len: u64) -> io::Result<CacheStat> {
     #[repr(C)]
     struct Range {
         off: u64,
@@ -170,8 +168,7 @@ pub fn cachestat(fd: RawFd) -> io::Result<CacheStat> {
         evicted: u64,
         recently_evicted: u64,
     }
-    // len 0 means "to the end of the file".
-    let range = Range { off: 0, len: 0 };
+    let range = Range { off, len };
     let mut raw = Raw::default();
     let rc = unsafe {
         libc::syscall(

@@ -54,7 +54,9 @@ fn small_buffers() -> IoOptions {
 const TAILS: [usize; 7] = [0, 1, 511, 512, 4095, 4096, 4097];
 
 fn write_file(env: &IoEnv, path: &Path, mode: AccessMode, data: &[u8], piece: usize) -> u64 {
-    let mut w = env.create_with_mode(path, IoClass::CompactionWrite, mode).unwrap();
+    let mut w = env
+        .create_with_mode(path, IoClass::CompactionWrite, mode)
+        .unwrap();
     for chunk in data.chunks(piece.max(1)) {
         w.write_all(chunk).unwrap();
     }
@@ -96,7 +98,10 @@ fn every_mode_writes_byte_identical_files() {
                 assert_eq!(len, *size as u64);
                 let back = std::fs::read(&p).unwrap();
                 assert_eq!(back.len(), data.len(), "{mode} size {size} piece {piece}");
-                assert!(back == data, "{mode} size {size} piece {piece}: content differs");
+                assert!(
+                    back == data,
+                    "{mode} size {size} piece {piece}: content differs"
+                );
                 std::fs::remove_file(&p).unwrap();
             }
         }
@@ -143,7 +148,9 @@ fn sequential_reads_in_every_mode() {
                 if piece == 1 && *size > 10_000 {
                     continue;
                 }
-                let mut r = env.open_sequential_with_mode(&p, IoClass::CompactionRead, mode).unwrap();
+                let mut r = env
+                    .open_sequential_with_mode(&p, IoClass::CompactionRead, mode)
+                    .unwrap();
                 let mut got = Vec::new();
                 let mut buf = vec![0u8; piece];
                 loop {
@@ -157,7 +164,9 @@ fn sequential_reads_in_every_mode() {
                 assert_eq!(r.position(), *size as u64);
             }
             // read_exact past the end names the offset.
-            let mut r = env.open_sequential_with_mode(&p, IoClass::CompactionRead, mode).unwrap();
+            let mut r = env
+                .open_sequential_with_mode(&p, IoClass::CompactionRead, mode)
+                .unwrap();
             let mut all = vec![0u8; *size + 1];
             let e = r.read_exact(&mut all).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::Io);
@@ -175,11 +184,24 @@ fn random_reads_at_unaligned_offsets_and_across_eof() {
     let p = d.path().join("rand");
     std::fs::write(&p, &data).unwrap();
     for mode in read_modes(&env) {
-        let r = env.open_random_with_mode(&p, IoClass::UserRead, mode).unwrap();
+        let r = env
+            .open_random_with_mode(&p, IoClass::UserRead, mode)
+            .unwrap();
         assert_eq!(r.len(), size as u64);
-        for (off, len) in [(0usize, 1usize), (1, 511), (511, 2), (4095, 4098), (12345, 54321), (size - 3, 3), (65536, 4096)] {
+        for (off, len) in [
+            (0usize, 1usize),
+            (1, 511),
+            (511, 2),
+            (4095, 4098),
+            (12345, 54321),
+            (size - 3, 3),
+            (65536, 4096),
+        ] {
             let got = r.read_vec(off as u64, len).unwrap();
-            assert!(got[..] == data[off..off + len], "{mode} off {off} len {len}");
+            assert!(
+                got[..] == data[off..off + len],
+                "{mode} off {off} len {len}"
+            );
         }
         // Across EOF: a short read, then nothing.
         let mut buf = vec![0u8; 100];
@@ -201,6 +223,7 @@ fn buffered_reads_attribute_hits_and_misses() {
     let p = d.path().join("hits");
     std::fs::write(&p, pattern(1 << 20, 3)).unwrap();
     quietio::evict_file(&p).unwrap();
+    assert_eq!(quietio::residency(&p).unwrap().cached, 0);
     let r = env.open_random(&p, IoClass::UserRead).unwrap();
     let before = env.stats().class(IoClass::UserRead);
     let mut buf = vec![0u8; 4096];
@@ -225,7 +248,10 @@ fn tmpfs_falls_back_to_buffered_and_refuses_explicit_direct() {
     let caps = env.capabilities();
     assert_eq!(caps.filesystem, "tmpfs");
     assert!(!caps.direct.supported);
-    assert!(caps.direct.reason.as_deref().unwrap().contains("tmpfs"), "{caps:?}");
+    assert!(
+        caps.direct.reason.as_deref().unwrap().contains("tmpfs"),
+        "{caps:?}"
+    );
     for class in IoClass::ALL {
         assert_eq!(env.mode(class), EffectiveMode::Buffered, "{class}");
     }
@@ -238,7 +264,10 @@ fn tmpfs_falls_back_to_buffered_and_refuses_explicit_direct() {
     let e = IoEnv::open(d.path(), opts).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NotSupported);
     let msg = e.to_string();
-    assert!(msg.contains("/dev/shm") && msg.contains("tmpfs") && msg.contains("auto"), "{msg}");
+    assert!(
+        msg.contains("/dev/shm") && msg.contains("tmpfs") && msg.contains("auto"),
+        "{msg}"
+    );
 
     if !caps.dontcache.supported {
         let opts = IoOptions {
@@ -274,13 +303,19 @@ fn bad_options_and_directories_are_clear_errors() {
             readahead_size: bad,
             ..IoOptions::default()
         };
-        assert_eq!(IoEnv::open(d.path(), opts).unwrap_err().kind(), ErrorKind::InvalidArgument);
+        assert_eq!(
+            IoEnv::open(d.path(), opts).unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
     }
     let opts = IoOptions {
         modes: ClassModes::default().with(IoClass::FlushWrite, AccessMode::Mmap),
         ..IoOptions::default()
     };
-    assert_eq!(IoEnv::open(d.path(), opts).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(
+        IoEnv::open(d.path(), opts).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
 
     let missing: PathBuf = d.path().join("missing");
     let e = IoEnv::open(&missing, IoOptions::default()).unwrap_err();
@@ -289,7 +324,10 @@ fn bad_options_and_directories_are_clear_errors() {
 
     let file = d.path().join("plain-file");
     std::fs::write(&file, b"x").unwrap();
-    assert_eq!(IoEnv::open(&file, IoOptions::default()).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(
+        IoEnv::open(&file, IoOptions::default()).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
 
     // Even root cannot create files in /proc.
     let e = IoEnv::open(Path::new("/proc"), IoOptions::default()).unwrap_err();
@@ -305,12 +343,30 @@ fn background_classes_share_the_rate_limiter() {
         ..IoOptions::default()
     };
     let env = IoEnv::open(d.path(), opts).unwrap();
-    assert!(env.file_config(IoClass::CompactionWrite, EffectiveMode::Buffered).limiter.is_some());
-    assert!(env.file_config(IoClass::CompactionRead, EffectiveMode::Buffered).limiter.is_some());
-    assert!(env.file_config(IoClass::UserRead, EffectiveMode::Buffered).limiter.is_none());
-    assert!(env.file_config(IoClass::WalWrite, EffectiveMode::Buffered).limiter.is_none());
-    let a = env.file_config(IoClass::CompactionWrite, EffectiveMode::Buffered).limiter.unwrap();
-    let b = env.file_config(IoClass::CompactionRead, EffectiveMode::Buffered).limiter.unwrap();
+    assert!(env
+        .file_config(IoClass::CompactionWrite, EffectiveMode::Buffered)
+        .limiter
+        .is_some());
+    assert!(env
+        .file_config(IoClass::CompactionRead, EffectiveMode::Buffered)
+        .limiter
+        .is_some());
+    assert!(env
+        .file_config(IoClass::UserRead, EffectiveMode::Buffered)
+        .limiter
+        .is_none());
+    assert!(env
+        .file_config(IoClass::WalWrite, EffectiveMode::Buffered)
+        .limiter
+        .is_none());
+    let a = env
+        .file_config(IoClass::CompactionWrite, EffectiveMode::Buffered)
+        .limiter
+        .unwrap();
+    let b = env
+        .file_config(IoClass::CompactionRead, EffectiveMode::Buffered)
+        .limiter
+        .unwrap();
     assert!(std::sync::Arc::ptr_eq(&a, &b));
 }
 

@@ -12,7 +12,10 @@ fn residency_after_write_and_read_per_mode() {
     let env = IoEnv::open(d.path(), IoOptions::default()).unwrap();
     let caps = env.capabilities().clone();
     if caps.filesystem != "ext4" && caps.filesystem != "xfs" {
-        eprintln!("residency expectations are for ext4/xfs; this is {}", caps.filesystem);
+        eprintln!(
+            "residency expectations are for ext4/xfs; this is {}",
+            caps.filesystem
+        );
         return;
     }
     let data: Vec<u8> = (0..SIZE).map(|i| (i * 31 % 251) as u8).collect();
@@ -25,14 +28,21 @@ fn residency_after_write_and_read_per_mode() {
     }
     for mode in modes {
         let p = d.path().join(format!("res-{mode}"));
-        let mut w = env.create_with_mode(&p, IoClass::CompactionWrite, mode).unwrap();
+        let mut w = env
+            .create_with_mode(&p, IoClass::CompactionWrite, mode)
+            .unwrap();
         w.write_all(&data).unwrap();
         w.finish(true).unwrap();
         let after_write = residency(&p).unwrap().fraction();
 
         quietio::evict_file(&p).unwrap();
-        assert!(residency(&p).unwrap().fraction() < 0.01, "evict_file must empty the cache");
-        let mut r = env.open_sequential_with_mode(&p, IoClass::CompactionRead, mode).unwrap();
+        assert!(
+            residency(&p).unwrap().fraction() < 0.01,
+            "evict_file must empty the cache"
+        );
+        let mut r = env
+            .open_sequential_with_mode(&p, IoClass::CompactionRead, mode)
+            .unwrap();
         let mut buf = vec![0u8; 1 << 20];
         let mut total = 0;
         loop {
@@ -68,7 +78,10 @@ fn cachestat_agrees_with_mincore() {
     let a = residency(&p).unwrap();
     let b = quietio::residency_mincore(&p).unwrap();
     assert_eq!(a.total_pages, b.total_pages);
-    assert!((a.cached as i64 - b.cached as i64).abs() <= 2, "{a:?} vs {b:?}");
+    assert!(
+        (a.cached as i64 - b.cached as i64).abs() <= 2,
+        "{a:?} vs {b:?}"
+    );
     quietio::evict_file(&p).unwrap();
     assert_eq!(quietio::residency_mincore(&p).unwrap().cached, 0);
 }
