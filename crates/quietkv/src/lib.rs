@@ -1,6 +1,7 @@
 //! quietkv: an embeddable LSM-tree key-value store whose background work
 //! (compaction, flush) goes through page-cache-aware I/O classes.
 
+pub mod batch;
 pub mod error;
 pub mod iter;
 pub mod key;
