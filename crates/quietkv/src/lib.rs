@@ -6,5 +6,6 @@ pub mod error;
 pub mod iter;
 pub mod key;
 pub mod log;
+pub mod memtable;
 
 pub use error::{Error, ErrorKind, Result};
