@@ -1,8 +1,11 @@
 //! quietkv: an embeddable LSM-tree key-value store whose background work
 //! (compaction, flush) goes through page-cache-aware I/O classes.
 
+pub mod batch;
 pub mod error;
 pub mod iter;
 pub mod key;
+pub mod log;
+pub mod memtable;
 
 pub use error::{Error, ErrorKind, Result};

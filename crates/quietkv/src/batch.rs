@@ -1,0 +1,543 @@
+//! `WriteBatch`: a group of puts and deletes applied atomically, kept in
+//! the encoded form that goes into one WAL record.
+//!
+//! # Encoding
+//!
+//! ```text
+//! seq: u64 LE | count: u32 LE | entry * count
+//! entry = kind: u8 (0 = Delete, 1 = Put) | varint32 key_len | key
+//!         [ | varint32 value_len | value ]   (Put only)
+//! ```
+//!
+//! `seq` is the sequence number of the first entry; entry `i` gets `seq + i`.
+//!
+//! # Limits
+//!
+//! Empty keys are allowed (they sort before every other key). Keys are at
+//! most [`MAX_KEY_LEN`] bytes, values at most [`MAX_VALUE_LEN`] bytes and the
+//! whole encoded batch at most [`MAX_BATCH_LEN`] bytes (so it fits in one log
+//! record); exceeding a limit is `InvalidArgument` when building and
+//! `Corruption` when decoding.
+
+use crate::error::{Error, Result};
+use crate::key::{SeqNo, ValueKind, MAX_SEQ};
+
+/// Size of the `seq | count` header.
+pub const BATCH_HEADER_LEN: usize = 12;
+pub const MAX_KEY_LEN: usize = 64 * 1024;
+pub const MAX_VALUE_LEN: usize = 256 << 20;
+/// Largest encoded batch: what one log record can hold.
+pub const MAX_BATCH_LEN: usize = crate::log::MAX_RECORD_LEN;
+
+/// One operation of a batch. `value` is empty for deletes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchEntry<'a> {
+    pub kind: ValueKind,
+    pub key: &'a [u8],
+    pub value: &'a [u8],
+}
+
+/// A group of writes, stored encoded so writing it to the WAL is a copy.
+#[derive(Clone, PartialEq, Eq)]
+pub struct WriteBatch {
+    rep: Vec<u8>,
+}
+
+impl Default for WriteBatch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for WriteBatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteBatch")
+            .field("sequence", &self.sequence())
+            .field("len", &self.len())
+            .field("bytes", &self.rep.len())
+            .finish()
+    }
+}
+
+impl WriteBatch {
+    pub fn new() -> Self {
+        Self::with_capacity(0)
+    }
+
+    /// A batch whose buffer can hold `bytes` of entries without growing.
+    pub fn with_capacity(bytes: usize) -> Self {
+        let mut rep = Vec::with_capacity(BATCH_HEADER_LEN + bytes);
+        rep.resize(BATCH_HEADER_LEN, 0);
+        WriteBatch { rep }
+    }
+
+    pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        check_key(key)?;
+        if value.len() > MAX_VALUE_LEN {
+            return Err(Error::invalid(format!(
+                "value of {} bytes exceeds the {MAX_VALUE_LEN}-byte limit",
+                value.len()
+            )));
+        }
+        let entry_len = 1 + 5 + key.len() + 5 + value.len();
+        self.reserve_entry(entry_len)?;
+        self.rep.push(ValueKind::Put as u8);
+        put_varint32(&mut self.rep, key.len() as u32);
+        self.rep.extend_from_slice(key);
+        put_varint32(&mut self.rep, value.len() as u32);
+        self.rep.extend_from_slice(value);
+        self.set_count(self.count() + 1);
+        Ok(())
+    }
+
+    pub fn delete(&mut self, key: &[u8]) -> Result<()> {
+        check_key(key)?;
+        self.reserve_entry(1 + 5 + key.len())?;
+        self.rep.push(ValueKind::Delete as u8);
+        put_varint32(&mut self.rep, key.len() as u32);
+        self.rep.extend_from_slice(key);
+        self.set_count(self.count() + 1);
+        Ok(())
+    }
+
+    /// Appends every entry of `other` (for group commit). The sequence
+    /// number of `self` is kept.
+    pub fn append(&mut self, other: &WriteBatch) -> Result<()> {
+        let entries = &other.rep[BATCH_HEADER_LEN..];
+        self.reserve_entry(entries.len())?;
+        let count = self.count().checked_add(other.count());
+        let count = count.ok_or_else(|| Error::invalid("write batch has too many entries"))?;
+        self.rep.extend_from_slice(entries);
+        self.set_count(count);
+        Ok(())
+    }
+
+    /// Number of operations.
+    pub fn len(&self) -> usize {
+        self.count() as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count() == 0
+    }
+
+    /// Removes every operation and resets the sequence number to 0,
+    /// keeping the buffer.
+    pub fn clear(&mut self) {
+        self.rep.clear();
+        self.rep.resize(BATCH_HEADER_LEN, 0);
+    }
+
+    /// Encoded size in bytes (what the WAL record will hold).
+    pub fn approximate_size(&self) -> usize {
+        self.rep.len()
+    }
+
+    /// Sequence number of the first operation.
+    pub fn sequence(&self) -> SeqNo {
+        u64::from_le_bytes(self.rep[0..8].try_into().expect("8 bytes"))
+    }
+
+    /// Sets the sequence number of the first operation; operation `i` gets
+    /// `seq + i`. The memtable rejects batches whose last sequence number
+    /// would exceed [`MAX_SEQ`].
+    pub fn set_sequence(&mut self, seq: SeqNo) {
+        self.rep[0..8].copy_from_slice(&seq.to_le_bytes());
+    }
+
+    /// The encoded batch: the payload of one WAL record.
+    pub fn data(&self) -> &[u8] {
+        &self.rep
+    }
+
+    /// Parses and fully validates an encoded batch (from a WAL record).
+    /// Damaged input is `Corruption`, never a panic; the caller adds the
+    /// file and offset.
+    pub fn decode(data: &[u8]) -> Result<WriteBatch> {
+        if data.len() < BATCH_HEADER_LEN {
+            return Err(Error::corruption(format!(
+                "write batch of {} bytes is shorter than its {BATCH_HEADER_LEN}-byte header",
+                data.len()
+            )));
+        }
+        if data.len() > MAX_BATCH_LEN {
+            return Err(Error::corruption(format!(
+                "write batch of {} bytes exceeds the {MAX_BATCH_LEN}-byte limit",
+                data.len()
+            )));
+        }
+        let seq = u64::from_le_bytes(data[0..8].try_into().expect("8 bytes"));
+        let count = u32::from_le_bytes(data[8..12].try_into().expect("4 bytes"));
+        let end = seq.checked_add(count as u64);
+        if !matches!(end, Some(end) if end <= MAX_SEQ + 1) {
+            return Err(Error::corruption(format!(
+                "write batch sequence {seq} with {count} entries exceeds the largest sequence number"
+            )));
+        }
+        let mut rest = &data[BATCH_HEADER_LEN..];
+        let mut found = 0u64;
+        while !rest.is_empty() {
+            let at = data.len() - rest.len();
+            let (_, used) = parse_entry(rest).map_err(|what| {
+                Error::corruption(format!("write batch entry {found} at byte {at}: {what}"))
+            })?;
+            rest = &rest[used..];
+            found += 1;
+        }
+        if found != count as u64 {
+            return Err(Error::corruption(format!(
+                "write batch header says {count} entries but it holds {found}"
+            )));
+        }
+        Ok(WriteBatch { rep: data.to_vec() })
+    }
+
+    /// The operations in the order they were added.
+    pub fn iter(&self) -> BatchIter<'_> {
+        BatchIter {
+            rest: &self.rep[BATCH_HEADER_LEN..],
+        }
+    }
+
+    fn count(&self) -> u32 {
+        u32::from_le_bytes(self.rep[8..12].try_into().expect("4 bytes"))
+    }
+
+    fn set_count(&mut self, count: u32) {
+        self.rep[8..12].copy_from_slice(&count.to_le_bytes());
+    }
+
+    fn reserve_entry(&mut self, max_entry_len: usize) -> Result<()> {
+        if self.count() == u32::MAX || self.rep.len().saturating_add(max_entry_len) > MAX_BATCH_LEN
+        {
+            return Err(Error::invalid(format!(
+                "write batch would exceed {MAX_BATCH_LEN} bytes or {} entries",
+                u32::MAX
+            )));
+        }
+        self.rep.reserve(max_entry_len);
+        Ok(())
+    }
+}
+
+impl<'a> IntoIterator for &'a WriteBatch {
+    type Item = BatchEntry<'a>;
+    type IntoIter = BatchIter<'a>;
+    fn into_iter(self) -> BatchIter<'a> {
+        self.iter()
+    }
+}
+
+/// Iterator over the operations of a [`WriteBatch`].
+pub struct BatchIter<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Iterator for BatchIter<'a> {
+    type Item = BatchEntry<'a>;
+
+    fn next(&mut self) -> Option<BatchEntry<'a>> {
+        if self.rest.is_empty() {
+            return None;
+        }
+        // Batches are validated when built or decoded, so this cannot fail;
+        // stop rather than panic if it somehow does.
+        match parse_entry(self.rest) {
+            Ok((entry, used)) => {
+                self.rest = &self.rest[used..];
+                Some(entry)
+            }
+            Err(_) => {
+                debug_assert!(false, "write batch invariant broken");
+                self.rest = &[];
+                None
+            }
+        }
+    }
+}
+
+fn check_key(key: &[u8]) -> Result<()> {
+    if key.len() > MAX_KEY_LEN {
+        return Err(Error::invalid(format!(
+            "key of {} bytes exceeds the {MAX_KEY_LEN}-byte limit",
+            key.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Parses one entry at the start of `buf`; returns it and its encoded length.
+fn parse_entry(buf: &[u8]) -> std::result::Result<(BatchEntry<'_>, usize), String> {
+    let (&kind_byte, mut rest) = buf.split_first().ok_or("empty entry")?;
+    let kind = ValueKind::from_u8(kind_byte).ok_or_else(|| format!("unknown kind {kind_byte}"))?;
+    let key = take_slice(&mut rest, MAX_KEY_LEN, "key")?;
+    let value = match kind {
+        ValueKind::Put => take_slice(&mut rest, MAX_VALUE_LEN, "value")?,
+        ValueKind::Delete => &[],
+    };
+    Ok((BatchEntry { kind, key, value }, buf.len() - rest.len()))
+}
+
+fn take_slice<'a>(
+    rest: &mut &'a [u8],
+    limit: usize,
+    what: &str,
+) -> std::result::Result<&'a [u8], String> {
+    let len = get_varint32(rest).ok_or_else(|| format!("bad {what} length"))? as usize;
+    if len > limit {
+        return Err(format!(
+            "{what} length {len} exceeds the {limit}-byte limit"
+        ));
+    }
+    if len > rest.len() {
+        return Err(format!(
+            "{what} length {len} runs past the end ({} bytes left)",
+            rest.len()
+        ));
+    }
+    let (s, tail) = rest.split_at(len);
+    *rest = tail;
+    Ok(s)
+}
+
+fn put_varint32(out: &mut Vec<u8>, mut v: u32) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Decodes a LEB128 u32 from the front of `buf`, advancing it. Rejects
+/// truncated encodings and ones longer than five bytes or above `u32::MAX`.
+fn get_varint32(buf: &mut &[u8]) -> Option<u32> {
+    let mut v: u32 = 0;
+    for i in 0..5 {
+        let b = *buf.get(i)?;
+        if i == 4 && b > 0x0f {
+            return None;
+        }
+        v |= ((b & 0x7f) as u32) << (7 * i);
+        if b & 0x80 == 0 {
+            *buf = &buf[i + 1..];
+            return Some(v);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::error::ErrorKind;
+
+    #[derive(Debug, Clone, PartialEq)]
+    enum Op {
+        Put(Vec<u8>, Vec<u8>),
+        Delete(Vec<u8>),
+    }
+
+    fn build(ops: &[Op]) -> WriteBatch {
+        let mut b = WriteBatch::new();
+        for op in ops {
+            match op {
+                Op::Put(k, v) => b.put(k, v).unwrap(),
+                Op::Delete(k) => b.delete(k).unwrap(),
+            }
+        }
+        b
+    }
+
+    fn ops_of(b: &WriteBatch) -> Vec<Op> {
+        b.iter()
+            .map(|e| match e.kind {
+                ValueKind::Put => Op::Put(e.key.to_vec(), e.value.to_vec()),
+                ValueKind::Delete => {
+                    assert!(e.value.is_empty());
+                    Op::Delete(e.key.to_vec())
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn varint_round_trip_and_rejects() {
+        for v in [0u32, 1, 127, 128, 300, 1 << 21, u32::MAX] {
+            let mut buf = Vec::new();
+            put_varint32(&mut buf, v);
+            buf.push(0xaa);
+            let mut s = &buf[..];
+            assert_eq!(get_varint32(&mut s), Some(v));
+            assert_eq!(s, &[0xaa]);
+        }
+        assert_eq!(get_varint32(&mut &[0x80u8, 0x80][..]), None);
+        assert_eq!(get_varint32(&mut &[0xff, 0xff, 0xff, 0xff, 0x1f][..]), None);
+        assert_eq!(
+            get_varint32(&mut &[0x80, 0x80, 0x80, 0x80, 0x80, 0][..]),
+            None
+        );
+        assert_eq!(get_varint32(&mut &[][..]), None);
+    }
+
+    #[test]
+    fn basic_operations() {
+        let mut b = WriteBatch::new();
+        assert!(b.is_empty());
+        assert_eq!(b.approximate_size(), BATCH_HEADER_LEN);
+        b.put(b"k1", b"v1").unwrap();
+        b.delete(b"k2").unwrap();
+        b.put(b"", b"empty key is allowed").unwrap();
+        assert_eq!(b.len(), 3);
+        assert_eq!(b.sequence(), 0);
+        b.set_sequence(42);
+        assert_eq!(b.sequence(), 42);
+        assert_eq!(
+            ops_of(&b),
+            vec![
+                Op::Put(b"k1".to_vec(), b"v1".to_vec()),
+                Op::Delete(b"k2".to_vec()),
+                Op::Put(Vec::new(), b"empty key is allowed".to_vec()),
+            ]
+        );
+        assert_eq!(b.approximate_size(), b.data().len());
+        let d = WriteBatch::decode(b.data()).unwrap();
+        assert_eq!(d, b);
+        assert_eq!(d.sequence(), 42);
+        b.clear();
+        assert!(b.is_empty());
+        assert_eq!(b.sequence(), 0);
+        assert_eq!(b.iter().count(), 0);
+    }
+
+    #[test]
+    fn exact_encoding() {
+        let mut b = WriteBatch::new();
+        b.set_sequence(0x0102);
+        b.put(b"ab", b"c").unwrap();
+        b.delete(b"d").unwrap();
+        let mut want = vec![0x02, 0x01, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0];
+        want.extend_from_slice(&[1, 2, b'a', b'b', 1, b'c', 0, 1, b'd']);
+        assert_eq!(b.data(), &want[..]);
+    }
+
+    #[test]
+    fn limits_are_invalid_argument() {
+        let mut b = WriteBatch::new();
+        let big_key = vec![0u8; MAX_KEY_LEN + 1];
+        assert_eq!(
+            b.put(&big_key, b"v").unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
+        assert_eq!(
+            b.delete(&big_key).unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
+        b.put(&big_key[..MAX_KEY_LEN], b"v").unwrap();
+        let big_value = vec![0u8; MAX_VALUE_LEN + 1];
+        assert_eq!(
+            b.put(b"k", &big_value).unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
+        // Failed calls leave the batch untouched.
+        assert_eq!(b.len(), 1);
+        assert!(WriteBatch::decode(b.data()).is_ok());
+    }
+
+    #[test]
+    fn append_concatenates() {
+        let mut a = build(&[Op::Put(b"a".to_vec(), b"1".to_vec())]);
+        a.set_sequence(7);
+        let b = build(&[Op::Delete(b"b".to_vec()), Op::Put(b"c".to_vec(), vec![])]);
+        a.append(&b).unwrap();
+        assert_eq!(a.len(), 3);
+        assert_eq!(a.sequence(), 7);
+        assert_eq!(ops_of(&a)[1], Op::Delete(b"b".to_vec()));
+        assert_eq!(WriteBatch::decode(a.data()).unwrap(), a);
+    }
+
+    #[test]
+    fn decode_rejects_damage() {
+        let mut b = build(&[
+            Op::Put(b"key".to_vec(), b"value".to_vec()),
+            Op::Delete(b"gone".to_vec()),
+        ]);
+        b.set_sequence(5);
+        let good = b.data().to_vec();
+        let corrupt = |d: &[u8]| {
+            let e = WriteBatch::decode(d).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+            e
+        };
+        corrupt(&good[..11]);
+        for cut in BATCH_HEADER_LEN..good.len() {
+            corrupt(&good[..cut]);
+        }
+        let mut d = good.clone();
+        d[8] = 3; // count too high
+        assert!(corrupt(&d).message().contains("3 entries"));
+        let mut d = good.clone();
+        d[8] = 1; // count too low
+        corrupt(&d);
+        let mut d = good.clone();
+        d[BATCH_HEADER_LEN] = 9; // bad kind
+        assert!(corrupt(&d).message().contains("unknown kind"));
+        let mut d = good.clone();
+        d.push(0); // trailing byte is a partial entry
+        corrupt(&d);
+        let mut d = good.clone();
+        d[0..8].copy_from_slice(&MAX_SEQ.to_le_bytes()); // seq + count overflows
+        assert!(corrupt(&d).message().contains("sequence"));
+        // An empty batch at the largest sequence is fine.
+        let mut e = WriteBatch::new();
+        e.set_sequence(MAX_SEQ + 1);
+        assert!(WriteBatch::decode(e.data()).is_ok());
+    }
+
+    fn op_strategy() -> impl Strategy<Value = Op> {
+        let bytes = || prop::collection::vec(any::<u8>(), 0..200);
+        prop_oneof![
+            (bytes(), bytes()).prop_map(|(k, v)| Op::Put(k, v)),
+            bytes().prop_map(Op::Delete),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        #[test]
+        fn round_trip(ops in prop::collection::vec(op_strategy(), 0..20),
+                      seq in 0..=MAX_SEQ - 20) {
+            let mut b = build(&ops);
+            b.set_sequence(seq);
+            prop_assert_eq!(b.len(), ops.len());
+            let d = WriteBatch::decode(b.data()).unwrap();
+            prop_assert_eq!(d.sequence(), seq);
+            prop_assert_eq!(d.len(), ops.len());
+            prop_assert_eq!(ops_of(&d), ops);
+        }
+
+        #[test]
+        fn random_bytes_never_panic(data in prop::collection::vec(any::<u8>(), 0..300)) {
+            if let Ok(b) = WriteBatch::decode(&data) {
+                prop_assert_eq!(b.iter().count(), b.len());
+            }
+        }
+
+        #[test]
+        fn damaged_batches_never_panic(ops in prop::collection::vec(op_strategy(), 1..6),
+                                       pos in any::<prop::sample::Index>(),
+                                       byte in any::<u8>(),
+                                       cut in any::<prop::sample::Index>()) {
+            let b = build(&ops);
+            let mut d = b.data().to_vec();
+            let i = pos.index(d.len());
+            d[i] = byte;
+            d.truncate(cut.index(d.len() + 1));
+            if let Ok(b) = WriteBatch::decode(&d) {
+                prop_assert_eq!(b.iter().count(), b.len());
+            }
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! Appending records to a log through a [`LogSink`].
+
+use super::{record_crc, RecordType, HEADER_LEN, MAX_RECORD_LEN};
+use crate::error::{Error, ErrorKind, Result};
+
+/// Where a [`LogWriter`] puts its bytes. The engine implements this with
+/// real file I/O (buffered, O_DIRECT or RWF_DONTCACHE); tests use `Vec<u8>`.
+pub trait LogSink {
+    /// Appends all of `buf` (or fails; a partial append is allowed on error).
+    fn write_all(&mut self, buf: &[u8]) -> Result<()>;
+    /// Makes everything appended so far durable.
+    fn sync(&mut self) -> Result<()>;
+}
+
+/// An in-memory sink, for tests and for building log images.
+impl LogSink for Vec<u8> {
+    fn write_all(&mut self, buf: &[u8]) -> Result<()> {
+        self.extend_from_slice(buf);
+        Ok(())
+    }
+    fn sync(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+impl<S: LogSink + ?Sized> LogSink for &mut S {
+    fn write_all(&mut self, buf: &[u8]) -> Result<()> {
+        (**self).write_all(buf)
+    }
+    fn sync(&mut self) -> Result<()> {
+        (**self).sync()
+    }
+}
+
+impl<S: LogSink + ?Sized> LogSink for Box<S> {
+    fn write_all(&mut self, buf: &[u8]) -> Result<()> {
+        (**self).write_all(buf)
+    }
+    fn sync(&mut self) -> Result<()> {
+        (**self).sync()
+    }
+}
+
+/// Payloads up to this size are copied next to their header so the sink
+/// sees one `write_all` per record; larger ones are written in two calls.
+const COALESCE_LIMIT: usize = 32 * 1024;
+
+/// Appends checksummed records to a sink.
+///
+/// After a failed `write_all` or `sync` the log's tail is in an unknown
+/// state, so the writer refuses further records (the caller must start a new
+/// log file); a reader will treat the half-written record as a torn tail.
+pub struct LogWriter<S: LogSink> {
+    sink: S,
+    bytes_written: u64,
+    scratch: Vec<u8>,
+    failed: bool,
+}
+
+impl<S: LogSink> LogWriter<S> {
+    /// A writer for a new, empty log.
+    pub fn new(sink: S) -> Self {
+        Self::with_offset(sink, 0)
+    }
+
+    /// A writer appending to a log that already holds `existing_len` valid
+    /// bytes (the sink must be positioned there).
+    pub fn with_offset(sink: S, existing_len: u64) -> Self {
+        LogWriter {
+            sink,
+            bytes_written: existing_len,
+            scratch: Vec::new(),
+            failed: false,
+        }
+    }
+
+    /// Appends one record. Not durable until [`sync`](Self::sync).
+    pub fn add_record(&mut self, payload: &[u8]) -> Result<()> {
+        self.check_usable()?;
+        if payload.len() > MAX_RECORD_LEN {
+            return Err(Error::invalid(format!(
+                "log record of {} bytes exceeds the {MAX_RECORD_LEN}-byte limit",
+                payload.len()
+            )));
+        }
+        let ty = RecordType::Full as u8;
+        let mut header = [0u8; HEADER_LEN];
+        header[0..4].copy_from_slice(&record_crc(ty, payload).to_le_bytes());
+        header[4..8].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+        header[8] = ty;
+
+        let res = if payload.len() <= COALESCE_LIMIT {
+            self.scratch.clear();
+            self.scratch.extend_from_slice(&header);
+            self.scratch.extend_from_slice(payload);
+            self.sink.write_all(&self.scratch)
+        } else {
+            self.sink
+                .write_all(&header)
+                .and_then(|()| self.sink.write_all(payload))
+        };
+        if let Err(e) = res {
+            self.failed = true;
+            return Err(e);
+        }
+        self.bytes_written += (HEADER_LEN + payload.len()) as u64;
+        Ok(())
+    }
+
+    /// Makes every record added so far durable.
+    pub fn sync(&mut self) -> Result<()> {
+        self.check_usable()?;
+        if let Err(e) = self.sink.sync() {
+            // After a failed fsync the kernel may have dropped dirty pages;
+            // retrying could report success for data that is gone.
+            self.failed = true;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Bytes in the log so far (headers included, plus `existing_len`).
+    pub fn bytes_written(&self) -> u64 {
+        self.bytes_written
+    }
+
+    pub fn sink(&self) -> &S {
+        &self.sink
+    }
+
+    pub fn sink_mut(&mut self) -> &mut S {
+        &mut self.sink
+    }
+
+    pub fn into_inner(self) -> S {
+        self.sink
+    }
+
+    fn check_usable(&self) -> Result<()> {
+        if self.failed {
+            Err(Error::new(
+                ErrorKind::Io,
+                "log writer is unusable after an earlier write or sync failure",
+            ))
+        } else {
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,519 @@
+//! The in-memory write buffer: a concurrent skiplist ordered by internal key.
+//!
+//! Writers must be serialized by the caller (one `insert_batch`/`add` at a
+//! time); any number of readers (`get`, iterators) may run concurrently with
+//! the writer. Entries of a batch become visible one by one, so callers make
+//! a batch atomic by publishing its sequence numbers to readers only after
+//! `insert_batch` returns and reading at a snapshot no newer than that.
+
+use std::ops::Bound;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use crossbeam_skiplist::map::Entry;
+use crossbeam_skiplist::SkipMap;
+
+use crate::batch::WriteBatch;
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::key::{parse_internal_key, seek_key, InternalKey, SeqNo, ValueKind, MAX_SEQ};
+
+/// Per-entry bookkeeping counted by `approximate_bytes` on top of key and
+/// value bytes: skiplist node, tower and the two heap allocations.
+const ENTRY_OVERHEAD: usize = 64;
+
+pub struct Memtable {
+    map: SkipMap<InternalKey, Vec<u8>>,
+    bytes: AtomicUsize,
+}
+
+impl Default for Memtable {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for Memtable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Memtable")
+            .field("len", &self.len())
+            .field("approximate_bytes", &self.approximate_bytes())
+            .finish()
+    }
+}
+
+impl Memtable {
+    pub fn new() -> Self {
+        Memtable {
+            map: SkipMap::new(),
+            bytes: AtomicUsize::new(0),
+        }
+    }
+
+    /// Adds one entry. `seq` must be at most [`MAX_SEQ`] (else
+    /// InvalidArgument). Adding the same (key, seq, kind) twice replaces the
+    /// value; the engine never does that.
+    pub fn add(&self, seq: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) -> Result<()> {
+        if seq > MAX_SEQ {
+            return Err(Error::invalid(format!(
+                "sequence number {seq} exceeds the largest ({MAX_SEQ})"
+            )));
+        }
+        self.insert(seq, kind, user_key, value);
+        Ok(())
+    }
+
+    /// Adds every operation of `batch`, the `i`th with sequence number
+    /// `batch.sequence() + i`. The whole range is checked before anything
+    /// is inserted.
+    pub fn insert_batch(&self, batch: &WriteBatch) -> Result<()> {
+        let first = batch.sequence();
+        let count = batch.len() as u64;
+        if count == 0 {
+            return Ok(());
+        }
+        match first.checked_add(count - 1) {
+            Some(last) if last <= MAX_SEQ => {}
+            _ => {
+                return Err(Error::invalid(format!(
+                    "write batch at sequence {first} with {count} entries exceeds the largest \
+                     sequence number ({MAX_SEQ})"
+                )))
+            }
+        }
+        for (i, e) in batch.iter().enumerate() {
+            self.insert(first + i as u64, e.kind, e.key, e.value);
+        }
+        Ok(())
+    }
+
+    fn insert(&self, seq: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) {
+        let key = InternalKey::new(user_key, seq, kind);
+        let charge = key.as_bytes().len() + value.len() + ENTRY_OVERHEAD;
+        self.map.insert(key, value.to_vec());
+        self.bytes.fetch_add(charge, Ordering::Relaxed);
+    }
+
+    /// The newest entry for `user_key` with sequence number <= `snapshot`:
+    /// `(Put, value)`, `(Delete, empty)`, or `None` if the memtable has no
+    /// visible entry for the key.
+    pub fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<(ValueKind, Vec<u8>)> {
+        let target = InternalKey(seek_key(user_key, snapshot.min(MAX_SEQ)));
+        let entry = self.map.lower_bound(Bound::Included(&target))?;
+        let parsed = parse_internal_key(entry.key().as_bytes()).ok()?;
+        if parsed.user_key != user_key {
+            return None;
+        }
+        let value = match parsed.kind {
+            ValueKind::Put => entry.value().clone(),
+            ValueKind::Delete => Vec::new(),
+        };
+        Some((parsed.kind, value))
+    }
+
+    /// Approximate memory used by the entries (keys, values and per-entry
+    /// overhead); grows monotonically.
+    pub fn approximate_bytes(&self) -> usize {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Number of entries (every version of every key counts).
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// An iterator over all entries in internal-key order. It keeps the
+    /// memtable alive, so it can outlive the caller's handle (e.g. while a
+    /// flush or a long scan runs after the memtable was rotated out). It
+    /// starts unpositioned: call `seek_to_first` or `seek`. Entries inserted
+    /// after it was created may or may not be seen.
+    pub fn iter(self: &Arc<Self>) -> MemtableIter {
+        MemtableIter {
+            cur: None,
+            mem: Arc::clone(self),
+        }
+    }
+}
+
+type MapEntry = Entry<'static, InternalKey, Vec<u8>>;
+
+/// An [`InternalIterator`] over a [`Memtable`]; values are the stored value
+/// bytes (empty for deletes).
+pub struct MemtableIter {
+    // Field order matters: `cur` borrows from the map owned by `mem` and
+    // must be dropped first (fields drop in declaration order).
+    cur: Option<MapEntry>,
+    mem: Arc<Memtable>,
+}
+
+impl MemtableIter {
+    fn set(&mut self, entry: Option<Entry<'_, InternalKey, Vec<u8>>>) {
+        // SAFETY: the entry borrows `self.mem.map`, which lives on the heap
+        // inside the `Arc` this iterator holds and therefore neither moves
+        // nor is freed while `self.cur` exists: `cur` is dropped before
+        // `mem` (declaration order) and is never handed out; `key`/`value`
+        // return borrows tied to `&self`. Only the lifetime parameter
+        // changes, so the layout is identical. The map never removes
+        // entries, and an `Entry` would keep its node alive even if it did.
+        self.cur = entry.map(|e| unsafe { std::mem::transmute::<Entry<'_, _, _>, MapEntry>(e) });
+    }
+
+    fn entry(&self) -> &MapEntry {
+        self.cur
+            .as_ref()
+            .expect("MemtableIter::key/value called while not valid")
+    }
+}
+
+impl InternalIterator for MemtableIter {
+    fn valid(&self) -> bool {
+        self.cur.is_some()
+    }
+
+    fn seek_to_first(&mut self) -> Result<()> {
+        self.cur = None;
+        let mem = Arc::clone(&self.mem);
+        self.set(mem.map.front());
+        Ok(())
+    }
+
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        self.cur = None;
+        let mem = Arc::clone(&self.mem);
+        let target = InternalKey(target.to_vec());
+        self.set(mem.map.lower_bound(Bound::Included(&target)));
+        Ok(())
+    }
+
+    fn next(&mut self) -> Result<()> {
+        if let Some(e) = &mut self.cur {
+            if !e.move_next() {
+                self.cur = None;
+            }
+        }
+        Ok(())
+    }
+
+    fn key(&self) -> &[u8] {
+        self.entry().key().as_bytes()
+    }
+
+    fn value(&self) -> &[u8] {
+        self.entry().value()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::atomic::AtomicU64;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::error::ErrorKind;
+    use crate::key::make_internal_key;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn memtable_and_iterator_are_send_sync() {
+        assert_send_sync::<Memtable>();
+        assert_send_sync::<MemtableIter>();
+    }
+
+    fn sample() -> Arc<Memtable> {
+        let m = Arc::new(Memtable::new());
+        let mut b = WriteBatch::new();
+        b.put(b"a", b"a1").unwrap(); // 10
+        b.put(b"b", b"b1").unwrap(); // 11
+        b.set_sequence(10);
+        m.insert_batch(&b).unwrap();
+        m.add(12, ValueKind::Delete, b"a", b"").unwrap();
+        m.add(13, ValueKind::Put, b"a", b"a3").unwrap();
+        m.add(14, ValueKind::Put, b"c", b"").unwrap();
+        m
+    }
+
+    #[test]
+    fn get_respects_snapshots() {
+        let m = sample();
+        assert_eq!(m.len(), 5);
+        assert!(!m.is_empty());
+        assert_eq!(m.get(b"a", 9), None);
+        assert_eq!(m.get(b"a", 10), Some((ValueKind::Put, b"a1".to_vec())));
+        assert_eq!(m.get(b"a", 11), Some((ValueKind::Put, b"a1".to_vec())));
+        assert_eq!(m.get(b"a", 12), Some((ValueKind::Delete, Vec::new())));
+        assert_eq!(m.get(b"a", 13), Some((ValueKind::Put, b"a3".to_vec())));
+        assert_eq!(
+            m.get(b"a", u64::MAX),
+            Some((ValueKind::Put, b"a3".to_vec()))
+        );
+        assert_eq!(m.get(b"b", 10), None);
+        assert_eq!(m.get(b"b", 11), Some((ValueKind::Put, b"b1".to_vec())));
+        assert_eq!(m.get(b"c", MAX_SEQ), Some((ValueKind::Put, Vec::new())));
+        // Neighbouring and prefix keys do not match.
+        assert_eq!(m.get(b"", MAX_SEQ), None);
+        assert_eq!(m.get(b"aa", MAX_SEQ), None);
+        assert_eq!(m.get(b"d", MAX_SEQ), None);
+    }
+
+    #[test]
+    fn sequence_limits_are_invalid_argument() {
+        let m = Memtable::new();
+        let e = m.add(MAX_SEQ + 1, ValueKind::Put, b"k", b"v").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        let mut b = WriteBatch::new();
+        b.put(b"x", b"1").unwrap();
+        b.put(b"y", b"2").unwrap();
+        b.set_sequence(MAX_SEQ);
+        let e = m.insert_batch(&b).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        assert!(m.is_empty(), "nothing of a rejected batch is inserted");
+        b.set_sequence(MAX_SEQ - 1);
+        m.insert_batch(&b).unwrap();
+        assert_eq!(m.get(b"y", MAX_SEQ), Some((ValueKind::Put, b"2".to_vec())));
+        m.insert_batch(&WriteBatch::new()).unwrap();
+    }
+
+    #[test]
+    fn approximate_bytes_grows() {
+        let m = Memtable::new();
+        assert_eq!(m.approximate_bytes(), 0);
+        m.add(1, ValueKind::Put, b"key", &[0; 1000]).unwrap();
+        let one = m.approximate_bytes();
+        assert!(one >= 1000 + 3 + 8, "{one}");
+        m.add(2, ValueKind::Delete, b"key", b"").unwrap();
+        assert!(m.approximate_bytes() > one);
+    }
+
+    fn collect(it: &mut MemtableIter) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        while it.valid() {
+            out.push((it.key().to_vec(), it.value().to_vec()));
+            it.next().unwrap();
+        }
+        out
+    }
+
+    #[test]
+    fn iteration_and_seek() {
+        let m = sample();
+        let mut it = m.iter();
+        assert!(!it.valid());
+        it.next().unwrap(); // harmless while unpositioned
+        it.seek_to_first().unwrap();
+        let all = collect(&mut it);
+        let keys: Vec<Vec<u8>> = all.iter().map(|(k, _)| k.clone()).collect();
+        assert_eq!(
+            keys,
+            vec![
+                make_internal_key(b"a", 13, ValueKind::Put),
+                make_internal_key(b"a", 12, ValueKind::Delete),
+                make_internal_key(b"a", 10, ValueKind::Put),
+                make_internal_key(b"b", 11, ValueKind::Put),
+                make_internal_key(b"c", 14, ValueKind::Put),
+            ]
+        );
+        assert_eq!(all[0].1, b"a3");
+        assert_eq!(all[1].1, b"");
+
+        // Seek to the newest version visible at a snapshot.
+        it.seek(&seek_key(b"a", 12)).unwrap();
+        assert_eq!(
+            it.key(),
+            &make_internal_key(b"a", 12, ValueKind::Delete)[..]
+        );
+        it.seek(&seek_key(b"a", 11)).unwrap();
+        assert_eq!(it.key(), &make_internal_key(b"a", 10, ValueKind::Put)[..]);
+        // Older than every version of "a": lands on the next user key.
+        it.seek(&seek_key(b"a", 5)).unwrap();
+        assert_eq!(it.key(), &make_internal_key(b"b", 11, ValueKind::Put)[..]);
+        // Between user keys, before the first, after the last.
+        it.seek(&seek_key(b"bb", MAX_SEQ)).unwrap();
+        assert_eq!(it.key(), &make_internal_key(b"c", 14, ValueKind::Put)[..]);
+        it.seek(&seek_key(b"", MAX_SEQ)).unwrap();
+        assert_eq!(it.key(), &make_internal_key(b"a", 13, ValueKind::Put)[..]);
+        it.seek(&seek_key(b"c", 13)).unwrap();
+        assert!(!it.valid());
+        it.seek(&seek_key(b"zzz", MAX_SEQ)).unwrap();
+        assert!(!it.valid());
+        it.next().unwrap();
+        assert!(!it.valid());
+        // Exact internal key.
+        it.seek(&make_internal_key(b"b", 11, ValueKind::Put))
+            .unwrap();
+        assert_eq!(it.value(), b"b1");
+
+        assert!(!Arc::new(Memtable::new()).iter().valid());
+        let empty = Arc::new(Memtable::new());
+        let mut it = empty.iter();
+        it.seek_to_first().unwrap();
+        assert!(!it.valid());
+    }
+
+    #[test]
+    fn iterator_outlives_the_handle() {
+        let m = sample();
+        let mut it = m.iter();
+        drop(m);
+        it.seek_to_first().unwrap();
+        assert_eq!(collect(&mut it).len(), 5);
+        // Boxed as a trait object, as a merging iterator would hold it.
+        let mut boxed: Box<dyn InternalIterator + Send> = Box::new(sample().iter());
+        boxed.seek_to_first().unwrap();
+        assert!(boxed.valid());
+    }
+
+    #[test]
+    fn concurrent_readers_while_a_writer_inserts() {
+        const N: u64 = 20_000;
+        let m = Arc::new(Memtable::new());
+        let visible = Arc::new(AtomicU64::new(0));
+        let key = |i: u64| format!("key{:06}", i % 5000).into_bytes();
+        let readers: Vec<_> = (0..2)
+            .map(|r| {
+                let m = Arc::clone(&m);
+                let visible = Arc::clone(&visible);
+                std::thread::spawn(move || {
+                    let mut checks = 0u64;
+                    loop {
+                        let v = visible.load(Ordering::Acquire);
+                        if v > 0 {
+                            // Every published write is found at its snapshot
+                            // with the value of the newest version <= v.
+                            let i = (v * 7919 + r) % v + 1;
+                            let want = (0..=4).map(|k| i + k * 5000).filter(|s| *s <= v).max();
+                            let got = m.get(&key(i - 1), v);
+                            let want_seq = want.map(|s| s.to_string().into_bytes());
+                            assert_eq!(got.map(|(_, val)| val), want_seq);
+                            // A scan sees internal-key order.
+                            let mut it = m.iter();
+                            it.seek(&seek_key(&key(i), MAX_SEQ)).unwrap();
+                            let mut prev: Option<Vec<u8>> = None;
+                            for _ in 0..50 {
+                                if !it.valid() {
+                                    break;
+                                }
+                                if let Some(p) = &prev {
+                                    assert!(crate::key::compare_internal(p, it.key()).is_lt());
+                                }
+                                prev = Some(it.key().to_vec());
+                                it.next().unwrap();
+                            }
+                            checks += 1;
+                        }
+                        if v == N {
+                            return checks;
+                        }
+                    }
+                })
+            })
+            .collect();
+        for seq in 1..=N {
+            // Sequence `seq` writes key (seq - 1) % 5000 with value "seq".
+            m.add(
+                seq,
+                ValueKind::Put,
+                &key(seq - 1),
+                seq.to_string().as_bytes(),
+            )
+            .unwrap();
+            visible.store(seq, Ordering::Release);
+        }
+        for r in readers {
+            assert!(r.join().unwrap() > 0);
+        }
+        assert_eq!(m.len(), N as usize);
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Put(u8, Vec<u8>),
+        Delete(u8),
+    }
+
+    fn user_key_of(k: u8) -> Vec<u8> {
+        // Includes the empty key and prefixes of each other.
+        vec![b'k'; (k % 4) as usize]
+            .into_iter()
+            .chain(std::iter::once(k / 4))
+            .take((k % 5) as usize)
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn matches_a_btreemap_model(
+            batches in prop::collection::vec(
+                prop::collection::vec(
+                    prop_oneof![
+                        (any::<u8>(), prop::collection::vec(any::<u8>(), 0..8))
+                            .prop_map(|(k, v)| Op::Put(k % 24, v)),
+                        any::<u8>().prop_map(|k| Op::Delete(k % 24)),
+                    ],
+                    0..6,
+                ),
+                0..12,
+            ),
+            queries in prop::collection::vec((any::<u8>(), any::<u64>()), 1..40),
+        ) {
+            let m = Arc::new(Memtable::new());
+            let mut model: BTreeMap<InternalKey, Vec<u8>> = BTreeMap::new();
+            let mut seq = 1u64;
+            for ops in &batches {
+                let mut b = WriteBatch::new();
+                b.set_sequence(seq);
+                for op in ops {
+                    let (kind, k, v) = match op {
+                        Op::Put(k, v) => (ValueKind::Put, *k, v.clone()),
+                        Op::Delete(k) => (ValueKind::Delete, *k, Vec::new()),
+                    };
+                    match kind {
+                        ValueKind::Put => b.put(&user_key_of(k), &v).unwrap(),
+                        ValueKind::Delete => b.delete(&user_key_of(k)).unwrap(),
+                    }
+                    model.insert(InternalKey::new(&user_key_of(k), seq, kind), v);
+                    seq += 1;
+                }
+                m.insert_batch(&b).unwrap();
+            }
+            prop_assert_eq!(m.len(), model.len());
+
+            for (k, snap) in queries {
+                let uk = user_key_of(k % 24);
+                let snap = snap % (seq + 2);
+                let target = InternalKey(seek_key(&uk, snap));
+                let want = model
+                    .range(target..)
+                    .next()
+                    .filter(|(ik, _)| ik.user_key() == uk)
+                    .map(|(ik, v)| (parse_internal_key(ik.as_bytes()).unwrap().kind, v.clone()));
+                prop_assert_eq!(m.get(&uk, snap), want);
+
+                // Seek agrees with the model's lower bound.
+                let mut it = m.iter();
+                it.seek(&seek_key(&uk, snap)).unwrap();
+                let want = model.range(InternalKey(seek_key(&uk, snap))..).next();
+                prop_assert_eq!(it.valid(), want.is_some());
+                if let Some((ik, v)) = want {
+                    prop_assert_eq!(it.key(), ik.as_bytes());
+                    prop_assert_eq!(it.value(), &v[..]);
+                }
+            }
+
+            let mut it = m.iter();
+            it.seek_to_first().unwrap();
+            let got = collect(&mut it);
+            let want: Vec<(Vec<u8>, Vec<u8>)> =
+                model.into_iter().map(|(k, v)| (k.0, v)).collect();
+            prop_assert_eq!(got, want);
+        }
+    }
+}
