@@ -1,1 +1,56 @@
-fn main() {}
+//! The `quietkv` command.
+
+mod doctor;
+mod logger;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "quietkv", version, about = "An LSM key-value store whose background work leaves the page cache alone")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Probe a directory: O_DIRECT, RWF_DONTCACHE, the mode each I/O class
+    /// gets under `auto`, and a self-test of every mode.
+    Doctor {
+        /// Directory to examine (default: the current directory).
+        dir: Option<PathBuf>,
+        /// Print one JSON object instead of the human report.
+        #[arg(long)]
+        json: bool,
+        /// Size of the self-test file in MiB.
+        #[arg(long, default_value_t = 64)]
+        size: u64,
+    },
+}
+
+fn main() -> ExitCode {
+    logger::init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Doctor { dir, json, size } => {
+            let dir = dir.unwrap_or_else(|| PathBuf::from("."));
+            doctor::run(&dir, size).map(|report| {
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&report).expect("serializable"));
+                } else {
+                    doctor::print_human(&report);
+                }
+            })
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("quietkv: {msg}");
+            ExitCode::from(1)
+        }
+    }
+}

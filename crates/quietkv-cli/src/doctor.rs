@@ -1,0 +1,270 @@
+//! `quietkv doctor`: what this directory's kernel and file system support,
+//! which mode each I/O class gets under `auto`, and a self-test that shows
+//! what each mode leaves in the page cache.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use quietio::{residency, AccessMode, Capabilities, IoClass, IoEnv, IoOptions};
+use serde::Serialize;
+
+#[derive(Serialize)]
+pub struct Report {
+    dir: String,
+    filesystem: String,
+    device: Option<String>,
+    kernel: String,
+    max_sectors_kb: Option<u64>,
+    logical_block_size: Option<u64>,
+    residency_method: &'static str,
+    direct: DirectReport,
+    dontcache: Support,
+    auto: serde_json::Map<String, serde_json::Value>,
+    auto_fallbacks: serde_json::Map<String, serde_json::Value>,
+    selftest_file_mib: u64,
+    selftest: Vec<SelfTest>,
+}
+
+#[derive(Serialize)]
+struct DirectReport {
+    supported: bool,
+    reason: Option<String>,
+    writes_supported: bool,
+    write_reason: Option<String>,
+    mem_align: usize,
+    offset_align: usize,
+    align_source: String,
+}
+
+#[derive(Serialize)]
+struct Support {
+    supported: bool,
+    reason: Option<String>,
+}
+
+#[derive(Serialize)]
+struct SelfTest {
+    mode: String,
+    write_mib_s: f64,
+    read_mib_s: f64,
+    resident_after_write: f64,
+    resident_after_read: f64,
+}
+
+/// Removes the self-test file however the test ends.
+struct TestFile(PathBuf);
+
+impl Drop for TestFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+pub fn run(dir: &Path, size_mib: u64) -> Result<Report, String> {
+    if size_mib == 0 {
+        return Err("--size must be at least 1 MiB".into());
+    }
+    let env = IoEnv::open(dir, IoOptions::default()).map_err(|e| e.to_string())?;
+    let caps = env.capabilities().clone();
+    let mut auto = serde_json::Map::new();
+    let mut fallbacks = serde_json::Map::new();
+    for class in IoClass::ALL {
+        let r = env.resolution(class);
+        auto.insert(class.name().into(), r.mode.name().into());
+        if let Some(why) = &r.fallback {
+            fallbacks.insert(class.name().into(), why.clone().into());
+        }
+    }
+    let mut modes = vec![AccessMode::Buffered];
+    if caps.direct_unusable_reason(true).is_none() {
+        modes.push(AccessMode::Direct);
+    }
+    if caps.dontcache.supported {
+        modes.push(AccessMode::DontCache);
+    }
+    modes.push(AccessMode::Fadvise);
+    let mut selftest = Vec::new();
+    for mode in modes {
+        selftest.push(self_test(&env, &caps, mode, size_mib)?);
+    }
+    Ok(Report {
+        dir: caps.dir.display().to_string(),
+        filesystem: caps.filesystem.clone(),
+        device: caps.device.clone(),
+        kernel: caps.kernel.clone(),
+        max_sectors_kb: caps.max_sectors_kb,
+        logical_block_size: caps.logical_block_size,
+        residency_method: if caps.cachestat { "cachestat" } else { "mincore" },
+        direct: DirectReport {
+            supported: caps.direct.supported,
+            reason: caps.direct.reason.clone(),
+            writes_supported: caps.direct.writes_supported,
+            write_reason: caps.direct.write_reason.clone(),
+            mem_align: caps.direct.mem_align,
+            offset_align: caps.direct.offset_align,
+            align_source: caps.direct.align_source.clone(),
+        },
+        dontcache: Support {
+            supported: caps.dontcache.supported,
+            reason: caps.dontcache.reason.clone(),
+        },
+        auto,
+        auto_fallbacks: fallbacks,
+        selftest_file_mib: size_mib,
+        selftest,
+    })
+}
+
+fn self_test(env: &IoEnv, caps: &Capabilities, mode: AccessMode, size_mib: u64) -> Result<SelfTest, String> {
+    let path = caps
+        .dir
+        .join(format!(".quietkv-doctor-{}-{}", std::process::id(), mode.name()));
+    let file = TestFile(path);
+    let size = (size_mib as usize) << 20;
+    // Incompressible-looking bytes, generated once per 1 MiB and reused.
+    let chunk: Vec<u8> = {
+        let mut x: u64 = 0x243F_6A88_85A3_08D3;
+        (0..1 << 20)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    };
+    let err = |e: quietio::Error| format!("self-test in {mode} mode: {e}");
+
+    let t = Instant::now();
+    let mut w = env
+        .create_with_mode(&file.0, IoClass::CompactionWrite, mode)
+        .map_err(err)?;
+    let mut left = size;
+    while left > 0 {
+        let n = left.min(chunk.len());
+        w.write_all(&chunk[..n]).map_err(err)?;
+        left -= n;
+    }
+    w.finish(true).map_err(err)?;
+    let write_s = t.elapsed().as_secs_f64();
+    let resident_after_write = residency(&file.0).map_err(err)?.fraction();
+
+    // Start the read from a cold cache for this file, whatever the write left.
+    quietio::evict_file(&file.0).map_err(err)?;
+    let t = Instant::now();
+    let mut r = env
+        .open_sequential_with_mode(&file.0, IoClass::CompactionRead, mode)
+        .map_err(err)?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut total = 0usize;
+    loop {
+        let n = r.read(&mut buf).map_err(err)?;
+        if n == 0 {
+            break;
+        }
+        total += n;
+    }
+    drop(r);
+    let read_s = t.elapsed().as_secs_f64();
+    if total != size {
+        return Err(format!("self-test in {mode} mode read {total} bytes back, wrote {size}"));
+    }
+    let resident_after_read = residency(&file.0).map_err(err)?.fraction();
+    let mib = size as f64 / (1 << 20) as f64;
+    Ok(SelfTest {
+        mode: mode.name().into(),
+        write_mib_s: round1(mib / write_s.max(1e-9)),
+        read_mib_s: round1(mib / read_s.max(1e-9)),
+        resident_after_write: round3(resident_after_write),
+        resident_after_read: round3(resident_after_read),
+    })
+}
+
+fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+fn yes_no(ok: bool) -> &'static str {
+    if ok {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+pub fn print_human(r: &Report) {
+    println!("quietkv doctor: {}", r.dir);
+    println!();
+    println!("  file system     {}", r.filesystem);
+    println!(
+        "  device          {}{}",
+        r.device.as_deref().unwrap_or("none (memory-backed or virtual)"),
+        r.max_sectors_kb
+            .map(|k| format!(", max_sectors_kb {k}"))
+            .unwrap_or_default()
+    );
+    println!("  kernel          {}", r.kernel);
+    if r.direct.supported {
+        println!(
+            "  O_DIRECT        yes (memory alignment {}, offset alignment {}, from {})",
+            r.direct.mem_align, r.direct.offset_align, r.direct.align_source
+        );
+        if !r.direct.writes_supported {
+            println!(
+                "                  but direct WRITES are refused: {}",
+                r.direct.write_reason.as_deref().unwrap_or("")
+            );
+        }
+    } else {
+        println!(
+            "  O_DIRECT        no: {}",
+            r.direct.reason.as_deref().unwrap_or("not supported")
+        );
+    }
+    match &r.dontcache.reason {
+        None => println!("  RWF_DONTCACHE   {}", yes_no(r.dontcache.supported)),
+        Some(why) => println!("  RWF_DONTCACHE   no: {why}"),
+    }
+    println!("  residency via   {}", r.residency_method);
+    println!();
+    println!("  I/O class        mode under auto");
+    for (class, mode) in &r.auto {
+        let note = r
+            .auto_fallbacks
+            .get(class)
+            .and_then(|v| v.as_str())
+            .map(|w| format!("  (fallback: {w})"))
+            .unwrap_or_default();
+        println!("  {class:<16} {}{note}", mode.as_str().unwrap_or("?"));
+    }
+    println!();
+    println!(
+        "  self-test: write then read a {} MiB file in each mode",
+        r.selftest_file_mib
+    );
+    println!("  (cached = share of the file's pages left in the page cache)");
+    println!();
+    println!(
+        "  {:<10} {:>11} {:>14} {:>11} {:>13}",
+        "mode", "write MiB/s", "cached after", "read MiB/s", "cached after"
+    );
+    println!("  {:<10} {:>11} {:>14} {:>11} {:>13}", "", "", "write", "", "read");
+    for s in &r.selftest {
+        println!(
+            "  {:<10} {:>11.1} {:>13.1}% {:>11.1} {:>12.1}%",
+            s.mode,
+            s.write_mib_s,
+            s.resident_after_write * 100.0,
+            s.read_mib_s,
+            s.resident_after_read * 100.0
+        );
+    }
+    println!();
+    println!("  direct and dontcache should leave ~0% cached: background work in those");
+    println!("  modes does not push your hot data out of the page cache. Throughput on a");
+    println!("  shared or host-cached disk is noisy; compare modes within one run.");
+}
