@@ -1,8 +1,10 @@
 //! quietkv: an embeddable LSM-tree key-value store whose background work
 //! (compaction, flush) goes through page-cache-aware I/O classes.
 
+pub mod block_cache;
 pub mod error;
 pub mod iter;
 pub mod key;
+pub mod table;
 
 pub use error::{Error, ErrorKind, Result};
