@@ -16,6 +16,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
 use crate::key::compare_internal;
 use crate::table::format::{put_varint, read_u32_le, Decoder};
 
@@ -202,7 +203,11 @@ fn decode_header(block: &Block, at: usize) -> Result<EntryHeader> {
     let value_len = d.varint()?;
     let header_len = rest.len() - d.remaining();
     let to_usize = |v: u64| usize::try_from(v).ok();
-    let bad = || Error::corruption(format!("block entry at {at} runs past the end of the block"));
+    let bad = || {
+        Error::corruption(format!(
+            "block entry at {at} runs past the end of the block"
+        ))
+    };
     let (shared, unshared, value_len) = (
         to_usize(shared).ok_or_else(bad)?,
         to_usize(unshared).ok_or_else(bad)?,
@@ -253,18 +258,6 @@ impl BlockIter {
         &self.block
     }
 
-    pub fn valid(&self) -> bool {
-        self.valid
-    }
-
-    pub fn key(&self) -> &[u8] {
-        &self.key
-    }
-
-    pub fn value(&self) -> &[u8] {
-        self.block.data.get(self.value.0..self.value.1).unwrap_or(&[])
-    }
-
     fn invalidate(&mut self) {
         self.valid = false;
         self.current = self.block.restarts_off;
@@ -311,22 +304,6 @@ impl BlockIter {
         Ok(())
     }
 
-    pub fn seek_to_first(&mut self) -> Result<()> {
-        if self.block.num_restarts == 0 {
-            self.invalidate();
-            return Ok(());
-        }
-        self.seek_to_restart(0)
-    }
-
-    pub fn next(&mut self) -> Result<()> {
-        if !self.valid {
-            return Ok(());
-        }
-        let at = self.next;
-        self.parse_at(at)
-    }
-
     /// The full key stored at restart point `i` (must have shared == 0).
     fn restart_key(&self, i: usize) -> Result<&[u8]> {
         let at = self.block.restart(i);
@@ -338,9 +315,34 @@ impl BlockIter {
         }
         Ok(self.block.data.get(h.key_at..h.value_at()).unwrap_or(&[]))
     }
+}
+
+impl InternalIterator for BlockIter {
+    fn valid(&self) -> bool {
+        self.valid
+    }
+
+    fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    fn value(&self) -> &[u8] {
+        self.block
+            .data
+            .get(self.value.0..self.value.1)
+            .unwrap_or(&[])
+    }
+
+    fn seek_to_first(&mut self) -> Result<()> {
+        if self.block.num_restarts == 0 {
+            self.invalidate();
+            return Ok(());
+        }
+        self.seek_to_restart(0)
+    }
 
     /// Positions at the first entry with key >= `target` (internal order).
-    pub fn seek(&mut self, target: &[u8]) -> Result<()> {
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
         let n = self.block.num_restarts;
         if n == 0 {
             self.invalidate();
@@ -369,6 +371,14 @@ impl BlockIter {
         }
         Ok(())
     }
+
+    fn next(&mut self) -> Result<()> {
+        if !self.valid {
+            return Ok(());
+        }
+        let at = self.next;
+        self.parse_at(at)
+    }
 }
 
 #[cfg(test)]
@@ -380,7 +390,9 @@ mod tests {
         make_internal_key(k.as_bytes(), seq, ValueKind::Put)
     }
 
-    fn build(n: usize, interval: usize) -> (Arc<Block>, Vec<(Vec<u8>, Vec<u8>)>) {
+    type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+    fn build(n: usize, interval: usize) -> (Arc<Block>, Entries) {
         let mut b = BlockBuilder::new(interval);
         let mut entries = Vec::new();
         for i in 0..n {

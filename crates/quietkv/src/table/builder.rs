@@ -86,7 +86,8 @@ impl<S: TableSink> TableBuilder<S> {
             offset: 0,
             data_block: BlockBuilder::new(DEFAULT_RESTART_INTERVAL),
             index_block: BlockBuilder::new(1),
-            bloom: (opts.bloom_bits_per_key > 0).then(|| BloomBuilder::new(opts.bloom_bits_per_key)),
+            bloom: (opts.bloom_bits_per_key > 0)
+                .then(|| BloomBuilder::new(opts.bloom_bits_per_key)),
             last_key: Vec::new(),
             props: TableProperties::default(),
             failed: false,
@@ -95,7 +96,9 @@ impl<S: TableSink> TableBuilder<S> {
 
     fn check_ok(&self) -> Result<()> {
         if self.failed {
-            Err(Error::invalid("table builder failed earlier and cannot continue"))
+            Err(Error::invalid(
+                "table builder failed earlier and cannot continue",
+            ))
         } else {
             Ok(())
         }

@@ -237,13 +237,11 @@ pub fn decode_block(mut disk: Vec<u8>) -> Result<Vec<u8>> {
                         body.len()
                     )));
                 }
-                lz4_flex::block::decompress(body, claimed).map_err(|e| {
-                    Error::corruption(format!("lz4 decompression failed: {e}"))
-                })?
+                lz4_flex::block::decompress(body, claimed)
+                    .map_err(|e| Error::corruption(format!("lz4 decompression failed: {e}")))?
             } else {
-                zstd::bulk::decompress(body, claimed).map_err(|e| {
-                    Error::corruption(format!("zstd decompression failed: {e}"))
-                })?
+                zstd::bulk::decompress(body, claimed)
+                    .map_err(|e| Error::corruption(format!("zstd decompression failed: {e}")))?
             };
             if out.len() != claimed {
                 return Err(Error::corruption(format!(
@@ -369,7 +367,11 @@ mod tests {
         let raw: Vec<u8> = (0..5000u32).flat_map(|i| (i % 7).to_le_bytes()).collect();
         for c in [Compression::None, Compression::Lz4, Compression::Zstd] {
             let disk = encode_block(&raw, c, 1);
-            assert_eq!(disk[disk.len() - 5], c.to_u8(), "{c:?} should have paid off");
+            assert_eq!(
+                disk[disk.len() - 5],
+                c.to_u8(),
+                "{c:?} should have paid off"
+            );
             assert_eq!(decode_block(disk).unwrap(), raw);
         }
         // Incompressible data is stored raw.
@@ -385,7 +387,10 @@ mod tests {
         let disk = encode_block(&noise, Compression::Lz4, 1);
         assert_eq!(disk[disk.len() - 5], 0);
         assert_eq!(decode_block(disk).unwrap(), noise);
-        assert_eq!(decode_block(encode_block(&[], Compression::Zstd, 3)).unwrap(), b"");
+        assert_eq!(
+            decode_block(encode_block(&[], Compression::Zstd, 3)).unwrap(),
+            b""
+        );
     }
 
     #[test]
@@ -402,9 +407,18 @@ mod tests {
     #[test]
     fn footer_round_trip_and_errors() {
         let f = Footer {
-            filter: BlockHandle { offset: 10, size: 20 },
-            index: BlockHandle { offset: 30, size: 40 },
-            properties: BlockHandle { offset: 70, size: 30 },
+            filter: BlockHandle {
+                offset: 10,
+                size: 20,
+            },
+            index: BlockHandle {
+                offset: 30,
+                size: 40,
+            },
+            properties: BlockHandle {
+                offset: 70,
+                size: 30,
+            },
         };
         let enc = f.encode();
         assert_eq!(Footer::decode(&enc, 100 + FOOTER_LEN as u64).unwrap(), f);

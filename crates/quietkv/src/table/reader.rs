@@ -94,7 +94,8 @@ impl TableReader {
                     .map_err(at(&path, footer.filter.offset))?,
             )
         };
-        let index_block = Block::new(read_meta(footer.index)?).map_err(at(&path, footer.index.offset))?;
+        let index_block =
+            Block::new(read_meta(footer.index)?).map_err(at(&path, footer.index.offset))?;
         let data_end = [footer.filter, footer.index, footer.properties]
             .iter()
             .filter(|h| h.size > 0)
@@ -218,7 +219,12 @@ impl TableReader {
         let disk = self.source.read_at(handle.offset, handle.size as usize)?;
         let block = Arc::new(self.parse_data_block(handle, disk)?);
         if let Some(cache) = &self.cache {
-            cache.insert(self.table_id, handle.offset, Arc::clone(&block), block.size());
+            cache.insert(
+                self.table_id,
+                handle.offset,
+                Arc::clone(&block),
+                block.size(),
+            );
         }
         Ok(block)
     }
