@@ -139,6 +139,14 @@ pub struct BlockHandle {
 }
 
 impl BlockHandle {
+    /// The size as a buffer length (Corruption if it does not fit).
+    pub fn size_usize(&self) -> Result<usize> {
+        usize::try_from(self.size).map_err(|_| {
+            Error::corruption(format!("block size {} does not fit in memory", self.size))
+                .with_offset(self.offset)
+        })
+    }
+
     pub fn end(&self) -> Option<u64> {
         self.offset.checked_add(self.size)
     }

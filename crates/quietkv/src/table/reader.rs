@@ -75,11 +75,7 @@ impl TableReader {
 
         let read_meta = |h: BlockHandle| -> Result<Vec<u8>> {
             // Handles were bounded by the file size in Footer::decode.
-            let len = usize::try_from(h.size).map_err(|_| {
-                Error::corruption("block handle size overflows usize")
-                    .with_file(&path)
-                    .with_offset(h.offset)
-            })?;
+            let len = h.size_usize().map_err(at(&path, h.offset))?;
             let disk = source.read_at(h.offset, len)?;
             decode_block(disk).map_err(at(&path, h.offset))
         };
@@ -216,7 +212,10 @@ impl TableReader {
             }
         }
         // Bounded by the file size at open.
-        let disk = self.source.read_at(handle.offset, handle.size as usize)?;
+        let len = handle
+            .size_usize()
+            .map_err(at(self.source.path(), handle.offset))?;
+        let disk = self.source.read_at(handle.offset, len)?;
         let block = Arc::new(self.parse_data_block(handle, disk)?);
         if let Some(cache) = &self.cache {
             cache.insert(

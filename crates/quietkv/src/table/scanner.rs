@@ -51,7 +51,7 @@ impl BlockFetch for SeqFetch {
                 .with_offset(handle.offset));
             }
             // Bounded by the file size when the table was opened.
-            let mut disk = vec![0u8; handle.size as usize];
+            let mut disk = vec![0u8; handle.size_usize().map_err(|e| e.with_file(table.path()))?];
             self.source.read_exact(&mut disk)?;
             self.pos += handle.size;
             self.next_idx += 1;
