@@ -2,10 +2,12 @@
 //! (compaction, flush) goes through page-cache-aware I/O classes.
 
 pub mod batch;
+pub mod block_cache;
 pub mod error;
 pub mod iter;
 pub mod key;
 pub mod log;
 pub mod memtable;
+pub mod table;
 
 pub use error::{Error, ErrorKind, Result};

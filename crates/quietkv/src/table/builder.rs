@@ -1,0 +1,236 @@
+//! Writes a table through a [`TableSink`].
+
+use std::cmp::Ordering;
+
+use crate::error::{Error, Result};
+use crate::key::{compare_internal, parse_internal_key, SeqNo, ValueKind};
+use crate::table::block::{BlockBuilder, DEFAULT_RESTART_INTERVAL};
+use crate::table::filter::BloomBuilder;
+use crate::table::format::{encode_block, BlockHandle, Compression, Footer};
+use crate::table::properties::TableProperties;
+use crate::table::source::TableSink;
+
+/// Largest block target accepted; larger requests are clamped.
+pub const MAX_BLOCK_SIZE: usize = 32 << 20;
+/// Largest single entry (internal key + value) a table accepts.
+pub const MAX_ENTRY_BYTES: usize = 1 << 30;
+
+/// How a table is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableOptions {
+    /// Target uncompressed size of a data block (clamped to 1..=32 MiB).
+    pub block_size: usize,
+    pub compression: Compression,
+    /// Bloom filter bits per user key; 0 = no filter (clamped to <= 64).
+    pub bloom_bits_per_key: usize,
+    /// zstd level when `compression` is Zstd (clamped to 1..=22; 1..=3 is the sane range).
+    pub zstd_level: i32,
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        TableOptions {
+            block_size: 4096,
+            compression: Compression::None,
+            bloom_bits_per_key: 10,
+            zstd_level: 1,
+        }
+    }
+}
+
+/// What the engine needs to record about a finished table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableSummary {
+    pub file_size: u64,
+    pub num_entries: u64,
+    pub num_deletes: u64,
+    /// Internal keys; empty for an empty table.
+    pub smallest_key: Vec<u8>,
+    pub largest_key: Vec<u8>,
+    /// 0 for an empty table.
+    pub smallest_seq: SeqNo,
+    pub largest_seq: SeqNo,
+}
+
+/// Builds one table. Keys must be added in strictly increasing
+/// [`compare_internal`] order.
+///
+/// An empty table (no `add` before `finish`) is valid: it has no data
+/// blocks, an empty index, empty key range and seqnos 0; readers return
+/// nothing from it. Whether to keep such a file is the caller's decision.
+///
+/// After any sink error the builder is poisoned and every later call fails.
+pub struct TableBuilder<S: TableSink> {
+    sink: S,
+    opts: TableOptions,
+    offset: u64,
+    data_block: BlockBuilder,
+    index_block: BlockBuilder,
+    bloom: Option<BloomBuilder>,
+    last_key: Vec<u8>,
+    props: TableProperties,
+    failed: bool,
+}
+
+impl<S: TableSink> TableBuilder<S> {
+    pub fn new(sink: S, opts: TableOptions) -> Self {
+        let opts = TableOptions {
+            block_size: opts.block_size.clamp(1, MAX_BLOCK_SIZE),
+            compression: opts.compression,
+            bloom_bits_per_key: opts.bloom_bits_per_key.min(64),
+            zstd_level: opts.zstd_level.clamp(1, 22),
+        };
+        TableBuilder {
+            sink,
+            opts,
+            offset: 0,
+            data_block: BlockBuilder::new(DEFAULT_RESTART_INTERVAL),
+            index_block: BlockBuilder::new(1),
+            bloom: (opts.bloom_bits_per_key > 0)
+                .then(|| BloomBuilder::new(opts.bloom_bits_per_key)),
+            last_key: Vec::new(),
+            props: TableProperties::default(),
+            failed: false,
+        }
+    }
+
+    fn check_ok(&self) -> Result<()> {
+        if self.failed {
+            Err(Error::invalid(
+                "table builder failed earlier and cannot continue",
+            ))
+        } else {
+            Ok(())
+        }
+    }
+
+    pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        self.check_ok()?;
+        let parsed = parse_internal_key(ikey)
+            .map_err(|e| Error::invalid(format!("bad internal key: {}", e.message())))?;
+        if ikey.len().saturating_add(value.len()) > MAX_ENTRY_BYTES {
+            return Err(Error::invalid(format!(
+                "entry of {} bytes exceeds the {MAX_ENTRY_BYTES}-byte limit",
+                ikey.len() + value.len()
+            )));
+        }
+        let first = self.props.num_entries == 0;
+        if !first && compare_internal(&self.last_key, ikey) != Ordering::Less {
+            return Err(Error::invalid(
+                "table keys must be added in strictly increasing internal-key order",
+            ));
+        }
+        if let Some(bloom) = &mut self.bloom {
+            if first || crate::key::user_key(&self.last_key) != parsed.user_key {
+                bloom.add_key(parsed.user_key);
+            }
+        }
+        let p = &mut self.props;
+        if first {
+            p.smallest_key = ikey.to_vec();
+            p.smallest_seq = parsed.seq;
+            p.largest_seq = parsed.seq;
+        } else {
+            p.smallest_seq = p.smallest_seq.min(parsed.seq);
+            p.largest_seq = p.largest_seq.max(parsed.seq);
+        }
+        p.num_entries += 1;
+        if parsed.kind == ValueKind::Delete {
+            p.num_deletes += 1;
+        }
+        p.raw_key_bytes += ikey.len() as u64;
+        p.raw_value_bytes += value.len() as u64;
+        self.last_key.clear();
+        self.last_key.extend_from_slice(ikey);
+
+        self.data_block.add(ikey, value);
+        if self.data_block.estimated_size() >= self.opts.block_size {
+            self.flush_data_block()?;
+        }
+        Ok(())
+    }
+
+    fn write_block(&mut self, disk: &[u8]) -> Result<BlockHandle> {
+        let handle = BlockHandle {
+            offset: self.offset,
+            size: disk.len() as u64,
+        };
+        if let Err(e) = self.sink.write_all(disk) {
+            self.failed = true;
+            return Err(e);
+        }
+        self.offset += disk.len() as u64;
+        Ok(handle)
+    }
+
+    fn flush_data_block(&mut self) -> Result<()> {
+        if self.data_block.is_empty() {
+            return Ok(());
+        }
+        let last = self.data_block.last_key().to_vec();
+        let raw = self.data_block.finish();
+        let disk = encode_block(&raw, self.opts.compression, self.opts.zstd_level);
+        let handle = self.write_block(&disk)?;
+        self.props.num_data_blocks += 1;
+        self.props.data_size += handle.size;
+        let mut hv = Vec::with_capacity(20);
+        handle.encode_varint(&mut hv);
+        self.index_block.add(&last, &hv);
+        Ok(())
+    }
+
+    /// Bytes written so far plus the pending data block (uncompressed).
+    pub fn estimated_size(&self) -> u64 {
+        let pending = if self.data_block.is_empty() {
+            0
+        } else {
+            self.data_block.estimated_size() as u64
+        };
+        self.offset + pending
+    }
+
+    pub fn num_entries(&self) -> u64 {
+        self.props.num_entries
+    }
+
+    /// Writes the remaining data, filter, index, properties and footer and
+    /// returns the summary plus the sink (the caller syncs/closes it).
+    pub fn finish(mut self) -> Result<(TableSummary, S)> {
+        self.check_ok()?;
+        self.flush_data_block()?;
+        self.props.largest_key = self.last_key.clone();
+
+        let filter = match self.bloom.take() {
+            Some(b) => {
+                let disk = encode_block(&b.finish(), Compression::None, 1);
+                self.write_block(&disk)?
+            }
+            None => BlockHandle::default(),
+        };
+        let index_raw = self.index_block.finish();
+        let index = self.write_block(&encode_block(&index_raw, Compression::None, 1))?;
+        let props_raw = self.props.encode();
+        let properties = self.write_block(&encode_block(&props_raw, Compression::None, 1))?;
+        let footer = Footer {
+            filter,
+            index,
+            properties,
+        }
+        .encode();
+        self.write_block(&footer)?;
+
+        let p = self.props;
+        Ok((
+            TableSummary {
+                file_size: self.offset,
+                num_entries: p.num_entries,
+                num_deletes: p.num_deletes,
+                smallest_key: p.smallest_key,
+                largest_key: p.largest_key,
+                smallest_seq: p.smallest_seq,
+                largest_seq: p.largest_seq,
+            },
+            self.sink,
+        ))
+    }
+}

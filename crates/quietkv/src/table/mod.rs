@@ -1,0 +1,43 @@
+//! The block-based table (SSTable) format.
+//!
+//! A table file is laid out as
+//!
+//! ```text
+//! data block 0 .. data block n-1   (contiguous from offset 0)
+//! filter block                     (optional; whole-table Bloom filter over user keys)
+//! index block                      (last internal key of each data block -> handle)
+//! properties block
+//! footer                           (64 bytes, fixed)
+//! ```
+//!
+//! Every block on disk is `payload ++ compression type (1 byte) ++ CRC32C
+//! (4 bytes LE, over payload and type)`; a block handle's size includes
+//! that 5-byte trailer. Data blocks may be compressed (lz4 / zstd, with a
+//! u32 LE decompressed-size prefix); meta blocks never are. See
+//! [`format`], [`block`], [`filter`] and [`properties`] for the details.
+//!
+//! Reading paths:
+//! * [`TableReader::get`] / [`TableReader::iter`] read blocks positionally
+//!   through a [`RandomSource`] and the optional [`crate::block_cache::BlockCache`];
+//! * [`TableScanner`] streams data blocks through a [`SeqSource`] for
+//!   compaction and never touches the cache.
+
+pub mod block;
+pub mod builder;
+pub mod filter;
+pub mod format;
+pub mod properties;
+pub mod reader;
+pub mod scanner;
+pub mod source;
+
+#[cfg(test)]
+mod tests;
+
+pub use block::Block;
+pub use builder::{TableBuilder, TableOptions, TableSummary};
+pub use format::{BlockHandle, Compression};
+pub use properties::TableProperties;
+pub use reader::{IndexEntry, TableIterator, TableReader};
+pub use scanner::TableScanner;
+pub use source::{MemSeqSource, MemSource, RandomSource, SeqSource, TableSink};

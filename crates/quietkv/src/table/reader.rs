@@ -1,0 +1,432 @@
+//! Opening tables, point lookups and the user iterator.
+
+use std::cmp::Ordering;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::block_cache::BlockCache;
+use crate::error::{Error, ErrorKind, Result};
+use crate::iter::InternalIterator;
+use crate::key::{compare_internal, parse_internal_key, seek_key, SeqNo, ValueKind, MAX_SEQ};
+use crate::table::block::{Block, BlockIter};
+use crate::table::filter::BloomFilter;
+use crate::table::format::{decode_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
+use crate::table::properties::TableProperties;
+use crate::table::source::RandomSource;
+
+/// One index entry: the last internal key of a data block and its handle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexEntry {
+    pub last_key: Vec<u8>,
+    pub handle: BlockHandle,
+}
+
+/// An open table: footer, index, filter and properties live in memory;
+/// data blocks are read on demand (through the block cache if any).
+pub struct TableReader {
+    source: Arc<dyn RandomSource>,
+    table_id: u64,
+    cache: Option<Arc<BlockCache>>,
+    index: Vec<IndexEntry>,
+    filter: Option<BloomFilter>,
+    props: TableProperties,
+    file_size: u64,
+}
+
+impl std::fmt::Debug for TableReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableReader")
+            .field("path", &self.source.path())
+            .field("table_id", &self.table_id)
+            .field("file_size", &self.file_size)
+            .field("data_blocks", &self.index.len())
+            .finish()
+    }
+}
+
+/// Adds file and offset to errors that lack them (decoding errors).
+fn at(path: &Path, offset: u64) -> impl Fn(Error) -> Error + '_ {
+    move |e| {
+        if e.file().is_some() {
+            e
+        } else {
+            e.with_file(path).with_offset(offset)
+        }
+    }
+}
+
+impl TableReader {
+    pub fn open(
+        source: Arc<dyn RandomSource>,
+        table_id: u64,
+        cache: Option<Arc<BlockCache>>,
+    ) -> Result<TableReader> {
+        let path = source.path().to_path_buf();
+        let file_size = source.size();
+        if file_size < FOOTER_LEN as u64 {
+            return Err(Error::corruption(format!(
+                "not a quietkv table (file of {file_size} bytes is shorter than the {FOOTER_LEN}-byte footer)"
+            ))
+            .with_file(&path));
+        }
+        let footer_at = file_size - FOOTER_LEN as u64;
+        let footer_bytes = source.read_at(footer_at, FOOTER_LEN)?;
+        let footer = Footer::decode(&footer_bytes, file_size).map_err(at(&path, footer_at))?;
+
+        let read_meta = |h: BlockHandle| -> Result<Vec<u8>> {
+            // Handles were bounded by the file size in Footer::decode.
+            let len = h.size_usize().map_err(at(&path, h.offset))?;
+            let disk = source.read_at(h.offset, len)?;
+            decode_block(disk).map_err(at(&path, h.offset))
+        };
+
+        let props = TableProperties::decode(&read_meta(footer.properties)?)
+            .map_err(at(&path, footer.properties.offset))?;
+        let filter = if footer.filter.size == 0 {
+            None
+        } else {
+            Some(
+                BloomFilter::decode(read_meta(footer.filter)?)
+                    .map_err(at(&path, footer.filter.offset))?,
+            )
+        };
+        let index_block =
+            Block::new(read_meta(footer.index)?).map_err(at(&path, footer.index.offset))?;
+        let data_end = [footer.filter, footer.index, footer.properties]
+            .iter()
+            .filter(|h| h.size > 0)
+            .map(|h| h.offset)
+            .min()
+            .unwrap_or(footer_at);
+        let index = Self::parse_index(index_block, data_end, &props)
+            .map_err(at(&path, footer.index.offset))?;
+
+        Ok(TableReader {
+            source,
+            table_id,
+            cache,
+            index,
+            filter,
+            props,
+            file_size,
+        })
+    }
+
+    /// Decodes and cross-checks the index against the properties.
+    fn parse_index(
+        block: Block,
+        data_end: u64,
+        props: &TableProperties,
+    ) -> Result<Vec<IndexEntry>> {
+        let mut it = BlockIter::new(Arc::new(block));
+        it.seek_to_first()?;
+        let mut index: Vec<IndexEntry> = Vec::new();
+        let mut expected_offset = 0u64;
+        while it.valid() {
+            let handle = BlockHandle::decode_varint(it.value())?;
+            parse_internal_key(it.key())?;
+            if handle.offset != expected_offset
+                || handle.size < BLOCK_TRAILER_LEN as u64
+                || handle.end().filter(|&e| e <= data_end).is_none()
+            {
+                return Err(Error::corruption(format!(
+                    "index entry {} has bad handle (offset {}, size {}); expected offset {expected_offset}, data ends at {data_end}",
+                    index.len(),
+                    handle.offset,
+                    handle.size
+                )));
+            }
+            if let Some(prev) = index.last() {
+                if compare_internal(&prev.last_key, it.key()) != Ordering::Less {
+                    return Err(Error::corruption("index keys are not increasing"));
+                }
+            }
+            expected_offset = handle.offset + handle.size;
+            index.push(IndexEntry {
+                last_key: it.key().to_vec(),
+                handle,
+            });
+            it.next()?;
+        }
+        let consistent = index.len() as u64 == props.num_data_blocks
+            && expected_offset == props.data_size
+            && (index.is_empty() == (props.num_entries == 0))
+            && match index.last() {
+                Some(e) => e.last_key == props.largest_key,
+                None => true,
+            };
+        if !consistent {
+            return Err(Error::corruption(
+                "index block disagrees with the table properties",
+            ));
+        }
+        Ok(index)
+    }
+
+    pub fn table_id(&self) -> u64 {
+        self.table_id
+    }
+
+    pub fn path(&self) -> &Path {
+        self.source.path()
+    }
+
+    pub fn file_size(&self) -> u64 {
+        self.file_size
+    }
+
+    pub fn properties(&self) -> &TableProperties {
+        &self.props
+    }
+
+    /// The in-memory index, one entry per data block in file order.
+    pub fn index(&self) -> &[IndexEntry] {
+        &self.index
+    }
+
+    /// False means `user_key` is definitely not in the table.
+    pub fn may_contain(&self, user_key: &[u8]) -> bool {
+        match &self.filter {
+            Some(f) => f.may_contain(user_key),
+            None => true,
+        }
+    }
+
+    /// Decodes an on-disk data block (checksum, decompression, restarts).
+    pub(crate) fn parse_data_block(&self, handle: BlockHandle, disk: Vec<u8>) -> Result<Block> {
+        decode_block(disk)
+            .and_then(Block::new)
+            .map_err(at(self.source.path(), handle.offset))
+    }
+
+    /// Reads data block `idx` through the block cache (filling it).
+    fn read_data_block(&self, idx: usize) -> Result<Arc<Block>> {
+        let handle = self
+            .index
+            .get(idx)
+            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "data block index out of range"))?
+            .handle;
+        if let Some(cache) = &self.cache {
+            if let Some(b) = cache.get(self.table_id, handle.offset) {
+                return Ok(b);
+            }
+        }
+        // Bounded by the file size at open.
+        let len = handle
+            .size_usize()
+            .map_err(at(self.source.path(), handle.offset))?;
+        let disk = self.source.read_at(handle.offset, len)?;
+        let block = Arc::new(self.parse_data_block(handle, disk)?);
+        if let Some(cache) = &self.cache {
+            cache.insert(
+                self.table_id,
+                handle.offset,
+                Arc::clone(&block),
+                block.size(),
+            );
+        }
+        Ok(block)
+    }
+
+    /// Index of the first data block whose last key is >= `target`.
+    fn find_block(&self, target: &[u8]) -> usize {
+        self.index
+            .partition_point(|e| compare_internal(&e.last_key, target) == Ordering::Less)
+    }
+
+    /// The newest entry for `user_key` with seq <= `snapshot`.
+    pub fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Result<Option<(ValueKind, Vec<u8>)>> {
+        if !self.may_contain(user_key) {
+            return Ok(None);
+        }
+        let target = seek_key(user_key, snapshot.min(MAX_SEQ));
+        let mut idx = self.find_block(&target);
+        while idx < self.index.len() {
+            let offset = self.index[idx].handle.offset;
+            let ctx = at(self.source.path(), offset);
+            let mut it = BlockIter::new(self.read_data_block(idx)?);
+            it.seek(&target).map_err(&ctx)?;
+            if it.valid() {
+                let p = parse_internal_key(it.key()).map_err(&ctx)?;
+                if p.user_key == user_key {
+                    return Ok(Some((p.kind, it.value().to_vec())));
+                }
+                return Ok(None);
+            }
+            // Only reachable if the index lied; keep looking forward.
+            idx += 1;
+        }
+        Ok(None)
+    }
+
+    /// An iterator over all entries, reading through the block cache.
+    pub fn iter(self: &Arc<Self>) -> TableIterator {
+        TableIterator {
+            inner: TwoLevel::new(Arc::clone(self), CachedFetch),
+        }
+    }
+}
+
+/// How a two-level iterator obtains data block `idx`.
+pub(crate) trait BlockFetch {
+    fn fetch(&mut self, table: &TableReader, idx: usize) -> Result<Arc<Block>>;
+}
+
+struct CachedFetch;
+
+impl BlockFetch for CachedFetch {
+    fn fetch(&mut self, table: &TableReader, idx: usize) -> Result<Arc<Block>> {
+        table.read_data_block(idx)
+    }
+}
+
+/// Index-then-block iteration shared by [`TableIterator`] and the scanner.
+pub(crate) struct TwoLevel<F: BlockFetch> {
+    table: Arc<TableReader>,
+    fetch: F,
+    block_idx: usize,
+    block: Option<BlockIter>,
+}
+
+impl<F: BlockFetch> TwoLevel<F> {
+    pub(crate) fn new(table: Arc<TableReader>, fetch: F) -> Self {
+        TwoLevel {
+            table,
+            fetch,
+            block_idx: 0,
+            block: None,
+        }
+    }
+
+    pub(crate) fn table(&self) -> &Arc<TableReader> {
+        &self.table
+    }
+
+    fn ctx(&self) -> impl Fn(Error) -> Error + '_ {
+        let offset = self
+            .table
+            .index
+            .get(self.block_idx)
+            .map_or(0, |e| e.handle.offset);
+        at(self.table.path(), offset)
+    }
+
+    /// Loads block `idx` (or clears the position past the end).
+    fn load(&mut self, idx: usize) -> Result<bool> {
+        self.block_idx = idx;
+        if idx >= self.table.index.len() {
+            self.block = None;
+            return Ok(false);
+        }
+        match self.fetch.fetch(&self.table, idx) {
+            Ok(b) => {
+                self.block = Some(BlockIter::new(b));
+                Ok(true)
+            }
+            Err(e) => {
+                self.block = None;
+                Err(e)
+            }
+        }
+    }
+
+    /// Moves forward over exhausted blocks until positioned or at the end.
+    fn skip_exhausted(&mut self) -> Result<()> {
+        while self.block.as_ref().is_some_and(|b| !b.valid()) {
+            if !self.load(self.block_idx + 1)? {
+                return Ok(());
+            }
+            let r = self.block.as_mut().map_or(Ok(()), |b| b.seek_to_first());
+            self.check(r)?;
+        }
+        Ok(())
+    }
+
+    fn check(&mut self, r: Result<()>) -> Result<()> {
+        if let Err(e) = r {
+            let e = (self.ctx())(e);
+            self.block = None;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn seek_to_block(&mut self, idx: usize, target: Option<&[u8]>) -> Result<()> {
+        if !self.load(idx)? {
+            return Ok(());
+        }
+        let r = match (self.block.as_mut(), target) {
+            (Some(b), Some(t)) => b.seek(t),
+            (Some(b), None) => b.seek_to_first(),
+            (None, _) => Ok(()),
+        };
+        self.check(r)?;
+        self.skip_exhausted()
+    }
+
+    pub(crate) fn current_block(&self) -> usize {
+        self.block_idx
+    }
+}
+
+impl<F: BlockFetch> InternalIterator for TwoLevel<F> {
+    fn valid(&self) -> bool {
+        self.block.as_ref().is_some_and(|b| b.valid())
+    }
+
+    fn seek_to_first(&mut self) -> Result<()> {
+        self.seek_to_block(0, None)
+    }
+
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        let idx = self.table.find_block(target);
+        self.seek_to_block(idx, Some(target))
+    }
+
+    fn next(&mut self) -> Result<()> {
+        let r = self.block.as_mut().map_or(Ok(()), |b| b.next());
+        self.check(r)?;
+        self.skip_exhausted()
+    }
+
+    fn key(&self) -> &[u8] {
+        self.block.as_ref().map_or(&[], |b| b.key())
+    }
+
+    fn value(&self) -> &[u8] {
+        self.block.as_ref().map_or(&[], |b| b.value())
+    }
+}
+
+/// Iterates a table in internal-key order, reading blocks through the
+/// block cache. Errors leave the iterator invalid.
+pub struct TableIterator {
+    inner: TwoLevel<CachedFetch>,
+}
+
+impl TableIterator {
+    pub fn table(&self) -> &Arc<TableReader> {
+        self.inner.table()
+    }
+}
+
+impl InternalIterator for TableIterator {
+    fn valid(&self) -> bool {
+        self.inner.valid()
+    }
+    fn seek_to_first(&mut self) -> Result<()> {
+        self.inner.seek_to_first()
+    }
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        self.inner.seek(target)
+    }
+    fn next(&mut self) -> Result<()> {
+        self.inner.next()
+    }
+    fn key(&self) -> &[u8] {
+        self.inner.key()
+    }
+    fn value(&self) -> &[u8] {
+        self.inner.value()
+    }
+}

@@ -1,0 +1,626 @@
+//! Table-level tests: round trips against a model, scanner, cache
+//! interaction, corruption handling.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::block_cache::BlockCache;
+use crate::error::{ErrorKind, Result};
+use crate::iter::InternalIterator;
+use crate::key::{compare_internal, make_internal_key, seek_key, user_key, InternalKey, ValueKind};
+
+const PATH: &str = "/db/000042.sst";
+
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+fn opts(compression: Compression, block_size: usize) -> TableOptions {
+    TableOptions {
+        block_size,
+        compression,
+        ..TableOptions::default()
+    }
+}
+
+fn build(entries: &[(Vec<u8>, Vec<u8>)], o: TableOptions) -> (Vec<u8>, TableSummary) {
+    let mut b = TableBuilder::new(Vec::new(), o);
+    for (k, v) in entries {
+        b.add(k, v).unwrap();
+    }
+    assert_eq!(b.num_entries(), entries.len() as u64);
+    let (summary, bytes) = b.finish().unwrap();
+    assert_eq!(summary.file_size, bytes.len() as u64);
+    (bytes, summary)
+}
+
+fn open(bytes: &[u8], cache: Option<Arc<BlockCache>>) -> Result<Arc<TableReader>> {
+    let src = Arc::new(MemSource::new(bytes.to_vec(), PATH));
+    TableReader::open(src, 42, cache).map(Arc::new)
+}
+
+fn drain(it: &mut dyn InternalIterator) -> Result<Entries> {
+    let mut out = Vec::new();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.next()?;
+    }
+    Ok(out)
+}
+
+fn collect(it: &mut dyn InternalIterator) -> Result<Entries> {
+    it.seek_to_first()?;
+    drain(it)
+}
+
+/// Newest version of `uk` with seq <= snapshot, from a sorted entry list.
+fn model_get(entries: &[(Vec<u8>, Vec<u8>)], uk: &[u8], snap: u64) -> Option<(ValueKind, Vec<u8>)> {
+    let target = seek_key(uk, snap);
+    let i = entries.partition_point(|(k, _)| compare_internal(k, &target).is_lt());
+    let (k, v) = entries.get(i)?;
+    let p = crate::key::parse_internal_key(k).unwrap();
+    (p.user_key == uk).then(|| (p.kind, v.clone()))
+}
+
+/// ~`n` user keys with 1-3 versions each, some deletes, varied value sizes.
+fn sample_entries(n: usize) -> Entries {
+    let mut m = BTreeMap::new();
+    let mut seq = 1;
+    for i in 0..n {
+        let uk = format!("user{:06}", i * 3);
+        for v in 0..(i % 3 + 1) {
+            seq += 1;
+            let kind = if (i + v) % 7 == 3 {
+                ValueKind::Delete
+            } else {
+                ValueKind::Put
+            };
+            let value = if kind == ValueKind::Delete {
+                Vec::new()
+            } else {
+                format!("{uk}-v{v}-").repeat(1 + i % 5).into_bytes()
+            };
+            m.insert(InternalKey::new(uk.as_bytes(), seq, kind), value);
+        }
+    }
+    m.into_iter().map(|(k, v)| (k.0, v)).collect()
+}
+
+fn check_table(entries: &Entries, t: &Arc<TableReader>) {
+    let got = collect(&mut t.iter()).unwrap();
+    assert_eq!(&got, entries);
+    let max_seq = t.properties().largest_seq;
+    let uks: Vec<&[u8]> = entries.iter().map(|(k, _)| user_key(k)).collect();
+    for uk in uks.iter().step_by(1 + uks.len() / 200) {
+        for snap in [
+            0,
+            1,
+            max_seq / 3,
+            max_seq / 2,
+            max_seq,
+            crate::key::MAX_SEQ,
+            u64::MAX,
+        ] {
+            assert_eq!(
+                t.get(uk, snap).unwrap(),
+                model_get(entries, uk, snap.min(crate::key::MAX_SEQ)),
+                "get {:?} @ {snap}",
+                String::from_utf8_lossy(uk)
+            );
+        }
+    }
+    // Absent keys, before first and after last.
+    for uk in [&b""[..], b"a", b"user000001", b"user0000010", b"zzz"] {
+        assert_eq!(t.get(uk, u64::MAX).unwrap(), None);
+    }
+    // Seeks: present keys, absent keys, before first, after last.
+    let mut it = t.iter();
+    for i in (0..entries.len()).step_by(1 + entries.len() / 100) {
+        it.seek(&entries[i].0).unwrap();
+        assert_eq!(it.key(), &entries[i].0[..]);
+        let absent = make_internal_key(
+            &[user_key(&entries[i].0), b"\0"].concat(),
+            5,
+            ValueKind::Put,
+        );
+        it.seek(&absent).unwrap();
+        match entries
+            .get(i + 1..)
+            .and_then(|r| r.iter().find(|(k, _)| compare_internal(k, &absent).is_ge()))
+        {
+            Some((k, _)) => assert_eq!(it.key(), &k[..]),
+            None => assert!(!it.valid()),
+        }
+    }
+    it.seek(&seek_key(b"", u64::MAX >> 8)).unwrap();
+    assert_eq!(it.valid(), !entries.is_empty());
+    if let Some((k, _)) = entries.first() {
+        assert_eq!(it.key(), &k[..]);
+    }
+    it.seek(&seek_key(b"zzzz", 1)).unwrap();
+    assert!(!it.valid());
+}
+
+#[test]
+fn round_trip_every_compression_and_size() {
+    for n in [0, 1, 2, 700] {
+        let entries = sample_entries(n);
+        for c in [Compression::None, Compression::Lz4, Compression::Zstd] {
+            for block_size in [64, 4096] {
+                let (bytes, summary) = build(&entries, opts(c, block_size));
+                let t = open(&bytes, None).unwrap();
+                check_table(&entries, &t);
+                let p = t.properties();
+                assert_eq!(p.num_entries, entries.len() as u64);
+                assert_eq!(summary.num_entries, p.num_entries);
+                assert_eq!(summary.num_deletes, p.num_deletes);
+                assert_eq!(
+                    p.num_deletes as usize,
+                    entries
+                        .iter()
+                        .filter(|(k, _)| k[k.len() - 8] == ValueKind::Delete as u8)
+                        .count()
+                );
+                let (first, last) = (entries.first(), entries.last());
+                assert_eq!(
+                    p.smallest_key,
+                    first.map(|e| e.0.clone()).unwrap_or_default()
+                );
+                assert_eq!(p.largest_key, last.map(|e| e.0.clone()).unwrap_or_default());
+                assert_eq!(summary.smallest_key, p.smallest_key);
+                assert_eq!(summary.largest_key, p.largest_key);
+                assert_eq!(
+                    (summary.smallest_seq, summary.largest_seq),
+                    (p.smallest_seq, p.largest_seq)
+                );
+                assert_eq!(
+                    p.raw_value_bytes,
+                    entries.iter().map(|e| e.1.len() as u64).sum::<u64>()
+                );
+                assert_eq!(p.num_data_blocks as usize, t.index().len());
+                if n > 100 && block_size == 4096 && c != Compression::None {
+                    let (plain, _) = build(&entries, opts(Compression::None, block_size));
+                    assert!(bytes.len() < plain.len(), "{c:?} did not shrink the table");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn empty_table_is_valid() {
+    let (bytes, s) = build(&[], TableOptions::default());
+    assert_eq!(
+        (s.num_entries, s.smallest_key.len(), s.largest_seq),
+        (0, 0, 0)
+    );
+    let t = open(&bytes, None).unwrap();
+    assert!(t.index().is_empty());
+    let mut it = t.iter();
+    it.seek_to_first().unwrap();
+    assert!(!it.valid());
+    assert_eq!(t.get(b"x", 9).unwrap(), None);
+}
+
+#[test]
+fn builder_rejects_bad_input() {
+    let mut b = TableBuilder::new(Vec::new(), TableOptions::default());
+    let k5 = make_internal_key(b"k", 5, ValueKind::Put);
+    b.add(&k5, b"v").unwrap();
+    for bad in [
+        k5.clone(),
+        make_internal_key(b"k", 6, ValueKind::Put),
+        make_internal_key(b"j", 1, ValueKind::Put),
+        b"short".to_vec(),
+    ] {
+        assert_eq!(
+            b.add(&bad, b"").unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
+    }
+    let before = b.estimated_size();
+    assert!(before > 0);
+    b.add(&make_internal_key(b"k", 4, ValueKind::Delete), b"")
+        .unwrap();
+    assert!(b.estimated_size() > before);
+    assert_eq!(b.num_entries(), 2);
+    b.finish().unwrap();
+}
+
+struct FailingSink {
+    budget: usize,
+}
+
+impl TableSink for FailingSink {
+    fn write_all(&mut self, buf: &[u8]) -> Result<()> {
+        if buf.len() > self.budget {
+            return Err(crate::Error::new(ErrorKind::Io, "disk full"));
+        }
+        self.budget -= buf.len();
+        Ok(())
+    }
+}
+
+#[test]
+fn sink_errors_poison_the_builder() {
+    let mut b = TableBuilder::new(FailingSink { budget: 100 }, opts(Compression::None, 64));
+    let mut failed = false;
+    for i in 0..100u64 {
+        let k = make_internal_key(format!("k{i:04}").as_bytes(), 1, ValueKind::Put);
+        match b.add(&k, &[1; 40]) {
+            Ok(()) => assert!(!failed),
+            Err(e) => {
+                assert_eq!(
+                    e.kind(),
+                    if failed {
+                        ErrorKind::InvalidArgument
+                    } else {
+                        ErrorKind::Io
+                    }
+                );
+                failed = true;
+            }
+        }
+    }
+    assert!(failed);
+    assert!(b.finish().is_err());
+}
+
+#[test]
+fn scanner_matches_iter_and_leaves_cache_alone() {
+    let entries = sample_entries(500);
+    for c in [Compression::None, Compression::Lz4] {
+        let (bytes, _) = build(&entries, opts(c, 512));
+        let cache = Arc::new(BlockCache::new(1 << 20));
+        let t = open(&bytes, Some(Arc::clone(&cache))).unwrap();
+        let src = MemSource::new(bytes.clone(), PATH);
+        let before = cache.stats();
+        let mut sc = TableScanner::new(Arc::clone(&t), Box::new(src.seq()));
+        assert_eq!(collect(&mut sc).unwrap(), entries);
+        assert_eq!(cache.stats(), before);
+
+        // Forward seeks work (skipping blocks); backward across blocks does not.
+        let mut sc = TableScanner::new(Arc::clone(&t), Box::new(src.seq()));
+        let mid = &entries[entries.len() / 2].0;
+        sc.seek(mid).unwrap();
+        assert_eq!(sc.key(), &mid[..]);
+        assert_eq!(
+            drain(&mut sc).unwrap(),
+            entries[entries.len() / 2..].to_vec()
+        );
+        assert_eq!(
+            sc.seek(&entries[0].0).unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
+        assert_eq!(cache.stats(), before);
+
+        // iter() fills the cache and then hits it.
+        assert_eq!(collect(&mut t.iter()).unwrap(), entries);
+        let s1 = cache.stats();
+        assert_eq!(s1.misses - before.misses, t.index().len() as u64);
+        assert_eq!(s1.inserts, t.index().len() as u64);
+        assert_eq!(collect(&mut t.iter()).unwrap(), entries);
+        let s2 = cache.stats();
+        assert_eq!(s2.hits - s1.hits, t.index().len() as u64);
+        assert_eq!(s2.misses, s1.misses);
+        assert!(s2.usage > 0 && s2.usage <= 1 << 20);
+        assert!(t.get(user_key(&entries[3].0), u64::MAX).unwrap().is_some());
+        assert_eq!(cache.stats().hits, s2.hits + 1);
+    }
+}
+
+#[test]
+fn scanner_rejects_non_contiguous_layout() {
+    // A source that is shifted by one byte does not line up with the index.
+    let entries = sample_entries(50);
+    let (bytes, _) = build(&entries, opts(Compression::None, 256));
+    let t = open(&bytes, None).unwrap();
+    let mut shifted = vec![0u8];
+    shifted.extend_from_slice(&bytes);
+    let mut sc = TableScanner::new(t, Box::new(MemSeqSource::new(shifted, PATH)));
+    let e = sc.seek_to_first().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corruption);
+    assert_eq!(e.offset(), Some(0));
+}
+
+#[test]
+fn table_bloom_filter() {
+    let n = 10_000;
+    let entries: Entries = (0..n)
+        .map(|i| {
+            (
+                make_internal_key(format!("key-{i:08}").as_bytes(), 1, ValueKind::Put),
+                vec![],
+            )
+        })
+        .collect();
+    let (bytes, _) = build(&entries, TableOptions::default());
+    let t = open(&bytes, None).unwrap();
+    for (k, _) in &entries {
+        assert!(t.may_contain(user_key(k)));
+    }
+    let fp = (0..n)
+        .filter(|i| t.may_contain(format!("other-{i:08}").as_bytes()))
+        .count();
+    assert!((fp as f64) / (n as f64) < 0.03, "false positives: {fp}");
+
+    let (bytes, _) = build(
+        &entries,
+        TableOptions {
+            bloom_bits_per_key: 0,
+            ..TableOptions::default()
+        },
+    );
+    let t = open(&bytes, None).unwrap();
+    assert!(t.may_contain(b"anything"));
+    assert_eq!(t.get(b"anything", 5).unwrap(), None);
+    assert_eq!(
+        t.get(b"key-00000007", 5).unwrap(),
+        Some((ValueKind::Put, vec![]))
+    );
+}
+
+#[test]
+fn footer_errors_are_clear() {
+    let (bytes, _) = build(&sample_entries(10), TableOptions::default());
+    let n = bytes.len();
+    let mut wrong = bytes.clone();
+    wrong[n - 1] ^= 0x40;
+    let e = open(&wrong, None).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corruption);
+    assert!(e.message().contains("not a quietkv table"), "{e}");
+    assert_eq!(e.file(), Some(std::path::Path::new(PATH)));
+    let mut newer = bytes.clone();
+    newer[n - 12..n - 8].copy_from_slice(&7u32.to_le_bytes());
+    let e = open(&newer, None).unwrap_err();
+    assert_eq!(
+        e.message(),
+        "table format version 7 is newer than this build understands (1)"
+    );
+    let e = open(b"tiny", None).unwrap_err();
+    assert!(e.message().contains("not a quietkv table"));
+}
+
+/// Every operation on a damaged table either returns correct data or a
+/// Corruption error; nothing panics.
+fn exercise_damaged(bytes: &[u8], entries: &Entries) -> Vec<crate::Error> {
+    let mut errors = Vec::new();
+    let t = match open(bytes, None) {
+        Ok(t) => t,
+        Err(e) => {
+            errors.push(e);
+            return errors;
+        }
+    };
+    match collect(&mut t.iter()) {
+        Ok(got) => assert_eq!(&got, entries),
+        Err(e) => errors.push(e),
+    }
+    let mut sc = TableScanner::new(
+        Arc::clone(&t),
+        Box::new(MemSeqSource::new(bytes.to_vec(), PATH)),
+    );
+    match collect(&mut sc) {
+        Ok(got) => assert_eq!(&got, entries),
+        Err(e) => errors.push(e),
+    }
+    for (k, _) in entries.iter().step_by(7) {
+        let uk = user_key(k);
+        match t.get(uk, u64::MAX) {
+            Ok(v) => assert_eq!(v, model_get(entries, uk, crate::key::MAX_SEQ)),
+            Err(e) => errors.push(e),
+        }
+    }
+    errors
+}
+
+#[test]
+fn every_byte_flip_is_detected_or_harmless() {
+    let entries = sample_entries(60);
+    for c in [Compression::None, Compression::Lz4, Compression::Zstd] {
+        let (bytes, _) = build(&entries, opts(c, 300));
+        let t = open(&bytes, None).unwrap();
+        let data_end = t.properties().data_size as usize;
+        for pos in 0..bytes.len() {
+            let mut damaged = bytes.clone();
+            damaged[pos] ^= 1 << (pos % 8);
+            let errors = exercise_damaged(&damaged, &entries);
+            // CRC32C catches every single-bit flip somewhere.
+            assert!(!errors.is_empty(), "flip at {pos} went unnoticed");
+            for e in &errors {
+                assert_eq!(e.kind(), ErrorKind::Corruption, "flip at {pos}: {e}");
+                assert_eq!(e.file(), Some(std::path::Path::new(PATH)));
+            }
+            if pos < data_end {
+                // The damaged data block is named by its offset.
+                let block = t
+                    .index()
+                    .iter()
+                    .find(|e| {
+                        (e.handle.offset..e.handle.offset + e.handle.size).contains(&(pos as u64))
+                    })
+                    .unwrap();
+                assert!(
+                    errors
+                        .iter()
+                        .all(|e| e.offset() == Some(block.handle.offset)),
+                    "flip at {pos}: {errors:?}"
+                );
+                assert!(errors[0].message().contains("checksum"), "{}", errors[0]);
+            }
+        }
+    }
+}
+
+#[test]
+fn truncated_tables_are_rejected() {
+    let entries = sample_entries(40);
+    let (bytes, _) = build(&entries, opts(Compression::Lz4, 200));
+    for len in 0..bytes.len() {
+        let e = open(&bytes[..len], None).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Corruption, "len {len}: {e}");
+    }
+}
+
+/// Damages a block's payload and fixes its checksum, so the structural
+/// decoders behind the checksum see the garbage.
+fn damage_behind_checksum(bytes: &[u8], h: BlockHandle, at: usize, xor: u8) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    let start = h.offset as usize;
+    let end = start + h.size as usize;
+    let payload_end = end - 5;
+    let pos = start + at % (payload_end - start).max(1);
+    if pos < payload_end {
+        out[pos] ^= xor;
+    }
+    let crc = crc32c::crc32c(&out[start..end - 4]);
+    out[end - 4..end].copy_from_slice(&crc.to_le_bytes());
+    out
+}
+
+fn footer_handles(bytes: &[u8]) -> Vec<BlockHandle> {
+    let f = format::Footer::decode(
+        &bytes[bytes.len() - format::FOOTER_LEN..],
+        bytes.len() as u64,
+    )
+    .unwrap();
+    vec![f.filter, f.index, f.properties]
+}
+
+#[test]
+fn garbage_behind_valid_checksums_never_panics() {
+    let entries = sample_entries(60);
+    for c in [Compression::None, Compression::Lz4, Compression::Zstd] {
+        let (bytes, _) = build(&entries, opts(c, 400));
+        let t = open(&bytes, None).unwrap();
+        let mut handles: Vec<BlockHandle> = t.index().iter().map(|e| e.handle).collect();
+        handles.extend(footer_handles(&bytes));
+        for h in handles {
+            for at in 0..h.size as usize {
+                for xor in [[0x01, 0x80, 0xff][at % 3]] {
+                    let damaged = damage_behind_checksum(&bytes, h, at, xor);
+                    // Data may come back wrong here (no checksum can tell), but
+                    // every error must be a Corruption and nothing may panic.
+                    let r = std::panic::catch_unwind(|| exercise_no_model(&damaged));
+                    let errs = r.unwrap_or_else(|_| panic!("panic with {xor:#x} at {at} of {h:?}"));
+                    for e in errs {
+                        assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn exercise_no_model(bytes: &[u8]) -> Vec<crate::Error> {
+    let mut errors = Vec::new();
+    let t = match open(bytes, None) {
+        Ok(t) => t,
+        Err(e) => return vec![e],
+    };
+    if let Err(e) = collect(&mut t.iter()) {
+        errors.push(e);
+    }
+    let mut sc = TableScanner::new(
+        Arc::clone(&t),
+        Box::new(MemSeqSource::new(bytes.to_vec(), PATH)),
+    );
+    if let Err(e) = collect(&mut sc) {
+        errors.push(e);
+    }
+    for k in [&b"user000030"[..], b"user000090", b"x"] {
+        if let Err(e) = t.get(k, u64::MAX) {
+            errors.push(e);
+        }
+        let mut it = t.iter();
+        if let Err(e) = it.seek(&seek_key(k, 77)) {
+            errors.push(e);
+        }
+    }
+    errors
+}
+
+fn arb_entries() -> impl Strategy<Value = Entries> {
+    let key = prop::collection::vec(prop::sample::select(b"abc\0\xff".to_vec()), 0..6);
+    let entry = (
+        key,
+        0u64..50,
+        prop::bool::weighted(0.2),
+        prop::collection::vec(any::<u8>(), 0..40),
+    );
+    prop::collection::vec(entry, 0..300).prop_map(|raw| {
+        let mut m = BTreeMap::new();
+        for (uk, seq, del, value) in raw {
+            let kind = if del {
+                ValueKind::Delete
+            } else {
+                ValueKind::Put
+            };
+            m.insert(InternalKey::new(&uk, seq, kind), value);
+        }
+        m.into_iter().map(|(k, v)| (k.0, v)).collect()
+    })
+}
+
+fn arb_compression() -> impl Strategy<Value = Compression> {
+    prop::sample::select(vec![Compression::None, Compression::Lz4, Compression::Zstd])
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn prop_table_matches_model(
+        entries in arb_entries(),
+        c in arb_compression(),
+        block_size in 16usize..1024,
+        bloom in prop::sample::select(vec![0usize, 1, 10]),
+        probes in prop::collection::vec((prop::collection::vec(prop::sample::select(b"abc\0\xff".to_vec()), 0..6), 0u64..60), 40),
+    ) {
+        let o = TableOptions { block_size, compression: c, bloom_bits_per_key: bloom, zstd_level: 2 };
+        let (bytes, _) = build(&entries, o);
+        let cache = Arc::new(BlockCache::with_shard_bits(2048, 1));
+        let t = open(&bytes, Some(cache.clone())).unwrap();
+        prop_assert_eq!(&collect(&mut t.iter()).unwrap(), &entries);
+        let src = MemSource::new(bytes.clone(), PATH);
+        prop_assert_eq!(&collect(&mut TableScanner::new(t.clone(), Box::new(src.seq()))).unwrap(), &entries);
+        let mut it = t.iter();
+        for (uk, snap) in &probes {
+            prop_assert_eq!(t.get(uk, *snap).unwrap(), model_get(&entries, uk, *snap));
+            let target = seek_key(uk, *snap);
+            it.seek(&target).unwrap();
+            let i = entries.partition_point(|(k, _)| compare_internal(k, &target).is_lt());
+            match entries.get(i) {
+                Some((k, v)) => {
+                    prop_assert!(it.valid());
+                    prop_assert_eq!(it.key(), &k[..]);
+                    prop_assert_eq!(it.value(), &v[..]);
+                }
+                None => prop_assert!(!it.valid()),
+            }
+        }
+        prop_assert!(cache.usage() <= 2048);
+    }
+
+    #[test]
+    fn prop_random_damage_never_panics(
+        entries in arb_entries(),
+        c in arb_compression(),
+        damage in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
+        truncate in prop::option::of(any::<prop::sample::Index>()),
+    ) {
+        let (bytes, _) = build(&entries, opts(c, 128));
+        let mut damaged = bytes.clone();
+        for (i, b) in damage {
+            let p = i.index(damaged.len());
+            damaged[p] = b;
+        }
+        if let Some(i) = truncate {
+            damaged.truncate(i.index(damaged.len()));
+        }
+        for e in exercise_damaged(&damaged, &entries) {
+            prop_assert_eq!(e.kind(), ErrorKind::Corruption);
+        }
+    }
+}
