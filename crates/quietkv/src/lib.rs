@@ -4,5 +4,6 @@
 pub mod error;
 pub mod iter;
 pub mod key;
+pub mod version;
 
 pub use error::{Error, ErrorKind, Result};
