@@ -4,6 +4,7 @@
 pub mod error;
 pub mod iter;
 pub mod key;
+pub mod picker;
 pub mod version;
 
 pub use error::{Error, ErrorKind, Result};
