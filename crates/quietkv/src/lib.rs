@@ -4,6 +4,7 @@
 pub mod error;
 pub mod iter;
 pub mod key;
+pub mod merge;
 pub mod picker;
 pub mod version;
 
