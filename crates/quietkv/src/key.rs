@@ -79,8 +79,9 @@ pub fn parse_internal_key(ikey: &[u8]) -> Result<ParsedKey<'_>> {
     }
     let (user_key, trailer) = ikey.split_at(ikey.len() - TRAILER_LEN);
     let t = u64::from_le_bytes(trailer.try_into().expect("8 bytes"));
-    let kind = ValueKind::from_u8((t & 0xff) as u8)
-        .ok_or_else(|| Error::corruption(format!("internal key has unknown kind {}", t & 0xff)))?;
+    let kind = ValueKind::from_u8((t & 0xff) as u8).ok_or_else(|| {
+        Error::corruption(format!("internal key has unknown kind {}", t & 0xff))
+    })?;
     Ok(ParsedKey {
         user_key,
         seq: t >> 8,
@@ -102,11 +103,7 @@ fn trailer(ikey: &[u8]) -> u64 {
     if ikey.len() < TRAILER_LEN {
         0
     } else {
-        u64::from_le_bytes(
-            ikey[ikey.len() - TRAILER_LEN..]
-                .try_into()
-                .expect("8 bytes"),
-        )
+        u64::from_le_bytes(ikey[ikey.len() - TRAILER_LEN..].try_into().expect("8 bytes"))
     }
 }
 
@@ -195,9 +192,6 @@ mod tests {
         assert!(parse_internal_key(&k).is_err());
         let k = make_internal_key(b"key", 42, ValueKind::Delete);
         let p = parse_internal_key(&k).unwrap();
-        assert_eq!(
-            (p.user_key, p.seq, p.kind),
-            (&b"key"[..], 42, ValueKind::Delete)
-        );
+        assert_eq!((p.user_key, p.seq, p.kind), (&b"key"[..], 42, ValueKind::Delete));
     }
 }
