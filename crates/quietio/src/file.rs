@@ -180,12 +180,21 @@ impl SeqWriter {
         Ok(())
     }
 
-    /// Makes everything written so far durable (`fdatasync`).
-    pub fn sync(&mut self) -> Result<()> {
+    /// Hands every accepted byte to the kernel, so it survives the process
+    /// dying (not a power cut: that needs `sync`). In direct mode the
+    /// partial last block is written padded and the file truncated to its
+    /// true length; the block stays buffered and is rewritten later.
+    pub fn flush_all(&mut self) -> Result<()> {
         self.flush()?;
         if self.cfg.is_direct() && !self.buf.is_empty() {
             self.write_padded_tail()?;
         }
+        Ok(())
+    }
+
+    /// Makes everything written so far durable (`fdatasync`).
+    pub fn sync(&mut self) -> Result<()> {
+        self.flush_all()?;
         self.fdatasync()
     }
 

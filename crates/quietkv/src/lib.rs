@@ -4,10 +4,14 @@
 pub mod batch;
 pub mod block_cache;
 pub mod error;
+pub mod fileio;
 pub mod iter;
 pub mod key;
 pub mod log;
 pub mod memtable;
+pub mod merge;
+pub mod picker;
 pub mod table;
+pub mod version;
 
 pub use error::{Error, ErrorKind, Result};

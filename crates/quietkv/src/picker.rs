@@ -1,0 +1,1042 @@
+//! The leveled compaction picker: pure functions from a [`Version`] (plus
+//! options and the set of files already being compacted) to a
+//! [`CompactionJob`]. No I/O, no locks; the caller owns scheduling.
+//!
+//! Policy:
+//! * **Scores.** L0 scores `non-busy L0 files / l0_compaction_trigger`;
+//!   L1..=L(max_levels-2) score `non-busy bytes / target bytes`, where the
+//!   target of Ln is `level_base_bytes * level_multiplier^(n-1)`. The last
+//!   level has no score. Files already being compacted are not counted so a
+//!   running job does not make the picker schedule a tiny follow-up.
+//! * **Order.** Levels with score >= 1 are tried highest score first (ties:
+//!   shallower level first); the first level that yields a job free of busy
+//!   files wins.
+//! * **Inputs.** L0: starting from the oldest non-busy file, the transitive
+//!   closure of overlapping L0 files. Ln: round-robin through the level by
+//!   key, starting after the level's compact pointer (stored in the
+//!   [`Version`] and advanced by the job's edit), skipping candidates whose
+//!   job would touch busy files. Round-robin spreads rewrites evenly over
+//!   the key space and needs no extra statistics.
+//! * **Expansion.** The overlapping files of level+1 are added. Then, as in
+//!   LevelDB, the level's inputs are grown to everything inside the combined
+//!   range if that does not pull in more level+1 files and stays under
+//!   `expanded_compaction_factor * target_file_size` bytes.
+//! * **Trivial move.** A single input file with no level+1 overlap and at
+//!   most `max_grandparent_overlap_factor * target_file_size` bytes of
+//!   level+2 overlap is moved by an edit, not rewritten.
+//! * **Concurrency.** [`BusyFiles`] records the files and key ranges of
+//!   running jobs; a job that touches a busy file, or whose key range
+//!   overlaps a running job's range on a shared level, is not returned.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use crate::key::compare_internal;
+use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
+
+/// Tuning of the leveled picker.
+#[derive(Debug, Clone)]
+pub struct PickerOptions {
+    /// L0 file count that makes L0 eligible for compaction.
+    pub l0_compaction_trigger: usize,
+    /// L0 file count at which writes are slowed ([`write_pressure`]).
+    pub l0_slowdown_trigger: usize,
+    /// L0 file count at which writes stop until compaction catches up.
+    pub l0_stop_trigger: usize,
+    /// Target size of L1 in bytes.
+    pub level_base_bytes: u64,
+    /// Each level below L1 targets `multiplier` times the size of the one above.
+    pub level_multiplier: f64,
+    /// Maximum size of one compaction output file.
+    pub target_file_size: u64,
+    /// Number of levels used (2..=NUM_LEVELS); the last one is never a
+    /// compaction source.
+    pub max_levels: usize,
+    /// A trivial move is refused when the moved file overlaps more than
+    /// this many `target_file_size`s of level+2 (it would make a costly
+    /// compaction later).
+    pub max_grandparent_overlap_factor: u64,
+    /// Cap, in `target_file_size`s, on the inputs of an expanded compaction.
+    pub expanded_compaction_factor: u64,
+    /// Estimated pending compaction bytes that slow writes.
+    pub soft_pending_compaction_bytes: u64,
+    /// Estimated pending compaction bytes that stop writes.
+    pub hard_pending_compaction_bytes: u64,
+}
+
+impl Default for PickerOptions {
+    fn default() -> Self {
+        PickerOptions {
+            l0_compaction_trigger: 4,
+            l0_slowdown_trigger: 8,
+            l0_stop_trigger: 12,
+            level_base_bytes: 64 << 20,
+            level_multiplier: 10.0,
+            target_file_size: 64 << 20,
+            max_levels: NUM_LEVELS,
+            max_grandparent_overlap_factor: 10,
+            expanded_compaction_factor: 25,
+            soft_pending_compaction_bytes: 64 << 30,
+            hard_pending_compaction_bytes: 256 << 30,
+        }
+    }
+}
+
+impl PickerOptions {
+    /// `max_levels` clamped to what the tree supports.
+    pub fn num_levels(&self) -> usize {
+        self.max_levels.clamp(2, NUM_LEVELS)
+    }
+
+    /// Target bytes of `level` (>= 1).
+    pub fn target_bytes(&self, level: usize) -> u64 {
+        let mult = self.level_multiplier.max(1.0);
+        let t = self.level_base_bytes as f64 * mult.powi(level.saturating_sub(1) as i32);
+        if t >= u64::MAX as f64 {
+            u64::MAX
+        } else {
+            (t as u64).max(1)
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompactionKind {
+    /// Move the single input file to `output_level` with an edit; no I/O.
+    TrivialMove,
+    /// Merge the inputs and write new files to `output_level`.
+    Merge,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompactionReason {
+    L0FileCount,
+    LevelSize,
+    Manual,
+}
+
+/// One unit of compaction work.
+#[derive(Debug, Clone)]
+pub struct CompactionJob {
+    pub kind: CompactionKind,
+    pub reason: CompactionReason,
+    /// The shallowest input level.
+    pub level: usize,
+    /// Where outputs go.
+    pub output_level: usize,
+    /// Input files by level, ascending levels, no empty lists. Within a
+    /// level, files are in [`Version::files`] order.
+    pub inputs: Vec<(usize, Vec<Arc<FileMeta>>)>,
+    /// Files of `output_level + 1` overlapping the inputs; a writer may cut
+    /// output files early to limit how much each overlaps (optional).
+    pub grandparents: Vec<Arc<FileMeta>>,
+    /// No level deeper than `output_level` holds data in the job's key
+    /// range: tombstones may be dropped (subject to snapshots).
+    pub is_bottommost: bool,
+    pub max_output_file_size: u64,
+    /// Compact pointer to record in the job's edit.
+    pub compact_pointer: Option<(usize, Vec<u8>)>,
+}
+
+impl CompactionJob {
+    pub fn input_bytes(&self) -> u64 {
+        self.input_files().map(|(_, f)| f.size).sum()
+    }
+
+    pub fn num_input_files(&self) -> usize {
+        self.inputs.iter().map(|(_, v)| v.len()).sum()
+    }
+
+    /// All inputs with their levels.
+    pub fn input_files(&self) -> impl Iterator<Item = (usize, &Arc<FileMeta>)> + '_ {
+        self.inputs
+            .iter()
+            .flat_map(|(l, files)| files.iter().map(move |f| (*l, f)))
+    }
+
+    /// Smallest and largest user key over all inputs.
+    pub fn user_key_range(&self) -> (Vec<u8>, Vec<u8>) {
+        let (lo, hi) = key_range(self.input_files().map(|(_, f)| f)).unwrap_or_default();
+        (lo.to_vec(), hi.to_vec())
+    }
+
+    /// The edit that installs this job's result: deletes every input, adds
+    /// `outputs` to `output_level`, and advances the compact pointer. For a
+    /// [`CompactionKind::TrivialMove`], use [`CompactionJob::trivial_move_edit`].
+    pub fn edit_for_outputs(&self, outputs: impl IntoIterator<Item = FileMeta>) -> VersionEdit {
+        let mut e = VersionEdit::new();
+        for (l, f) in self.input_files() {
+            e.delete_file(l, f.number);
+        }
+        for f in outputs {
+            e.add_file(self.output_level, f);
+        }
+        if let Some(p) = &self.compact_pointer {
+            e.compact_pointers.push(p.clone());
+        }
+        e
+    }
+
+    /// The edit that moves the inputs unchanged to `output_level` (only
+    /// meaningful for [`CompactionKind::TrivialMove`]).
+    pub fn trivial_move_edit(&self) -> VersionEdit {
+        let moved: Vec<FileMeta> = self.input_files().map(|(_, f)| (**f).clone()).collect();
+        self.edit_for_outputs(moved)
+    }
+}
+
+/// Files and key ranges of compactions in progress.
+#[derive(Debug, Clone, Default)]
+pub struct BusyFiles {
+    files: HashSet<u64>,
+    jobs: Vec<BusyRange>,
+}
+
+#[derive(Debug, Clone)]
+struct BusyRange {
+    /// Identifies the job: its smallest input file number.
+    id: u64,
+    level: usize,
+    output_level: usize,
+    lo: Vec<u8>,
+    hi: Vec<u8>,
+}
+
+fn job_id(job: &CompactionJob) -> u64 {
+    job.input_files().map(|(_, f)| f.number).min().unwrap_or(0)
+}
+
+impl BusyFiles {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty() && self.jobs.is_empty()
+    }
+
+    pub fn contains(&self, number: u64) -> bool {
+        self.files.contains(&number)
+    }
+
+    /// Marks a job as running.
+    pub fn register(&mut self, job: &CompactionJob) {
+        self.files.extend(job.input_files().map(|(_, f)| f.number));
+        let (lo, hi) = job.user_key_range();
+        self.jobs.push(BusyRange {
+            id: job_id(job),
+            level: job.level,
+            output_level: job.output_level,
+            lo,
+            hi,
+        });
+    }
+
+    /// Marks a registered job as finished (installed or failed).
+    pub fn release(&mut self, job: &CompactionJob) {
+        for (_, f) in job.input_files() {
+            self.files.remove(&f.number);
+        }
+        let id = job_id(job);
+        self.jobs.retain(|r| r.id != id);
+    }
+
+    /// Whether `job` cannot run now alongside the registered jobs.
+    pub fn conflicts(&self, job: &CompactionJob) -> bool {
+        if job
+            .input_files()
+            .any(|(_, f)| self.files.contains(&f.number))
+        {
+            return true;
+        }
+        if self.jobs.is_empty() {
+            return false;
+        }
+        let (lo, hi) = job.user_key_range();
+        self.jobs.iter().any(|r| {
+            let levels_meet = r.level <= job.output_level && job.level <= r.output_level;
+            levels_meet && r.lo <= hi && lo <= r.hi
+        })
+    }
+}
+
+/// Write throttling advice from [`write_pressure`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum WriteStall {
+    None,
+    Slowdown,
+    Stop,
+}
+
+fn key_range<'a>(files: impl Iterator<Item = &'a Arc<FileMeta>>) -> Option<(&'a [u8], &'a [u8])> {
+    let mut r: Option<(&[u8], &[u8])> = None;
+    for f in files {
+        let (s, l) = (f.smallest_user_key(), f.largest_user_key());
+        r = Some(match r {
+            None => (s, l),
+            Some((lo, hi)) => (lo.min(s), hi.max(l)),
+        });
+    }
+    r
+}
+
+fn total_size(files: &[Arc<FileMeta>]) -> u64 {
+    files.iter().map(|f| f.size).sum()
+}
+
+/// Compaction score of each level that can be a source, as `(level, score)`
+/// for levels `0..num_levels-1`. Busy files are not counted.
+pub fn level_scores(
+    version: &Version,
+    opts: &PickerOptions,
+    busy: &BusyFiles,
+) -> Vec<(usize, f64)> {
+    let last = opts.num_levels() - 1;
+    (0..last)
+        .map(|level| {
+            let files = version
+                .files(level)
+                .iter()
+                .filter(|f| !busy.contains(f.number));
+            let score = if level == 0 {
+                files.count() as f64 / opts.l0_compaction_trigger.max(1) as f64
+            } else {
+                files.map(|f| f.size).sum::<u64>() as f64 / opts.target_bytes(level) as f64
+            };
+            (level, score)
+        })
+        .collect()
+}
+
+/// Picks the most urgent compaction that does not conflict with `busy`, or
+/// `None` when no level is over its target (or every candidate is busy).
+pub fn pick(version: &Version, opts: &PickerOptions, busy: &BusyFiles) -> Option<CompactionJob> {
+    let mut scores = level_scores(version, opts, busy);
+    scores.retain(|&(_, s)| s >= 1.0);
+    // Stable sort: ties keep the shallower level first.
+    scores.sort_by(|a, b| b.1.total_cmp(&a.1));
+    scores
+        .into_iter()
+        .find_map(|(level, _)| pick_at_level(version, opts, busy, level))
+}
+
+fn pick_at_level(
+    version: &Version,
+    opts: &PickerOptions,
+    busy: &BusyFiles,
+    level: usize,
+) -> Option<CompactionJob> {
+    let files = version.files(level);
+    if level == 0 {
+        let mut tried: HashSet<u64> = HashSet::new();
+        // Oldest first: files(0) is newest first.
+        for f in files.iter().rev() {
+            if busy.contains(f.number) || tried.contains(&f.number) {
+                continue;
+            }
+            let inputs = version.overlapping_files(
+                0,
+                Some(f.smallest_user_key()),
+                Some(f.largest_user_key()),
+            );
+            tried.extend(inputs.iter().map(|f| f.number));
+            let job = setup_job(
+                version,
+                opts,
+                busy,
+                0,
+                inputs,
+                CompactionReason::L0FileCount,
+            );
+            if !busy.conflicts(&job) {
+                return Some(job);
+            }
+        }
+        return None;
+    }
+    if files.is_empty() {
+        return None;
+    }
+    let start = match version.compact_pointer(level) {
+        Some(p) => {
+            let i = files.partition_point(|f| compare_internal(&f.largest, p).is_le());
+            if i == files.len() {
+                0
+            } else {
+                i
+            }
+        }
+        None => 0,
+    };
+    for i in 0..files.len() {
+        let f = &files[(start + i) % files.len()];
+        if busy.contains(f.number) {
+            continue;
+        }
+        let job = setup_job(
+            version,
+            opts,
+            busy,
+            level,
+            vec![f.clone()],
+            CompactionReason::LevelSize,
+        );
+        if !busy.conflicts(&job) {
+            return Some(job);
+        }
+    }
+    None
+}
+
+/// Adds level+1 inputs, expands the level inputs when free, and classifies.
+fn setup_job(
+    version: &Version,
+    opts: &PickerOptions,
+    busy: &BusyFiles,
+    level: usize,
+    mut inputs: Vec<Arc<FileMeta>>,
+    reason: CompactionReason,
+) -> CompactionJob {
+    let out = level + 1;
+    let (lo, hi) = key_range(inputs.iter()).expect("inputs are not empty");
+    let mut next = version.overlapping_files(out, Some(lo), Some(hi));
+
+    if !next.is_empty() {
+        let (alo, ahi) = key_range(inputs.iter().chain(next.iter())).expect("not empty");
+        let expanded = version.overlapping_files(level, Some(alo), Some(ahi));
+        let limit = opts
+            .expanded_compaction_factor
+            .saturating_mul(opts.target_file_size);
+        if expanded.len() > inputs.len()
+            && !expanded.iter().any(|f| busy.contains(f.number))
+            && total_size(&expanded).saturating_add(total_size(&next)) < limit
+        {
+            let (elo, ehi) = key_range(expanded.iter()).expect("not empty");
+            let next2 = version.overlapping_files(out, Some(elo), Some(ehi));
+            if next2.len() == next.len() {
+                inputs = expanded;
+                next = next2;
+            }
+        }
+    }
+
+    let (lo, hi) = key_range(inputs.iter().chain(next.iter())).expect("not empty");
+    let grandparents = if out + 1 < NUM_LEVELS {
+        version.overlapping_files(out + 1, Some(lo), Some(hi))
+    } else {
+        Vec::new()
+    };
+    let is_bottommost = !version.has_overlap_below(out, Some(lo), Some(hi));
+    let trivial = inputs.len() == 1
+        && next.is_empty()
+        && total_size(&grandparents)
+            <= opts
+                .max_grandparent_overlap_factor
+                .saturating_mul(opts.target_file_size);
+    let compact_pointer = (level > 0).then(|| {
+        let largest = inputs
+            .iter()
+            .map(|f| f.largest.as_slice())
+            .max_by(|a, b| compare_internal(a, b))
+            .expect("not empty");
+        (level, largest.to_vec())
+    });
+    let mut lists = vec![(level, inputs)];
+    if !next.is_empty() {
+        lists.push((out, next));
+    }
+    CompactionJob {
+        kind: if trivial {
+            CompactionKind::TrivialMove
+        } else {
+            CompactionKind::Merge
+        },
+        reason,
+        level,
+        output_level: out,
+        inputs: lists,
+        grandparents,
+        is_bottommost,
+        max_output_file_size: opts.target_file_size,
+        compact_pointer,
+    }
+}
+
+/// Manual compaction of everything (`compact_all`): see [`pick_range`] with
+/// an unbounded range.
+pub fn pick_full(version: &Version, opts: &PickerOptions) -> Option<CompactionJob> {
+    pick_range(version, opts, None, None)
+}
+
+/// Manual compaction of the user-key range `[begin, end]` (`None` =
+/// unbounded), in one job straight into the bottom.
+///
+/// Inputs are, level by level from L0 down, all files overlapping the range,
+/// where the range widens to cover each level's chosen files before the next
+/// level is examined. Output goes to the deepest level that contributed
+/// inputs (at least L1), so the job is always bottommost and its output
+/// drops tombstones and overwritten versions not needed by snapshots. Files
+/// left at shallower levels only cover keys outside the inputs of those
+/// levels, so newer-above-older order is kept.
+///
+/// Always a [`CompactionKind::Merge`] (a rewrite is the point); `None` only
+/// if nothing overlaps. This ignores busy files: the caller must check
+/// [`BusyFiles::conflicts`] or wait for running jobs. It is one-shot — the
+/// same call on the result returns a job again.
+pub fn pick_range(
+    version: &Version,
+    opts: &PickerOptions,
+    begin: Option<&[u8]>,
+    end: Option<&[u8]>,
+) -> Option<CompactionJob> {
+    let mut lo = begin.map(<[u8]>::to_vec);
+    let mut hi = end.map(<[u8]>::to_vec);
+    let mut inputs: Vec<(usize, Vec<Arc<FileMeta>>)> = Vec::new();
+    for level in 0..NUM_LEVELS {
+        let files = version.overlapping_files(level, lo.as_deref(), hi.as_deref());
+        let Some((flo, fhi)) = key_range(files.iter()) else {
+            continue;
+        };
+        if let Some(l) = &mut lo {
+            if flo < l.as_slice() {
+                *l = flo.to_vec();
+            }
+        }
+        if let Some(h) = &mut hi {
+            if fhi > h.as_slice() {
+                *h = fhi.to_vec();
+            }
+        }
+        inputs.push((level, files));
+    }
+    let level = inputs.first()?.0;
+    let output_level = inputs.last()?.0.max(1);
+    Some(CompactionJob {
+        kind: CompactionKind::Merge,
+        reason: CompactionReason::Manual,
+        level,
+        output_level,
+        inputs,
+        grandparents: Vec::new(),
+        is_bottommost: true,
+        max_output_file_size: opts.target_file_size,
+        compact_pointer: None,
+    })
+}
+
+/// Estimated bytes compaction must rewrite to bring every level within
+/// target. L0 at or over its trigger contributes its bytes plus L1's (it
+/// merges into L1); each Ln over target contributes its excess times
+/// `(1 + multiplier)` (the excess plus the share of Ln+1 it merges with),
+/// and the excess is carried into Ln+1's size, as in RocksDB's estimate.
+pub fn pending_compaction_bytes(version: &Version, opts: &PickerOptions) -> u64 {
+    let last = opts.num_levels() - 1;
+    let mut pending: u64 = 0;
+    let mut carry: u64 = 0;
+    if version.num_files(0) >= opts.l0_compaction_trigger.max(1) {
+        carry = version.level_bytes(0);
+        pending = carry.saturating_add(version.level_bytes(1));
+    }
+    for level in 1..last {
+        let bytes = version.level_bytes(level).saturating_add(carry);
+        let excess = bytes.saturating_sub(opts.target_bytes(level));
+        let cost = excess as f64 * (1.0 + opts.level_multiplier.max(1.0));
+        pending = pending.saturating_add(if cost >= u64::MAX as f64 {
+            u64::MAX
+        } else {
+            cost as u64
+        });
+        carry = excess;
+    }
+    pending
+}
+
+/// Whether writes should proceed, slow down or stop, from the L0 file count
+/// and the estimated pending compaction bytes.
+pub fn write_pressure(version: &Version, opts: &PickerOptions) -> WriteStall {
+    let l0 = version.num_files(0);
+    let pending = pending_compaction_bytes(version, opts);
+    if l0 >= opts.l0_stop_trigger || pending >= opts.hard_pending_compaction_bytes {
+        WriteStall::Stop
+    } else if l0 >= opts.l0_slowdown_trigger || pending >= opts.soft_pending_compaction_bytes {
+        WriteStall::Slowdown
+    } else {
+        WriteStall::None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{make_internal_key, ValueKind};
+    use crate::version::tests::{meta, version_with};
+    use proptest::prelude::*;
+    use std::collections::{BTreeMap, HashMap};
+
+    fn small_opts() -> PickerOptions {
+        PickerOptions {
+            level_base_bytes: 100,
+            level_multiplier: 10.0,
+            target_file_size: 10,
+            ..Default::default()
+        }
+    }
+
+    fn numbers_at(job: &CompactionJob, level: usize) -> Vec<u64> {
+        job.inputs
+            .iter()
+            .filter(|(l, _)| *l == level)
+            .flat_map(|(_, v)| v.iter().map(|f| f.number))
+            .collect()
+    }
+
+    #[test]
+    fn targets_and_scores() {
+        let o = small_opts();
+        assert_eq!(o.target_bytes(1), 100);
+        assert_eq!(o.target_bytes(3), 10_000);
+        let v = version_with(&[
+            (0, meta(1, "a", "b", 1)),
+            (0, meta(2, "a", "b", 1)),
+            (1, meta(3, "a", "b", 150)),
+            (2, meta(4, "a", "b", 500)),
+            (6, meta(5, "a", "b", 1 << 40)),
+        ]);
+        let s = level_scores(&v, &o, &BusyFiles::new());
+        assert_eq!(s.len(), 6, "the last level has no score");
+        assert_eq!(s[0], (0, 0.5));
+        assert_eq!(s[1], (1, 1.5));
+        assert_eq!(s[2], (2, 0.5));
+        let job = pick(&v, &o, &BusyFiles::new()).unwrap();
+        assert_eq!((job.level, job.output_level), (1, 2));
+        assert_eq!(job.reason, CompactionReason::LevelSize);
+        assert_eq!(numbers_at(&job, 1), vec![3]);
+        assert_eq!(numbers_at(&job, 2), vec![4]);
+        assert_eq!(job.kind, CompactionKind::Merge);
+        assert!(!job.is_bottommost, "L6 overlaps");
+        assert_eq!(job.input_bytes(), 650);
+        assert_eq!(job.max_output_file_size, 10);
+        assert_eq!(job.compact_pointer.as_ref().unwrap().0, 1);
+        // Nothing over target: no job.
+        let v = version_with(&[(1, meta(3, "a", "b", 50))]);
+        assert!(pick(&v, &o, &BusyFiles::new()).is_none());
+    }
+
+    #[test]
+    fn l0_trigger_takes_overlapping_closure() {
+        let o = small_opts();
+        let mut files = vec![
+            (0, meta(1, "a", "c", 1)),
+            (0, meta(2, "x", "z", 1)),
+            (0, meta(3, "b", "d", 1)),
+        ];
+        files.push((1, meta(10, "c", "e", 5)));
+        files.push((1, meta(11, "f", "g", 5)));
+        let v = version_with(&files);
+        assert!(pick(&v, &o, &BusyFiles::new()).is_none(), "3 < trigger 4");
+        files.push((0, meta(4, "d", "d", 1)));
+        let v = version_with(&files);
+        let job = pick(&v, &o, &BusyFiles::new()).unwrap();
+        assert_eq!(job.reason, CompactionReason::L0FileCount);
+        assert_eq!((job.level, job.output_level), (0, 1));
+        // Oldest file 1 [a,c] pulls in 3 [b,d] and then 4 [d,d]; not 2.
+        assert_eq!(numbers_at(&job, 0), vec![4, 3, 1]);
+        assert_eq!(numbers_at(&job, 1), vec![10]);
+        assert!(job.is_bottommost);
+        assert!(job.compact_pointer.is_none());
+        assert_eq!(job.user_key_range(), (b"a".to_vec(), b"e".to_vec()));
+    }
+
+    #[test]
+    fn trivial_move_and_grandparent_limit() {
+        let o = small_opts();
+        let v = version_with(&[
+            (1, meta(1, "a", "c", 60)),
+            (1, meta(2, "d", "f", 60)),
+            (2, meta(3, "e", "e", 60)),
+            (3, meta(4, "a", "b", 30)),
+        ]);
+        let job = pick(&v, &o, &BusyFiles::new()).unwrap();
+        assert_eq!(job.kind, CompactionKind::TrivialMove);
+        assert_eq!(numbers_at(&job, 1), vec![1]);
+        assert_eq!(job.grandparents.len(), 1);
+        let v2 = v.apply(&job.trivial_move_edit()).unwrap();
+        assert_eq!(v2.files(2).len(), 2);
+        assert_eq!(v2.files(1).len(), 1);
+        // The compact pointer moved past file 1: next pick starts at file 2.
+        let job2 = pick(&v2, &o, &BusyFiles::new());
+        assert!(job2.is_none(), "L1 now at 60 bytes, under target");
+        let v3 = v2
+            .apply(&{
+                let mut e = VersionEdit::new();
+                e.add_file(1, meta(5, "a", "a", 60));
+                e
+            })
+            .unwrap();
+        let job3 = pick(&v3, &o, &BusyFiles::new()).unwrap();
+        assert_eq!(numbers_at(&job3, 1), vec![2], "round robin after pointer");
+        assert_eq!(numbers_at(&job3, 2), vec![3]);
+
+        // Too much grandparent overlap: rewrite instead of move.
+        let v = version_with(&[(1, meta(1, "a", "c", 200)), (3, meta(4, "a", "b", 101))]);
+        let job = pick(&v, &o, &BusyFiles::new()).unwrap();
+        assert_eq!(job.kind, CompactionKind::Merge);
+    }
+
+    #[test]
+    fn expansion_grows_level_inputs_when_free() {
+        let o = small_opts();
+        let v = version_with(&[
+            (1, meta(1, "a", "b", 60)),
+            (1, meta(2, "c", "d", 60)),
+            (1, meta(3, "e", "f", 60)),
+            (2, meta(4, "a", "d", 10)),
+        ]);
+        let job = pick(&v, &o, &BusyFiles::new()).unwrap();
+        assert_eq!(numbers_at(&job, 1), vec![1, 2]);
+        assert_eq!(numbers_at(&job, 2), vec![4]);
+    }
+
+    #[test]
+    fn busy_files_are_skipped() {
+        let o = small_opts();
+        let v = version_with(&[
+            (0, meta(1, "a", "c", 1)),
+            (0, meta(2, "b", "d", 1)),
+            (0, meta(3, "m", "n", 1)),
+            (0, meta(4, "x", "z", 1)),
+            (0, meta(5, "y", "y", 1)),
+        ]);
+        let mut busy = BusyFiles::new();
+        let a = pick(&v, &o, &busy).unwrap();
+        assert_eq!(numbers_at(&a, 0), vec![2, 1]);
+        busy.register(&a);
+        // 3 non-busy L0 files: under the trigger now.
+        assert!(pick(&v, &o, &busy).is_none());
+        let o2 = PickerOptions {
+            l0_compaction_trigger: 2,
+            ..small_opts()
+        };
+        let b = pick(&v, &o2, &busy).unwrap();
+        assert_eq!(numbers_at(&b, 0), vec![3]);
+        assert!(!busy.conflicts(&b));
+        busy.register(&b);
+        let c = pick(&v, &o2, &busy).unwrap();
+        assert_eq!(numbers_at(&c, 0), vec![5, 4]);
+        busy.register(&c);
+        assert!(pick(&v, &o2, &busy).is_none());
+        busy.release(&a);
+        assert!(!busy.contains(1));
+        assert!(busy.conflicts(&b));
+        busy.release(&b);
+        busy.release(&c);
+        assert!(busy.is_empty());
+
+        // A job whose level+1 inputs are busy is skipped, the next candidate taken.
+        let v = version_with(&[
+            (1, meta(1, "a", "b", 60)),
+            (1, meta(2, "c", "d", 60)),
+            (2, meta(3, "a", "b", 10)),
+            (3, meta(4, "a", "b", 10)),
+        ]);
+        let mut busy = BusyFiles::new();
+        let only_deep = version_with(&[(2, meta(3, "a", "b", 10)), (3, meta(4, "a", "b", 10))]);
+        let deep = pick_range(&only_deep, &o, Some(b"a"), Some(b"a")).unwrap();
+        assert_eq!(numbers_at(&deep, 2), vec![3]);
+        busy.register(&deep);
+        let job = pick(&v, &o, &busy).unwrap();
+        assert_eq!(numbers_at(&job, 1), vec![2]);
+        // Range conflict on a shared level even without shared files.
+        let mut busy = BusyFiles::new();
+        let job_a = pick(&v, &o, &busy).unwrap();
+        busy.register(&job_a);
+        let gap = CompactionJob {
+            inputs: vec![(2, vec![Arc::new(meta(9, "b", "b", 1))])],
+            level: 2,
+            output_level: 3,
+            ..job_a.clone()
+        };
+        assert!(busy.conflicts(&gap));
+    }
+
+    #[test]
+    fn full_and_range_compaction() {
+        let o = small_opts();
+        let v = version_with(&[
+            (0, meta(1, "a", "c", 1)),
+            (0, meta(2, "p", "q", 1)),
+            (1, meta(3, "a", "b", 1)),
+            (1, meta(4, "k", "l", 1)),
+            (3, meta(5, "c", "d", 1)),
+            (3, meta(6, "x", "z", 1)),
+        ]);
+        let job = pick_full(&v, &o).unwrap();
+        assert_eq!(job.num_input_files(), 6);
+        assert_eq!((job.level, job.output_level), (0, 3));
+        assert!(job.is_bottommost);
+        assert_eq!(job.kind, CompactionKind::Merge);
+        let out = meta(7, "a", "z", 6);
+        let v2 = v.apply(&job.edit_for_outputs([out])).unwrap();
+        assert_eq!(v2.all_file_numbers(), vec![7]);
+        assert_eq!(v2.num_files(3), 1);
+
+        // [b,b]: L0 file 1 widens to [a,c], L1 file 3 overlaps, L3 file 5
+        // overlaps [a,c]; file 2, 4 and 6 stay.
+        let job = pick_range(&v, &o, Some(b"b"), Some(b"b")).unwrap();
+        assert_eq!(numbers_at(&job, 0), vec![1]);
+        assert_eq!(numbers_at(&job, 1), vec![3]);
+        assert_eq!(numbers_at(&job, 3), vec![5]);
+        assert_eq!(job.output_level, 3);
+        v.apply(&job.edit_for_outputs([meta(8, "a", "d", 3)]))
+            .unwrap();
+        // Only L0 data: output to L1.
+        let job = pick_range(&v, &o, Some(b"p"), None).unwrap();
+        assert_eq!(numbers_at(&job, 0), vec![2]);
+        assert_eq!(numbers_at(&job, 3), vec![6]);
+        let job = pick_range(&v, &o, Some(b"pa"), Some(b"pb")).unwrap();
+        assert_eq!((job.level, job.output_level), (0, 1));
+        assert!(pick_range(&v, &o, Some(b"e"), Some(b"j")).is_none());
+        assert!(pick_full(&Version::new(), &o).is_none());
+    }
+
+    #[test]
+    fn write_pressure_thresholds() {
+        let o = PickerOptions {
+            soft_pending_compaction_bytes: 1000,
+            hard_pending_compaction_bytes: 5000,
+            ..small_opts()
+        };
+        let l0 = |n: u64| -> Vec<(usize, FileMeta)> {
+            (1..=n).map(|i| (0, meta(i, "a", "b", 1))).collect()
+        };
+        assert_eq!(write_pressure(&version_with(&l0(7)), &o), WriteStall::None);
+        assert_eq!(
+            write_pressure(&version_with(&l0(8)), &o),
+            WriteStall::Slowdown
+        );
+        assert_eq!(write_pressure(&version_with(&l0(12)), &o), WriteStall::Stop);
+        let v = version_with(&[(1, meta(1, "a", "b", 100))]);
+        assert_eq!(pending_compaction_bytes(&v, &o), 0);
+        let v = version_with(&[(1, meta(1, "a", "b", 200))]);
+        // 100 over L1's target, times (1 + 10).
+        assert_eq!(pending_compaction_bytes(&v, &o), 1100);
+        assert_eq!(write_pressure(&v, &o), WriteStall::Slowdown);
+        let v = version_with(&[(1, meta(1, "a", "b", 600))]);
+        assert_eq!(write_pressure(&v, &o), WriteStall::Stop);
+    }
+
+    // --- Simulation -------------------------------------------------------
+
+    /// Synthetic table contents: user key -> newest seq in the file.
+    type Contents = HashMap<u64, BTreeMap<u32, u64>>;
+
+    const UNIT: u64 = 100;
+
+    fn ukey(k: u32) -> Vec<u8> {
+        k.to_be_bytes().to_vec()
+    }
+
+    fn synth_file(number: u64, entries: &BTreeMap<u32, u64>) -> FileMeta {
+        let (first, _) = entries.iter().next().unwrap();
+        let (last, _) = entries.iter().next_back().unwrap();
+        let seqs = entries.values();
+        FileMeta {
+            number,
+            size: entries.len() as u64 * UNIT,
+            smallest: make_internal_key(&ukey(*first), MAX_SEQ_FOR_TEST, ValueKind::Put),
+            largest: make_internal_key(&ukey(*last), 0, ValueKind::Put),
+            smallest_seq: *seqs.clone().min().unwrap(),
+            largest_seq: *seqs.max().unwrap(),
+            num_entries: entries.len() as u64,
+            num_deletes: 0,
+        }
+    }
+
+    const MAX_SEQ_FOR_TEST: u64 = crate::key::MAX_SEQ;
+
+    /// Runs a job on synthetic contents; returns its edit.
+    fn run_job(
+        job: &CompactionJob,
+        contents: &mut Contents,
+        next_number: &mut u64,
+        opts: &PickerOptions,
+    ) -> VersionEdit {
+        if job.kind == CompactionKind::TrivialMove {
+            return job.trivial_move_edit();
+        }
+        let mut merged: BTreeMap<u32, u64> = BTreeMap::new();
+        for (_, f) in job.input_files() {
+            for (&k, &s) in &contents[&f.number] {
+                let e = merged.entry(k).or_insert(s);
+                *e = (*e).max(s);
+            }
+        }
+        let per_file = (opts.target_file_size / UNIT).max(1) as usize;
+        let entries: Vec<(u32, u64)> = merged.into_iter().collect();
+        let mut outputs = Vec::new();
+        for chunk in entries.chunks(per_file) {
+            let m: BTreeMap<u32, u64> = chunk.iter().copied().collect();
+            *next_number += 1;
+            outputs.push(synth_file(*next_number, &m));
+            contents.insert(*next_number, m);
+        }
+        job.edit_for_outputs(outputs)
+    }
+
+    fn check_invariants(
+        v: &Version,
+        opts: &PickerOptions,
+        contents: &Contents,
+        model: &BTreeMap<u32, u64>,
+    ) {
+        let l0: Vec<u64> = v.files(0).iter().map(|f| f.number).collect();
+        let mut sorted = l0.clone();
+        sorted.sort_unstable_by(|a, b| b.cmp(a));
+        assert_eq!(l0, sorted, "L0 newest first");
+        for level in opts.num_levels()..NUM_LEVELS {
+            assert_eq!(v.num_files(level), 0, "nothing below max_levels");
+        }
+        for level in 1..NUM_LEVELS {
+            for w in v.files(level).windows(2) {
+                assert!(w[0].largest_user_key() < w[1].smallest_user_key());
+            }
+        }
+        // Every key reads its newest seq through the search order.
+        for (&k, &seq) in model {
+            let found = v
+                .files_for_get(&ukey(k))
+                .iter()
+                .find_map(|(_, f)| contents[&f.number].get(&k).copied());
+            assert_eq!(found, Some(seq), "key {k}");
+        }
+    }
+
+    fn simulate(seed_ops: Vec<(u32, u32, u8, bool)>, concurrent: bool) -> SimStats {
+        let mut stats = SimStats::default();
+        let opts = PickerOptions {
+            l0_compaction_trigger: 4,
+            level_base_bytes: 20 * UNIT,
+            level_multiplier: 4.0,
+            target_file_size: 8 * UNIT,
+            max_levels: 5,
+            ..Default::default()
+        };
+        let mut v = Version::new();
+        let mut contents: Contents = HashMap::new();
+        let mut model: BTreeMap<u32, u64> = BTreeMap::new();
+        let mut next_number = 0u64;
+        let mut seq = 0u64;
+        for (i, (start, width, n, manual)) in seed_ops.into_iter().enumerate() {
+            // A flush: up to n+1 keys in [start, start + width].
+            let mut m = BTreeMap::new();
+            for j in 0..=u32::from(n % 8) {
+                seq += 1;
+                let k = start + (j.wrapping_mul(2_654_435_761) % (width + 1));
+                m.insert(k, seq);
+                model.insert(k, seq);
+            }
+            next_number += 1;
+            let mut e = VersionEdit::new();
+            e.add_file(0, synth_file(next_number, &m));
+            contents.insert(next_number, m);
+            v = v.apply(&e).unwrap();
+
+            if manual && i % 7 == 0 {
+                let (a, b) = (ukey(start), ukey(start + width));
+                let job = pick_range(&v, &opts, Some(&a), Some(&b)).unwrap();
+                assert!(job.is_bottommost);
+                let e = run_job(&job, &mut contents, &mut next_number, &opts);
+                v = v.apply(&e).unwrap();
+                check_invariants(&v, &opts, &contents, &model);
+            }
+
+            let mut rounds = 0;
+            loop {
+                rounds += 1;
+                assert!(rounds < 200, "picker does not converge");
+                let mut busy = BusyFiles::new();
+                let Some(a) = pick(&v, &opts, &busy) else {
+                    break;
+                };
+                busy.register(&a);
+                let b = if concurrent {
+                    pick(&v, &opts, &busy)
+                } else {
+                    None
+                };
+                stats.jobs += 1 + usize::from(b.is_some());
+                stats.trivial += usize::from(a.kind == CompactionKind::TrivialMove);
+                stats.concurrent += usize::from(b.is_some());
+                let ea = run_job(&a, &mut contents, &mut next_number, &opts);
+                let eb = b.as_ref().map(|b| {
+                    assert!(!busy.conflicts(b));
+                    run_job(b, &mut contents, &mut next_number, &opts)
+                });
+                // Install in either order; both must stay consistent.
+                let mut edits = vec![ea];
+                edits.extend(eb);
+                if rounds % 2 == 0 {
+                    edits.reverse();
+                }
+                for e in &edits {
+                    v = v.apply(e).unwrap();
+                }
+                check_invariants(&v, &opts, &contents, &model);
+            }
+            for (level, score) in level_scores(&v, &opts, &BusyFiles::new()) {
+                assert!(score < 1.0, "L{level} left over target: {score}");
+            }
+        }
+        assert_eq!(write_pressure(&v, &opts), WriteStall::None);
+        stats.deepest = (0..NUM_LEVELS)
+            .rev()
+            .find(|&l| v.num_files(l) > 0)
+            .unwrap_or(0);
+        stats
+    }
+
+    #[derive(Debug, Default)]
+    struct SimStats {
+        jobs: usize,
+        trivial: usize,
+        concurrent: usize,
+        deepest: usize,
+    }
+
+    #[test]
+    fn simulation_reaches_deep_levels() {
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let ops: Vec<(u32, u32, u8, bool)> = (0..400)
+            .map(|_| {
+                let r = next();
+                (
+                    (r % 400) as u32,
+                    ((r >> 16) % 120) as u32,
+                    (r >> 32) as u8,
+                    false,
+                )
+            })
+            .collect();
+        let s = simulate(ops, true);
+        assert!(s.jobs > 50 && s.trivial > 0 && s.concurrent > 0, "{s:?}");
+        assert!(s.deepest >= 2, "{s:?}");
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        #[test]
+        fn simulation_keeps_invariants(
+            ops in proptest::collection::vec((0u32..400, 0u32..120, any::<u8>(), any::<bool>()), 1..120),
+            concurrent in any::<bool>(),
+        ) {
+            simulate(ops, concurrent);
+        }
+    }
+}

@@ -1,0 +1,859 @@
+//! Table metadata, version edits and versions.
+//!
+//! A [`Version`] is an immutable snapshot of which table files make up the
+//! tree, level by level. The manifest is a log of [`VersionEdit`]s; replaying
+//! them with a [`VersionBuilder`] rebuilds the current version. The builder
+//! validates every step, so a damaged or inconsistent manifest surfaces as
+//! [`ErrorKind::Corruption`](crate::ErrorKind::Corruption) at recovery instead
+//! of as a silently wrong tree.
+//!
+//! Level invariants:
+//! * L0 files may overlap each other; they are kept newest first (highest
+//!   file number first).
+//! * L1 and deeper are sorted by smallest key and their *user-key* ranges are
+//!   disjoint: two files of one level never hold versions of the same user
+//!   key. (Compaction output must therefore never split one user key's
+//!   versions across two output files of the same level.) This is what lets a
+//!   point lookup consult a single file per level.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::key::{compare_internal, parse_internal_key, user_key, SeqNo};
+
+/// Number of levels in the tree (L0 ..= L6).
+pub const NUM_LEVELS: usize = 7;
+
+/// Metadata of one table file, as recorded in the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct FileMeta {
+    /// File number; the file is `{number:06}.sst` (see [`table_file_name`]).
+    pub number: u64,
+    /// File size in bytes.
+    pub size: u64,
+    /// Smallest internal key in the file.
+    pub smallest: Vec<u8>,
+    /// Largest internal key in the file.
+    pub largest: Vec<u8>,
+    pub smallest_seq: SeqNo,
+    pub largest_seq: SeqNo,
+    pub num_entries: u64,
+    pub num_deletes: u64,
+}
+
+impl FileMeta {
+    pub fn smallest_user_key(&self) -> &[u8] {
+        user_key(&self.smallest)
+    }
+
+    pub fn largest_user_key(&self) -> &[u8] {
+        user_key(&self.largest)
+    }
+
+    /// Whether the file's user-key range intersects `[begin, end]`
+    /// (`None` = unbounded on that side).
+    pub fn overlaps(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> bool {
+        let before = matches!(begin, Some(b) if self.largest_user_key() < b);
+        let after = matches!(end, Some(e) if self.smallest_user_key() > e);
+        !before && !after
+    }
+
+    /// Whether `ukey` is within the file's user-key range.
+    pub fn contains_user_key(&self, ukey: &[u8]) -> bool {
+        self.smallest_user_key() <= ukey && ukey <= self.largest_user_key()
+    }
+}
+
+/// Path of table file `number` inside `dir`: `dir/{number:06}.sst`.
+pub fn table_file_name(dir: &Path, number: u64) -> PathBuf {
+    dir.join(format!("{number:06}.sst"))
+}
+
+// ---------------------------------------------------------------------------
+// Version edits
+// ---------------------------------------------------------------------------
+
+/// A delta between two versions: one manifest record.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VersionEdit {
+    pub log_number: Option<u64>,
+    pub next_file_number: Option<u64>,
+    pub last_sequence: Option<SeqNo>,
+    /// `(level, internal key)`: where the next round-robin compaction of
+    /// `level` starts (after this key).
+    pub compact_pointers: Vec<(usize, Vec<u8>)>,
+    /// `(level, file number)`.
+    pub deleted_files: Vec<(usize, u64)>,
+    pub new_files: Vec<(usize, FileMeta)>,
+}
+
+const TAG_LOG_NUMBER: u64 = 1;
+const TAG_NEXT_FILE_NUMBER: u64 = 2;
+const TAG_LAST_SEQUENCE: u64 = 3;
+const TAG_COMPACT_POINTER: u64 = 4;
+const TAG_DELETED_FILE: u64 = 5;
+const TAG_NEW_FILE: u64 = 6;
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    put_varint(out, b.len() as u64);
+    out.extend_from_slice(b);
+}
+
+/// A bounds-checked reader over an encoded edit.
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn at_end(&self) -> bool {
+        self.pos >= self.buf.len()
+    }
+
+    fn err(&self, what: &str) -> Error {
+        Error::corruption(format!("version edit: {what}")).with_offset(self.pos as u64)
+    }
+
+    fn varint(&mut self, what: &str) -> Result<u64> {
+        let mut v: u64 = 0;
+        for i in 0..10 {
+            let Some(&b) = self.buf.get(self.pos) else {
+                return Err(self.err(&format!("truncated varint in {what}")));
+            };
+            self.pos += 1;
+            if i == 9 && b > 1 {
+                return Err(self.err(&format!("varint overflow in {what}")));
+            }
+            v |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(self.err(&format!("varint too long in {what}")))
+    }
+
+    fn level(&mut self, what: &str) -> Result<usize> {
+        let l = self.varint(what)?;
+        if l >= NUM_LEVELS as u64 {
+            return Err(self.err(&format!("level {l} out of range in {what}")));
+        }
+        Ok(l as usize)
+    }
+
+    fn bytes(&mut self, what: &str) -> Result<&'a [u8]> {
+        let len = self.varint(what)?;
+        let remaining = (self.buf.len() - self.pos) as u64;
+        if len > remaining {
+            return Err(self.err(&format!(
+                "{what} claims {len} bytes, only {remaining} remain"
+            )));
+        }
+        let s = &self.buf[self.pos..self.pos + len as usize];
+        self.pos += len as usize;
+        Ok(s)
+    }
+
+    fn internal_key(&mut self, what: &str) -> Result<Vec<u8>> {
+        let start = self.pos;
+        let k = self.bytes(what)?;
+        parse_internal_key(k).map_err(|e| {
+            Error::corruption(format!("version edit: bad {what}: {}", e.message()))
+                .with_offset(start as u64)
+        })?;
+        Ok(k.to_vec())
+    }
+}
+
+impl VersionEdit {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+
+    pub fn add_file(&mut self, level: usize, meta: FileMeta) {
+        self.new_files.push((level, meta));
+    }
+
+    pub fn delete_file(&mut self, level: usize, number: u64) {
+        self.deleted_files.push((level, number));
+    }
+
+    /// Serializes the edit as a sequence of `varint tag, payload` records.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        if let Some(v) = self.log_number {
+            put_varint(&mut out, TAG_LOG_NUMBER);
+            put_varint(&mut out, v);
+        }
+        if let Some(v) = self.next_file_number {
+            put_varint(&mut out, TAG_NEXT_FILE_NUMBER);
+            put_varint(&mut out, v);
+        }
+        if let Some(v) = self.last_sequence {
+            put_varint(&mut out, TAG_LAST_SEQUENCE);
+            put_varint(&mut out, v);
+        }
+        for (level, key) in &self.compact_pointers {
+            put_varint(&mut out, TAG_COMPACT_POINTER);
+            put_varint(&mut out, *level as u64);
+            put_bytes(&mut out, key);
+        }
+        for (level, number) in &self.deleted_files {
+            put_varint(&mut out, TAG_DELETED_FILE);
+            put_varint(&mut out, *level as u64);
+            put_varint(&mut out, *number);
+        }
+        for (level, f) in &self.new_files {
+            put_varint(&mut out, TAG_NEW_FILE);
+            put_varint(&mut out, *level as u64);
+            put_varint(&mut out, f.number);
+            put_varint(&mut out, f.size);
+            put_bytes(&mut out, &f.smallest);
+            put_bytes(&mut out, &f.largest);
+            put_varint(&mut out, f.smallest_seq);
+            put_varint(&mut out, f.largest_seq);
+            put_varint(&mut out, f.num_entries);
+            put_varint(&mut out, f.num_deletes);
+        }
+        out
+    }
+
+    /// Parses an encoded edit. Unknown tags, truncated or inconsistent
+    /// fields, out-of-range levels and malformed keys are corruption.
+    pub fn decode(buf: &[u8]) -> Result<VersionEdit> {
+        let mut r = Reader { buf, pos: 0 };
+        let mut e = VersionEdit::default();
+        fn set_once(slot: &mut Option<u64>, v: u64, r: &Reader<'_>, what: &str) -> Result<()> {
+            if slot.is_some() {
+                return Err(r.err(&format!("duplicate {what}")));
+            }
+            *slot = Some(v);
+            Ok(())
+        }
+        while !r.at_end() {
+            let tag_pos = r.pos;
+            let tag = r.varint("tag")?;
+            match tag {
+                TAG_LOG_NUMBER => {
+                    let v = r.varint("log number")?;
+                    set_once(&mut e.log_number, v, &r, "log number")?;
+                }
+                TAG_NEXT_FILE_NUMBER => {
+                    let v = r.varint("next file number")?;
+                    set_once(&mut e.next_file_number, v, &r, "next file number")?;
+                }
+                TAG_LAST_SEQUENCE => {
+                    let v = r.varint("last sequence")?;
+                    set_once(&mut e.last_sequence, v, &r, "last sequence")?;
+                }
+                TAG_COMPACT_POINTER => {
+                    let level = r.level("compact pointer")?;
+                    let key = r.internal_key("compact pointer key")?;
+                    e.compact_pointers.push((level, key));
+                }
+                TAG_DELETED_FILE => {
+                    let level = r.level("deleted file")?;
+                    let number = r.varint("deleted file number")?;
+                    e.deleted_files.push((level, number));
+                }
+                TAG_NEW_FILE => {
+                    let level = r.level("new file")?;
+                    let number = r.varint("new file number")?;
+                    let size = r.varint("new file size")?;
+                    let smallest = r.internal_key("new file smallest key")?;
+                    let largest = r.internal_key("new file largest key")?;
+                    let smallest_seq = r.varint("new file smallest seq")?;
+                    let largest_seq = r.varint("new file largest seq")?;
+                    let num_entries = r.varint("new file entry count")?;
+                    let num_deletes = r.varint("new file delete count")?;
+                    let f = FileMeta {
+                        number,
+                        size,
+                        smallest,
+                        largest,
+                        smallest_seq,
+                        largest_seq,
+                        num_entries,
+                        num_deletes,
+                    };
+                    check_file_meta(&f).map_err(|e| e.with_offset(tag_pos as u64))?;
+                    e.new_files.push((level, f));
+                }
+                other => {
+                    return Err(
+                        Error::corruption(format!("version edit: unknown tag {other}"))
+                            .with_offset(tag_pos as u64),
+                    )
+                }
+            }
+        }
+        Ok(e)
+    }
+}
+
+/// Internal consistency of one file's metadata.
+fn check_file_meta(f: &FileMeta) -> Result<()> {
+    if compare_internal(&f.smallest, &f.largest) == Ordering::Greater {
+        return Err(Error::corruption(format!(
+            "table {}: smallest key sorts after largest key",
+            f.number
+        )));
+    }
+    if f.smallest_seq > f.largest_seq {
+        return Err(Error::corruption(format!(
+            "table {}: smallest seq {} > largest seq {}",
+            f.number, f.smallest_seq, f.largest_seq
+        )));
+    }
+    if f.num_deletes > f.num_entries {
+        return Err(Error::corruption(format!(
+            "table {}: {} deletes > {} entries",
+            f.number, f.num_deletes, f.num_entries
+        )));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Versions
+// ---------------------------------------------------------------------------
+
+/// An immutable set of table files, level by level. Cheap to clone (files
+/// are shared through `Arc`).
+#[derive(Debug, Clone)]
+pub struct Version {
+    levels: Vec<Vec<Arc<FileMeta>>>,
+    /// Per level: the largest internal key of the last round-robin
+    /// compaction input, or empty.
+    compact_pointers: Vec<Vec<u8>>,
+}
+
+impl Default for Version {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Version {
+    /// An empty version: no files at any level.
+    pub fn new() -> Self {
+        Version {
+            levels: vec![Vec::new(); NUM_LEVELS],
+            compact_pointers: vec![Vec::new(); NUM_LEVELS],
+        }
+    }
+
+    /// Applies one edit, returning the resulting version.
+    pub fn apply(&self, edit: &VersionEdit) -> Result<Version> {
+        let mut b = VersionBuilder::new(self);
+        b.apply(edit)?;
+        b.build()
+    }
+
+    /// Files of `level` (L0 newest first; L1+ by smallest key).
+    pub fn files(&self, level: usize) -> &[Arc<FileMeta>] {
+        &self.levels[level]
+    }
+
+    pub fn num_files(&self, level: usize) -> usize {
+        self.levels[level].len()
+    }
+
+    pub fn level_bytes(&self, level: usize) -> u64 {
+        self.levels[level].iter().map(|f| f.size).sum()
+    }
+
+    pub fn total_bytes(&self) -> u64 {
+        (0..NUM_LEVELS).map(|l| self.level_bytes(l)).sum()
+    }
+
+    pub fn total_files(&self) -> usize {
+        self.levels.iter().map(Vec::len).sum()
+    }
+
+    /// All live file numbers, ascending (to tell obsolete files on disk).
+    pub fn all_file_numbers(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = self.levels.iter().flatten().map(|f| f.number).collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// The round-robin compaction pointer of `level` (an internal key), if set.
+    pub fn compact_pointer(&self, level: usize) -> Option<&[u8]> {
+        let p = &self.compact_pointers[level];
+        (!p.is_empty()).then_some(p.as_slice())
+    }
+
+    /// Files of `level` whose user-key range intersects `[begin, end]`
+    /// (`None` = unbounded). For L0 the range is widened transitively: a file
+    /// that overlaps the range extends it, so the result is closed under
+    /// overlap (compacting a subset of overlapping L0 files would put newer
+    /// data below older data). Result order follows [`Version::files`].
+    pub fn overlapping_files(
+        &self,
+        level: usize,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Vec<Arc<FileMeta>> {
+        let files = &self.levels[level];
+        if level == 0 {
+            let mut begin = begin.map(<[u8]>::to_vec);
+            let mut end = end.map(<[u8]>::to_vec);
+            'restart: loop {
+                let mut out = Vec::new();
+                for f in files {
+                    if !f.overlaps(begin.as_deref(), end.as_deref()) {
+                        continue;
+                    }
+                    if let Some(b) = &begin {
+                        if f.smallest_user_key() < b.as_slice() {
+                            begin = Some(f.smallest_user_key().to_vec());
+                            continue 'restart;
+                        }
+                    }
+                    if let Some(e) = &end {
+                        if f.largest_user_key() > e.as_slice() {
+                            end = Some(f.largest_user_key().to_vec());
+                            continue 'restart;
+                        }
+                    }
+                    out.push(f.clone());
+                }
+                return out;
+            }
+        }
+        // Sorted and disjoint: binary search for the first candidate.
+        let start = match begin {
+            Some(b) => files.partition_point(|f| f.largest_user_key() < b),
+            None => 0,
+        };
+        files[start..]
+            .iter()
+            .take_while(|f| match end {
+                Some(e) => f.smallest_user_key() <= e,
+                None => true,
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Files that may hold `ukey`, in search order: overlapping L0 files
+    /// newest first, then at most one file per deeper level.
+    pub fn files_for_get(&self, ukey: &[u8]) -> Vec<(usize, Arc<FileMeta>)> {
+        let mut out: Vec<(usize, Arc<FileMeta>)> = self.levels[0]
+            .iter()
+            .filter(|f| f.contains_user_key(ukey))
+            .map(|f| (0, f.clone()))
+            .collect();
+        for level in 1..NUM_LEVELS {
+            let files = &self.levels[level];
+            let i = files.partition_point(|f| f.largest_user_key() < ukey);
+            if let Some(f) = files.get(i) {
+                if f.smallest_user_key() <= ukey {
+                    out.push((level, f.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether any file of a level deeper than `level` overlaps `[begin, end]`.
+    pub fn has_overlap_below(
+        &self,
+        level: usize,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> bool {
+        (level + 1..NUM_LEVELS).any(|l| !self.overlapping_files(l, begin, end).is_empty())
+    }
+
+    /// A compact one-line summary such as `files[ 3 0 5 0 0 0 0 ]`.
+    pub fn level_summary(&self) -> String {
+        let mut s = String::from("files[");
+        for l in &self.levels {
+            s.push_str(&format!(" {}", l.len()));
+        }
+        s.push_str(" ]");
+        s
+    }
+}
+
+/// Applies a sequence of edits to a base version and builds the result,
+/// checking consistency as it goes.
+pub struct VersionBuilder {
+    /// Per level: number -> file.
+    levels: Vec<BTreeMap<u64, Arc<FileMeta>>>,
+    /// number -> level of every live file.
+    where_is: HashMap<u64, usize>,
+    compact_pointers: Vec<Vec<u8>>,
+}
+
+impl VersionBuilder {
+    pub fn new(base: &Version) -> Self {
+        let mut levels = vec![BTreeMap::new(); NUM_LEVELS];
+        let mut where_is = HashMap::new();
+        for (l, files) in base.levels.iter().enumerate() {
+            for f in files {
+                levels[l].insert(f.number, f.clone());
+                where_is.insert(f.number, l);
+            }
+        }
+        VersionBuilder {
+            levels,
+            where_is,
+            compact_pointers: base.compact_pointers.clone(),
+        }
+    }
+
+    /// Applies one edit: compact pointers, then deletions, then additions.
+    /// Deleting a file that is not live at that level, or adding a file
+    /// number that is already live, is corruption. On error the builder is
+    /// left partially updated and should be discarded.
+    pub fn apply(&mut self, edit: &VersionEdit) -> Result<()> {
+        for (level, key) in &edit.compact_pointers {
+            check_level(*level)?;
+            self.compact_pointers[*level] = key.clone();
+        }
+        for &(level, number) in &edit.deleted_files {
+            check_level(level)?;
+            if self.levels[level].remove(&number).is_none() {
+                return Err(Error::corruption(format!(
+                    "version edit deletes table {number} from L{level}, where it does not exist"
+                )));
+            }
+            self.where_is.remove(&number);
+        }
+        for (level, f) in &edit.new_files {
+            let level = *level;
+            check_level(level)?;
+            check_file_meta(f)?;
+            if let Some(l) = self.where_is.get(&f.number) {
+                return Err(Error::corruption(format!(
+                    "version edit adds table {} to L{level}, but it already exists in L{l}",
+                    f.number
+                )));
+            }
+            self.levels[level].insert(f.number, Arc::new(f.clone()));
+            self.where_is.insert(f.number, level);
+        }
+        Ok(())
+    }
+
+    /// Produces the version; fails if files of L1+ overlap.
+    pub fn build(self) -> Result<Version> {
+        let mut levels = Vec::with_capacity(NUM_LEVELS);
+        for (l, map) in self.levels.into_iter().enumerate() {
+            let mut files: Vec<Arc<FileMeta>> = map.into_values().collect();
+            if l == 0 {
+                files.sort_by_key(|f| std::cmp::Reverse(f.number));
+            } else {
+                files.sort_by(|a, b| {
+                    compare_internal(&a.smallest, &b.smallest).then(a.number.cmp(&b.number))
+                });
+                for w in files.windows(2) {
+                    if w[0].largest_user_key() >= w[1].smallest_user_key() {
+                        return Err(Error::corruption(format!(
+                            "L{l}: tables {} and {} overlap",
+                            w[0].number, w[1].number
+                        )));
+                    }
+                }
+            }
+            levels.push(files);
+        }
+        Ok(Version {
+            levels,
+            compact_pointers: self.compact_pointers,
+        })
+    }
+}
+
+fn check_level(level: usize) -> Result<()> {
+    if level >= NUM_LEVELS {
+        return Err(Error::corruption(format!("level {level} out of range")));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::key::{make_internal_key, ValueKind};
+    use crate::ErrorKind;
+    use proptest::prelude::*;
+
+    pub(crate) fn meta(number: u64, lo: &str, hi: &str, size: u64) -> FileMeta {
+        FileMeta {
+            number,
+            size,
+            smallest: make_internal_key(lo.as_bytes(), 100, ValueKind::Put),
+            largest: make_internal_key(hi.as_bytes(), 1, ValueKind::Put),
+            smallest_seq: 1,
+            largest_seq: 100,
+            num_entries: 10,
+            num_deletes: 1,
+        }
+    }
+
+    pub(crate) fn version_with(files: &[(usize, FileMeta)]) -> Version {
+        let mut e = VersionEdit::new();
+        for (l, f) in files {
+            e.add_file(*l, f.clone());
+        }
+        Version::new().apply(&e).unwrap()
+    }
+
+    fn numbers(v: &[Arc<FileMeta>]) -> Vec<u64> {
+        v.iter().map(|f| f.number).collect()
+    }
+
+    #[test]
+    fn table_name() {
+        assert_eq!(
+            table_file_name(Path::new("/db"), 12),
+            PathBuf::from("/db/000012.sst")
+        );
+        assert_eq!(
+            table_file_name(Path::new("/db"), 1234567),
+            PathBuf::from("/db/1234567.sst")
+        );
+    }
+
+    #[test]
+    fn edit_round_trip_and_unknown_tag() {
+        let mut e = VersionEdit {
+            log_number: Some(7),
+            next_file_number: Some(u64::MAX),
+            last_sequence: Some(1 << 50),
+            ..Default::default()
+        };
+        e.compact_pointers
+            .push((2, make_internal_key(b"m", 3, ValueKind::Delete)));
+        e.delete_file(1, 4);
+        e.add_file(6, meta(9, "a", "z", 1 << 40));
+        let enc = e.encode();
+        assert_eq!(VersionEdit::decode(&enc).unwrap(), e);
+        assert!(VersionEdit::decode(&[]).unwrap().is_empty());
+
+        let mut bad = enc.clone();
+        bad.extend_from_slice(&[99, 0]);
+        assert_eq!(
+            VersionEdit::decode(&bad).unwrap_err().kind(),
+            ErrorKind::Corruption
+        );
+        // Truncated in the middle of the last record.
+        let err = VersionEdit::decode(&enc[..enc.len() - 1]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Corruption);
+        // Duplicate singleton field.
+        let mut dup = enc.clone();
+        dup.extend_from_slice(&[1, 5]);
+        assert!(VersionEdit::decode(&dup).is_err());
+        // Level out of range.
+        assert!(VersionEdit::decode(&[5, 7, 1]).is_err());
+        assert!(VersionEdit::decode(&[5, 6, 1]).is_ok());
+    }
+
+    #[test]
+    fn builder_validates() {
+        let v = version_with(&[
+            (0, meta(1, "a", "m", 10)),
+            (0, meta(2, "c", "d", 10)),
+            (1, meta(3, "a", "f", 10)),
+            (1, meta(4, "g", "k", 10)),
+        ]);
+        assert_eq!(numbers(v.files(0)), vec![2, 1]);
+        assert_eq!(numbers(v.files(1)), vec![3, 4]);
+
+        // Deleting a missing file (or from the wrong level).
+        let mut e = VersionEdit::new();
+        e.delete_file(2, 3);
+        assert_eq!(v.apply(&e).unwrap_err().kind(), ErrorKind::Corruption);
+        // Overlapping L1 files.
+        let mut e = VersionEdit::new();
+        e.add_file(1, meta(5, "k", "p", 1));
+        assert_eq!(v.apply(&e).unwrap_err().kind(), ErrorKind::Corruption);
+        // Same number twice.
+        let mut e = VersionEdit::new();
+        e.add_file(2, meta(4, "x", "y", 1));
+        assert!(v.apply(&e).is_err());
+        // A move (delete + add of the same number) in one edit is fine.
+        let mut e = VersionEdit::new();
+        e.delete_file(1, 4);
+        e.add_file(2, (*v.files(1)[1]).clone());
+        let v2 = v.apply(&e).unwrap();
+        assert_eq!(numbers(v2.files(2)), vec![4]);
+        assert_eq!(v2.all_file_numbers(), vec![1, 2, 3, 4]);
+        assert_eq!(v2.level_bytes(0), 20);
+        assert_eq!(v2.total_bytes(), 40);
+        assert_eq!(v2.num_files(1), 1);
+        // A sequence of edits through one builder.
+        let mut b = VersionBuilder::new(&v);
+        let mut e1 = VersionEdit::new();
+        e1.add_file(3, meta(10, "a", "b", 1));
+        let mut e2 = VersionEdit::new();
+        e2.delete_file(3, 10);
+        b.apply(&e1).unwrap();
+        b.apply(&e2).unwrap();
+        assert_eq!(b.build().unwrap().num_files(3), 0);
+    }
+
+    #[test]
+    fn overlap_queries() {
+        let v = version_with(&[
+            (0, meta(1, "a", "c", 10)),
+            (0, meta(2, "b", "e", 10)),
+            (0, meta(3, "x", "z", 10)),
+            (0, meta(4, "e", "g", 10)),
+            (2, meta(5, "a", "c", 10)),
+            (2, meta(6, "d", "f", 10)),
+            (2, meta(7, "h", "j", 10)),
+        ]);
+        // L0 expands transitively: [a,a] -> file1 [a,c] -> file2 [b,e] -> file4.
+        assert_eq!(
+            numbers(&v.overlapping_files(0, Some(b"a"), Some(b"a"))),
+            vec![4, 2, 1]
+        );
+        assert_eq!(numbers(&v.overlapping_files(0, Some(b"y"), None)), vec![3]);
+        assert_eq!(
+            numbers(&v.overlapping_files(0, Some(b"h"), Some(b"w"))),
+            Vec::<u64>::new()
+        );
+        assert_eq!(
+            numbers(&v.overlapping_files(2, Some(b"c"), Some(b"h"))),
+            vec![5, 6, 7]
+        );
+        assert_eq!(
+            numbers(&v.overlapping_files(2, Some(b"g"), Some(b"g"))),
+            Vec::<u64>::new()
+        );
+        assert_eq!(
+            numbers(&v.overlapping_files(2, None, Some(b"d"))),
+            vec![5, 6]
+        );
+        assert_eq!(numbers(&v.overlapping_files(2, None, None)), vec![5, 6, 7]);
+
+        let get: Vec<(usize, u64)> = v
+            .files_for_get(b"c")
+            .iter()
+            .map(|(l, f)| (*l, f.number))
+            .collect();
+        assert_eq!(get, vec![(0, 2), (0, 1), (2, 5)]);
+        let get: Vec<(usize, u64)> = v
+            .files_for_get(b"i")
+            .iter()
+            .map(|(l, f)| (*l, f.number))
+            .collect();
+        assert_eq!(get, vec![(2, 7)]);
+        assert!(v.files_for_get(b"k").is_empty());
+        assert!(v.has_overlap_below(0, Some(b"i"), Some(b"i")));
+        assert!(!v.has_overlap_below(2, None, None));
+    }
+
+    fn arb_ikey() -> impl Strategy<Value = Vec<u8>> {
+        (
+            proptest::collection::vec(any::<u8>(), 0..6),
+            0..crate::key::MAX_SEQ,
+            any::<bool>(),
+        )
+            .prop_map(|(k, s, put)| {
+                make_internal_key(
+                    &k,
+                    s,
+                    if put {
+                        ValueKind::Put
+                    } else {
+                        ValueKind::Delete
+                    },
+                )
+            })
+    }
+
+    fn arb_meta() -> impl Strategy<Value = FileMeta> {
+        (
+            any::<u64>(),
+            any::<u64>(),
+            arb_ikey(),
+            arb_ikey(),
+            any::<u64>(),
+            any::<u64>(),
+            any::<u64>(),
+            any::<u64>(),
+        )
+            .prop_map(|(number, size, a, b, s1, s2, n1, n2)| {
+                let (smallest, largest) = if compare_internal(&a, &b).is_le() {
+                    (a, b)
+                } else {
+                    (b, a)
+                };
+                FileMeta {
+                    number,
+                    size,
+                    smallest,
+                    largest,
+                    smallest_seq: s1.min(s2),
+                    largest_seq: s1.max(s2),
+                    num_entries: n1.max(n2),
+                    num_deletes: n1.min(n2),
+                }
+            })
+    }
+
+    fn arb_edit() -> impl Strategy<Value = VersionEdit> {
+        (
+            proptest::option::of(any::<u64>()),
+            proptest::option::of(any::<u64>()),
+            proptest::option::of(any::<u64>()),
+            proptest::collection::vec((0..NUM_LEVELS, arb_ikey()), 0..3),
+            proptest::collection::vec((0..NUM_LEVELS, any::<u64>()), 0..4),
+            proptest::collection::vec((0..NUM_LEVELS, arb_meta()), 0..4),
+        )
+            .prop_map(|(a, b, c, cp, del, new)| VersionEdit {
+                log_number: a,
+                next_file_number: b,
+                last_sequence: c,
+                compact_pointers: cp,
+                deleted_files: del,
+                new_files: new,
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn edit_round_trips(e in arb_edit()) {
+            prop_assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
+        }
+
+        #[test]
+        fn random_bytes_never_panic(b in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = VersionEdit::decode(&b);
+        }
+
+        #[test]
+        fn damaged_edits_never_panic(e in arb_edit(), pos in any::<usize>(), x in any::<u8>(), cut in any::<usize>()) {
+            let mut enc = e.encode();
+            if !enc.is_empty() {
+                let p = pos % enc.len();
+                enc[p] ^= x;
+                let _ = VersionEdit::decode(&enc);
+                enc.truncate(cut % enc.len());
+                let _ = VersionEdit::decode(&enc);
+            }
+        }
+    }
+}
