@@ -28,7 +28,7 @@ pub trait RandomSource: Send + Sync {
 }
 
 /// In-order reads from offset 0 (compaction input with its own readahead).
-pub trait SeqSource {
+pub trait SeqSource: Send {
     /// Fills `buf` completely or fails.
     fn read_exact(&mut self, buf: &mut [u8]) -> Result<()>;
 }

@@ -1,0 +1,358 @@
+//! Background work: flushing frozen memtables, picking and running
+//! compactions, and manual (full or range) compactions.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use quietio::IoClass;
+
+use super::level_iter::{open_compaction_input, CompactionLevelIter};
+use super::recovery::{meta_from, write_l0};
+use super::{Inner, ManualCompaction};
+use crate::error::{Error, Result};
+use crate::fileio::TableFile;
+use crate::filenames::table_path;
+use crate::iter::InternalIterator;
+use crate::key::user_key;
+use crate::merge::{CompactionIterator, MergingIterator};
+use crate::options::IoPriority;
+use crate::picker::{pick, pick_range, CompactionJob, CompactionKind};
+use crate::table::TableBuilder;
+use crate::version::{FileMeta, VersionEdit};
+
+enum Work {
+    Flush,
+    Compact(CompactionJob),
+    Manual(CompactionJob),
+}
+
+/// The loop of one background thread.
+pub(crate) fn run(inner: Arc<Inner>) {
+    set_background_priority(&inner.opts);
+    loop {
+        let work = {
+            let mut st = inner.state.lock();
+            loop {
+                if inner.shutting_down.load(Ordering::Acquire) {
+                    return;
+                }
+                if st.bg_error.is_none() {
+                    if !st.flushing && !st.imms.is_empty() {
+                        st.flushing = true;
+                        break Work::Flush;
+                    }
+                    if let Some(m) = st.manual.as_ref().filter(|m| !m.done && m.result.is_none()) {
+                        // A manual compaction waits for running jobs, then
+                        // runs alone: it ignores the busy set.
+                        if st.compactions_running == 0 {
+                            let (b, e) = (m.begin.clone(), m.end.clone());
+                            match pick_range(&st.version, &inner.popts, b.as_deref(), e.as_deref())
+                            {
+                                Some(job) => {
+                                    st.busy.register(&job);
+                                    st.compactions_running += 1;
+                                    break Work::Manual(job);
+                                }
+                                None => {
+                                    let m = st.manual.as_mut().expect("checked");
+                                    m.done = true;
+                                    m.result = Some(Ok(()));
+                                    inner.done_cv.notify_all();
+                                    continue;
+                                }
+                            }
+                        }
+                    } else if let Some(job) = pick(&st.version, &inner.popts, &st.busy) {
+                        st.busy.register(&job);
+                        st.compactions_running += 1;
+                        break Work::Compact(job);
+                    }
+                }
+                inner.bg_cv.wait(&mut st);
+            }
+        };
+        match work {
+            Work::Flush => flush_one(&inner),
+            Work::Compact(job) => {
+                let _ = compact(&inner, job);
+            }
+            Work::Manual(job) => {
+                let r = compact(&inner, job);
+                let mut st = inner.state.lock();
+                if let Some(m) = st.manual.as_mut() {
+                    m.done = true;
+                    m.result = Some(r);
+                }
+                inner.done_cv.notify_all();
+            }
+        }
+        inner.delete_obsolete_files();
+        inner.bg_cv.notify_all();
+    }
+}
+
+/// Writes the oldest frozen memtable to an L0 table and installs it.
+fn flush_one(inner: &Arc<Inner>) {
+    let (mem, number) = {
+        let mut st = inner.state.lock();
+        let mem = st
+            .imms
+            .front()
+            .expect("flush with a frozen memtable")
+            .mem
+            .clone();
+        let number = st.new_file_number();
+        st.pending_outputs.insert(number);
+        (mem, number)
+    };
+    let t = Instant::now();
+    let written = write_l0(&inner.env, &inner.dir, &inner.opts, &mem, number);
+    let mut st = inner.state.lock();
+    st.flushing = false;
+    st.pending_outputs.remove(&number);
+    let result = written.and_then(|meta| {
+        let mut edit = VersionEdit::new();
+        let bytes = meta.as_ref().map_or(0, |m| m.size);
+        if let Some(meta) = meta {
+            edit.add_file(0, meta);
+        }
+        // The data of the frozen memtable is in a table now; the next
+        // memtable's WAL is the oldest one still needed.
+        let next_wal = st.imms.get(1).map(|i| i.wal_number).unwrap_or(st.mem_wal);
+        edit.log_number = Some(next_wal);
+        inner.install(&mut st, edit)?;
+        st.imms.pop_front();
+        inner.refresh_super_version(&mut st);
+        inner.counters.record_flush(bytes, t.elapsed());
+        Ok(())
+    });
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(table_path(&inner.dir, number));
+        inner.set_bg_error(&mut st, &e);
+    }
+    inner.done_cv.notify_all();
+}
+
+/// Runs one compaction job and installs its result.
+fn compact(inner: &Arc<Inner>, job: CompactionJob) -> Result<()> {
+    let t = Instant::now();
+    let result = if job.kind == CompactionKind::TrivialMove {
+        let mut st = inner.state.lock();
+        inner.install(&mut st, job.trivial_move_edit())
+    } else {
+        merge_job(inner, &job).and_then(|(outputs, read, written)| {
+            let mut st = inner.state.lock();
+            let numbers: Vec<u64> = outputs.iter().map(|m| m.number).collect();
+            let r = inner.install(&mut st, job.edit_for_outputs(outputs));
+            for n in numbers {
+                st.pending_outputs.remove(&n);
+            }
+            if r.is_ok() {
+                inner.counters.record_compaction(read, written, t.elapsed());
+            }
+            r
+        })
+    };
+    let mut st = inner.state.lock();
+    st.busy.release(&job);
+    st.compactions_running -= 1;
+    if let Err(e) = &result {
+        if !inner.shutting_down.load(Ordering::Acquire) {
+            inner.set_bg_error(&mut st, e);
+        }
+    }
+    inner.done_cv.notify_all();
+    result
+}
+
+/// Merges the job's inputs into new tables at the output level. Returns
+/// the outputs (registered as pending) and the bytes read and written.
+fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, u64, u64)> {
+    // Children newest first: L0 tables by descending number, then deeper
+    // levels, each (sorted, non-overlapping) level as one lazy iterator.
+    let mut children: Vec<Box<dyn InternalIterator + Send>> = Vec::new();
+    for (level, files) in &job.inputs {
+        if files.is_empty() {
+            continue;
+        }
+        if *level == 0 {
+            let mut l0 = files.clone();
+            l0.sort_by(|a, b| b.number.cmp(&a.number));
+            for f in l0 {
+                let mut s = open_compaction_input(
+                    &inner.env,
+                    &inner.dir,
+                    f.number,
+                    &inner.compaction_open_files,
+                )?;
+                s.seek_to_first()?;
+                children.push(Box::new(s));
+            }
+        } else {
+            children.push(Box::new(CompactionLevelIter::new(
+                files.clone(),
+                inner.env.clone(),
+                inner.dir.clone(),
+                inner.compaction_open_files.clone(),
+            )));
+        }
+    }
+    let snapshots = inner.snapshots.sequences();
+    let mut it = CompactionIterator::new(
+        MergingIterator::new(children),
+        &snapshots,
+        job.is_bottommost,
+    );
+    it.seek_to_first()?;
+
+    let mut outputs: Vec<FileMeta> = Vec::new();
+    let mut current: Option<(u64, TableBuilder<TableFile>)> = None;
+    let mut last_user_key: Vec<u8> = Vec::new();
+    let result = (|| -> Result<()> {
+        while it.valid() {
+            if inner.shutting_down.load(Ordering::Acquire) {
+                return Err(Error::new(
+                    crate::ErrorKind::Closed,
+                    "compaction stopped: database is closing",
+                ));
+            }
+            let key = it.key();
+            // Cut a new table only between user keys, so no user key spans
+            // two tables of one level.
+            let cut = current.as_ref().is_some_and(|(_, b)| {
+                b.estimated_size() >= job.max_output_file_size
+                    && user_key(key) != last_user_key.as_slice()
+            });
+            if cut {
+                let (number, builder) = current.take().expect("checked");
+                outputs.push(finish_output(number, builder)?);
+            }
+            if current.is_none() {
+                let number = {
+                    let mut st = inner.state.lock();
+                    let n = st.new_file_number();
+                    st.pending_outputs.insert(n);
+                    n
+                };
+                let file = inner
+                    .env
+                    .create(&table_path(&inner.dir, number), IoClass::CompactionWrite)?;
+                current = Some((
+                    number,
+                    TableBuilder::new(TableFile(file), inner.opts.table_options()),
+                ));
+            }
+            let (_, builder) = current.as_mut().expect("just set");
+            builder.add(key, it.value())?;
+            last_user_key.clear();
+            last_user_key.extend_from_slice(user_key(key));
+            it.next()?;
+        }
+        if let Some((number, builder)) = current.take() {
+            outputs.push(finish_output(number, builder)?);
+        }
+        inner.env.sync_dir()?;
+        Ok(())
+    })();
+    if let Err(e) = result {
+        // Nothing was installed: remove what was written.
+        let mut st = inner.state.lock();
+        let mut numbers: Vec<u64> = outputs.iter().map(|m| m.number).collect();
+        if let Some((n, _)) = current {
+            numbers.push(n);
+        }
+        for n in numbers {
+            st.pending_outputs.remove(&n);
+            let _ = std::fs::remove_file(table_path(&inner.dir, n));
+        }
+        return Err(e);
+    }
+    let read = job.input_bytes();
+    let written = outputs.iter().map(|m| m.size).sum();
+    Ok((outputs, read, written))
+}
+
+fn finish_output(number: u64, builder: TableBuilder<TableFile>) -> Result<FileMeta> {
+    let (summary, sink) = builder.finish()?;
+    sink.0.finish(true)?;
+    Ok(meta_from(number, &summary))
+}
+
+/// Asks the background threads for a manual compaction and waits for it.
+pub(crate) fn run_manual(
+    inner: &Arc<Inner>,
+    begin: Option<Vec<u8>>,
+    end: Option<Vec<u8>>,
+) -> Result<()> {
+    let mut st = inner.state.lock();
+    // One manual compaction at a time.
+    while st.manual.is_some() {
+        inner.check_bg_error(&st)?;
+        inner.done_cv.wait(&mut st);
+    }
+    st.manual = Some(ManualCompaction {
+        begin,
+        end,
+        done: false,
+        result: None,
+    });
+    inner.bg_cv.notify_all();
+    loop {
+        if let Some(m) = st.manual.as_mut() {
+            if m.done {
+                let r = m.result.take().unwrap_or(Ok(()));
+                st.manual = None;
+                inner.bg_cv.notify_all();
+                inner.done_cv.notify_all();
+                return r;
+            }
+        }
+        if let Err(e) = inner.check_bg_error(&st) {
+            st.manual = None;
+            return Err(e);
+        }
+        if inner.shutting_down.load(Ordering::Acquire) {
+            st.manual = None;
+            return Err(Error::new(crate::ErrorKind::Closed, "database is closing"));
+        }
+        inner.done_cv.wait(&mut st);
+    }
+}
+
+/// Lowers this thread's CPU and I/O priority as configured.
+fn set_background_priority(opts: &crate::options::Options) {
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) } as libc::id_t;
+    if opts.background_nice != 0 {
+        let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, opts.background_nice) };
+        if rc != 0 {
+            log::warn!(
+                "quietkv: cannot set background nice {}: {}",
+                opts.background_nice,
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+    if let Some(p) = opts.background_io_priority {
+        const IOPRIO_WHO_PROCESS: libc::c_long = 1;
+        const IOPRIO_CLASS_SHIFT: u32 = 13;
+        let value = match p {
+            IoPriority::BestEffort(level) => (2u32 << IOPRIO_CLASS_SHIFT) | level as u32,
+            IoPriority::Idle => 3u32 << IOPRIO_CLASS_SHIFT,
+        };
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_ioprio_set,
+                IOPRIO_WHO_PROCESS,
+                tid as libc::c_long,
+                value as libc::c_long,
+            )
+        };
+        if rc != 0 {
+            log::warn!(
+                "quietkv: cannot set background I/O priority: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! Iterators over one sorted, non-overlapping level of tables: one for user
+//! reads (through the table cache) and one for compaction input (through
+//! its own handles in the CompactionRead mode, one table open at a time).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use quietio::{IoClass, IoEnv};
+
+use crate::error::Result;
+use crate::fileio::{ScanSource, TableSource};
+use crate::filenames::table_path;
+use crate::iter::InternalIterator;
+use crate::key::compare_internal;
+use crate::table::{TableIterator, TableReader, TableScanner};
+use crate::table_cache::TableCache;
+use crate::version::FileMeta;
+
+/// User-read iterator over a level; opens tables lazily as it reaches them.
+pub(crate) struct LevelIter {
+    files: Vec<Arc<FileMeta>>,
+    cache: Arc<TableCache>,
+    index: usize,
+    current: Option<TableIterator>,
+}
+
+impl LevelIter {
+    pub(crate) fn new(files: Vec<Arc<FileMeta>>, cache: Arc<TableCache>) -> Self {
+        LevelIter {
+            index: files.len(),
+            files,
+            cache,
+            current: None,
+        }
+    }
+
+    fn open(&mut self, index: usize) -> Result<()> {
+        self.index = index;
+        self.current = match self.files.get(index) {
+            Some(f) => Some(self.cache.get(f.number)?.iter()),
+            None => None,
+        };
+        Ok(())
+    }
+
+    /// Moves to following tables while the current one is exhausted.
+    fn skip_empty(&mut self) -> Result<()> {
+        while self.current.as_ref().is_some_and(|c| !c.valid()) {
+            self.open(self.index + 1)?;
+            if let Some(c) = self.current.as_mut() {
+                c.seek_to_first()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl InternalIterator for LevelIter {
+    fn valid(&self) -> bool {
+        self.current.as_ref().is_some_and(|c| c.valid())
+    }
+
+    fn seek_to_first(&mut self) -> Result<()> {
+        self.open(0)?;
+        if let Some(c) = self.current.as_mut() {
+            c.seek_to_first()?;
+        }
+        self.skip_empty()
+    }
+
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        let i = self
+            .files
+            .partition_point(|f| compare_internal(&f.largest, target).is_lt());
+        self.open(i)?;
+        if let Some(c) = self.current.as_mut() {
+            c.seek(target)?;
+        }
+        self.skip_empty()
+    }
+
+    fn next(&mut self) -> Result<()> {
+        if let Some(c) = self.current.as_mut() {
+            c.next()?;
+        }
+        self.skip_empty()
+    }
+
+    fn key(&self) -> &[u8] {
+        self.current.as_ref().expect("valid").key()
+    }
+
+    fn value(&self) -> &[u8] {
+        self.current.as_ref().expect("valid").value()
+    }
+}
+
+/// Opens one compaction input table with its own handles: positional reads
+/// (footer, index, filter) and a sequential reader with readahead for the
+/// data blocks, both in the CompactionRead mode. Never the table cache.
+pub(crate) fn open_compaction_input(
+    env: &IoEnv,
+    dir: &std::path::Path,
+    number: u64,
+    open_files: &Arc<AtomicUsize>,
+) -> Result<CountedScanner> {
+    let path = table_path(dir, number);
+    let meta_reader = env.open_random(&path, IoClass::CompactionRead)?;
+    let table = Arc::new(TableReader::open(
+        Arc::new(TableSource(meta_reader)),
+        number,
+        None,
+    )?);
+    let seq = env.open_sequential(&path, IoClass::CompactionRead)?;
+    open_files.fetch_add(2, Ordering::Relaxed);
+    Ok(CountedScanner {
+        scanner: TableScanner::new(table, Box::new(ScanSource(seq))),
+        open_files: open_files.clone(),
+    })
+}
+
+/// A compaction scanner that keeps the open-handle count honest.
+pub(crate) struct CountedScanner {
+    scanner: TableScanner,
+    open_files: Arc<AtomicUsize>,
+}
+
+impl Drop for CountedScanner {
+    fn drop(&mut self) {
+        self.open_files.fetch_sub(2, Ordering::Relaxed);
+    }
+}
+
+/// Compaction input over a level's tables in order, one open at a time.
+pub(crate) struct CompactionLevelIter {
+    files: Vec<Arc<FileMeta>>,
+    env: Arc<IoEnv>,
+    dir: std::path::PathBuf,
+    open_files: Arc<AtomicUsize>,
+    index: usize,
+    current: Option<CountedScanner>,
+}
+
+impl CompactionLevelIter {
+    pub(crate) fn new(
+        files: Vec<Arc<FileMeta>>,
+        env: Arc<IoEnv>,
+        dir: std::path::PathBuf,
+        open_files: Arc<AtomicUsize>,
+    ) -> Self {
+        CompactionLevelIter {
+            index: files.len(),
+            files,
+            env,
+            dir,
+            open_files,
+            current: None,
+        }
+    }
+
+    fn open(&mut self, index: usize) -> Result<()> {
+        self.index = index;
+        // Close the previous table before opening the next.
+        self.current = None;
+        if let Some(f) = self.files.get(index) {
+            let mut s = open_compaction_input(&self.env, &self.dir, f.number, &self.open_files)?;
+            s.scanner.seek_to_first()?;
+            self.current = Some(s);
+        }
+        Ok(())
+    }
+
+    fn skip_empty(&mut self) -> Result<()> {
+        while self.current.as_ref().is_some_and(|c| !c.scanner.valid()) {
+            self.open(self.index + 1)?;
+        }
+        Ok(())
+    }
+}
+
+impl InternalIterator for CompactionLevelIter {
+    fn valid(&self) -> bool {
+        self.current.as_ref().is_some_and(|c| c.scanner.valid())
+    }
+
+    fn seek_to_first(&mut self) -> Result<()> {
+        self.open(0)?;
+        self.skip_empty()
+    }
+
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        // Compaction only scans from the start; a seek is a forward skip.
+        if self.current.is_none() {
+            self.seek_to_first()?;
+        }
+        while self.valid() && compare_internal(self.key(), target).is_lt() {
+            self.next()?;
+        }
+        Ok(())
+    }
+
+    fn next(&mut self) -> Result<()> {
+        if let Some(c) = self.current.as_mut() {
+            c.scanner.next()?;
+        }
+        self.skip_empty()
+    }
+
+    fn key(&self) -> &[u8] {
+        self.current.as_ref().expect("valid").scanner.key()
+    }
+
+    fn value(&self) -> &[u8] {
+        self.current.as_ref().expect("valid").scanner.value()
+    }
+}
+
+impl InternalIterator for CountedScanner {
+    fn valid(&self) -> bool {
+        self.scanner.valid()
+    }
+    fn seek_to_first(&mut self) -> Result<()> {
+        self.scanner.seek_to_first()
+    }
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        self.scanner.seek(target)
+    }
+    fn next(&mut self) -> Result<()> {
+        self.scanner.next()
+    }
+    fn key(&self) -> &[u8] {
+        self.scanner.key()
+    }
+    fn value(&self) -> &[u8] {
+        self.scanner.value()
+    }
+}

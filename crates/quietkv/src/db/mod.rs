@@ -1,0 +1,423 @@
+//! The database: write path (group commit into WAL and memtable), read path
+//! (memtables, then tables level by level), versions and their installs,
+//! and the background threads that flush and compact.
+
+mod background;
+mod iter;
+mod level_iter;
+mod recovery;
+mod stats;
+mod write;
+
+use std::collections::{HashSet, VecDeque};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+use quietio::IoEnv;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::fileio::LogFile;
+use crate::filenames::{self, FileKind};
+use crate::key::{SeqNo, ValueKind};
+use crate::log::LogWriter;
+use crate::memtable::Memtable;
+use crate::options::{Options, ReadOptions};
+use crate::picker::{BusyFiles, PickerOptions};
+use crate::snapshot::{Snapshot, SnapshotList};
+use crate::table_cache::TableCache;
+use crate::version::{Version, VersionEdit};
+
+pub use iter::DbIter;
+pub use stats::{CompactionStats, DbStats, LevelStats, WriteStallStats};
+
+/// What readers need to see one consistent state: the memtables and the
+/// table version. Cloning the `Arc` is all a reader does under a lock.
+pub(crate) struct SuperVersion {
+    pub mem: Arc<Memtable>,
+    /// Frozen memtables, newest first.
+    pub imms: Vec<Arc<Memtable>>,
+    pub version: Arc<Version>,
+}
+
+/// A frozen memtable waiting for flush, with the WAL that holds its data.
+pub(crate) struct Immutable {
+    pub mem: Arc<Memtable>,
+    pub wal_number: u64,
+}
+
+/// A manual compaction asked for by `compact_all`/`compact_range`.
+pub(crate) struct ManualCompaction {
+    pub begin: Option<Vec<u8>>,
+    pub end: Option<Vec<u8>>,
+    pub done: bool,
+    pub result: Option<Result<()>>,
+}
+
+/// Mutable state guarded by `Inner::state`.
+pub(crate) struct State {
+    pub mem: Arc<Memtable>,
+    pub mem_wal: u64,
+    /// Oldest first.
+    pub imms: VecDeque<Immutable>,
+    pub version: Arc<Version>,
+    /// Versions handed to readers, to know which tables are still in use.
+    pub live_versions: Vec<Weak<Version>>,
+    pub manifest: LogWriter<LogFile>,
+    pub manifest_number: u64,
+    pub next_file: u64,
+    pub busy: BusyFiles,
+    /// Tables being written and not yet installed.
+    pub pending_outputs: HashSet<u64>,
+    pub flushing: bool,
+    pub compactions_running: usize,
+    pub manual: Option<ManualCompaction>,
+    /// A failed background write or WAL write: the database stays readable
+    /// but refuses writes until reopened.
+    pub bg_error: Option<(ErrorKind, String)>,
+}
+
+impl State {
+    pub fn new_file_number(&mut self) -> u64 {
+        let n = self.next_file;
+        self.next_file += 1;
+        n
+    }
+
+    /// WAL files older than this hold nothing that is not in a table.
+    pub fn min_live_wal(&self) -> u64 {
+        self.imms
+            .front()
+            .map(|i| i.wal_number)
+            .unwrap_or(self.mem_wal)
+    }
+}
+
+/// The WAL being appended to; only the write leader touches it.
+pub(crate) struct Wal {
+    pub writer: LogWriter<LogFile>,
+}
+
+pub(crate) struct Inner {
+    pub dir: PathBuf,
+    pub opts: Options,
+    pub popts: PickerOptions,
+    pub env: Arc<IoEnv>,
+    pub _lock: File,
+    pub table_cache: Arc<TableCache>,
+    pub state: Mutex<State>,
+    /// Wakes background threads when there is work.
+    pub bg_cv: Condvar,
+    /// Wakes writers, flush and compaction waiters when work finishes.
+    pub done_cv: Condvar,
+    pub super_version: RwLock<Arc<SuperVersion>>,
+    pub wal: Mutex<Wal>,
+    pub writers: Mutex<VecDeque<Arc<write::Writer>>>,
+    pub snapshots: Arc<SnapshotList>,
+    /// The newest sequence number readers may see.
+    pub visible_seq: AtomicU64,
+    pub shutting_down: AtomicBool,
+    pub counters: stats::Counters,
+    pub compaction_open_files: Arc<AtomicUsize>,
+}
+
+/// An open database. `Send + Sync`: share it with an `Arc`. Dropping it
+/// waits for running background work and closes cleanly.
+pub struct Db {
+    inner: Arc<Inner>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Db {
+    /// Opens (or creates) the database in `path`.
+    pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        let inner = recovery::open(path.as_ref(), opts)?;
+        let mut threads = Vec::new();
+        for i in 0..inner.opts.background_threads {
+            let inner = inner.clone();
+            let t = std::thread::Builder::new()
+                .name(format!("quietkv-bg-{i}"))
+                .spawn(move || background::run(inner))
+                .map_err(|e| Error::io(e, "cannot start a background thread"))?;
+            threads.push(t);
+        }
+        inner.bg_cv.notify_all();
+        Ok(Db { inner, threads })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    pub fn options(&self) -> &Options {
+        &self.inner.opts
+    }
+
+    /// The I/O environment: probed capabilities and the mode of each class.
+    pub fn io_env(&self) -> &IoEnv {
+        &self.inner.env
+    }
+
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut b = crate::batch::WriteBatch::new();
+        b.put(key, value)?;
+        self.write(b, crate::options::WriteOptions::default())
+    }
+
+    pub fn delete(&self, key: &[u8]) -> Result<()> {
+        let mut b = crate::batch::WriteBatch::new();
+        b.delete(key)?;
+        self.write(b, crate::options::WriteOptions::default())
+    }
+
+    /// Applies a batch atomically. Concurrent writers share one WAL write
+    /// and one sync (group commit).
+    pub fn write(
+        &self,
+        batch: crate::batch::WriteBatch,
+        opts: crate::options::WriteOptions,
+    ) -> Result<()> {
+        write::write(&self.inner, batch, opts.sync, false)
+    }
+
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_with(key, &ReadOptions::default())
+    }
+
+    pub fn get_with(&self, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
+        // The sequence number first, then the state: the state is at least
+        // as new as the sequence number, so nothing visible is missed.
+        let seq = self.read_seq(opts);
+        let sv = self.inner.super_version.read().clone();
+        if let Some(found) = sv.mem.get(key, seq) {
+            return Ok(value_of(found));
+        }
+        for imm in &sv.imms {
+            if let Some(found) = imm.get(key, seq) {
+                return Ok(value_of(found));
+            }
+        }
+        for (_, file) in sv.version.files_for_get(key) {
+            let table = self.inner.table_cache.get(file.number)?;
+            if let Some(found) = table.get(key, seq)? {
+                return Ok(value_of(found));
+            }
+        }
+        Ok(None)
+    }
+
+    /// A consistent view for reads and iterators.
+    pub fn snapshot(&self) -> Snapshot {
+        self.inner
+            .snapshots
+            .acquire(self.inner.visible_seq.load(Ordering::Acquire))
+    }
+
+    /// Iterates over all keys in order.
+    pub fn iter(&self) -> Result<DbIter> {
+        self.range_with(None, None, &ReadOptions::default())
+    }
+
+    /// Iterates over keys in `[from, to)` (either end open when `None`).
+    pub fn range(&self, from: Option<&[u8]>, to: Option<&[u8]>) -> Result<DbIter> {
+        self.range_with(from, to, &ReadOptions::default())
+    }
+
+    pub fn range_with(
+        &self,
+        from: Option<&[u8]>,
+        to: Option<&[u8]>,
+        opts: &ReadOptions,
+    ) -> Result<DbIter> {
+        let seq = self.read_seq(opts);
+        let sv = self.inner.super_version.read().clone();
+        DbIter::new(&self.inner, sv, seq, from, to)
+    }
+
+    /// Writes the memtable out as a table and waits until every frozen
+    /// memtable is flushed.
+    pub fn flush(&self) -> Result<()> {
+        write::write(&self.inner, crate::batch::WriteBatch::new(), false, true)?;
+        let mut st = self.inner.state.lock();
+        loop {
+            if let Some((kind, msg)) = &st.bg_error {
+                return Err(Error::new(*kind, msg.clone()));
+            }
+            if st.imms.is_empty() {
+                return Ok(());
+            }
+            self.inner.done_cv.wait(&mut st);
+        }
+    }
+
+    /// A full (major) compaction: every table of every level is merged into
+    /// the last level, dropping overwritten versions and tombstones no
+    /// snapshot needs. Flushes the memtable first.
+    pub fn compact_all(&self) -> Result<()> {
+        self.compact_range(None, None)
+    }
+
+    /// Compacts every table overlapping `[begin, end]` (user keys, inclusive;
+    /// `None` = unbounded) down to the bottom of the tree.
+    pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.flush()?;
+        background::run_manual(
+            &self.inner,
+            begin.map(<[u8]>::to_vec),
+            end.map(<[u8]>::to_vec),
+        )
+    }
+
+    pub fn stats(&self) -> DbStats {
+        stats::collect(&self.inner)
+    }
+
+    /// Waits for background work to finish and closes the database. Errors
+    /// from closing the WAL are reported (dropping does the same silently).
+    pub fn close(mut self) -> Result<()> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Result<()> {
+        self.inner.shutting_down.store(true, Ordering::Release);
+        {
+            let _st = self.inner.state.lock();
+            self.inner.bg_cv.notify_all();
+            self.inner.done_cv.notify_all();
+        }
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        let mut wal = self.inner.wal.lock();
+        wal.writer.sink_mut().0.sync().map_err(Error::from)
+    }
+
+    fn read_seq(&self, opts: &ReadOptions) -> SeqNo {
+        match opts.snapshot {
+            Some(s) => s.sequence(),
+            None => self.inner.visible_seq.load(Ordering::Acquire),
+        }
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        if !self.threads.is_empty() || !self.inner.shutting_down.load(Ordering::Acquire) {
+            if let Err(e) = self.shutdown() {
+                log::warn!("quietkv: closing {}: {e}", self.inner.dir.display());
+            }
+        }
+    }
+}
+
+fn value_of(found: (ValueKind, Vec<u8>)) -> Option<Vec<u8>> {
+    match found.0 {
+        ValueKind::Put => Some(found.1),
+        ValueKind::Delete => None,
+    }
+}
+
+impl Inner {
+    pub(crate) fn check_bg_error(&self, st: &State) -> Result<()> {
+        match &st.bg_error {
+            Some((kind, msg)) => Err(Error::new(
+                *kind,
+                format!("database refuses writes after an earlier failure: {msg}"),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    pub(crate) fn set_bg_error(&self, st: &mut State, e: &Error) {
+        if st.bg_error.is_none() {
+            log::error!(
+                "quietkv: {}: background error, writes are refused until reopen: {e}",
+                self.dir.display()
+            );
+            st.bg_error = Some((e.kind(), e.to_string()));
+        }
+        self.done_cv.notify_all();
+    }
+
+    /// Publishes a new reader view of the current state.
+    pub(crate) fn refresh_super_version(&self, st: &mut State) {
+        let sv = SuperVersion {
+            mem: st.mem.clone(),
+            imms: st.imms.iter().rev().map(|i| i.mem.clone()).collect(),
+            version: st.version.clone(),
+        };
+        *self.super_version.write() = Arc::new(sv);
+    }
+
+    /// Logs `edit` to the manifest (synced) and makes it the current version.
+    pub(crate) fn install(&self, st: &mut State, mut edit: VersionEdit) -> Result<()> {
+        edit.next_file_number = Some(st.next_file);
+        edit.last_sequence = Some(self.visible_seq.load(Ordering::Acquire));
+        let next = st.version.apply(&edit)?;
+        let res = st
+            .manifest
+            .add_record(&edit.encode())
+            .and_then(|_| st.manifest.sync());
+        if let Err(e) = res {
+            self.set_bg_error(st, &e);
+            return Err(e);
+        }
+        let old = std::mem::replace(&mut st.version, Arc::new(next));
+        st.live_versions.retain(|w| w.strong_count() > 0);
+        st.live_versions.push(Arc::downgrade(&old));
+        self.refresh_super_version(st);
+        Ok(())
+    }
+
+    /// Deletes tables no version uses any more, WALs whose data is in
+    /// tables, old manifests and leftover temporary files. Files a reader
+    /// or iterator still holds (through an old version) are kept.
+    pub(crate) fn delete_obsolete_files(&self) {
+        let (live_tables, min_wal, manifest_number) = {
+            let mut st = self.state.lock();
+            st.live_versions.retain(|w| w.strong_count() > 0);
+            let mut live: HashSet<u64> = st.pending_outputs.clone();
+            live.extend(st.version.all_file_numbers());
+            for v in st.live_versions.iter().filter_map(Weak::upgrade) {
+                live.extend(v.all_file_numbers());
+            }
+            (live, st.min_live_wal(), st.manifest_number)
+        };
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(kind) = name.to_str().and_then(filenames::parse) else {
+                continue;
+            };
+            let obsolete = match kind {
+                FileKind::Table(n) => !live_tables.contains(&n),
+                FileKind::Wal(n) => n < min_wal,
+                FileKind::Manifest(n) => n != manifest_number,
+                FileKind::Temp => true,
+                FileKind::Current | FileKind::Lock => false,
+            };
+            if obsolete {
+                if let FileKind::Table(n) = kind {
+                    self.table_cache.evict(n);
+                }
+                if let Err(e) = std::fs::remove_file(entry.path()) {
+                    log::warn!(
+                        "quietkv: cannot delete obsolete {}: {e}",
+                        entry.path().display()
+                    );
+                }
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db").field("path", &self.inner.dir).finish()
+    }
+}

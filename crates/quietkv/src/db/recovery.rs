@@ -1,0 +1,371 @@
+//! Opening a database: lock, manifest replay, WAL replay, and a fresh
+//! manifest and WAL to continue from.
+
+use std::collections::{HashSet, VecDeque};
+use std::fs::{self, File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+use quietio::{IoClass, IoEnv};
+
+use super::{stats, Inner, State, SuperVersion, Wal};
+use crate::batch::WriteBatch;
+use crate::block_cache::BlockCache;
+use crate::error::{Error, ErrorKind, Result};
+use crate::fileio::{LogFile, TableFile};
+use crate::filenames::{self, manifest_name, table_path, wal_path, FileKind, CURRENT, LOCK};
+use crate::iter::InternalIterator;
+use crate::key::SeqNo;
+use crate::log::{LogReader, LogWriter, TailState};
+use crate::memtable::Memtable;
+use crate::options::Options;
+use crate::picker::BusyFiles;
+use crate::snapshot::SnapshotList;
+use crate::table::TableBuilder;
+use crate::table_cache::TableCache;
+use crate::version::{FileMeta, Version, VersionEdit};
+
+pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
+    opts.validate()?;
+    if !dir.exists() {
+        if !opts.create_if_missing {
+            return Err(Error::invalid(
+                "database directory does not exist (create_if_missing is off)",
+            )
+            .with_file(dir));
+        }
+        fs::create_dir_all(dir)
+            .map_err(|e| Error::io(e, "cannot create database directory").with_file(dir))?;
+    }
+    let env = Arc::new(IoEnv::open(dir, opts.io_options())?);
+    let dir = env.dir().to_path_buf();
+    let lock = lock_dir(&dir)?;
+
+    let current = dir.join(CURRENT);
+    let recovered = if current.exists() {
+        if opts.error_if_exists {
+            return Err(
+                Error::invalid("database already exists (error_if_exists is on)").with_file(&dir),
+            );
+        }
+        read_manifest(&dir)?
+    } else {
+        if !opts.create_if_missing {
+            return Err(Error::invalid(
+                "no database here (no CURRENT file) and create_if_missing is off",
+            )
+            .with_file(&dir));
+        }
+        Recovered::default()
+    };
+    for number in recovered.version.all_file_numbers() {
+        let p = table_path(&dir, number);
+        if !p.exists() {
+            return Err(Error::corruption(format!(
+                "table {number:06}.sst is listed in the manifest but missing; the database cannot be opened without it"
+            ))
+            .with_file(p));
+        }
+    }
+
+    let mut next_file = recovered.next_file.max(2);
+    let mut last_seq = recovered.last_seq;
+    let mut version = recovered.version;
+    let mut edit = VersionEdit::new();
+
+    // Replay every WAL the manifest does not cover, oldest first. Data that
+    // outgrows a memtable is written to L0 as it goes.
+    let mut wals: Vec<u64> = list(&dir)?
+        .into_iter()
+        .filter_map(|k| match k {
+            FileKind::Wal(n) if n >= recovered.log_number => Some(n),
+            _ => None,
+        })
+        .collect();
+    wals.sort_unstable();
+    for &n in &wals {
+        next_file = next_file.max(n + 1);
+    }
+    let mut mem = Arc::new(Memtable::new());
+    for &n in &wals {
+        let path = wal_path(&dir, n);
+        let data = fs::read(&path).map_err(|e| Error::io(e, "cannot read WAL").with_file(&path))?;
+        let mut reader = LogReader::new(&path, &data);
+        while let Some(record) = reader.read_record()? {
+            let offset = reader.last_record_offset();
+            let batch = WriteBatch::decode(record).map_err(|e| {
+                Error::corruption(format!(
+                    "WAL record is not a valid write batch: {}",
+                    e.message()
+                ))
+                .with_file(&path)
+                .with_offset(offset)
+            })?;
+            if batch.is_empty() {
+                continue;
+            }
+            mem.insert_batch(&batch)?;
+            last_seq = last_seq.max(batch.sequence() + batch.len() as u64 - 1);
+            if mem.approximate_bytes() >= opts.memtable_size {
+                let number = next_file;
+                next_file += 1;
+                if let Some(meta) = write_l0(&env, &dir, &opts, &mem, number)? {
+                    edit.add_file(0, meta);
+                }
+                mem = Arc::new(Memtable::new());
+            }
+        }
+        match reader.tail() {
+            TailState::Clean => {}
+            TailState::Torn { offset } => log::warn!(
+                "quietkv: {}: dropped a torn last record at offset {offset} (it was never acknowledged)",
+                path.display()
+            ),
+            TailState::ZeroPadded { offset } => {
+                log::info!("quietkv: {}: zero padding from offset {offset}", path.display())
+            }
+        }
+    }
+    if !mem.is_empty() {
+        let number = next_file;
+        next_file += 1;
+        if let Some(meta) = write_l0(&env, &dir, &opts, &mem, number)? {
+            edit.add_file(0, meta);
+        }
+    }
+    version = version.apply(&edit)?;
+
+    // A fresh manifest holding the whole version, then CURRENT, then the
+    // new WAL: a crash at any point leaves either the old state or the new.
+    let wal_number = next_file;
+    let manifest_number = next_file + 1;
+    next_file += 2;
+    let mut snapshot = VersionEdit::new();
+    for level in 0..crate::version::NUM_LEVELS {
+        for f in version.files(level) {
+            snapshot.add_file(level, (**f).clone());
+        }
+        if let Some(p) = version.compact_pointer(level) {
+            snapshot.compact_pointers.push((level, p.to_vec()));
+        }
+    }
+    snapshot.log_number = Some(wal_number);
+    snapshot.next_file_number = Some(next_file);
+    snapshot.last_sequence = Some(last_seq);
+    let manifest_path = dir.join(manifest_name(manifest_number));
+    let mut manifest = LogWriter::new(LogFile(env.create(&manifest_path, IoClass::Manifest)?));
+    manifest.add_record(&snapshot.encode())?;
+    manifest.sync()?;
+    let wal_file = env.create(&wal_path(&dir, wal_number), IoClass::WalWrite)?;
+    set_current(&env, &dir, manifest_number)?;
+
+    let block_cache = Arc::new(BlockCache::new(opts.block_cache_bytes));
+    let table_cache = Arc::new(TableCache::new(
+        dir.clone(),
+        env.clone(),
+        opts.max_open_tables,
+        block_cache,
+    ));
+    let version = Arc::new(version);
+    let mem = Arc::new(Memtable::new());
+    let sv = SuperVersion {
+        mem: mem.clone(),
+        imms: Vec::new(),
+        version: version.clone(),
+    };
+    let inner = Arc::new(Inner {
+        popts: opts.picker_options(),
+        dir: dir.clone(),
+        opts,
+        env,
+        _lock: lock,
+        table_cache,
+        state: Mutex::new(State {
+            mem,
+            mem_wal: wal_number,
+            imms: VecDeque::new(),
+            version,
+            live_versions: Vec::new(),
+            manifest,
+            manifest_number,
+            next_file,
+            busy: BusyFiles::new(),
+            pending_outputs: HashSet::new(),
+            flushing: false,
+            compactions_running: 0,
+            manual: None,
+            bg_error: None,
+        }),
+        bg_cv: Condvar::new(),
+        done_cv: Condvar::new(),
+        super_version: RwLock::new(Arc::new(sv)),
+        wal: Mutex::new(Wal {
+            writer: LogWriter::new(LogFile(wal_file)),
+        }),
+        writers: Mutex::new(VecDeque::new()),
+        snapshots: Arc::new(SnapshotList::default()),
+        visible_seq: AtomicU64::new(last_seq),
+        shutting_down: AtomicBool::new(false),
+        counters: stats::Counters::default(),
+        compaction_open_files: Arc::new(AtomicUsize::new(0)),
+    });
+    inner.delete_obsolete_files();
+    Ok(inner)
+}
+
+/// Takes the directory's lock file so a second process cannot open it.
+fn lock_dir(dir: &Path) -> Result<File> {
+    let path = dir.join(LOCK);
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| Error::io(e, "cannot open the lock file").with_file(&path))?;
+    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            return Err(Error::new(
+                ErrorKind::Busy,
+                "the database is in use by another process (its LOCK file is held)",
+            )
+            .with_file(dir));
+        }
+        return Err(Error::io(e, "cannot lock the database").with_file(&path));
+    }
+    Ok(f)
+}
+
+#[derive(Default)]
+struct Recovered {
+    version: Version,
+    log_number: u64,
+    next_file: u64,
+    last_seq: SeqNo,
+}
+
+/// Replays the manifest named by CURRENT. A torn last record is an edit
+/// that was never installed; damage before it is corruption.
+fn read_manifest(dir: &Path) -> Result<Recovered> {
+    let current_path = dir.join(CURRENT);
+    let current = fs::read_to_string(&current_path)
+        .map_err(|e| Error::io(e, "cannot read CURRENT").with_file(&current_path))?;
+    let name = current.trim_end_matches('\n');
+    if !matches!(filenames::parse(name), Some(FileKind::Manifest(_))) {
+        return Err(
+            Error::corruption(format!("CURRENT does not name a manifest: {name:?}"))
+                .with_file(&current_path),
+        );
+    }
+    let path = dir.join(name);
+    let data = fs::read(&path)
+        .map_err(|e| Error::io(e, "cannot read the manifest named by CURRENT").with_file(&path))?;
+    let mut reader = LogReader::new(&path, &data);
+    let mut builder = crate::version::VersionBuilder::new(&Version::new());
+    let mut r = Recovered::default();
+    let mut edits = 0;
+    while let Some(record) = reader.read_record()? {
+        let offset = reader.last_record_offset();
+        let edit = VersionEdit::decode(record)
+            .and_then(|e| builder.apply(&e).map(|_| e))
+            .map_err(|e| {
+                Error::corruption(format!("bad manifest edit: {}", e.message()))
+                    .with_file(&path)
+                    .with_offset(offset)
+            })?;
+        if let Some(n) = edit.log_number {
+            r.log_number = n;
+        }
+        if let Some(n) = edit.next_file_number {
+            r.next_file = n;
+        }
+        if let Some(n) = edit.last_sequence {
+            r.last_seq = n;
+        }
+        edits += 1;
+    }
+    if edits == 0 {
+        return Err(Error::corruption("the manifest holds no complete edit").with_file(&path));
+    }
+    r.version = builder.build().map_err(|e| {
+        Error::corruption(format!(
+            "manifest describes an invalid tree: {}",
+            e.message()
+        ))
+        .with_file(&path)
+    })?;
+    Ok(r)
+}
+
+/// Points CURRENT at a manifest: write a temporary file, sync it, rename
+/// it over CURRENT, sync the directory.
+pub(crate) fn set_current(env: &IoEnv, dir: &Path, manifest_number: u64) -> Result<()> {
+    let tmp = dir.join(format!("CURRENT.{manifest_number}.tmp"));
+    let mut w = env.create(&tmp, IoClass::Manifest)?;
+    w.write_all(format!("{}\n", manifest_name(manifest_number)).as_bytes())?;
+    w.finish(true)?;
+    fs::rename(&tmp, dir.join(CURRENT))
+        .map_err(|e| Error::io(e, "cannot install CURRENT").with_file(&tmp))?;
+    env.sync_dir()?;
+    Ok(())
+}
+
+fn list(dir: &Path) -> Result<Vec<FileKind>> {
+    let entries = fs::read_dir(dir)
+        .map_err(|e| Error::io(e, "cannot list the database directory").with_file(dir))?;
+    Ok(entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(filenames::parse))
+        .collect())
+}
+
+/// Writes a memtable as table `number` (FlushWrite class), synced, and
+/// returns its metadata (None for an empty memtable).
+pub(crate) fn write_l0(
+    env: &IoEnv,
+    dir: &Path,
+    opts: &Options,
+    mem: &Arc<Memtable>,
+    number: u64,
+) -> Result<Option<FileMeta>> {
+    if mem.is_empty() {
+        return Ok(None);
+    }
+    let path = table_path(dir, number);
+    let result = (|| {
+        let file = env.create(&path, IoClass::FlushWrite)?;
+        let mut builder = TableBuilder::new(TableFile(file), opts.table_options());
+        let mut it = mem.iter();
+        it.seek_to_first()?;
+        while it.valid() {
+            builder.add(it.key(), it.value())?;
+            it.next()?;
+        }
+        let (summary, sink) = builder.finish()?;
+        sink.0.finish(true)?;
+        env.sync_dir()?;
+        Ok(meta_from(number, &summary))
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&path);
+    }
+    result.map(Some)
+}
+
+pub(crate) fn meta_from(number: u64, s: &crate::table::TableSummary) -> FileMeta {
+    FileMeta {
+        number,
+        size: s.file_size,
+        smallest: s.smallest_key.clone(),
+        largest: s.largest_key.clone(),
+        smallest_seq: s.smallest_seq,
+        largest_seq: s.largest_seq,
+        num_entries: s.num_entries,
+        num_deletes: s.num_deletes,
+    }
+}

@@ -1,0 +1,157 @@
+//! Engine statistics: tree shape, compaction and flush work, write stalls,
+//! caches, and quietio's per-class I/O counters.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+use quietio::{ClassStats, EffectiveMode, IoClass};
+
+use super::Inner;
+use crate::block_cache::CacheStats;
+
+#[derive(Default)]
+pub(crate) struct Counters {
+    writes: AtomicU64,
+    write_bytes: AtomicU64,
+    write_groups: AtomicU64,
+    write_batches: AtomicU64,
+    slowdowns: AtomicU64,
+    stops: AtomicU64,
+    stall_micros: AtomicU64,
+    flushes: AtomicU64,
+    flush_bytes: AtomicU64,
+    flush_micros: AtomicU64,
+    compactions: AtomicU64,
+    compaction_read: AtomicU64,
+    compaction_written: AtomicU64,
+    compaction_micros: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn record_write(&self, entries: u64, bytes: u64, batches: u64) {
+        self.writes.fetch_add(entries, Relaxed);
+        self.write_bytes.fetch_add(bytes, Relaxed);
+        self.write_groups.fetch_add(1, Relaxed);
+        self.write_batches.fetch_add(batches, Relaxed);
+    }
+
+    pub(crate) fn record_stall(&self, stop: bool, took: Duration) {
+        if stop {
+            self.stops.fetch_add(1, Relaxed);
+        } else {
+            self.slowdowns.fetch_add(1, Relaxed);
+        }
+        self.stall_micros
+            .fetch_add(took.as_micros() as u64, Relaxed);
+    }
+
+    pub(crate) fn record_flush(&self, bytes: u64, took: Duration) {
+        self.flushes.fetch_add(1, Relaxed);
+        self.flush_bytes.fetch_add(bytes, Relaxed);
+        self.flush_micros
+            .fetch_add(took.as_micros() as u64, Relaxed);
+    }
+
+    pub(crate) fn record_compaction(&self, read: u64, written: u64, took: Duration) {
+        self.compactions.fetch_add(1, Relaxed);
+        self.compaction_read.fetch_add(read, Relaxed);
+        self.compaction_written.fetch_add(written, Relaxed);
+        self.compaction_micros
+            .fetch_add(took.as_micros() as u64, Relaxed);
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct LevelStats {
+    pub files: usize,
+    pub bytes: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct CompactionStats {
+    /// Merge compactions completed (trivial moves are not counted).
+    pub count: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub seconds: f64,
+    pub running: usize,
+    /// Table handles compaction holds open right now (its own, not the
+    /// table cache's).
+    pub open_files: usize,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct WriteStallStats {
+    pub slowdowns: u64,
+    pub stops: u64,
+    pub stall_seconds: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct DbStats {
+    pub levels: Vec<LevelStats>,
+    pub last_sequence: u64,
+    pub writes: u64,
+    pub write_bytes: u64,
+    /// WAL writes (groups) and the batches they carried: batches/groups is
+    /// the group-commit factor.
+    pub write_groups: u64,
+    pub write_batches: u64,
+    pub memtable_bytes: usize,
+    pub immutable_memtables: usize,
+    pub flushes: u64,
+    pub flush_bytes: u64,
+    pub flush_seconds: f64,
+    pub compaction: CompactionStats,
+    pub stalls: WriteStallStats,
+    pub block_cache: CacheStats,
+    pub open_tables: usize,
+    pub io_modes: Vec<(IoClass, EffectiveMode)>,
+    pub io: Vec<(IoClass, ClassStats)>,
+    pub background_error: Option<String>,
+}
+
+pub(crate) fn collect(inner: &Inner) -> DbStats {
+    let c = &inner.counters;
+    let st = inner.state.lock();
+    let levels = (0..crate::version::NUM_LEVELS)
+        .map(|l| LevelStats {
+            files: st.version.num_files(l),
+            bytes: st.version.level_bytes(l),
+        })
+        .collect();
+    DbStats {
+        levels,
+        last_sequence: inner.visible_seq.load(std::sync::atomic::Ordering::Acquire),
+        writes: c.writes.load(Relaxed),
+        write_bytes: c.write_bytes.load(Relaxed),
+        write_groups: c.write_groups.load(Relaxed),
+        write_batches: c.write_batches.load(Relaxed),
+        memtable_bytes: st.mem.approximate_bytes(),
+        immutable_memtables: st.imms.len(),
+        flushes: c.flushes.load(Relaxed),
+        flush_bytes: c.flush_bytes.load(Relaxed),
+        flush_seconds: c.flush_micros.load(Relaxed) as f64 / 1e6,
+        compaction: CompactionStats {
+            count: c.compactions.load(Relaxed),
+            bytes_read: c.compaction_read.load(Relaxed),
+            bytes_written: c.compaction_written.load(Relaxed),
+            seconds: c.compaction_micros.load(Relaxed) as f64 / 1e6,
+            running: st.compactions_running,
+            open_files: inner.compaction_open_files.load(Relaxed),
+        },
+        stalls: WriteStallStats {
+            slowdowns: c.slowdowns.load(Relaxed),
+            stops: c.stops.load(Relaxed),
+            stall_seconds: c.stall_micros.load(Relaxed) as f64 / 1e6,
+        },
+        block_cache: inner.table_cache.block_cache().stats(),
+        open_tables: inner.table_cache.open_count(),
+        io_modes: IoClass::ALL
+            .iter()
+            .map(|c| (*c, inner.env.mode(*c)))
+            .collect(),
+        io: inner.env.stats().snapshot(),
+        background_error: st.bg_error.as_ref().map(|(_, m)| m.clone()),
+    }
+}

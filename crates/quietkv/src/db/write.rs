@@ -1,0 +1,239 @@
+//! The write path: writers queue up; the one at the front (the leader)
+//! takes the batches of those behind it, writes them as one WAL record with
+//! at most one sync, inserts them into the memtable and wakes them all.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+use quietio::IoClass;
+
+use super::{Immutable, Inner, Wal};
+use crate::batch::WriteBatch;
+use crate::error::{Error, Result};
+use crate::fileio::LogFile;
+use crate::filenames::wal_path;
+use crate::log::LogWriter;
+use crate::memtable::Memtable;
+use crate::picker::{write_pressure, WriteStall};
+
+/// A group never grows past this many bytes, so one huge group does not
+/// delay a small synced write for long.
+const MAX_GROUP_BYTES: usize = 1 << 20;
+
+pub(crate) struct Writer {
+    batch: WriteBatch,
+    sync: bool,
+    /// Freeze the memtable even if it is not full (`flush`).
+    force_switch: bool,
+    result: Mutex<Option<Result<()>>>,
+    cv: Condvar,
+}
+
+pub(crate) fn write(
+    inner: &Arc<Inner>,
+    batch: WriteBatch,
+    sync: bool,
+    force_switch: bool,
+) -> Result<()> {
+    if batch.is_empty() && !force_switch {
+        return Ok(());
+    }
+    if inner.shutting_down.load(Ordering::Acquire) {
+        return Err(Error::new(crate::ErrorKind::Closed, "database is closing"));
+    }
+    let me = Arc::new(Writer {
+        batch,
+        sync,
+        force_switch,
+        result: Mutex::new(None),
+        cv: Condvar::new(),
+    });
+    let mut queue = inner.writers.lock();
+    queue.push_back(me.clone());
+    loop {
+        if let Some(r) = me.result.lock().take() {
+            return r;
+        }
+        if queue.front().is_some_and(|f| Arc::ptr_eq(f, &me)) {
+            break;
+        }
+        me.cv.wait(&mut queue);
+    }
+    drop(queue);
+
+    // The leader.
+    let outcome = lead(inner, &me);
+    let mut queue = inner.writers.lock();
+    let group_len = match &outcome {
+        Ok(n) => *n,
+        Err(_) => 1,
+    };
+    let mut mine = None;
+    for _ in 0..group_len {
+        let w = queue
+            .pop_front()
+            .expect("group is at the front of the queue");
+        let r = match &outcome {
+            Ok(_) => Ok(()),
+            Err(e) => Err(Error::new(e.kind(), e.to_string())),
+        };
+        if Arc::ptr_eq(&w, &me) {
+            mine = Some(r);
+        } else {
+            *w.result.lock() = Some(r);
+            w.cv.notify_one();
+        }
+    }
+    if let Some(next) = queue.front() {
+        next.cv.notify_one();
+    }
+    drop(queue);
+    mine.expect("leader is in its own group")
+}
+
+/// Does the leader's work; returns how many queued writers it served.
+fn lead(inner: &Arc<Inner>, me: &Arc<Writer>) -> Result<usize> {
+    let mem = make_room(inner, me.force_switch)?;
+    if me.batch.is_empty() {
+        return Ok(1);
+    }
+    // Take the group: the leader plus followers, up to the size cap. A
+    // follower that wants a sync cannot join a group that will not sync,
+    // unless the leader syncs anyway.
+    let (group, mut merged) = {
+        let queue = inner.writers.lock();
+        let mut group: Vec<Arc<Writer>> = Vec::new();
+        let mut bytes = 0;
+        for w in queue.iter() {
+            if !group.is_empty() {
+                if w.force_switch
+                    || (w.sync && !me.sync)
+                    || bytes + w.batch.approximate_size() > MAX_GROUP_BYTES
+                {
+                    break;
+                }
+            }
+            bytes += w.batch.approximate_size();
+            group.push(w.clone());
+        }
+        let merged = if group.len() == 1 {
+            me.batch.clone()
+        } else {
+            let mut m = WriteBatch::with_capacity(bytes);
+            for w in &group {
+                m.append(&w.batch)?;
+            }
+            m
+        };
+        (group, merged)
+    };
+    let sync = group.iter().any(|w| w.sync);
+    let first_seq = inner.visible_seq.load(Ordering::Acquire) + 1;
+    merged.set_sequence(first_seq);
+
+    let written = {
+        let mut wal = inner.wal.lock();
+        wal.writer.add_record(merged.data()).and_then(|_| {
+            if sync {
+                wal.writer.sync()
+            } else {
+                // Handed to the kernel: survives a process crash.
+                wal.writer.sink_mut().flush_all()
+            }
+        })
+    };
+    if let Err(e) = written {
+        // The WAL's state is unknown now; stop accepting writes. (The WAL
+        // lock is released first: the lock order is state, then WAL.)
+        let mut st = inner.state.lock();
+        inner.set_bg_error(&mut st, &e);
+        return Err(e);
+    }
+    mem.insert_batch(&merged)?;
+    let last = first_seq + merged.len() as u64 - 1;
+    inner.visible_seq.store(last, Ordering::Release);
+    inner.counters.record_write(
+        merged.len() as u64,
+        merged.data().len() as u64,
+        group.len() as u64,
+    );
+    Ok(group.len())
+}
+
+/// Makes sure the memtable has room, switching to a new one (and WAL) when
+/// it is full, and delays or stops the writer when flush or L0 compaction
+/// is behind. Returns the memtable to insert into.
+fn make_room(inner: &Arc<Inner>, force: bool) -> Result<Arc<Memtable>> {
+    let mut allow_delay = !force;
+    let mut force = force;
+    let mut st = inner.state.lock();
+    loop {
+        inner.check_bg_error(&st)?;
+        if inner.shutting_down.load(Ordering::Acquire) {
+            return Err(Error::new(crate::ErrorKind::Closed, "database is closing"));
+        }
+        let pressure = write_pressure(&st.version, &inner.popts);
+        if allow_delay && pressure == WriteStall::Slowdown {
+            // One short delay per write spreads the slowdown over writers
+            // instead of stopping one of them for long.
+            drop(st);
+            let t = Instant::now();
+            std::thread::sleep(Duration::from_millis(1));
+            inner.counters.record_stall(false, t.elapsed());
+            allow_delay = false;
+            st = inner.state.lock();
+            continue;
+        }
+        let full = st.mem.approximate_bytes() >= inner.opts.memtable_size;
+        if !force && !full {
+            return Ok(st.mem.clone());
+        }
+        if force && st.mem.is_empty() {
+            return Ok(st.mem.clone());
+        }
+        if st.imms.len() >= inner.opts.max_immutable_memtables || pressure == WriteStall::Stop {
+            let t = Instant::now();
+            inner.bg_cv.notify_all();
+            inner.done_cv.wait_for(&mut st, Duration::from_millis(100));
+            inner.counters.record_stall(true, t.elapsed());
+            continue;
+        }
+        // Switch: a new WAL for the new memtable; the old WAL is synced and
+        // closed (its data is now only needed until the flush).
+        let number = st.new_file_number();
+        let path = wal_path(&inner.dir, number);
+        let file = match inner.env.create(&path, IoClass::WalWrite) {
+            Ok(f) => f,
+            Err(e) => {
+                let e = Error::from(e);
+                inner.set_bg_error(&mut st, &e);
+                return Err(e);
+            }
+        };
+        let new_wal = Wal {
+            writer: LogWriter::new(LogFile(file)),
+        };
+        let old = std::mem::replace(&mut *inner.wal.lock(), new_wal);
+        if let Err(e) = old.writer.into_inner().0.finish(true) {
+            let e = Error::from(e);
+            inner.set_bg_error(&mut st, &e);
+            return Err(e);
+        }
+        if let Err(e) = inner.env.sync_dir() {
+            let e = Error::from(e);
+            inner.set_bg_error(&mut st, &e);
+            return Err(e);
+        }
+        let frozen = std::mem::replace(&mut st.mem, Arc::new(Memtable::new()));
+        let frozen_wal = std::mem::replace(&mut st.mem_wal, number);
+        st.imms.push_back(Immutable {
+            mem: frozen,
+            wal_number: frozen_wal,
+        });
+        inner.refresh_super_version(&mut st);
+        inner.bg_cv.notify_all();
+        force = false;
+    }
+}

@@ -1,0 +1,339 @@
+//! Database options, with validation and sensible defaults.
+
+use quietio::{AccessMode, ClassModes, IoClass, IoOptions};
+
+use crate::error::{Error, Result};
+use crate::picker::PickerOptions;
+use crate::snapshot::Snapshot;
+use crate::table::{Compression, TableOptions};
+
+/// I/O priority of background threads (`ioprio_set`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IoPriority {
+    /// Best-effort class at a level 0 (highest) ..= 7 (lowest).
+    BestEffort(u8),
+    /// Idle class: only served when nobody else uses the disk.
+    Idle,
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Create the database if the directory holds none. Default true.
+    pub create_if_missing: bool,
+    /// Fail if a database already exists. Default false.
+    pub error_if_exists: bool,
+    /// Bytes a memtable holds before it is frozen and flushed. Default 64 MiB.
+    pub memtable_size: usize,
+    /// Frozen memtables waiting for flush before writers stall. Default 2.
+    pub max_immutable_memtables: usize,
+    /// L0 files that trigger a compaction. Default 4.
+    pub l0_compaction_trigger: usize,
+    /// L0 files at which each write is delayed. Default 8.
+    pub l0_slowdown_trigger: usize,
+    /// L0 files at which writes stop until compaction catches up. Default 12.
+    pub l0_stop_trigger: usize,
+    /// Target size of L1. Default 256 MiB.
+    pub level_base_bytes: u64,
+    /// Each level is this many times the one above. Default 10.
+    pub level_multiplier: f64,
+    /// Size at which compaction output is cut into a new table. Default 64 MiB.
+    pub target_file_size: u64,
+    /// Uncompressed size of a data block. Default 4 KiB.
+    pub block_size: usize,
+    /// Per-block compression. Default none.
+    pub compression: Compression,
+    /// Bloom filter bits per key (0 = no filter). Default 10.
+    pub bloom_bits_per_key: usize,
+    /// Bytes of decompressed blocks cached for user reads (0 = none). Default 32 MiB.
+    pub block_cache_bytes: usize,
+    /// Table readers kept open for user reads. Default 1000.
+    pub max_open_tables: usize,
+    /// Background threads doing flush and compaction. Default 1.
+    pub background_threads: usize,
+    /// Background (compaction) I/O limit in MiB/s; 0 = unthrottled. Default 0.
+    pub background_rate_limit_mib: u64,
+    /// Niceness added to background threads (0 = same CPU priority as users).
+    pub background_nice: i32,
+    /// I/O priority of background threads; None leaves it alone.
+    pub background_io_priority: Option<IoPriority>,
+    /// Sequential writer buffer; a multiple of the direct I/O alignment. Default 1 MiB.
+    pub direct_write_buffer_size: usize,
+    /// Compaction input readahead. Default 2 MiB.
+    pub compaction_readahead_size: usize,
+    /// Fadvise mode drops written/read pages every this many bytes. Default 4 MiB.
+    pub fadvise_chunk_size: u64,
+    /// Access mode per I/O class; all `auto` by default (compaction direct
+    /// where the probe allows, everything else buffered).
+    pub io_modes: ClassModes,
+    /// Count page-cache hits and misses of user reads. Default true.
+    pub attribute_cache_hits: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            create_if_missing: true,
+            error_if_exists: false,
+            memtable_size: 64 << 20,
+            max_immutable_memtables: 2,
+            l0_compaction_trigger: 4,
+            l0_slowdown_trigger: 8,
+            l0_stop_trigger: 12,
+            level_base_bytes: 256 << 20,
+            level_multiplier: 10.0,
+            target_file_size: 64 << 20,
+            block_size: 4096,
+            compression: Compression::None,
+            bloom_bits_per_key: 10,
+            block_cache_bytes: 32 << 20,
+            max_open_tables: 1000,
+            background_threads: 1,
+            background_rate_limit_mib: 0,
+            background_nice: 0,
+            background_io_priority: None,
+            direct_write_buffer_size: 1 << 20,
+            compaction_readahead_size: 2 << 20,
+            fadvise_chunk_size: 4 << 20,
+            io_modes: ClassModes::default(),
+            attribute_cache_hits: true,
+        }
+    }
+}
+
+impl Options {
+    /// Sets one class's access mode.
+    pub fn io_mode(mut self, class: IoClass, mode: AccessMode) -> Self {
+        self.io_modes.set(class, mode);
+        self
+    }
+
+    /// Checks every option; the error names the option and the rule.
+    pub fn validate(&self) -> Result<()> {
+        fn bad(msg: String) -> Result<()> {
+            Err(Error::invalid(msg))
+        }
+        if self.memtable_size < 4096 {
+            return bad(format!(
+                "memtable_size must be at least 4096 bytes, got {}",
+                self.memtable_size
+            ));
+        }
+        if self.max_immutable_memtables == 0 {
+            return bad("max_immutable_memtables must be at least 1".into());
+        }
+        if self.l0_compaction_trigger == 0 {
+            return bad("l0_compaction_trigger must be at least 1".into());
+        }
+        if !(self.l0_compaction_trigger <= self.l0_slowdown_trigger
+            && self.l0_slowdown_trigger <= self.l0_stop_trigger)
+        {
+            return bad(format!(
+                "L0 triggers must satisfy compaction <= slowdown <= stop, got {} / {} / {}",
+                self.l0_compaction_trigger, self.l0_slowdown_trigger, self.l0_stop_trigger
+            ));
+        }
+        if self.level_base_bytes < 4096 {
+            return bad(format!(
+                "level_base_bytes must be at least 4096, got {}",
+                self.level_base_bytes
+            ));
+        }
+        if !(self.level_multiplier.is_finite() && self.level_multiplier >= 2.0) {
+            return bad(format!(
+                "level_multiplier must be a finite number >= 2, got {}",
+                self.level_multiplier
+            ));
+        }
+        if self.target_file_size < 4096 {
+            return bad(format!(
+                "target_file_size must be at least 4096, got {}",
+                self.target_file_size
+            ));
+        }
+        if !(256..=(4 << 20)).contains(&self.block_size) {
+            return bad(format!(
+                "block_size must be between 256 bytes and 4 MiB, got {}",
+                self.block_size
+            ));
+        }
+        if self.bloom_bits_per_key > 64 {
+            return bad(format!(
+                "bloom_bits_per_key must be at most 64, got {}",
+                self.bloom_bits_per_key
+            ));
+        }
+        if self.max_open_tables < 16 {
+            return bad(format!(
+                "max_open_tables must be at least 16, got {}",
+                self.max_open_tables
+            ));
+        }
+        if self.background_threads == 0 || self.background_threads > 64 {
+            return bad(format!(
+                "background_threads must be between 1 and 64, got {}",
+                self.background_threads
+            ));
+        }
+        if !(-20..=19).contains(&self.background_nice) {
+            return bad(format!(
+                "background_nice must be between -20 and 19, got {}",
+                self.background_nice
+            ));
+        }
+        if let Some(IoPriority::BestEffort(l)) = self.background_io_priority {
+            if l > 7 {
+                return bad(format!(
+                    "best-effort I/O priority level must be 0..=7, got {l}"
+                ));
+            }
+        }
+        if self.background_rate_limit_mib > (1 << 30) {
+            return bad(format!(
+                "background_rate_limit_mib is absurd: {}",
+                self.background_rate_limit_mib
+            ));
+        }
+        if self.direct_write_buffer_size == 0 || self.direct_write_buffer_size % 512 != 0 {
+            return bad(format!(
+                "direct_write_buffer_size must be a positive multiple of 512 (and of the directory's direct I/O alignment), got {}",
+                self.direct_write_buffer_size
+            ));
+        }
+        if self.compaction_readahead_size == 0 || self.compaction_readahead_size % 512 != 0 {
+            return bad(format!(
+                "compaction_readahead_size must be a positive multiple of 512, got {}",
+                self.compaction_readahead_size
+            ));
+        }
+        if self.fadvise_chunk_size == 0 {
+            return bad("fadvise_chunk_size must be positive".into());
+        }
+        Ok(())
+    }
+
+    pub(crate) fn io_options(&self) -> IoOptions {
+        IoOptions {
+            modes: self.io_modes,
+            direct_write_buffer_size: self.direct_write_buffer_size,
+            readahead_size: self.compaction_readahead_size,
+            fadvise_chunk_size: self.fadvise_chunk_size,
+            attribute_cache_hits: self.attribute_cache_hits,
+            background_bytes_per_sec: self.background_rate_limit_mib << 20,
+        }
+    }
+
+    pub(crate) fn picker_options(&self) -> PickerOptions {
+        PickerOptions {
+            l0_compaction_trigger: self.l0_compaction_trigger,
+            l0_slowdown_trigger: self.l0_slowdown_trigger,
+            l0_stop_trigger: self.l0_stop_trigger,
+            level_base_bytes: self.level_base_bytes,
+            level_multiplier: self.level_multiplier,
+            target_file_size: self.target_file_size,
+            ..PickerOptions::default()
+        }
+    }
+
+    pub(crate) fn table_options(&self) -> TableOptions {
+        TableOptions {
+            block_size: self.block_size,
+            compression: self.compression,
+            bloom_bits_per_key: self.bloom_bits_per_key,
+            ..TableOptions::default()
+        }
+    }
+}
+
+/// Options of one write.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteOptions {
+    /// Make the write durable (WAL fdatasync) before returning. Without it a
+    /// write survives a process crash but not a power cut.
+    pub sync: bool,
+}
+
+/// Options of one read or iterator.
+#[derive(Debug, Clone, Default)]
+pub struct ReadOptions<'a> {
+    /// Read as of this snapshot instead of the latest state.
+    pub snapshot: Option<&'a Snapshot>,
+    /// Fill the block cache with blocks this read loads. Default true
+    /// (`fill_cache: false` is what a bulk scan wants).
+    pub skip_cache_fill: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_bad_values_are_named() {
+        Options::default().validate().unwrap();
+        let cases: Vec<(Options, &str)> = vec![
+            (
+                Options {
+                    memtable_size: 0,
+                    ..Default::default()
+                },
+                "memtable_size",
+            ),
+            (
+                Options {
+                    l0_slowdown_trigger: 2,
+                    ..Default::default()
+                },
+                "L0 triggers",
+            ),
+            (
+                Options {
+                    block_size: 10,
+                    ..Default::default()
+                },
+                "block_size",
+            ),
+            (
+                Options {
+                    level_multiplier: f64::NAN,
+                    ..Default::default()
+                },
+                "level_multiplier",
+            ),
+            (
+                Options {
+                    background_threads: 0,
+                    ..Default::default()
+                },
+                "background_threads",
+            ),
+            (
+                Options {
+                    direct_write_buffer_size: 1000,
+                    ..Default::default()
+                },
+                "direct_write_buffer_size",
+            ),
+            (
+                Options {
+                    compaction_readahead_size: 0,
+                    ..Default::default()
+                },
+                "compaction_readahead_size",
+            ),
+            (
+                Options {
+                    background_io_priority: Some(IoPriority::BestEffort(9)),
+                    ..Default::default()
+                },
+                "priority",
+            ),
+        ];
+        for (o, needle) in cases {
+            let e = o.validate().unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
+            assert!(
+                e.to_string().contains(needle),
+                "{e} should mention {needle}"
+            );
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! Open table readers for user reads, bounded in number.
+//!
+//! These handles are opened in the UserRead mode and share the block cache.
+//! Compaction never uses them: it opens its own handles in CompactionRead
+//! mode, so a cached buffered handle cannot silently defeat O_DIRECT.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use quietio::{IoClass, IoEnv};
+
+use crate::block_cache::{BlockCache, Cache};
+use crate::error::Result;
+use crate::fileio::TableSource;
+use crate::filenames::table_path;
+use crate::table::TableReader;
+
+pub struct TableCache {
+    dir: PathBuf,
+    env: Arc<IoEnv>,
+    readers: Cache<TableReader>,
+    blocks: Arc<BlockCache>,
+}
+
+impl TableCache {
+    pub fn new(dir: PathBuf, env: Arc<IoEnv>, max_open: usize, blocks: Arc<BlockCache>) -> Self {
+        TableCache {
+            dir,
+            env,
+            // Each reader is charged 1, so the capacity is a count of handles.
+            readers: Cache::with_shard_bits(max_open, 0),
+            blocks,
+        }
+    }
+
+    /// The reader of table `number`, opening it if needed.
+    pub fn get(&self, number: u64) -> Result<Arc<TableReader>> {
+        if let Some(r) = self.readers.get(number, 0) {
+            return Ok(r);
+        }
+        let path = table_path(&self.dir, number);
+        let file = self.env.open_random(&path, IoClass::UserRead)?;
+        let reader = Arc::new(TableReader::open(
+            Arc::new(TableSource(file)),
+            number,
+            Some(self.blocks.clone()),
+        )?);
+        self.readers.insert(number, 0, reader.clone(), 1);
+        Ok(reader)
+    }
+
+    /// Forgets a deleted table's reader and cached blocks.
+    pub fn evict(&self, number: u64) {
+        self.readers.erase_table(number);
+        self.blocks.erase_table(number);
+    }
+
+    /// Table readers currently open.
+    pub fn open_count(&self) -> usize {
+        self.readers.usage()
+    }
+
+    pub fn block_cache(&self) -> &Arc<BlockCache> {
+        &self.blocks
+    }
+}

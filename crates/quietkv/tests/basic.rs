@@ -1,0 +1,208 @@
+//! The public API end to end on a real directory.
+
+use quietkv::{Db, ErrorKind, Options, ReadOptions, WriteBatch, WriteOptions};
+
+fn dir() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+/// Small sizes so flushes and compactions happen with little data.
+fn small() -> Options {
+    Options {
+        memtable_size: 64 << 10,
+        level_base_bytes: 256 << 10,
+        target_file_size: 64 << 10,
+        l0_compaction_trigger: 2,
+        block_cache_bytes: 1 << 20,
+        ..Options::default()
+    }
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:08}").into_bytes()
+}
+
+fn value(i: u32, round: u32) -> Vec<u8> {
+    format!("value-{i}-{round}-")
+        .repeat(1 + (i % 7) as usize)
+        .into_bytes()
+}
+
+#[test]
+fn put_get_delete_and_reopen() {
+    let d = dir();
+    {
+        let db = Db::open(d.path(), Options::default()).unwrap();
+        db.put(b"a", b"1").unwrap();
+        db.put(b"b", b"2").unwrap();
+        db.delete(b"a").unwrap();
+        assert_eq!(db.get(b"a").unwrap(), None);
+        assert_eq!(db.get(b"b").unwrap(), Some(b"2".to_vec()));
+        assert_eq!(db.get(b"c").unwrap(), None);
+    }
+    let db = Db::open(d.path(), Options::default()).unwrap();
+    assert_eq!(db.get(b"a").unwrap(), None);
+    assert_eq!(db.get(b"b").unwrap(), Some(b"2".to_vec()));
+    db.close().unwrap();
+}
+
+#[test]
+fn many_writes_flush_compact_and_survive_reopen() {
+    let d = dir();
+    let n = 5000;
+    {
+        let db = Db::open(d.path(), small()).unwrap();
+        for round in 0..3 {
+            for i in 0..n {
+                if round == 2 && i % 5 == 0 {
+                    db.delete(&key(i)).unwrap();
+                } else {
+                    db.put(&key(i), &value(i, round)).unwrap();
+                }
+            }
+        }
+        db.flush().unwrap();
+        let s = db.stats();
+        assert!(s.flushes > 5, "{s:?}");
+        for i in (0..n).step_by(37) {
+            let want = if i % 5 == 0 { None } else { Some(value(i, 2)) };
+            assert_eq!(db.get(&key(i)).unwrap(), want, "key {i}");
+        }
+        db.compact_all().unwrap();
+        let s = db.stats();
+        assert!(s.compaction.count >= 1, "{s:?}");
+        let nonempty: Vec<usize> = s
+            .levels
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.files > 0)
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(
+            nonempty.len(),
+            1,
+            "after compact_all one level holds everything: {:?}",
+            s.levels
+        );
+        let all: Vec<_> = db.iter().unwrap().map(|r| r.unwrap()).collect();
+        assert_eq!(all.len(), (n - n / 5) as usize);
+    }
+    let db = Db::open(d.path(), small()).unwrap();
+    for i in 0..n {
+        let want = if i % 5 == 0 { None } else { Some(value(i, 2)) };
+        assert_eq!(db.get(&key(i)).unwrap(), want, "key {i}");
+    }
+    let range: Vec<_> = db
+        .range(Some(&key(10)), Some(&key(20)))
+        .unwrap()
+        .map(|r| r.unwrap().0)
+        .collect();
+    let want: Vec<_> = (10..20).filter(|i| i % 5 != 0).map(key).collect();
+    assert_eq!(range, want);
+}
+
+#[test]
+fn batches_are_atomic_and_snapshots_are_stable() {
+    let d = dir();
+    let db = Db::open(d.path(), small()).unwrap();
+    let mut b = WriteBatch::new();
+    b.put(b"x", b"1").unwrap();
+    b.put(b"y", b"1").unwrap();
+    db.write(b, WriteOptions { sync: true }).unwrap();
+    let snap = db.snapshot();
+    let mut b = WriteBatch::new();
+    b.put(b"x", b"2").unwrap();
+    b.delete(b"y").unwrap();
+    db.write(b, WriteOptions::default()).unwrap();
+    for i in 0..3000 {
+        db.put(&key(i), &value(i, 0)).unwrap();
+    }
+    db.compact_all().unwrap();
+    let at = ReadOptions {
+        snapshot: Some(&snap),
+        ..Default::default()
+    };
+    assert_eq!(db.get_with(b"x", &at).unwrap(), Some(b"1".to_vec()));
+    assert_eq!(db.get_with(b"y", &at).unwrap(), Some(b"1".to_vec()));
+    assert_eq!(db.get(b"x").unwrap(), Some(b"2".to_vec()));
+    assert_eq!(db.get(b"y").unwrap(), None);
+    let at_snap: Vec<_> = db
+        .range_with(None, None, &at)
+        .unwrap()
+        .map(|r| r.unwrap().0)
+        .collect();
+    assert_eq!(at_snap, vec![b"x".to_vec(), b"y".to_vec()]);
+}
+
+#[test]
+fn concurrent_writers_share_groups() {
+    let d = dir();
+    let db = std::sync::Arc::new(Db::open(d.path(), small()).unwrap());
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                for i in 0..500u32 {
+                    let k = t * 1000 + i;
+                    db.write(
+                        {
+                            let mut b = WriteBatch::new();
+                            b.put(&key(k), &value(k, 0)).unwrap();
+                            b
+                        },
+                        WriteOptions { sync: i % 50 == 0 },
+                    )
+                    .unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    for t in 0..4 {
+        for i in 0..500 {
+            assert_eq!(
+                db.get(&key(t * 1000 + i)).unwrap(),
+                Some(value(t * 1000 + i, 0))
+            );
+        }
+    }
+    let s = db.stats();
+    assert_eq!(s.write_batches, 2000);
+    assert!(s.write_groups <= 2000);
+}
+
+#[test]
+fn second_open_is_refused_with_busy() {
+    let d = dir();
+    let _db = Db::open(d.path(), Options::default()).unwrap();
+    let e = Db::open(d.path(), Options::default()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Busy);
+    assert!(e.to_string().contains("in use"), "{e}");
+}
+
+#[test]
+fn invalid_options_are_rejected_before_touching_disk() {
+    let d = dir();
+    let p = d.path().join("db");
+    let e = Db::open(
+        &p,
+        Options {
+            l0_stop_trigger: 1,
+            ..Options::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(!p.exists());
+    let e = Db::open(
+        &p,
+        Options {
+            create_if_missing: false,
+            ..Options::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+}
