@@ -30,7 +30,7 @@ impl AlignedBuf {
                 "buffer alignment must be a power of two, got {align}"
             )));
         }
-        if capacity == 0 || capacity % align != 0 {
+        if capacity == 0 || !capacity.is_multiple_of(align) {
             return Err(Error::invalid(format!(
                 "buffer size must be a positive multiple of the alignment {align}, got {capacity}"
             )));

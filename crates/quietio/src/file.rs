@@ -104,7 +104,7 @@ impl SeqWriter {
         }
         let align = cfg.align();
         let size = cfg.write_buffer_size;
-        if size == 0 || size % align != 0 {
+        if size == 0 || !size.is_multiple_of(align) {
             return Err(Error::invalid(format!(
                 "write buffer size must be a positive multiple of the direct I/O alignment {align}, got {size}"
             ))
@@ -311,7 +311,7 @@ fn write_fully(file: &File, path: &Path, cfg: &FileConfig, data: &[u8], offset: 
             ));
         }
         done += n;
-        if cfg.is_direct() && done % align != 0 && done < data.len() {
+        if cfg.is_direct() && !done.is_multiple_of(align) && done < data.len() {
             done = done / align * align;
         }
     }
@@ -341,7 +341,7 @@ impl SeqReader {
     pub fn open(path: &Path, cfg: FileConfig) -> Result<SeqReader> {
         let align = cfg.align();
         let chunk = cfg.readahead_size;
-        if chunk == 0 || chunk % align != 0 {
+        if chunk == 0 || !chunk.is_multiple_of(align) {
             return Err(Error::invalid(format!(
                 "readahead size must be a positive multiple of the direct I/O alignment {align}, got {chunk}"
             ))
@@ -465,7 +465,7 @@ impl SeqReader {
                 break;
             }
             got += n;
-            if self.cfg.is_direct() && got % self.cfg.align() != 0 {
+            if self.cfg.is_direct() && !got.is_multiple_of(self.cfg.align()) {
                 // A direct read stops short only at end of file.
                 break;
             }
@@ -743,7 +743,7 @@ impl RandomReader {
                 break;
             }
             got += n;
-            if got % align as usize != 0 {
+            if !got.is_multiple_of(align as usize) {
                 break; // short only at end of file
             }
         }

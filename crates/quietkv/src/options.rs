@@ -193,13 +193,16 @@ impl Options {
                 self.background_rate_limit_mib
             ));
         }
-        if self.direct_write_buffer_size == 0 || self.direct_write_buffer_size % 512 != 0 {
+        if self.direct_write_buffer_size == 0 || !self.direct_write_buffer_size.is_multiple_of(512)
+        {
             return bad(format!(
                 "direct_write_buffer_size must be a positive multiple of 512 (and of the directory's direct I/O alignment), got {}",
                 self.direct_write_buffer_size
             ));
         }
-        if self.compaction_readahead_size == 0 || self.compaction_readahead_size % 512 != 0 {
+        if self.compaction_readahead_size == 0
+            || !self.compaction_readahead_size.is_multiple_of(512)
+        {
             return bad(format!(
                 "compaction_readahead_size must be a positive multiple of 512, got {}",
                 self.compaction_readahead_size

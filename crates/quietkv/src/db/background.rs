@@ -178,7 +178,7 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
         }
         if *level == 0 {
             let mut l0 = files.clone();
-            l0.sort_by(|a, b| b.number.cmp(&a.number));
+            l0.sort_by_key(|f| std::cmp::Reverse(f.number));
             for f in l0 {
                 let mut s = open_compaction_input(
                     &inner.env,

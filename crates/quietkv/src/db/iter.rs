@@ -35,7 +35,7 @@ impl DbIter {
         }
         // L0 newest first (highest file number), then one lazy iterator per level.
         let mut l0: Vec<_> = sv.version.files(0).to_vec();
-        l0.sort_by(|a, b| b.number.cmp(&a.number));
+        l0.sort_by_key(|f| std::cmp::Reverse(f.number));
         for f in l0 {
             children.push(Box::new(db.table_cache.get(f.number)?.iter()));
         }

@@ -107,13 +107,12 @@ fn lead(inner: &Arc<Inner>, me: &Arc<Writer>) -> Result<usize> {
         let mut group: Vec<Arc<Writer>> = Vec::new();
         let mut bytes = 0;
         for w in queue.iter() {
-            if !group.is_empty() {
-                if w.force_switch
+            if !group.is_empty()
+                && (w.force_switch
                     || (w.sync && !me.sync)
-                    || bytes + w.batch.approximate_size() > MAX_GROUP_BYTES
-                {
-                    break;
-                }
+                    || bytes + w.batch.approximate_size() > MAX_GROUP_BYTES)
+            {
+                break;
             }
             bytes += w.batch.approximate_size();
             group.push(w.clone());
