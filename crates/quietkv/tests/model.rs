@@ -1,0 +1,228 @@
+//! The engine against a `BTreeMap` model: random sequences of puts,
+//! deletes, batches, flushes, compactions, reopens and snapshots, under
+//! random access modes for every I/O class.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use proptest::prelude::*;
+use quietkv::{AccessMode, Db, ErrorKind, IoClass, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+
+#[derive(Debug, Clone)]
+enum Op {
+    Put(u16, Vec<u8>),
+    Delete(u16),
+    Batch(Vec<(u16, Option<Vec<u8>>)>),
+    Flush,
+    CompactAll,
+    CompactRange(u16, u16),
+    Reopen,
+    TakeSnapshot,
+    CheckSnapshots,
+    Get(u16),
+    Scan(u16, u16),
+}
+
+fn key(k: u16) -> Vec<u8> {
+    format!("k{k:05}").into_bytes()
+}
+
+fn value_strategy() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        8 => proptest::collection::vec(any::<u8>(), 0..64),
+        1 => (any::<u8>(), 1000usize..6000).prop_map(|(b, n)| vec![b; n]),
+    ]
+}
+
+fn op_strategy() -> impl Strategy<Value = Op> {
+    let k = 0u16..300;
+    prop_oneof![
+        30 => (k.clone(), value_strategy()).prop_map(|(k, v)| Op::Put(k, v)),
+        8 => k.clone().prop_map(Op::Delete),
+        6 => proptest::collection::vec((k.clone(), proptest::option::of(value_strategy())), 1..20).prop_map(Op::Batch),
+        2 => Just(Op::Flush),
+        1 => Just(Op::CompactAll),
+        1 => (k.clone(), k.clone()).prop_map(|(a, b)| Op::CompactRange(a.min(b), a.max(b))),
+        1 => Just(Op::Reopen),
+        2 => Just(Op::TakeSnapshot),
+        2 => Just(Op::CheckSnapshots),
+        6 => k.clone().prop_map(Op::Get),
+        2 => (k.clone(), k).prop_map(|(a, b)| Op::Scan(a.min(b), a.max(b))),
+    ]
+}
+
+const WRITE_MODES: [AccessMode; 4] = [AccessMode::Buffered, AccessMode::Direct, AccessMode::DontCache, AccessMode::Fadvise];
+const USER_READ_MODES: [AccessMode; 4] = [AccessMode::Buffered, AccessMode::Direct, AccessMode::DontCache, AccessMode::Mmap];
+
+fn options(modes: [AccessMode; 5]) -> Options {
+    Options {
+        memtable_size: 16 << 10,
+        level_base_bytes: 64 << 10,
+        target_file_size: 16 << 10,
+        l0_compaction_trigger: 2,
+        l0_slowdown_trigger: 4,
+        l0_stop_trigger: 8,
+        block_size: 1024,
+        block_cache_bytes: 256 << 10,
+        direct_write_buffer_size: 16 << 10,
+        compaction_readahead_size: 16 << 10,
+        fadvise_chunk_size: 32 << 10,
+        ..Options::default()
+    }
+    .io_mode(IoClass::CompactionRead, modes[0])
+    .io_mode(IoClass::CompactionWrite, modes[1])
+    .io_mode(IoClass::FlushWrite, modes[2])
+    .io_mode(IoClass::UserRead, modes[3])
+    .io_mode(IoClass::WalWrite, modes[4])
+}
+
+/// Runs `ops` against a fresh database in `dir` and the model.
+fn run(dir: &Path, opts: &Options, ops: &[Op]) {
+    let mut db = Some(Db::open(dir, opts.clone()).unwrap());
+    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let mut snaps: Vec<(Snapshot, BTreeMap<Vec<u8>, Vec<u8>>)> = Vec::new();
+    for (step, op) in ops.iter().enumerate() {
+        let d = db.as_ref().unwrap();
+        match op {
+            Op::Put(k, v) => {
+                d.put(&key(*k), v).unwrap();
+                model.insert(key(*k), v.clone());
+            }
+            Op::Delete(k) => {
+                d.delete(&key(*k)).unwrap();
+                model.remove(&key(*k));
+            }
+            Op::Batch(entries) => {
+                let mut b = WriteBatch::new();
+                for (k, v) in entries {
+                    match v {
+                        Some(v) => {
+                            b.put(&key(*k), v).unwrap();
+                            model.insert(key(*k), v.clone());
+                        }
+                        None => {
+                            b.delete(&key(*k)).unwrap();
+                            model.remove(&key(*k));
+                        }
+                    }
+                }
+                d.write(b, WriteOptions { sync: step % 2 == 0 }).unwrap();
+            }
+            Op::Flush => d.flush().unwrap(),
+            Op::CompactAll => d.compact_all().unwrap(),
+            Op::CompactRange(a, b) => d.compact_range(Some(&key(*a)), Some(&key(*b))).unwrap(),
+            Op::Reopen => {
+                snaps.clear();
+                db.take().unwrap().close().unwrap();
+                db = Some(Db::open(dir, opts.clone()).unwrap());
+            }
+            Op::TakeSnapshot => snaps.push((d.snapshot(), model.clone())),
+            Op::CheckSnapshots => {
+                for (s, m) in &snaps {
+                    let ro = ReadOptions { snapshot: Some(s), ..Default::default() };
+                    let got: Vec<_> = d.range_with(None, None, &ro).unwrap().map(|r| r.unwrap()).collect();
+                    let want: Vec<_> = m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                    assert_eq!(got, want, "snapshot {} at step {step}", s.sequence());
+                }
+            }
+            Op::Get(k) => assert_eq!(d.get(&key(*k)).unwrap(), model.get(&key(*k)).cloned(), "get {k} at step {step}"),
+            Op::Scan(a, b) => {
+                let got: Vec<_> = d.range(Some(&key(*a)), Some(&key(*b))).unwrap().map(|r| r.unwrap()).collect();
+                let want: Vec<_> = model.range(key(*a)..key(*b)).map(|(k, v)| (k.clone(), v.clone())).collect();
+                assert_eq!(got, want, "scan {a}..{b} at step {step}");
+            }
+        }
+    }
+    // Full check at the end, and again after a reopen.
+    snaps.clear();
+    let d = db.take().unwrap();
+    let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let got: Vec<_> = d.iter().unwrap().map(|r| r.unwrap()).collect();
+    assert_eq!(got, want, "final scan");
+    d.close().unwrap();
+    let d = Db::open(dir, opts.clone()).unwrap();
+    let got: Vec<_> = d.iter().unwrap().map(|r| r.unwrap()).collect();
+    assert_eq!(got, want, "final scan after reopen");
+    for (k, v) in &model {
+        assert_eq!(d.get(k).unwrap().as_ref(), Some(v));
+    }
+}
+
+fn scratch() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 40, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn engine_matches_model_under_random_modes(
+        ops in proptest::collection::vec(op_strategy(), 1..250),
+        cr in 0usize..4, cw in 0usize..4, fw in 0usize..4, ur in 0usize..4, wal in 0usize..4,
+    ) {
+        let d = scratch();
+        let modes = [WRITE_MODES[cr], WRITE_MODES[cw], WRITE_MODES[fw], USER_READ_MODES[ur], WRITE_MODES[wal]];
+        run(d.path(), &options(modes), &ops);
+    }
+}
+
+/// A fixed workload big enough to flush and compact several times.
+fn fixed_workload() -> Vec<Op> {
+    let mut ops = Vec::new();
+    let mut x: u32 = 12345;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        x
+    };
+    for i in 0..600u32 {
+        let r = next();
+        let k = (r % 250) as u16;
+        ops.push(match i % 50 {
+            10 => Op::TakeSnapshot,
+            25 => Op::Flush,
+            40 => Op::CheckSnapshots,
+            49 => Op::CompactAll,
+            _ if r % 7 == 0 => Op::Delete(k),
+            _ => Op::Put(k, vec![(r >> 8) as u8; 50 + (r % 400) as usize]),
+        });
+        if i == 300 {
+            ops.push(Op::Reopen);
+        }
+    }
+    ops
+}
+
+#[test]
+fn every_background_mode_combination_passes_the_same_workload() {
+    let ops = fixed_workload();
+    for cr in WRITE_MODES {
+        for cw in WRITE_MODES {
+            for fw in WRITE_MODES {
+                let d = scratch();
+                let opts = options([cr, cw, fw, AccessMode::Buffered, AccessMode::Buffered]);
+                run(d.path(), &opts, &ops);
+            }
+        }
+    }
+}
+
+#[test]
+fn tmpfs_works_under_auto_and_refuses_explicit_direct() {
+    let shm = Path::new("/dev/shm");
+    if !shm.is_dir() {
+        eprintln!("no /dev/shm; skipping");
+        return;
+    }
+    let d = tempfile::tempdir_in(shm).unwrap();
+    let opts = options([AccessMode::Auto; 5]);
+    run(d.path(), &opts, &fixed_workload()[..200]);
+    let db = Db::open(d.path(), opts).unwrap();
+    assert!(db.stats().io_modes.iter().all(|(_, m)| *m == quietkv::EffectiveMode::Buffered));
+    drop(db);
+
+    let e = Db::open(d.path(), Options::default().io_mode(IoClass::CompactionWrite, AccessMode::Direct)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotSupported);
+    assert!(e.to_string().contains("tmpfs"), "{e}");
+}
