@@ -38,7 +38,10 @@ fn options(wal_mode: AccessMode) -> Options {
 }
 
 fn mode_from_env() -> AccessMode {
-    std::env::var(MODE_ENV).ok().and_then(|m| m.parse().ok()).unwrap_or(AccessMode::Buffered)
+    std::env::var(MODE_ENV)
+        .ok()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(AccessMode::Buffered)
 }
 
 /// The child's side: write batches of consecutive keys forever, printing
@@ -69,11 +72,18 @@ fn verify_prefix(dir: &Path, mode: AccessMode, acked: u64) -> u64 {
     let mut n = 0u64;
     for item in db.iter().unwrap() {
         let (k, v) = item.unwrap();
-        assert_eq!(k, key(n), "the database must hold a prefix: key {n} missing or out of place");
+        assert_eq!(
+            k,
+            key(n),
+            "the database must hold a prefix: key {n} missing or out of place"
+        );
         assert_eq!(v, value(n), "value of key {n}");
         n += 1;
     }
-    assert!(n >= acked, "acknowledged {acked} entries but only {n} survived");
+    assert!(
+        n >= acked,
+        "acknowledged {acked} entries but only {n} survived"
+    );
     assert_eq!(n % BATCH, 0, "a batch survived partly: {n} entries");
     db.close().unwrap();
     n
@@ -90,7 +100,13 @@ fn crash_loop(mode: AccessMode, rounds: u32) {
         seed ^= seed << 17;
         let run_for = Duration::from_millis(100 + seed % 600);
         let mut child = Command::new(&exe)
-            .args(["--exact", "crash_child_entry", "--nocapture", "--test-threads", "1"])
+            .args([
+                "--exact",
+                "crash_child_entry",
+                "--nocapture",
+                "--test-threads",
+                "1",
+            ])
             .env(CHILD_ENV, d.path())
             .env(MODE_ENV, mode.name())
             .stdout(Stdio::piped())

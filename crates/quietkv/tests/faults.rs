@@ -98,7 +98,13 @@ fn damaged_manifest_refuses_to_open() {
     db.close().unwrap();
     let manifest = files_with(d.path(), "")
         .into_iter()
-        .find(|p| p.file_name().unwrap().to_str().unwrap().starts_with("MANIFEST-"))
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("MANIFEST-")
+        })
         .unwrap();
     flip(&manifest, 12);
     let e = Db::open(d.path(), Options::default()).unwrap_err();
@@ -139,7 +145,12 @@ fn truncated_wal_drops_only_the_torn_record() {
     let d = dir();
     let wal = wal_only_db(d.path(), 50);
     let len = fs::metadata(&wal).unwrap().len();
-    fs::OpenOptions::new().write(true).open(&wal).unwrap().set_len(len - 7).unwrap();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&wal)
+        .unwrap()
+        .set_len(len - 7)
+        .unwrap();
     // The forgotten Db still holds the lock in this process: release it by
     // copying the files to a fresh directory, as a restarted process would see them.
     let d2 = dir();
@@ -153,7 +164,11 @@ fn truncated_wal_drops_only_the_torn_record() {
     for i in 0..49 {
         assert_eq!(db.get(&key(i)).unwrap(), Some(value(i)), "key {i}");
     }
-    assert_eq!(db.get(&key(49)).unwrap(), None, "the torn record was never whole");
+    assert_eq!(
+        db.get(&key(49)).unwrap(),
+        None,
+        "the torn record was never whole"
+    );
 }
 
 #[test]
@@ -180,7 +195,9 @@ struct SmallFs(PathBuf);
 
 impl SmallFs {
     fn mount(size: &str) -> Option<SmallFs> {
-        let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap().keep();
+        let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .unwrap()
+            .keep();
         let ok = std::process::Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
             .arg(&d)
@@ -250,7 +267,11 @@ fn full_disk_keeps_acknowledged_writes_and_reopens() {
     fs_.resize("256m");
     let db = Db::open(&fs_.0, opts).unwrap();
     for i in 0..acked {
-        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i)), "acknowledged key {i} lost");
+        assert_eq!(
+            db.get(&key(i)).unwrap(),
+            Some(value(i)),
+            "acknowledged key {i} lost"
+        );
     }
     db.close().unwrap();
 }

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use proptest::prelude::*;
-use quietkv::{AccessMode, Db, ErrorKind, IoClass, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use quietkv::{
+    AccessMode, Db, ErrorKind, IoClass, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions,
+};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -51,8 +53,18 @@ fn op_strategy() -> impl Strategy<Value = Op> {
     ]
 }
 
-const WRITE_MODES: [AccessMode; 4] = [AccessMode::Buffered, AccessMode::Direct, AccessMode::DontCache, AccessMode::Fadvise];
-const USER_READ_MODES: [AccessMode; 4] = [AccessMode::Buffered, AccessMode::Direct, AccessMode::DontCache, AccessMode::Mmap];
+const WRITE_MODES: [AccessMode; 4] = [
+    AccessMode::Buffered,
+    AccessMode::Direct,
+    AccessMode::DontCache,
+    AccessMode::Fadvise,
+];
+const USER_READ_MODES: [AccessMode; 4] = [
+    AccessMode::Buffered,
+    AccessMode::Direct,
+    AccessMode::DontCache,
+    AccessMode::Mmap,
+];
 
 fn options(modes: [AccessMode; 5]) -> Options {
     Options {
@@ -106,7 +118,13 @@ fn run(dir: &Path, opts: &Options, ops: &[Op]) {
                         }
                     }
                 }
-                d.write(b, WriteOptions { sync: step % 2 == 0 }).unwrap();
+                d.write(
+                    b,
+                    WriteOptions {
+                        sync: step % 2 == 0,
+                    },
+                )
+                .unwrap();
             }
             Op::Flush => d.flush().unwrap(),
             Op::CompactAll => d.compact_all().unwrap(),
@@ -119,16 +137,34 @@ fn run(dir: &Path, opts: &Options, ops: &[Op]) {
             Op::TakeSnapshot => snaps.push((d.snapshot(), model.clone())),
             Op::CheckSnapshots => {
                 for (s, m) in &snaps {
-                    let ro = ReadOptions { snapshot: Some(s), ..Default::default() };
-                    let got: Vec<_> = d.range_with(None, None, &ro).unwrap().map(|r| r.unwrap()).collect();
+                    let ro = ReadOptions {
+                        snapshot: Some(s),
+                        ..Default::default()
+                    };
+                    let got: Vec<_> = d
+                        .range_with(None, None, &ro)
+                        .unwrap()
+                        .map(|r| r.unwrap())
+                        .collect();
                     let want: Vec<_> = m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
                     assert_eq!(got, want, "snapshot {} at step {step}", s.sequence());
                 }
             }
-            Op::Get(k) => assert_eq!(d.get(&key(*k)).unwrap(), model.get(&key(*k)).cloned(), "get {k} at step {step}"),
+            Op::Get(k) => assert_eq!(
+                d.get(&key(*k)).unwrap(),
+                model.get(&key(*k)).cloned(),
+                "get {k} at step {step}"
+            ),
             Op::Scan(a, b) => {
-                let got: Vec<_> = d.range(Some(&key(*a)), Some(&key(*b))).unwrap().map(|r| r.unwrap()).collect();
-                let want: Vec<_> = model.range(key(*a)..key(*b)).map(|(k, v)| (k.clone(), v.clone())).collect();
+                let got: Vec<_> = d
+                    .range(Some(&key(*a)), Some(&key(*b)))
+                    .unwrap()
+                    .map(|r| r.unwrap())
+                    .collect();
+                let want: Vec<_> = model
+                    .range(key(*a)..key(*b))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
                 assert_eq!(got, want, "scan {a}..{b} at step {step}");
             }
         }
@@ -219,10 +255,18 @@ fn tmpfs_works_under_auto_and_refuses_explicit_direct() {
     let opts = options([AccessMode::Auto; 5]);
     run(d.path(), &opts, &fixed_workload()[..200]);
     let db = Db::open(d.path(), opts).unwrap();
-    assert!(db.stats().io_modes.iter().all(|(_, m)| *m == quietkv::EffectiveMode::Buffered));
+    assert!(db
+        .stats()
+        .io_modes
+        .iter()
+        .all(|(_, m)| *m == quietkv::EffectiveMode::Buffered));
     drop(db);
 
-    let e = Db::open(d.path(), Options::default().io_mode(IoClass::CompactionWrite, AccessMode::Direct)).unwrap_err();
+    let e = Db::open(
+        d.path(),
+        Options::default().io_mode(IoClass::CompactionWrite, AccessMode::Direct),
+    )
+    .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NotSupported);
     assert!(e.to_string().contains("tmpfs"), "{e}");
 }
