@@ -206,3 +206,68 @@ fn invalid_options_are_rejected_before_touching_disk() {
     .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
 }
+
+#[test]
+fn background_rate_limit_throttles_compaction_only() {
+    let run = |limit_mib: u64| {
+        let d = dir();
+        let db = Db::open(
+            d.path(),
+            Options {
+                background_rate_limit_mib: limit_mib,
+                ..small()
+            },
+        )
+        .unwrap();
+        for i in 0..3000 {
+            db.put(&key(i), &value(i, 9)).unwrap();
+        }
+        db.compact_all().unwrap();
+        let io = db.stats().io;
+        let throttled =
+            |c: quietkv::IoClass| io.iter().find(|(k, _)| *k == c).unwrap().1.throttle_nanos;
+        (
+            throttled(quietkv::IoClass::CompactionWrite)
+                + throttled(quietkv::IoClass::CompactionRead),
+            throttled(quietkv::IoClass::FlushWrite) + throttled(quietkv::IoClass::WalWrite),
+        )
+    };
+    let (compaction, foreground) = run(4);
+    assert!(compaction > 0, "a 4 MiB/s limit must make compaction wait");
+    assert_eq!(foreground, 0, "flush and WAL are never throttled");
+    assert_eq!(run(0), (0, 0), "0 means unthrottled");
+}
+
+#[test]
+fn background_threads_get_the_configured_priority() {
+    let d = dir();
+    let opts = Options {
+        background_nice: 7,
+        background_io_priority: Some(quietkv::IoPriority::BestEffort(6)),
+        ..small()
+    };
+    let db = Db::open(d.path(), opts).unwrap();
+    db.put(b"k", b"v").unwrap();
+    let mut found = false;
+    for _ in 0..100 {
+        for task in std::fs::read_dir("/proc/self/task").unwrap() {
+            let task = task.unwrap().path();
+            let comm = std::fs::read_to_string(task.join("comm")).unwrap_or_default();
+            if comm.trim() != "quietkv-bg-0" {
+                continue;
+            }
+            let stat = std::fs::read_to_string(task.join("stat")).unwrap();
+            // Fields after the parenthesised name: state is field 3, nice field 19.
+            let after = &stat[stat.rfind(')').unwrap() + 2..];
+            let nice: i32 = after.split(' ').nth(16).unwrap().parse().unwrap();
+            if nice == 7 {
+                found = true;
+            }
+        }
+        if found {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(found, "the background thread should run at nice 7");
+}
