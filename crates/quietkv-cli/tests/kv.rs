@@ -356,3 +356,20 @@ fn check_refuses_a_database_in_use_unless_forced() {
     drop(open);
     ok(&db, &["check"]);
 }
+
+#[test]
+fn writes_refuse_a_database_that_lost_current() {
+    let d = tmp();
+    let db = d.path().join("db");
+    ok(&db, &["put", "a", "1"]);
+    ok(&db, &["flush"]);
+    fs::remove_file(db.join("CURRENT")).unwrap();
+    let o = qkv(&db, &["put", "b", "2"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("no CURRENT"), "{}", stderr(&o));
+    assert_eq!(files(&db, "sst").len(), 1, "the table must survive");
+    // check reports it as damage.
+    let o = qkv(&db, &["check"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stdout(&o).contains("CURRENT is missing"), "{}", stdout(&o));
+}
