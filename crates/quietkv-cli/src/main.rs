@@ -1,7 +1,10 @@
 //! The `quietkv` command.
 
+mod check_cmd;
 mod doctor;
+mod kv;
 mod logger;
+mod stats_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,6 +18,9 @@ use clap::{Parser, Subcommand};
     about = "An LSM key-value store whose background work leaves the page cache alone"
 )]
 struct Cli {
+    /// Database directory (required by the key-value commands).
+    #[arg(long, global = true, value_name = "DIR")]
+    db: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -33,11 +39,16 @@ enum Command {
         #[arg(long, default_value_t = 64)]
         size: u64,
     },
+    #[command(flatten)]
+    Kv(kv::KvCommand),
 }
 
 fn main() -> ExitCode {
     logger::init();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return kv::usage_error(e),
+    };
     let result = match cli.command {
         Command::Doctor { dir, json, size } => {
             let dir = dir.unwrap_or_else(|| PathBuf::from("."));
@@ -52,6 +63,7 @@ fn main() -> ExitCode {
                 }
             })
         }
+        Command::Kv(cmd) => return kv::main(cli.db, cmd),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

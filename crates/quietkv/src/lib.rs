@@ -3,6 +3,7 @@
 
 pub mod batch;
 pub mod block_cache;
+pub mod check;
 mod db;
 pub mod error;
 pub mod fileio;
@@ -20,6 +21,7 @@ pub mod table_cache;
 pub mod version;
 
 pub use batch::WriteBatch;
+pub use check::{check_dir, CheckReport};
 pub use db::{CompactionStats, Db, DbIter, DbStats, LevelStats, WriteStallStats};
 pub use error::{Error, ErrorKind, Result};
 pub use options::{IoPriority, Options, ReadOptions, WriteOptions};

@@ -1,0 +1,334 @@
+//! The key-value commands: put, get, delete, scan, load, flush, compact,
+//! stats and check.
+//!
+//! Keys and values are bytes: arguments are taken as given by the OS (no
+//! UTF-8 requirement) and printed raw. `scan` and `load` use one
+//! `key<TAB>value` line per entry, so keys must not contain a TAB or a
+//! newline and values must not contain a newline to round-trip.
+//!
+//! Exit codes: 0 success, 1 user error (bad argument, no database, database
+//! busy, `get` of a missing key, I/O error), 2 damage (a Corruption error,
+//! or `check` found problems).
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use quietkv::{Db, ErrorKind, Options, WriteBatch, WriteOptions};
+
+#[derive(Subcommand)]
+pub enum KvCommand {
+    /// Set KEY to VALUE (creates the database if needed).
+    Put { key: OsString, value: OsString },
+    /// Print the value of KEY (exit 1 if absent).
+    Get { key: OsString },
+    /// Remove KEY.
+    Delete { key: OsString },
+    /// Print `key<TAB>value` lines in key order.
+    Scan {
+        /// First key (inclusive).
+        #[arg(long)]
+        from: Option<OsString>,
+        /// End key (exclusive).
+        #[arg(long)]
+        to: Option<OsString>,
+        /// At most this many entries.
+        #[arg(long)]
+        limit: Option<u64>,
+    },
+    /// Apply `key<TAB>value` lines from FILE (or stdin) in batches
+    /// (creates the database if needed).
+    Load {
+        /// Input file; stdin when absent or `-`.
+        file: Option<PathBuf>,
+        /// Make each batch durable before the next and print `acked N`.
+        #[arg(long)]
+        sync: bool,
+        /// Lines per batch.
+        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+        batch: u64,
+    },
+    /// Write the memtable out as a table.
+    Flush,
+    /// Compact the whole tree into the last level.
+    Compact,
+    /// Print engine statistics.
+    Stats {
+        /// One JSON object instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Verify every table block and WAL record without opening the database.
+    Check {
+        /// Check even if another process holds the database LOCK.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// A failure: exit code and a one-line message.
+pub struct Failure {
+    pub code: u8,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn user(message: impl Into<String>) -> Self {
+        Failure {
+            code: 1,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<quietkv::Error> for Failure {
+    fn from(e: quietkv::Error) -> Self {
+        let code = if e.kind() == ErrorKind::Corruption {
+            2
+        } else {
+            1
+        };
+        Failure {
+            code,
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<io::Error> for Failure {
+    fn from(e: io::Error) -> Self {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            // `quietkv scan | head`: the reader left; not an error.
+            return Failure {
+                code: 0,
+                message: String::new(),
+            };
+        }
+        Failure::user(format!("cannot write output: {e}"))
+    }
+}
+
+/// Runs one command; prints the failure as `quietkv: ...`.
+pub fn main(db: Option<PathBuf>, cmd: KvCommand) -> ExitCode {
+    match run(db, cmd) {
+        Ok(code) => code,
+        Err(f) if f.code == 0 => ExitCode::SUCCESS,
+        Err(f) => {
+            eprintln!("quietkv: {}", f.message);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+fn run(db: Option<PathBuf>, cmd: KvCommand) -> Result<ExitCode, Failure> {
+    let Some(dir) = db else {
+        return Err(Failure::user("--db DIR is required for this command"));
+    };
+    let creates = matches!(cmd, KvCommand::Put { .. } | KvCommand::Load { .. });
+    if let KvCommand::Check { force } = cmd {
+        return crate::check_cmd::run(&dir, force);
+    }
+    let db = open(&dir, creates)?;
+    let mut out = BufWriter::new(io::stdout().lock());
+    match cmd {
+        KvCommand::Put { key, value } => db.put(&bytes(key), &bytes(value))?,
+        KvCommand::Get { key } => {
+            let key = bytes(key);
+            match db.get(&key)? {
+                Some(v) => {
+                    out.write_all(&v)?;
+                    out.write_all(b"\n")?;
+                }
+                None => {
+                    db.close()?;
+                    return Err(Failure::user(format!(
+                        "not found: {}",
+                        String::from_utf8_lossy(&key)
+                    )));
+                }
+            }
+        }
+        KvCommand::Delete { key } => db.delete(&bytes(key))?,
+        KvCommand::Scan { from, to, limit } => {
+            let (from, to) = (from.map(bytes), to.map(bytes));
+            let iter = db.range(from.as_deref(), to.as_deref())?;
+            for item in iter.take(limit.map_or(usize::MAX, |l| l as usize)) {
+                let (k, v) = item?;
+                out.write_all(&k)?;
+                out.write_all(b"\t")?;
+                out.write_all(&v)?;
+                out.write_all(b"\n")?;
+            }
+        }
+        KvCommand::Load { file, sync, batch } => {
+            let n = load(&db, file.as_deref(), sync, batch, &mut out)?;
+            writeln!(out, "loaded {n} entries")?;
+        }
+        KvCommand::Flush => db.flush()?,
+        KvCommand::Compact => db.compact_all()?,
+        KvCommand::Stats { json } => {
+            let stats = db.stats();
+            if json {
+                writeln!(out, "{}", crate::stats_cmd::to_json(&stats))?;
+            } else {
+                crate::stats_cmd::print_human(&mut out, &stats)?;
+            }
+        }
+        KvCommand::Check { .. } => unreachable!("handled above"),
+    }
+    out.flush()?;
+    db.close()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn bytes(s: OsString) -> Vec<u8> {
+    s.into_vec()
+}
+
+/// Opens an existing database (or creates one when `create`).
+fn open(dir: &Path, create: bool) -> Result<Db, Failure> {
+    if !dir.join("CURRENT").exists() {
+        if !create {
+            return Err(Failure::user(format!(
+                "no quietkv database in {} (no CURRENT file)",
+                dir.display()
+            )));
+        }
+        // Db::open would start an empty database here and delete the
+        // tables as obsolete: never do that to a database that lost CURRENT.
+        if let Some(name) = database_file(dir) {
+            return Err(Failure::user(format!(
+                "{} holds database files ({name}) but no CURRENT; refusing to create a new database over them (see quietkv check)",
+                dir.display()
+            )));
+        }
+    }
+    Ok(Db::open(
+        dir,
+        Options {
+            create_if_missing: create,
+            ..Options::default()
+        },
+    )?)
+}
+
+/// The name of a table, WAL or manifest in `dir`, if any.
+fn database_file(dir: &Path) -> Option<String> {
+    use quietkv::filenames::{parse, FileKind};
+    std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .find(|n| {
+            matches!(
+                parse(n),
+                Some(FileKind::Table(_) | FileKind::Wal(_) | FileKind::Manifest(_))
+            )
+        })
+}
+
+/// Applies `key<TAB>value` lines in batches of `batch_size`. With `sync`,
+/// each batch is durable before the next and `acked N` (entries so far)
+/// is printed and flushed after it. A line without a TAB stops the load:
+/// the lines before it are written (and acked with `sync`), then the error
+/// names the line.
+fn load(
+    db: &Db,
+    file: Option<&Path>,
+    sync: bool,
+    batch_size: u64,
+    out: &mut impl Write,
+) -> Result<u64, Failure> {
+    let (name, input): (String, Box<dyn BufRead>) = match file {
+        None => ("stdin".into(), Box::new(io::stdin().lock())),
+        Some(p) if p == Path::new("-") => ("stdin".into(), Box::new(io::stdin().lock())),
+        Some(p) => {
+            let f = File::open(p)
+                .map_err(|e| Failure::user(format!("cannot open {}: {e}", p.display())))?;
+            (p.display().to_string(), Box::new(BufReader::new(f)))
+        }
+    };
+    let mut input = input;
+    let mut loaded = 0u64;
+    let mut batch = WriteBatch::new();
+    let mut line = Vec::new();
+    let mut line_no = 0u64;
+    let mut bad_line = None;
+    loop {
+        line.clear();
+        let n = input
+            .read_until(b'\n', &mut line)
+            .map_err(|e| Failure::user(format!("cannot read {name}: {e}")))?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        let Some(tab) = line.iter().position(|&b| b == b'\t') else {
+            bad_line = Some(line_no);
+            break;
+        };
+        batch
+            .put(&line[..tab], &line[tab + 1..])
+            .map_err(|e| Failure::user(format!("{name} line {line_no}: {}", e.message())))?;
+        if batch.len() as u64 >= batch_size {
+            loaded += commit(db, &mut batch, sync, loaded, out)?;
+        }
+    }
+    if !batch.is_empty() {
+        loaded += commit(db, &mut batch, sync, loaded, out)?;
+    }
+    if let Some(n) = bad_line {
+        out.flush()?;
+        return Err(Failure::user(format!(
+            "{name} line {n}: expected key<TAB>value but found no TAB ({loaded} entries before it were loaded)"
+        )));
+    }
+    Ok(loaded)
+}
+
+/// Writes one batch; returns how many entries it held.
+fn commit(
+    db: &Db,
+    batch: &mut WriteBatch,
+    sync: bool,
+    loaded: u64,
+    out: &mut impl Write,
+) -> Result<u64, Failure> {
+    let n = batch.len() as u64;
+    db.write(std::mem::take(batch), WriteOptions { sync })?;
+    if sync {
+        writeln!(out, "acked {}", loaded + n)?;
+        out.flush()?;
+    }
+    Ok(n)
+}
+
+/// Help and version go to stdout (exit 0); a usage error is one
+/// `quietkv: ...` line on stderr (exit 1).
+pub fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind as K;
+    match e.kind() {
+        K::DisplayHelp | K::DisplayVersion => {
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        K::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            ExitCode::from(1)
+        }
+        _ => {
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("quietkv: {first} (see quietkv --help)");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,375 @@
+//! The key-value commands end to end, through the built binary.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+fn qkv(db: &Path, args: &[&str]) -> Output {
+    qkv_in(db, args, None)
+}
+
+fn qkv_in(db: &Path, args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_quietkv"));
+    cmd.arg("--db").arg(db).args(args);
+    cmd.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    });
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    if let Some(input) = stdin {
+        child.stdin.take().unwrap().write_all(input).unwrap();
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Runs and expects success; returns stdout.
+fn ok(db: &Path, args: &[&str]) -> String {
+    let o = qkv(db, args);
+    assert!(
+        o.status.success(),
+        "{args:?}: {:?}\n{}{}",
+        o.status,
+        stdout(&o),
+        stderr(&o)
+    );
+    stdout(&o)
+}
+
+fn lines(n: u32) -> String {
+    (0..n).map(|i| format!("key{i:05}\tvalue {i}\n")).collect()
+}
+
+fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .collect();
+    v.sort();
+    v
+}
+
+fn flip(path: &Path, offset: u64) {
+    let mut data = fs::read(path).unwrap();
+    data[offset as usize] ^= 0x20;
+    fs::write(path, data).unwrap();
+}
+
+#[test]
+fn put_get_delete_scan_round_trip() {
+    let d = tmp();
+    let db = d.path().join("db");
+    for (k, v) in [("b", "2"), ("a", "1"), ("d", "4"), ("c", "3 with spaces")] {
+        ok(&db, &["put", k, v]);
+    }
+    assert_eq!(ok(&db, &["get", "c"]), "3 with spaces\n");
+    ok(&db, &["put", "a", "1b"]);
+    assert_eq!(ok(&db, &["get", "a"]), "1b\n");
+    assert_eq!(ok(&db, &["scan"]), "a\t1b\nb\t2\nc\t3 with spaces\nd\t4\n");
+    assert_eq!(
+        ok(&db, &["scan", "--from", "b", "--to", "d"]),
+        "b\t2\nc\t3 with spaces\n"
+    );
+    assert_eq!(ok(&db, &["scan", "--from", "b", "--limit", "1"]), "b\t2\n");
+    assert_eq!(ok(&db, &["scan", "--to", "a"]), "");
+    ok(&db, &["delete", "b"]);
+    ok(&db, &["delete", "never-existed"]);
+    assert_eq!(
+        ok(&db, &["scan", "--limit", "2"]),
+        "a\t1b\nc\t3 with spaces\n"
+    );
+
+    let o = qkv(&db, &["get", "b"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stderr(&o), "quietkv: not found: b\n");
+    assert_eq!(stdout(&o), "");
+
+    ok(&db, &["flush"]);
+    ok(&db, &["compact"]);
+    assert_eq!(ok(&db, &["scan"]), "a\t1b\nc\t3 with spaces\nd\t4\n");
+}
+
+#[test]
+fn user_errors_exit_1_with_one_line() {
+    let d = tmp();
+    let missing = d.path().join("missing");
+    for args in [
+        &["get", "a"][..],
+        &["scan"],
+        &["stats"],
+        &["check"],
+        &["flush"],
+    ] {
+        let o = qkv(&missing, args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = stderr(&o);
+        assert!(err.starts_with("quietkv: "), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
+    assert!(
+        !missing.exists(),
+        "read commands must not create the database"
+    );
+
+    // Bad arguments and a missing --db.
+    let db = d.path().join("db");
+    ok(&db, &["put", "k", "v"]);
+    for args in [&["scan", "--limit", "x"][..], &["bogus"], &["put", "k"]] {
+        let o = qkv(&db, args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert_eq!(stderr(&o).lines().count(), 1, "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).starts_with("quietkv: "));
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_quietkv"))
+        .args(["get", "k"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("--db"), "{}", stderr(&o));
+}
+
+#[test]
+fn load_from_file_and_stdin() {
+    let d = tmp();
+    let db = d.path().join("db");
+    let input = d.path().join("input.tsv");
+    fs::write(&input, lines(2500)).unwrap();
+
+    // From a file, without --sync: no acked lines.
+    let out = ok(&db, &["load", input.to_str().unwrap()]);
+    assert_eq!(out, "loaded 2500 entries\n");
+    assert_eq!(ok(&db, &["get", "key02499"]), "value 2499\n");
+
+    // From stdin with --sync: one acked line per batch, then the count.
+    let more: String = (0..2300)
+        .map(|i| format!("more{i:05}\tv\tith tab {i}\n"))
+        .collect();
+    let o = qkv_in(&db, &["load", "--sync"], Some(more.as_bytes()));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "acked 1000\nacked 2000\nacked 2300\nloaded 2300 entries\n"
+    );
+    // The value is everything after the first TAB.
+    assert_eq!(ok(&db, &["get", "more00007"]), "v\tith tab 7\n");
+
+    // `-` is stdin too; --batch sets the batch size; a last line without a
+    // newline still counts.
+    let o = qkv_in(
+        &db,
+        &["load", "-", "--sync", "--batch", "2"],
+        Some(b"x\t1\ny\t2\nz\t3"),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "acked 2\nacked 3\nloaded 3 entries\n");
+    let o = qkv_in(&db, &["load"], Some(b"z\t4\n"));
+    assert_eq!(stdout(&o), "loaded 1 entries\n");
+    assert_eq!(ok(&db, &["get", "z"]), "4\n");
+
+    let all = ok(&db, &["scan"]);
+    assert_eq!(all.lines().count(), 2500 + 2300 + 3);
+}
+
+#[test]
+fn load_line_without_tab_is_a_user_error() {
+    let d = tmp();
+    let db = d.path().join("db");
+    let input = d.path().join("bad.tsv");
+    fs::write(&input, "a\t1\nb\t2\nno tab here\nc\t3\n").unwrap();
+    let o = qkv(&db, &["load", "--sync", input.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("quietkv: "), "{err}");
+    assert!(err.contains("line 3"), "{err}");
+    // The lines before the bad one were written and acknowledged.
+    assert_eq!(stdout(&o), "acked 2\n");
+    assert_eq!(ok(&db, &["scan"]), "a\t1\nb\t2\n");
+
+    let o = qkv_in(&db, &["load"], Some(b"\n"));
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("stdin line 1"), "{}", stderr(&o));
+}
+
+#[test]
+fn stats_human_and_json() {
+    let d = tmp();
+    let db = d.path().join("db");
+    let input = d.path().join("input.tsv");
+    fs::write(&input, lines(3000)).unwrap();
+    ok(&db, &["load", input.to_str().unwrap()]);
+    ok(&db, &["compact"]);
+
+    let human = ok(&db, &["stats"]);
+    for needle in [
+        "L0",
+        "L6",
+        "flushes",
+        "compactions",
+        "stalls",
+        "block cache",
+        "UserRead",
+        "WalWrite",
+    ] {
+        assert!(human.contains(needle), "{needle} missing from\n{human}");
+    }
+
+    let json = ok(&db, &["stats", "--json"]);
+    assert_eq!(json.trim().lines().count(), 1);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let levels = v["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 7);
+    let files: u64 = levels.iter().map(|l| l["files"].as_u64().unwrap()).sum();
+    let bytes: u64 = levels.iter().map(|l| l["bytes"].as_u64().unwrap()).sum();
+    assert!(files >= 1 && bytes > 0, "{json}");
+    assert_eq!(v["last_sequence"].as_u64(), Some(3000));
+    assert!(v["compaction"]["bytes_read"].is_u64());
+    assert!(v["stalls"]["stops"].is_u64());
+    assert!(v["block_cache"]["hits"].is_u64());
+    assert!(v["io"]["CompactionRead"]["mode"].is_string());
+    assert!(v["io"]["UserRead"]["read_bytes"].is_u64());
+}
+
+#[test]
+fn check_healthy_database() {
+    let d = tmp();
+    let db = d.path().join("db");
+    let input = d.path().join("input.tsv");
+    fs::write(&input, lines(3000)).unwrap();
+    ok(&db, &["load", input.to_str().unwrap()]);
+    ok(&db, &["flush"]);
+    let o = qkv_in(
+        &db,
+        &["load", "--batch", "1"],
+        Some(b"w1\t1\nw2\t2\nw3\t3\n"),
+    );
+    assert!(o.status.success());
+
+    let out = ok(&db, &["check"]);
+    let last = out.lines().last().unwrap();
+    assert!(last.starts_with("ok: 1 tables, "), "{out}");
+    assert!(last.ends_with(", 3 WAL records checked"), "{out}");
+    let blocks: u64 = last
+        .split(", ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(blocks > 5, "{out}");
+}
+
+#[test]
+fn check_finds_a_flipped_table_byte() {
+    let d = tmp();
+    let db = d.path().join("db");
+    let input = d.path().join("input.tsv");
+    fs::write(&input, lines(3000)).unwrap();
+    ok(&db, &["load", input.to_str().unwrap()]);
+    ok(&db, &["flush"]);
+    let sst = files(&db, "sst");
+    assert_eq!(sst.len(), 1);
+    // Inside the second 4 KiB data block.
+    flip(&sst[0], 5000);
+
+    let o = qkv(&db, &["check"]);
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    let line = out.lines().find(|l| l.starts_with("DAMAGED ")).unwrap();
+    let prefix = format!("DAMAGED {} offset ", sst[0].display());
+    assert!(line.starts_with(&prefix), "{line}");
+    let offset: u64 = line[prefix.len()..]
+        .split(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(offset > 0 && offset <= 5000, "{line}");
+    assert!(!out.contains("ok:"), "{out}");
+
+    // The database itself now fails reads of that block, without a panic.
+    let o = qkv(&db, &["scan"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with("quietkv: corruption"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn check_finds_a_damaged_middle_wal_record() {
+    let d = tmp();
+    let db = d.path().join("db");
+    // Five equal-sized records in the WAL (batch of one line each); the
+    // database is closed but not reopened, so they stay in the WAL.
+    let input: String = (0..5).map(|i| format!("wal{i}\tvalue{i}\n")).collect();
+    let o = qkv_in(&db, &["load", "--batch", "1"], Some(input.as_bytes()));
+    assert!(o.status.success());
+    let wal = files(&db, "log")
+        .into_iter()
+        .max_by_key(|p| fs::metadata(p).unwrap().len())
+        .unwrap();
+    let len = fs::metadata(&wal).unwrap().len();
+    flip(&wal, len / 2);
+
+    let o = qkv(&db, &["check"]);
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    let prefix = format!("DAMAGED {} offset ", wal.display());
+    assert!(out.lines().any(|l| l.starts_with(&prefix)), "{out}");
+}
+
+#[test]
+fn check_refuses_a_database_in_use_unless_forced() {
+    let d = tmp();
+    let db = d.path().join("db");
+    ok(&db, &["put", "a", "1"]);
+    let open = quietkv::Db::open(&db, quietkv::Options::default()).unwrap();
+    let o = qkv(&db, &["check"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("in use"), "{}", stderr(&o));
+    let o = qkv(&db, &["check", "--force"]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("warning"));
+    // The other commands report Busy as a user error.
+    let o = qkv(&db, &["get", "a"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("busy"), "{}", stderr(&o));
+    drop(open);
+    ok(&db, &["check"]);
+}
+
+#[test]
+fn writes_refuse_a_database_that_lost_current() {
+    let d = tmp();
+    let db = d.path().join("db");
+    ok(&db, &["put", "a", "1"]);
+    ok(&db, &["flush"]);
+    fs::remove_file(db.join("CURRENT")).unwrap();
+    let o = qkv(&db, &["put", "b", "2"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("no CURRENT"), "{}", stderr(&o));
+    assert_eq!(files(&db, "sst").len(), 1, "the table must survive");
+    // check reports it as damage.
+    let o = qkv(&db, &["check"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stdout(&o).contains("CURRENT is missing"), "{}", stdout(&o));
+}

@@ -1,0 +1,753 @@
+//! Offline verification of a database directory: every table block and
+//! every WAL record, without opening the database.
+//!
+//! [`check_dir`] never goes through `Db::open`, so it works on a database
+//! that cannot be opened, and it never writes to the directory (no LOCK file
+//! is created, no probe files, nothing is repaired). It reads files with
+//! plain `std::fs` I/O.
+//!
+//! What it does:
+//! 1. reads CURRENT and replays the manifest it names (decode + the same
+//!    consistency rules recovery applies); damage is a problem, a torn last
+//!    edit is a note (recovery drops it too);
+//! 2. lists tables the manifest names that are missing from the directory,
+//!    and live tables whose size differs from what the manifest recorded;
+//! 3. opens every `*.sst` (footer, properties, filter and index blocks) and
+//!    streams all its data blocks through [`TableScanner`], which verifies
+//!    each block's checksum; keys must be in increasing internal-key order
+//!    and the entry count must match the table properties;
+//! 4. reads every `*.log` with [`LogReader`] and decodes every record as a
+//!    [`WriteBatch`]. A torn or zero-padded tail is a note, not a problem.
+//!
+//! Damage in a file the (readable) manifest shows to be unused — a table it
+//! does not name, a WAL older than its log number — is reported as a note:
+//! recovery ignores those files and deletes them at the next open. If the
+//! manifest cannot be read, every file counts.
+//!
+//! The lock: the check takes a *shared* `flock` on an existing LOCK file for
+//! its duration, so `Db::open` (which wants it exclusively) fails with Busy
+//! while a check runs. If a live database holds the lock, files may change
+//! under the check (compaction deletes tables, the WAL grows), so by default
+//! [`check_dir`] refuses with [`ErrorKind::Busy`];
+//! [`CheckOptions::ignore_lock`] checks anyway and sets
+//! [`CheckReport::lock_held`].
+
+use std::fs::{self, File};
+use std::io::{BufReader, Read};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::batch::WriteBatch;
+use crate::error::{Error, ErrorKind, Result};
+use crate::filenames::{self, FileKind, CURRENT, LOCK};
+use crate::iter::InternalIterator;
+use crate::key::compare_internal;
+use crate::log::{LogReader, TailState};
+use crate::table::{RandomSource, SeqSource, TableReader, TableScanner};
+use crate::version::{FileMeta, Version, VersionBuilder, VersionEdit};
+
+/// One finding: where and what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub file: PathBuf,
+    /// Byte offset in `file` (a block, record or footer) when known.
+    pub offset: Option<u64>,
+    pub message: String,
+}
+
+/// What [`check_dir`] verified and what it found.
+#[derive(Debug, Clone, Default)]
+pub struct CheckReport {
+    pub dir: PathBuf,
+    /// The manifest CURRENT names, if CURRENT could be read.
+    pub manifest: Option<PathBuf>,
+    /// Manifest edits decoded and applied.
+    pub manifest_edits: u64,
+    /// Tables the manifest names (0 if it could not be read).
+    pub live_tables: u64,
+    /// `*.sst` files opened and scanned.
+    pub tables: u64,
+    /// Data blocks read and checksum-verified.
+    pub blocks: u64,
+    /// Table entries read.
+    pub entries: u64,
+    /// `*.log` files read.
+    pub wal_files: u64,
+    /// WAL records read and decoded as write batches.
+    pub wal_records: u64,
+    /// A database process held the LOCK while the check ran (only with
+    /// [`CheckOptions::ignore_lock`]).
+    pub lock_held: bool,
+    /// Damage that matters: data the database needs is unreadable or wrong.
+    pub problems: Vec<Finding>,
+    /// Benign or informational: torn WAL tails, damage in files recovery
+    /// ignores.
+    pub notes: Vec<Finding>,
+}
+
+impl CheckReport {
+    /// No problems found (notes do not count).
+    pub fn is_ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// How to check.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CheckOptions {
+    /// Check even if another process holds the database LOCK.
+    pub ignore_lock: bool,
+}
+
+/// Verifies the database in `dir`; see the module docs. `Err` only when the
+/// check cannot run at all (no such directory, nothing that looks like a
+/// database, or the database is in use); damage is reported in the
+/// [`CheckReport`].
+pub fn check_dir(dir: impl AsRef<Path>) -> Result<CheckReport> {
+    check_dir_with(dir, CheckOptions::default())
+}
+
+/// [`check_dir`] with options.
+pub fn check_dir_with(dir: impl AsRef<Path>, opts: CheckOptions) -> Result<CheckReport> {
+    let dir = dir.as_ref();
+    let entries = fs::read_dir(dir)
+        .map_err(|e| Error::io(e, "cannot list the database directory").with_file(dir))?;
+    let mut tables = Vec::new();
+    let mut wals = Vec::new();
+    let mut has_current = false;
+    for entry in entries {
+        let entry =
+            entry.map_err(|e| Error::io(e, "cannot list the database directory").with_file(dir))?;
+        match entry.file_name().to_str().and_then(filenames::parse) {
+            Some(FileKind::Table(n)) => tables.push(n),
+            Some(FileKind::Wal(n)) => wals.push(n),
+            Some(FileKind::Current) => has_current = true,
+            _ => {}
+        }
+    }
+    tables.sort_unstable();
+    wals.sort_unstable();
+    if !has_current && tables.is_empty() && wals.is_empty() {
+        return Err(
+            Error::invalid("no quietkv database here (no CURRENT, tables or WAL files)")
+                .with_file(dir),
+        );
+    }
+
+    let (_lock, lock_held) = shared_lock(dir)?;
+    if lock_held && !opts.ignore_lock {
+        return Err(Error::new(
+            ErrorKind::Busy,
+            "the database is in use by another process (its LOCK file is held); files may change while they are checked",
+        )
+        .with_file(dir));
+    }
+
+    let mut c = Checker {
+        dir,
+        report: CheckReport {
+            dir: dir.to_path_buf(),
+            lock_held,
+            ..CheckReport::default()
+        },
+    };
+    let manifest = c.read_manifest(has_current);
+    if let Some(m) = &manifest {
+        c.report.live_tables = m.version.total_files() as u64;
+        for f in (0..crate::version::NUM_LEVELS).flat_map(|l| m.version.files(l)) {
+            if tables.binary_search(&f.number).is_err() {
+                let path = filenames::table_path(dir, f.number);
+                c.problem(
+                    path,
+                    None,
+                    "table is named by the manifest but missing from the directory".into(),
+                );
+            }
+        }
+    }
+    for &n in &tables {
+        let meta = manifest.as_ref().map(|m| m.live_table(n));
+        c.check_table(n, meta);
+    }
+    for &n in &wals {
+        let live = match &manifest {
+            Some(m) => n >= m.log_number,
+            None => true,
+        };
+        c.check_wal(n, live);
+    }
+    Ok(c.report)
+}
+
+/// Takes a shared, non-blocking flock on an existing LOCK file. Returns the
+/// open file (the lock lasts as long as it) and whether another process
+/// holds the lock exclusively. A missing LOCK file is not created.
+fn shared_lock(dir: &Path) -> Result<(Option<File>, bool)> {
+    let path = dir.join(LOCK);
+    let f = match File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((None, false)),
+        Err(e) => return Err(Error::io(e, "cannot open the lock file").with_file(&path)),
+    };
+    // SAFETY: flock on a file descriptor we own.
+    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
+    if rc != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            return Ok((None, true));
+        }
+        return Err(Error::io(e, "cannot lock the database").with_file(&path));
+    }
+    Ok((Some(f), false))
+}
+
+/// What the manifest says.
+struct Manifest {
+    version: Version,
+    log_number: u64,
+}
+
+impl Manifest {
+    /// `Some(Some(meta))` for a live table, `Some(None)` for one the
+    /// manifest does not name.
+    fn live_table(&self, number: u64) -> Option<FileMeta> {
+        (0..crate::version::NUM_LEVELS)
+            .flat_map(|l| self.version.files(l))
+            .find(|f| f.number == number)
+            .map(|f| (**f).clone())
+    }
+}
+
+struct Checker<'a> {
+    dir: &'a Path,
+    report: CheckReport,
+}
+
+impl Checker<'_> {
+    fn problem(&mut self, file: PathBuf, offset: Option<u64>, message: String) {
+        self.report.problems.push(Finding {
+            file,
+            offset,
+            message,
+        });
+    }
+
+    fn note(&mut self, file: PathBuf, offset: Option<u64>, message: String) {
+        self.report.notes.push(Finding {
+            file,
+            offset,
+            message,
+        });
+    }
+
+    /// Records an engine error as a problem (or a note), taking the file and
+    /// offset from the error when it has them.
+    fn error(&mut self, e: &Error, file: &Path, serious: bool) {
+        let path = e
+            .file()
+            .map_or_else(|| file.to_path_buf(), Path::to_path_buf);
+        let mut message = format!("{}: {}", e.kind(), e.message());
+        if let Some(src) = std::error::Error::source(e) {
+            message.push_str(&format!(": {src}"));
+        }
+        if serious {
+            self.problem(path, e.offset(), message);
+        } else {
+            self.note(path, e.offset(), message);
+        }
+    }
+
+    /// Reads CURRENT and replays its manifest; `None` (with a problem
+    /// recorded) if that is impossible.
+    fn read_manifest(&mut self, has_current: bool) -> Option<Manifest> {
+        let current_path = self.dir.join(CURRENT);
+        if !has_current {
+            self.problem(
+                current_path,
+                None,
+                "CURRENT is missing: the manifest cannot be found".into(),
+            );
+            return None;
+        }
+        let current = match fs::read(&current_path) {
+            Ok(c) => c,
+            Err(e) => {
+                self.error(&Error::io(e, "cannot read CURRENT"), &current_path, true);
+                return None;
+            }
+        };
+        let name = String::from_utf8_lossy(&current);
+        let name = name.trim_end_matches('\n');
+        if !matches!(filenames::parse(name), Some(FileKind::Manifest(_))) {
+            self.problem(
+                current_path,
+                Some(0),
+                format!("CURRENT does not name a manifest: {name:?}"),
+            );
+            return None;
+        }
+        let path = self.dir.join(name);
+        self.report.manifest = Some(path.clone());
+        let data = match fs::read(&path) {
+            Ok(d) => d,
+            Err(e) => {
+                let e = Error::io(e, "cannot read the manifest named by CURRENT");
+                self.error(&e, &path, true);
+                return None;
+            }
+        };
+        let mut reader = LogReader::new(&path, &data);
+        let mut builder = VersionBuilder::new(&Version::new());
+        let mut log_number = 0;
+        loop {
+            let record = match reader.read_record() {
+                Ok(Some(r)) => r,
+                Ok(None) => break,
+                Err(e) => {
+                    self.error(&e, &path, true);
+                    return None;
+                }
+            };
+            let offset = reader.last_record_offset();
+            let edit = match VersionEdit::decode(record).and_then(|e| builder.apply(&e).map(|_| e))
+            {
+                Ok(e) => e,
+                Err(e) => {
+                    let msg = format!("bad manifest edit: {}", e.message());
+                    self.problem(path, Some(offset), msg);
+                    return None;
+                }
+            };
+            if let Some(n) = edit.log_number {
+                log_number = n;
+            }
+            self.report.manifest_edits += 1;
+        }
+        if let TailState::Torn { offset } = reader.tail() {
+            self.note(
+                path.clone(),
+                Some(offset),
+                "torn last manifest edit (never installed; recovery drops it)".into(),
+            );
+        }
+        if self.report.manifest_edits == 0 {
+            self.problem(path, None, "the manifest holds no complete edit".into());
+            return None;
+        }
+        match builder.build() {
+            Ok(version) => Some(Manifest {
+                version,
+                log_number,
+            }),
+            Err(e) => {
+                let msg = format!("manifest describes an invalid tree: {}", e.message());
+                self.problem(path, None, msg);
+                None
+            }
+        }
+    }
+
+    /// `meta`: `None` if the manifest is unreadable, `Some(None)` if it does
+    /// not name this table, `Some(Some(m))` for a live table.
+    fn check_table(&mut self, number: u64, meta: Option<Option<FileMeta>>) {
+        let path = filenames::table_path(self.dir, number);
+        let serious = !matches!(meta, Some(None));
+        self.report.tables += 1;
+        match scan_table(&path, number) {
+            Ok(scan) => {
+                self.report.blocks += scan.blocks;
+                self.report.entries += scan.entries;
+                if let Some(Some(m)) = meta {
+                    if m.size != scan.size {
+                        let msg = format!(
+                            "table is {} bytes but the manifest recorded {}",
+                            scan.size, m.size
+                        );
+                        self.problem(path.clone(), None, msg);
+                    }
+                    if m.num_entries != scan.entries {
+                        let msg = format!(
+                            "table holds {} entries but the manifest recorded {}",
+                            scan.entries, m.num_entries
+                        );
+                        self.problem(path, None, msg);
+                    }
+                }
+            }
+            Err((e, blocks)) => {
+                self.report.blocks += blocks;
+                self.error(&e, &path, serious);
+                if !serious {
+                    self.note(
+                        path,
+                        None,
+                        "the damaged table is not named by the manifest (recovery deletes it)"
+                            .into(),
+                    );
+                }
+            }
+        }
+    }
+
+    /// `live`: the WAL would be replayed by recovery.
+    fn check_wal(&mut self, number: u64, live: bool) {
+        let path = filenames::wal_path(self.dir, number);
+        self.report.wal_files += 1;
+        let data = match fs::read(&path) {
+            Ok(d) => d,
+            Err(e) => {
+                self.error(&Error::io(e, "cannot read WAL"), &path, live);
+                return;
+            }
+        };
+        let mut reader = LogReader::new(&path, &data);
+        let mut damaged = false;
+        loop {
+            match reader.read_record() {
+                Ok(Some(record)) => {
+                    self.report.wal_records += 1;
+                    if let Err(e) = WriteBatch::decode(record) {
+                        let offset = reader.last_record_offset();
+                        let msg = format!("WAL record is not a valid write batch: {}", e.message());
+                        damaged = true;
+                        if live {
+                            self.problem(path.clone(), Some(offset), msg);
+                        } else {
+                            self.note(path.clone(), Some(offset), msg);
+                        }
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    damaged = true;
+                    self.error(&e, &path, live);
+                    break;
+                }
+            }
+        }
+        if let TailState::Torn { offset } = reader.tail() {
+            self.note(
+                path.clone(),
+                Some(offset),
+                "torn last WAL record (never acknowledged; recovery drops it)".into(),
+            );
+        }
+        if damaged && !live {
+            self.note(
+                path,
+                None,
+                "the damaged WAL is older than the manifest's log number (recovery ignores it)"
+                    .into(),
+            );
+        }
+    }
+}
+
+struct TableScan {
+    size: u64,
+    blocks: u64,
+    entries: u64,
+}
+
+/// Opens a table and reads every data block; on error also returns how
+/// many blocks were verified before it.
+fn scan_table(path: &Path, number: u64) -> std::result::Result<TableScan, (Error, u64)> {
+    let source = FileSource::open(path).map_err(|e| (e, 0))?;
+    let size = source.size;
+    let table = TableReader::open(Arc::new(source), number, None).map_err(|e| (e, 0))?;
+    let table = Arc::new(table);
+    let num_blocks = table.index().len() as u64;
+    let expected_entries = table.properties().num_entries;
+    let file =
+        File::open(path).map_err(|e| (Error::io(e, "cannot open table").with_file(path), 0))?;
+    let seq = FileSeq {
+        reader: BufReader::with_capacity(1 << 20, file),
+        path: path.to_path_buf(),
+        pos: 0,
+    };
+    let mut scanner = TableScanner::new(Arc::clone(&table), Box::new(seq));
+    let mut entries = 0u64;
+    let mut prev: Vec<u8> = Vec::new();
+    let result = (|| {
+        scanner.seek_to_first()?;
+        while scanner.valid() {
+            let key = scanner.key();
+            if entries > 0 && compare_internal(&prev, key) != std::cmp::Ordering::Less {
+                let block = table.index().get(scanner.current_block());
+                let mut e = Error::corruption(format!(
+                    "keys out of order: entry {entries} does not sort after the previous one"
+                ))
+                .with_file(path);
+                if let Some(b) = block {
+                    e = e.with_offset(b.handle.offset);
+                }
+                return Err(e);
+            }
+            prev.clear();
+            prev.extend_from_slice(key);
+            entries += 1;
+            scanner.next()?;
+        }
+        if entries != expected_entries {
+            return Err(Error::corruption(format!(
+                "table holds {entries} entries but its properties say {expected_entries}"
+            ))
+            .with_file(path));
+        }
+        Ok(())
+    })();
+    match result {
+        Ok(()) => Ok(TableScan {
+            size,
+            blocks: num_blocks,
+            entries,
+        }),
+        Err(e) => Err((e, scanner.current_block() as u64)),
+    }
+}
+
+/// Positional reads of a table with plain `pread`.
+struct FileSource {
+    file: File,
+    path: PathBuf,
+    size: u64,
+}
+
+impl FileSource {
+    fn open(path: &Path) -> Result<FileSource> {
+        let file =
+            File::open(path).map_err(|e| Error::io(e, "cannot open table").with_file(path))?;
+        let size = file
+            .metadata()
+            .map_err(|e| Error::io(e, "cannot stat table").with_file(path))?
+            .len();
+        Ok(FileSource {
+            file,
+            path: path.to_path_buf(),
+            size,
+        })
+    }
+}
+
+impl RandomSource for FileSource {
+    fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let mut buf = vec![0u8; len];
+        self.file.read_exact_at(&mut buf, offset).map_err(|e| {
+            Error::io(e, format!("cannot read {len} bytes"))
+                .with_file(&self.path)
+                .with_offset(offset)
+        })?;
+        Ok(buf)
+    }
+
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Sequential reads of a table through a buffered reader.
+struct FileSeq {
+    reader: BufReader<File>,
+    path: PathBuf,
+    pos: u64,
+}
+
+impl SeqSource for FileSeq {
+    fn read_exact(&mut self, buf: &mut [u8]) -> Result<()> {
+        self.reader.read_exact(buf).map_err(|e| {
+            Error::io(e, format!("cannot read {} bytes", buf.len()))
+                .with_file(&self.path)
+                .with_offset(self.pos)
+        })?;
+        self.pos += buf.len() as u64;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Db, Options};
+
+    fn dir() -> tempfile::TempDir {
+        tempfile::tempdir().unwrap()
+    }
+
+    fn small() -> Options {
+        Options {
+            memtable_size: 64 << 10,
+            block_size: 1024,
+            ..Options::default()
+        }
+    }
+
+    /// A closed database with one flushed table and `wal_keys` entries left
+    /// in the WAL (one batch each).
+    fn make_db(path: &Path, wal_keys: u32) {
+        let db = Db::open(path, small()).unwrap();
+        for i in 0..500u32 {
+            db.put(format!("key{i:05}").as_bytes(), &[b'v'; 40])
+                .unwrap();
+        }
+        db.flush().unwrap();
+        for i in 0..wal_keys {
+            db.put(format!("wal{i:05}").as_bytes(), b"value").unwrap();
+        }
+        db.close().unwrap();
+    }
+
+    fn files(path: &Path, ext: &str) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = fs::read_dir(path)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == ext))
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn flip(path: &Path, offset: u64) {
+        let mut data = fs::read(path).unwrap();
+        data[offset as usize] ^= 0x40;
+        fs::write(path, data).unwrap();
+    }
+
+    #[test]
+    fn check_healthy_database() {
+        let d = dir();
+        make_db(d.path(), 10);
+        let r = check_dir(d.path()).unwrap();
+        assert!(r.is_ok(), "{:?}", r.problems);
+        assert_eq!(r.tables, 1);
+        assert_eq!(r.live_tables, 1);
+        assert!(r.blocks > 5, "{r:?}");
+        assert_eq!(r.entries, 500);
+        assert_eq!(r.wal_records, 10);
+        assert!(r.manifest_edits >= 1);
+        assert!(!r.lock_held);
+    }
+
+    #[test]
+    fn check_finds_a_flipped_data_block_byte() {
+        let d = dir();
+        make_db(d.path(), 0);
+        let sst = &files(d.path(), "sst")[0];
+        flip(sst, 3000);
+        let r = check_dir(d.path()).unwrap();
+        assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+        let p = &r.problems[0];
+        assert_eq!(&p.file, sst);
+        let off = p.offset.unwrap();
+        assert!(off <= 3000 && 3000 - off < 2048, "{p:?}");
+        assert!(p.message.contains("corruption"), "{p:?}");
+        assert!(r.blocks >= 1);
+    }
+
+    #[test]
+    fn check_finds_a_damaged_middle_wal_record() {
+        let d = dir();
+        make_db(d.path(), 5);
+        let wal = files(d.path(), "log")
+            .into_iter()
+            .find(|p| fs::metadata(p).unwrap().len() > 0)
+            .unwrap();
+        let len = fs::metadata(&wal).unwrap().len();
+        // Records are equal-sized: damage the payload of the middle one.
+        flip(&wal, len / 2);
+        let r = check_dir(d.path()).unwrap();
+        assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+        assert_eq!(r.problems[0].file, wal);
+        assert!(r.problems[0].offset.is_some());
+        assert!(r.wal_records < 5);
+    }
+
+    #[test]
+    fn torn_wal_tail_is_a_note() {
+        let d = dir();
+        make_db(d.path(), 5);
+        let wal = files(d.path(), "log")
+            .into_iter()
+            .find(|p| fs::metadata(p).unwrap().len() > 0)
+            .unwrap();
+        let len = fs::metadata(&wal).unwrap().len();
+        let f = fs::OpenOptions::new().write(true).open(&wal).unwrap();
+        f.set_len(len - 3).unwrap();
+        let r = check_dir(d.path()).unwrap();
+        assert!(r.is_ok(), "{:?}", r.problems);
+        assert_eq!(r.wal_records, 4);
+        assert!(r.notes.iter().any(|n| n.message.contains("torn")));
+    }
+
+    #[test]
+    fn missing_table_and_bad_current_are_problems() {
+        let d = dir();
+        make_db(d.path(), 0);
+        let sst = files(d.path(), "sst")[0].clone();
+        fs::remove_file(&sst).unwrap();
+        let r = check_dir(d.path()).unwrap();
+        assert_eq!(r.problems.len(), 1);
+        assert_eq!(r.problems[0].file, sst);
+        assert!(r.problems[0].message.contains("missing"));
+
+        fs::write(d.path().join(CURRENT), "garbage\n").unwrap();
+        let r = check_dir(d.path()).unwrap();
+        assert!(r.problems.iter().any(|p| p.message.contains("CURRENT")));
+    }
+
+    #[test]
+    fn damaged_manifest_is_a_problem() {
+        let d = dir();
+        make_db(d.path(), 0);
+        let name = fs::read_to_string(d.path().join(CURRENT)).unwrap();
+        let manifest = d.path().join(name.trim());
+        // Corrupt the length of the only record so its body is damaged but
+        // not at the tail: append a second copy of the file after it.
+        let mut data = fs::read(&manifest).unwrap();
+        let copy = data.clone();
+        data[12] ^= 0x01;
+        data.extend_from_slice(&copy);
+        fs::write(&manifest, data).unwrap();
+        let r = check_dir(d.path()).unwrap();
+        assert!(!r.is_ok());
+        assert_eq!(r.problems[0].file, manifest);
+        assert_eq!(r.problems[0].offset, Some(0));
+    }
+
+    #[test]
+    fn orphan_damaged_table_is_a_note() {
+        let d = dir();
+        make_db(d.path(), 0);
+        let sst = files(d.path(), "sst")[0].clone();
+        let orphan = filenames::table_path(d.path(), 999_999);
+        fs::copy(&sst, &orphan).unwrap();
+        flip(&orphan, 100);
+        let r = check_dir(d.path()).unwrap();
+        assert!(r.is_ok(), "{:?}", r.problems);
+        assert_eq!(r.tables, 2);
+        assert!(r.notes.iter().any(|n| n.file == orphan));
+    }
+
+    #[test]
+    fn refuses_a_locked_database_and_an_empty_dir() {
+        let d = dir();
+        make_db(d.path(), 0);
+        let db = Db::open(d.path(), small()).unwrap();
+        let e = check_dir(d.path()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Busy);
+        let r = check_dir_with(d.path(), CheckOptions { ignore_lock: true }).unwrap();
+        assert!(r.lock_held);
+        drop(db);
+        assert!(!check_dir(d.path()).unwrap().lock_held);
+
+        let empty = dir();
+        let e = check_dir(empty.path()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        assert!(check_dir(empty.path().join("nope")).is_err());
+    }
+}
