@@ -275,3 +275,15 @@ fn full_disk_keeps_acknowledged_writes_and_reopens() {
     }
     db.close().unwrap();
 }
+
+#[test]
+fn lost_current_is_refused_instead_of_starting_over() {
+    let d = dir();
+    make_table_db(d.path(), 100);
+    fs::remove_file(d.path().join("CURRENT")).unwrap();
+    let e = Db::open(d.path(), Options::default()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+    assert!(e.to_string().contains("CURRENT is missing"), "{e}");
+    // Nothing was deleted.
+    assert_eq!(files_with(d.path(), ".sst").len(), 1);
+}

@@ -59,6 +59,24 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
             )
             .with_file(&dir));
         }
+        // Never create a new database over the remains of an old one: its
+        // tables would be garbage to the new manifest and deleted.
+        let leftovers = list(&dir)?
+            .into_iter()
+            .filter(|k| {
+                matches!(
+                    k,
+                    FileKind::Table(_) | FileKind::Wal(_) | FileKind::Manifest(_)
+                )
+            })
+            .count();
+        if leftovers > 0 {
+            return Err(Error::corruption(format!(
+                "CURRENT is missing but the directory holds {leftovers} database file(s) (tables, WALs or manifests); \
+                 refusing to create a new database over them. If CURRENT was lost, recreate it naming the newest MANIFEST-*"
+            ))
+            .with_file(dir.join(CURRENT)));
+        }
         Recovered::default()
     };
     for number in recovered.version.all_file_numbers() {
