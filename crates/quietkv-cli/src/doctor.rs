@@ -248,12 +248,12 @@ pub fn print_human(r: &Report) {
     println!();
     println!("  I/O class        mode under auto");
     for (class, mode) in &r.auto {
-        let note = r
-            .auto_fallbacks
-            .get(class)
-            .and_then(|v| v.as_str())
-            .map(|w| format!("  (fallback: {w})"))
-            .unwrap_or_default();
+        // The reasons are printed above; say only that auto fell back.
+        let note = if r.auto_fallbacks.contains_key(class) {
+            "  (auto fell back: no usable O_DIRECT/RWF_DONTCACHE, see above)"
+        } else {
+            ""
+        };
         println!("  {class:<16} {}{note}", mode.as_str().unwrap_or("?"));
     }
     println!();

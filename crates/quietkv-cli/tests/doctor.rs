@@ -1,0 +1,113 @@
+//! `quietkv doctor` on the real file systems of this machine.
+
+use std::process::Command;
+
+fn doctor(dir: &std::path::Path, extra: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_quietkv"))
+        .arg("doctor")
+        .arg(dir)
+        .args(extra)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn json_has_the_documented_keys_and_an_honest_self_test() {
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let (code, out, err) = doctor(d.path(), &["--json", "--size", "8"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    for k in [
+        "dir",
+        "filesystem",
+        "kernel",
+        "direct",
+        "dontcache",
+        "auto",
+        "selftest",
+    ] {
+        assert!(v.get(k).is_some(), "missing key {k}: {out}");
+    }
+    for k in ["supported", "reason", "mem_align", "offset_align"] {
+        assert!(v["direct"].get(k).is_some(), "missing direct.{k}");
+    }
+    for c in [
+        "UserRead",
+        "CompactionRead",
+        "CompactionWrite",
+        "FlushWrite",
+        "WalWrite",
+        "Manifest",
+    ] {
+        assert!(v["auto"][c].is_string(), "missing auto.{c}");
+    }
+    let tests = v["selftest"].as_array().unwrap();
+    assert!(!tests.is_empty());
+    for t in tests {
+        for k in [
+            "mode",
+            "write_mib_s",
+            "read_mib_s",
+            "resident_after_write",
+            "resident_after_read",
+        ] {
+            assert!(t.get(k).is_some(), "selftest entry lacks {k}: {t}");
+        }
+        let mode = t["mode"].as_str().unwrap();
+        let (w, r) = (
+            t["resident_after_write"].as_f64().unwrap(),
+            t["resident_after_read"].as_f64().unwrap(),
+        );
+        assert!((0.0..=1.0).contains(&w) && (0.0..=1.0).contains(&r));
+        match mode {
+            "direct" | "dontcache" => {
+                assert!(w < 0.05 && r < 0.05, "{mode} left pages cached: {t}")
+            }
+            "buffered" => assert!(w > 0.9 && r > 0.9, "buffered should stay cached: {t}"),
+            _ => {}
+        }
+    }
+    if v["filesystem"] == "ext4" {
+        assert_eq!(v["direct"]["supported"], true);
+        assert_eq!(v["auto"]["CompactionWrite"], "direct");
+    }
+    // The self-test cleans up after itself.
+    assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn tmpfs_is_explained_and_still_exits_zero() {
+    let shm = std::path::Path::new("/dev/shm");
+    if !shm.is_dir() {
+        return;
+    }
+    let d = tempfile::tempdir_in(shm).unwrap();
+    let (code, out, _) = doctor(d.path(), &["--json", "--size", "2"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["filesystem"], "tmpfs");
+    assert_eq!(v["direct"]["supported"], false);
+    assert!(v["direct"]["reason"].as_str().unwrap().contains("tmpfs"));
+    assert_eq!(v["dontcache"]["supported"], false);
+    assert!(v["dontcache"]["reason"].is_string());
+    for c in ["CompactionRead", "CompactionWrite"] {
+        assert_eq!(v["auto"][c], "buffered");
+    }
+    let (code, human, _) = doctor(d.path(), &["--size", "2"]);
+    assert_eq!(code, 0);
+    assert!(human.contains("O_DIRECT        no:"), "{human}");
+    assert!(human.contains("RWF_DONTCACHE   no:"), "{human}");
+}
+
+#[test]
+fn bad_directory_is_a_one_line_error() {
+    let (code, _, err) = doctor(std::path::Path::new("/nonexistent/dir"), &[]);
+    assert_eq!(code, 1);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("/nonexistent/dir"), "{err}");
+}
