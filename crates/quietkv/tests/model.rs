@@ -88,11 +88,13 @@ fn options(modes: [AccessMode; 5]) -> Options {
     .io_mode(IoClass::WalWrite, modes[4])
 }
 
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
 /// Runs `ops` against a fresh database in `dir` and the model.
 fn run(dir: &Path, opts: &Options, ops: &[Op]) {
     let mut db = Some(Db::open(dir, opts.clone()).unwrap());
-    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
-    let mut snaps: Vec<(Snapshot, BTreeMap<Vec<u8>, Vec<u8>>)> = Vec::new();
+    let mut model: Model = BTreeMap::new();
+    let mut snaps: Vec<(Snapshot, Model)> = Vec::new();
     for (step, op) in ops.iter().enumerate() {
         let d = db.as_ref().unwrap();
         match op {
