@@ -260,9 +260,6 @@ pub struct WriteOptions {
 pub struct ReadOptions<'a> {
     /// Read as of this snapshot instead of the latest state.
     pub snapshot: Option<&'a Snapshot>,
-    /// Fill the block cache with blocks this read loads. Default true
-    /// (`fill_cache: false` is what a bulk scan wants).
-    pub skip_cache_fill: bool,
 }
 
 #[cfg(test)]
