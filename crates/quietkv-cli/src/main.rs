@@ -1,5 +1,6 @@
 //! The `quietkv` command.
 
+mod bench;
 mod doctor;
 mod logger;
 
@@ -9,7 +10,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "quietkv", version, about = "An LSM key-value store whose background work leaves the page cache alone")]
+#[command(
+    name = "quietkv",
+    version,
+    about = "An LSM key-value store whose background work leaves the page cache alone"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -29,6 +34,12 @@ enum Command {
         #[arg(long, default_value_t = 64)]
         size: u64,
     },
+    /// Benchmark: user-read latency beside background I/O in each mode,
+    /// in a memory cgroup (see PROTOCOL.md).
+    Bench(bench::BenchArgs),
+    /// Internal: one benchmark run, started by `quietkv bench`.
+    #[command(name = "bench-worker", hide = true)]
+    BenchWorker,
 }
 
 fn main() -> ExitCode {
@@ -39,12 +50,17 @@ fn main() -> ExitCode {
             let dir = dir.unwrap_or_else(|| PathBuf::from("."));
             doctor::run(&dir, size).map(|report| {
                 if json {
-                    println!("{}", serde_json::to_string_pretty(&report).expect("serializable"));
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&report).expect("serializable")
+                    );
                 } else {
                     doctor::print_human(&report);
                 }
             })
         }
+        Command::Bench(args) => bench::run(args),
+        Command::BenchWorker => return bench::runner::worker_main(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
