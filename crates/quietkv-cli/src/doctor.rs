@@ -94,11 +94,7 @@ pub fn run(dir: &Path, size_mib: u64) -> Result<Report, String> {
         kernel: caps.kernel.clone(),
         max_sectors_kb: caps.max_sectors_kb,
         logical_block_size: caps.logical_block_size,
-        residency_method: if caps.cachestat {
-            "cachestat"
-        } else {
-            "mincore"
-        },
+        residency_method: if caps.cachestat { "cachestat" } else { "mincore" },
         direct: DirectReport {
             supported: caps.direct.supported,
             reason: caps.direct.reason.clone(),
@@ -119,17 +115,10 @@ pub fn run(dir: &Path, size_mib: u64) -> Result<Report, String> {
     })
 }
 
-fn self_test(
-    env: &IoEnv,
-    caps: &Capabilities,
-    mode: AccessMode,
-    size_mib: u64,
-) -> Result<SelfTest, String> {
-    let path = caps.dir.join(format!(
-        ".quietkv-doctor-{}-{}",
-        std::process::id(),
-        mode.name()
-    ));
+fn self_test(env: &IoEnv, caps: &Capabilities, mode: AccessMode, size_mib: u64) -> Result<SelfTest, String> {
+    let path = caps
+        .dir
+        .join(format!(".quietkv-doctor-{}-{}", std::process::id(), mode.name()));
     let file = TestFile(path);
     let size = (size_mib as usize) << 20;
     // Incompressible-looking bytes, generated once per 1 MiB and reused.
@@ -178,9 +167,7 @@ fn self_test(
     drop(r);
     let read_s = t.elapsed().as_secs_f64();
     if total != size {
-        return Err(format!(
-            "self-test in {mode} mode read {total} bytes back, wrote {size}"
-        ));
+        return Err(format!("self-test in {mode} mode read {total} bytes back, wrote {size}"));
     }
     let resident_after_read = residency(&file.0).map_err(err)?.fraction();
     let mib = size as f64 / (1 << 20) as f64;
@@ -215,9 +202,7 @@ pub fn print_human(r: &Report) {
     println!("  file system     {}", r.filesystem);
     println!(
         "  device          {}{}",
-        r.device
-            .as_deref()
-            .unwrap_or("none (memory-backed or virtual)"),
+        r.device.as_deref().unwrap_or("none (memory-backed or virtual)"),
         r.max_sectors_kb
             .map(|k| format!(", max_sectors_kb {k}"))
             .unwrap_or_default()
@@ -267,10 +252,7 @@ pub fn print_human(r: &Report) {
         "  {:<10} {:>11} {:>14} {:>11} {:>13}",
         "mode", "write MiB/s", "cached after", "read MiB/s", "cached after"
     );
-    println!(
-        "  {:<10} {:>11} {:>14} {:>11} {:>13}",
-        "", "", "write", "", "read"
-    );
+    println!("  {:<10} {:>11} {:>14} {:>11} {:>13}", "", "", "write", "", "read");
     for s in &r.selftest {
         println!(
             "  {:<10} {:>11.1} {:>13.1}% {:>11.1} {:>12.1}%",

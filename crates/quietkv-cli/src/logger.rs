@@ -14,11 +14,7 @@ impl log::Log for StderrLogger {
 
     fn log(&self, record: &Record) {
         if self.enabled(record.metadata()) {
-            eprintln!(
-                "{}: {}",
-                record.level().as_str().to_lowercase(),
-                record.args()
-            );
+            eprintln!("{}: {}", record.level().as_str().to_lowercase(), record.args());
         }
     }
 

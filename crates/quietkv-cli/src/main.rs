@@ -10,11 +10,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(
-    name = "quietkv",
-    version,
-    about = "An LSM key-value store whose background work leaves the page cache alone"
-)]
+#[command(name = "quietkv", version, about = "An LSM key-value store whose background work leaves the page cache alone")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -50,10 +46,7 @@ fn main() -> ExitCode {
             let dir = dir.unwrap_or_else(|| PathBuf::from("."));
             doctor::run(&dir, size).map(|report| {
                 if json {
-                    println!(
-                        "{}",
-                        serde_json::to_string_pretty(&report).expect("serializable")
-                    );
+                    println!("{}", serde_json::to_string_pretty(&report).expect("serializable"));
                 } else {
                     doctor::print_human(&report);
                 }
