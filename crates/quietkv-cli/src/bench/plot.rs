@@ -169,7 +169,14 @@ pub fn timeline_chart(e: &ExperimentReport, path: &Path) -> Result<(), String> {
         .x_desc("seconds (shaded: background work running)")
         .y_desc("p99 latency")
         .y_label_formatter(&|y| us_label(*y))
-        .x_label_formatter(&|x| format!("{x:.0}"))
+        .x_labels((max_t.ceil() as usize + 1).min(13))
+        .x_label_formatter(&|x| {
+            if (x - x.round()).abs() < 1e-6 {
+                format!("{x:.0}")
+            } else {
+                format!("{x:.1}")
+            }
+        })
         .label_style((FONT, 15))
         .axis_desc_style((FONT, 17))
         .draw()
