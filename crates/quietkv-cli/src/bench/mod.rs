@@ -9,6 +9,16 @@
 //! - [`runner`]: worker process in the cgroup, experiment registry
 //! - [`report`], [`plot`]: report.md, report.json, PNGs
 //! - [`e0`]: the no-engine reference experiment
+//!
+//! Adding an experiment (E1, E2, ...): write a worker function
+//! `fn(&WorkerSpec, &AtomicBool) -> Result<RunResult, String>` that opens
+//! the engine in `spec.dir` with `spec.mode.access(class)` per I/O class,
+//! starts a [`sampler::Sampler`] with `spec.sampler` (plus an `ExtraFn` for
+//! engine counters), marks phases, drives reads with
+//! [`loadgen::run_open_loop`], and fills a [`result::RunResult`] (see
+//! `e0::worker`); register it in [`runner::worker_fn`]; prepare its files in
+//! the parent (like `e0::prepare`) and build an [`report::ExperimentReport`]
+//! from the runs. Runner, cgroups, report and plots need no change.
 
 // Parts of this API (cgroup and parser helpers, sampler accessors) are for
 // the engine experiments E1/E2, which are added on top of it.
@@ -224,6 +234,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
 
     let mach = machine(&scratch.0);
+    let load_start = loadavg();
     let limit = (args.memory_limit_mib > 0).then_some(args.memory_limit_mib << 20);
     let mut runner = Runner::new(RunnerOptions {
         memory_limit: limit,
@@ -387,7 +398,14 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
                 .join("; "),
         ),
     ];
-    header.push(("Started".into(), timestamp() + " UTC (end)"));
+    header.push((
+        "Load average (1 min) at start / end".into(),
+        format!(
+            "{load_start} / {} (other processes compete for the CPUs: the baseline tail shows how much)",
+            loadavg()
+        ),
+    ));
+    header.push(("Finished".into(), timestamp() + " UTC"));
     let exp = ExperimentReport {
         id: experiment.clone(),
         title: "no-engine reference (hot-file reads beside sequential background streams)".into(),
@@ -408,6 +426,13 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     println!("report: {}", out.join("report.md").display());
     println!("json:   {}", out.join("report.json").display());
     Ok(())
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "?".into())
 }
 
 fn rate_text(mib_s: u64) -> String {

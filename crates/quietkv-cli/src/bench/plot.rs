@@ -100,6 +100,7 @@ pub fn percentile_chart(e: &ExperimentReport, path: &Path) -> Result<(), String>
             (FONT, 24),
         )
         .margin(15)
+        .margin_right(45)
         .x_label_area_size(50)
         .y_label_area_size(80)
         .build_cartesian_2d(0.0..max_x, (ylo..yhi).log_scale())
