@@ -166,6 +166,7 @@ pub fn standard_rows() -> Vec<Row> {
             Us,
             Lower,
         ),
+        row("p99.9 service time", "service_time_us.p999", Us, Lower),
         row(
             "Baseline p50 (no background work)",
             "baseline_read_latency_us.p50",
@@ -684,6 +685,7 @@ mod tests {
         assert!(md.contains("Cache hit ratio"));
         assert!(md.contains("w_await"));
         assert!(md.contains("Reads done"));
+        assert!(md.contains("p99.9 service time"));
         assert!(md.contains("CPU user"));
         assert!(md.contains("- cgroup limit: 256 MiB"));
         assert!(md.contains("no PSI cgroup"));
