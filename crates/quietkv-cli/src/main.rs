@@ -1,5 +1,6 @@
 //! The `quietkv` command.
 
+mod bench;
 mod check_cmd;
 mod doctor;
 mod kv;
@@ -41,6 +42,12 @@ enum Command {
     },
     #[command(flatten)]
     Kv(kv::KvCommand),
+    /// Benchmark: user-read latency beside background I/O in each mode,
+    /// in a memory cgroup (see PROTOCOL.md).
+    Bench(bench::BenchArgs),
+    /// Internal: one benchmark run, started by `quietkv bench`.
+    #[command(name = "bench-worker", hide = true)]
+    BenchWorker,
 }
 
 fn main() -> ExitCode {
@@ -64,6 +71,8 @@ fn main() -> ExitCode {
             })
         }
         Command::Kv(cmd) => return kv::main(cli.db, cmd),
+        Command::Bench(args) => bench::run(args),
+        Command::BenchWorker => return bench::runner::worker_main(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,452 @@
+//! Memory cgroups for the measured process, PSI directories, and the
+//! interrupt flag that lets the runner clean them up on Ctrl-C.
+//!
+//! Only directories this module created are ever written to (besides moving
+//! our own child processes back into the cgroup they came from), and every
+//! one is removed on drop: pids still inside are moved back to the parent
+//! first, then the directory is removed, retrying briefly while the kernel
+//! finishes tearing down an exited process.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::Duration;
+
+use super::metrics::{parse_memory_stat, parse_psi, MemoryStat, Psi};
+
+/// Prefix of every directory the benchmark creates; followed by the
+/// creating process's pid and a counter.
+pub const DIR_PREFIX: &str = "quietkv-bench-";
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+extern "C" fn on_signal(_sig: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// SIGINT and SIGTERM set a flag instead of killing the process; the runner
+/// checks [`interrupted`] and cleans up.
+pub fn install_interrupt_handler() {
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+}
+
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// Which cgroup interface a directory belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CgroupVersion {
+    V1,
+    V2,
+}
+
+/// Mount points of the cgroup hierarchies, from `/proc/self/mountinfo`.
+#[derive(Debug, Default, Clone)]
+pub struct Mounts {
+    /// The v1 hierarchy holding the memory controller.
+    pub v1_memory: Option<PathBuf>,
+    /// The cgroup2 hierarchy (unified, or the only one on a v2 system).
+    pub v2: Option<PathBuf>,
+}
+
+pub fn parse_mountinfo(text: &str) -> Mounts {
+    let mut m = Mounts::default();
+    for line in text.lines() {
+        let Some((left, right)) = line.split_once(" - ") else {
+            continue;
+        };
+        let mount_point = left.split_whitespace().nth(4);
+        let mut r = right.split_whitespace();
+        let (fstype, _src, opts) = (r.next(), r.next(), r.next().unwrap_or(""));
+        match (fstype, mount_point) {
+            (Some("cgroup"), Some(mp)) if opts.split(',').any(|o| o == "memory") => {
+                m.v1_memory = Some(PathBuf::from(mp));
+            }
+            (Some("cgroup2"), Some(mp)) if m.v2.is_none() => m.v2 = Some(PathBuf::from(mp)),
+            _ => {}
+        }
+    }
+    m
+}
+
+/// From `/proc/PID/cgroup`: the v1 memory cgroup path and the v2 path.
+pub fn parse_proc_cgroup(text: &str) -> (Option<String>, Option<String>) {
+    let (mut v1, mut v2) = (None, None);
+    for line in text.lines() {
+        let mut f = line.splitn(3, ':');
+        let (_id, ctrls, path) = (f.next(), f.next().unwrap_or(""), f.next());
+        if ctrls.is_empty() {
+            v2 = path.map(str::to_string);
+        } else if ctrls.split(',').any(|c| c == "memory") {
+            v1 = path.map(str::to_string);
+        }
+    }
+    (v1, v2)
+}
+
+fn mounts() -> Mounts {
+    parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default())
+}
+
+fn own_paths() -> (Option<String>, Option<String>) {
+    parse_proc_cgroup(&std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default())
+}
+
+fn join_cg(mount: &Path, path: &str) -> PathBuf {
+    mount.join(path.trim_start_matches('/'))
+}
+
+fn write_file(path: &Path, value: &str) -> Result<(), String> {
+    std::fs::write(path, value)
+        .map_err(|e| format!("cannot write '{value}' to {}: {e}", path.display()))
+}
+
+fn make_child(parent: &Path) -> Result<PathBuf, String> {
+    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+    let dir = parent.join(format!("{DIR_PREFIX}{}-{n}", std::process::id()));
+    std::fs::create_dir(&dir)
+        .map_err(|e| format!("cannot create cgroup {}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
+fn pid_alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| {
+                s.rsplit_once(')')
+                    .map(|(_, r)| r.trim_start().starts_with('Z'))
+                    .unwrap_or(false)
+            })
+            .unwrap_or(true)
+}
+
+/// Moves our pids back to `parent`, then removes `dir`, retrying while the
+/// kernel still counts an exiting task.
+fn teardown(dir: &Path, parent: &Path, pids: &[u32]) {
+    for &pid in pids {
+        if pid_alive(pid) {
+            if let Err(e) = write_file(&parent.join("cgroup.procs"), &pid.to_string()) {
+                eprintln!("quietkv bench: {e}");
+            }
+        }
+    }
+    let mut last = None;
+    for _ in 0..50 {
+        match std::fs::remove_dir(dir) {
+            Ok(()) => return,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+            Err(e) => last = Some(e),
+        }
+        // Anything still inside that we did not put there (a grandchild)
+        // is moved out too: the directory is ours and must go.
+        if let Ok(procs) = std::fs::read_to_string(dir.join("cgroup.procs")) {
+            for pid in procs.split_whitespace() {
+                let _ = std::fs::write(parent.join("cgroup.procs"), pid);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!(
+        "quietkv bench: could not remove cgroup {}: {}",
+        dir.display(),
+        last.map(|e| e.to_string()).unwrap_or_default()
+    );
+}
+
+/// A memory cgroup that limits how much memory (and so page cache) its
+/// processes may use: a v1 child of our own memory cgroup with
+/// `memory.limit_in_bytes`, or a v2 child with `memory.max`.
+#[derive(Debug)]
+pub struct MemoryCgroup {
+    dir: PathBuf,
+    parent: PathBuf,
+    version: CgroupVersion,
+    limit: u64,
+    pids: Vec<u32>,
+}
+
+impl MemoryCgroup {
+    pub fn create(limit_bytes: u64) -> Result<MemoryCgroup, String> {
+        let m = mounts();
+        let (v1, v2) = own_paths();
+        if let (Some(mount), Some(path)) = (&m.v1_memory, &v1) {
+            let parent = join_cg(mount, path);
+            let dir = make_child(&parent)?;
+            let cg = MemoryCgroup {
+                dir,
+                parent,
+                version: CgroupVersion::V1,
+                limit: limit_bytes,
+                pids: Vec::new(),
+            };
+            write_file(
+                &cg.dir.join("memory.limit_in_bytes"),
+                &limit_bytes.to_string(),
+            )?;
+            return Ok(cg);
+        }
+        if let (Some(mount), Some(path)) = (&m.v2, &v2) {
+            let parent = join_cg(mount, path);
+            let ctrls =
+                std::fs::read_to_string(parent.join("cgroup.controllers")).unwrap_or_default();
+            if !ctrls.split_whitespace().any(|c| c == "memory") {
+                return Err(format!(
+                    "the memory controller is not available in cgroup {}",
+                    parent.display()
+                ));
+            }
+            let sub =
+                std::fs::read_to_string(parent.join("cgroup.subtree_control")).unwrap_or_default();
+            if !sub.split_whitespace().any(|c| c == "memory") {
+                write_file(&parent.join("cgroup.subtree_control"), "+memory").map_err(|e| {
+                    format!("{e} (a v2 cgroup that holds processes cannot delegate the memory controller to a child)")
+                })?;
+            }
+            let dir = make_child(&parent)?;
+            let cg = MemoryCgroup {
+                dir,
+                parent,
+                version: CgroupVersion::V2,
+                limit: limit_bytes,
+                pids: Vec::new(),
+            };
+            write_file(&cg.dir.join("memory.max"), &limit_bytes.to_string())?;
+            return Ok(cg);
+        }
+        Err("no memory cgroup controller found (neither a v1 memory hierarchy nor cgroup2)".into())
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn version(&self) -> CgroupVersion {
+        self.version
+    }
+
+    pub fn limit_bytes(&self) -> u64 {
+        self.limit
+    }
+
+    pub fn add_pid(&mut self, pid: u32) -> Result<(), String> {
+        write_file(&self.dir.join("cgroup.procs"), &pid.to_string())?;
+        self.pids.push(pid);
+        Ok(())
+    }
+
+    pub fn memory_stat(&self) -> Option<MemoryStat> {
+        Some(parse_memory_stat(
+            &std::fs::read_to_string(self.dir.join("memory.stat")).ok()?,
+        ))
+    }
+
+    /// On cgroup v2 the memory cgroup has its own `memory.pressure`.
+    pub fn pressure_file(&self) -> Option<PathBuf> {
+        let p = self.dir.join("memory.pressure");
+        (self.version == CgroupVersion::V2 && p.exists()).then_some(p)
+    }
+
+    /// The pids in the cgroup now.
+    pub fn procs(&self) -> Vec<u32> {
+        read_procs(&self.dir)
+    }
+}
+
+impl Drop for MemoryCgroup {
+    fn drop(&mut self) {
+        teardown(&self.dir, &self.parent, &self.pids);
+    }
+}
+
+fn read_procs(dir: &Path) -> Vec<u32> {
+    std::fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// A cgroup2 directory that exists only for its `memory.pressure` (PSI of
+/// the processes in it), for machines whose memory controller is on v1.
+#[derive(Debug)]
+pub struct PsiCgroup {
+    dir: PathBuf,
+    parent: PathBuf,
+    pids: Vec<u32>,
+}
+
+impl PsiCgroup {
+    pub fn create() -> Result<PsiCgroup, String> {
+        let m = mounts();
+        let (_, v2) = own_paths();
+        let (Some(mount), Some(path)) = (m.v2, v2) else {
+            return Err("no cgroup2 hierarchy mounted".into());
+        };
+        let parent = join_cg(&mount, &path);
+        let dir = make_child(&parent)?;
+        let cg = PsiCgroup {
+            dir,
+            parent,
+            pids: Vec::new(),
+        };
+        if !cg.pressure_file().exists() {
+            return Err(format!(
+                "{} has no memory.pressure (kernel without PSI, or psi=0)",
+                cg.dir.display()
+            ));
+        }
+        Ok(cg)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn pressure_file(&self) -> PathBuf {
+        self.dir.join("memory.pressure")
+    }
+
+    pub fn add_pid(&mut self, pid: u32) -> Result<(), String> {
+        write_file(&self.dir.join("cgroup.procs"), &pid.to_string())?;
+        self.pids.push(pid);
+        Ok(())
+    }
+
+    pub fn pressure(&self) -> Option<Psi> {
+        parse_psi(&std::fs::read_to_string(self.pressure_file()).ok()?)
+    }
+
+    pub fn procs(&self) -> Vec<u32> {
+        read_procs(&self.dir)
+    }
+}
+
+impl Drop for PsiCgroup {
+    fn drop(&mut self) {
+        teardown(&self.dir, &self.parent, &self.pids);
+    }
+}
+
+/// Whether this process may create cgroups at all (root), with the reason
+/// when not.
+pub fn cgroups_usable() -> Result<(), String> {
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("not running as root".into());
+    }
+    Ok(())
+}
+
+/// Leftover benchmark directories of the process `pid` (for tests and
+/// for a final check): every place this module may create one.
+pub fn leftover_dirs(pid: u32) -> Vec<PathBuf> {
+    let m = mounts();
+    let (v1, v2) = own_paths();
+    let mut parents = Vec::new();
+    if let (Some(mount), Some(p)) = (&m.v1_memory, &v1) {
+        parents.push(join_cg(mount, p));
+    }
+    if let (Some(mount), Some(p)) = (&m.v2, &v2) {
+        parents.push(join_cg(mount, p));
+    }
+    let prefix = format!("{DIR_PREFIX}{pid}-");
+    let mut out = Vec::new();
+    for parent in parents {
+        if let Ok(rd) = std::fs::read_dir(&parent) {
+            for e in rd.flatten() {
+                if e.file_name().to_string_lossy().starts_with(&prefix) {
+                    out.push(e.path());
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::{Command, Stdio};
+
+    #[test]
+    fn parses_mountinfo_and_proc_cgroup() {
+        let mi = "35 25 0:30 / /sys/fs/cgroup/unified rw,nosuid - cgroup2 cgroup2 rw\n\
+                  36 25 0:31 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n\
+                  37 25 0:32 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n";
+        let m = parse_mountinfo(mi);
+        assert_eq!(m.v1_memory.unwrap(), PathBuf::from("/sys/fs/cgroup/memory"));
+        assert_eq!(m.v2.unwrap(), PathBuf::from("/sys/fs/cgroup/unified"));
+        let pc = "9:name=systemd:/\n4:memory:/process_api/abc\n1:cpu:/\n0::/\n";
+        let (v1, v2) = parse_proc_cgroup(pc);
+        assert_eq!(v1.as_deref(), Some("/process_api/abc"));
+        assert_eq!(v2.as_deref(), Some("/"));
+    }
+
+    fn skip_reason() -> Option<String> {
+        if let Err(e) = cgroups_usable() {
+            return Some(e);
+        }
+        let m = mounts();
+        if m.v1_memory.is_none() && m.v2.is_none() {
+            return Some("no cgroup hierarchy".into());
+        }
+        None
+    }
+
+    #[test]
+    fn memory_cgroup_holds_a_child_and_leaves_nothing() {
+        if let Some(why) = skip_reason() {
+            eprintln!("skipped: {why}");
+            return;
+        }
+        let mut cg = match MemoryCgroup::create(64 << 20) {
+            Ok(cg) => cg,
+            Err(e) => {
+                eprintln!("skipped: no memory cgroup here: {e}");
+                return;
+            }
+        };
+        let dir = cg.dir().to_path_buf();
+        assert!(dir.exists());
+        let mut child = Command::new("sleep")
+            .arg("30")
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        cg.add_pid(pid).unwrap();
+        assert!(cg.procs().contains(&pid));
+        let stat = cg.memory_stat().expect("memory.stat readable");
+        let _ = stat.active_file;
+        let mut psi = PsiCgroup::create().ok();
+        if let Some(p) = psi.as_mut() {
+            p.add_pid(pid).unwrap();
+            assert!(p.procs().contains(&pid));
+            assert!(p.pressure().is_some());
+        }
+        let psi_dir = psi.as_ref().map(|p| p.dir().to_path_buf());
+        // Dropped while the child still runs: it is moved back, then the
+        // directories go.
+        drop(cg);
+        drop(psi);
+        assert!(!dir.exists(), "{} left behind", dir.display());
+        if let Some(d) = psi_dir {
+            assert!(!d.exists(), "{} left behind", d.display());
+        }
+        assert!(pid_alive(pid));
+        child.kill().unwrap();
+        child.wait().unwrap();
+
+        // And with a child that has exited before the drop.
+        let mut cg = MemoryCgroup::create(64 << 20).unwrap();
+        let dir = cg.dir().to_path_buf();
+        let mut child = Command::new("true").spawn().unwrap();
+        let _ = cg.add_pid(child.id());
+        child.wait().unwrap();
+        drop(cg);
+        assert!(!dir.exists());
+    }
+}

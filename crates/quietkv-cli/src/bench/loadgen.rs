@@ -1,0 +1,357 @@
+//! The open-loop load generator.
+//!
+//! Request `k` of a phase is scheduled at `k / rate` seconds after the
+//! start; reader thread `t` serves requests `t, t + T, t + 2T, ...`. A
+//! request's latency runs from its *scheduled* time to its completion, so a
+//! stall that delays the requests behind it shows up in the percentiles
+//! (coordinated omission corrected). The time from actually issuing a
+//! request to its completion is kept too, as "service time".
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// The read under test: gets a key index in `[0, keys)`, returns whether it
+/// was a page-cache hit when that is known.
+pub type ReadResult = Result<Option<bool>, String>;
+
+#[derive(Debug, Clone)]
+pub struct LoadConfig {
+    /// Requests per second over all threads.
+    pub rate_per_s: f64,
+    pub threads: usize,
+    pub duration: Duration,
+    /// Keys are drawn uniformly from `[0, keys)`.
+    pub keys: u64,
+    pub seed: u64,
+    /// Requests still unissued this long after the end are abandoned (and
+    /// count as scheduled but not done).
+    pub grace: Duration,
+}
+
+/// Latency in microseconds, 3 significant digits, up to an hour.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
+}
+
+pub struct LoadResult {
+    /// Scheduled-to-completion latency of the whole phase, us.
+    pub latency: Histogram<u64>,
+    /// Issue-to-completion time, us.
+    pub service: Histogram<u64>,
+    /// One latency histogram per second of schedule.
+    pub per_second: Vec<Histogram<u64>>,
+    pub scheduled: u64,
+    pub done: u64,
+    pub errors: u64,
+    pub first_error: Option<String>,
+    pub hits: u64,
+    pub misses: u64,
+    pub elapsed_s: f64,
+}
+
+/// A small fast PRNG (splitmix64).
+#[derive(Debug, Clone)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    pub fn new(seed: u64) -> Self {
+        SplitMix64(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `[0, n)` (Lemire's multiply-shift; n > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((self.next_u64() as u128 * n as u128) >> 64) as u64
+    }
+}
+
+/// Sleeps are woken within microseconds rather than the default 50 us
+/// timer slack.
+fn tighten_timer_slack() {
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}
+
+fn micros(d: Duration) -> u64 {
+    (d.as_micros() as u64).max(1)
+}
+
+/// Runs one phase: `rate_per_s * duration` requests on schedule, or fewer if
+/// `stop` is set.
+pub fn run_open_loop<F>(cfg: &LoadConfig, read: F, stop: &AtomicBool) -> LoadResult
+where
+    F: Fn(u64) -> ReadResult + Sync,
+{
+    let threads = cfg.threads.max(1);
+    let total = (cfg.rate_per_s * cfg.duration.as_secs_f64()).floor() as u64;
+    let interval_ns = 1e9 / cfg.rate_per_s.max(1e-9);
+    let seconds = cfg.duration.as_secs_f64().ceil().max(1.0) as usize;
+    let start = Instant::now() + Duration::from_millis(5);
+    let deadline = start + cfg.duration + cfg.grace;
+    let keys = cfg.keys.max(1);
+    let read = &read;
+    let parts: Vec<LoadResult> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                s.spawn(move || {
+                    tighten_timer_slack();
+                    let mut rng =
+                        SplitMix64::new(cfg.seed ^ (t as u64 + 1).wrapping_mul(0x9E37_79B9));
+                    let mut r = LoadResult {
+                        latency: new_histogram(),
+                        service: new_histogram(),
+                        per_second: (0..seconds).map(|_| new_histogram()).collect(),
+                        scheduled: 0,
+                        done: 0,
+                        errors: 0,
+                        first_error: None,
+                        hits: 0,
+                        misses: 0,
+                        elapsed_s: 0.0,
+                    };
+                    let mut k = t as u64;
+                    while k < total {
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let sched = start + Duration::from_nanos((k as f64 * interval_ns) as u64);
+                        let now = Instant::now();
+                        if now > deadline {
+                            break;
+                        }
+                        if sched > now {
+                            std::thread::sleep(sched - now);
+                        }
+                        let key = rng.below(keys);
+                        let issued = Instant::now();
+                        let res = read(key);
+                        let end = Instant::now();
+                        match res {
+                            Ok(hit) => {
+                                let lat = micros(end.saturating_duration_since(sched));
+                                r.latency.saturating_record(lat);
+                                r.service.saturating_record(micros(end - issued));
+                                let sec = ((k as f64 * interval_ns) / 1e9) as usize;
+                                if let Some(h) = r.per_second.get_mut(sec.min(seconds - 1)) {
+                                    h.saturating_record(lat);
+                                }
+                                r.done += 1;
+                                match hit {
+                                    Some(true) => r.hits += 1,
+                                    Some(false) => r.misses += 1,
+                                    None => {}
+                                }
+                            }
+                            Err(e) => {
+                                r.errors += 1;
+                                if r.first_error.is_none() {
+                                    r.first_error = Some(e);
+                                }
+                            }
+                        }
+                        k += threads as u64;
+                    }
+                    r
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("reader thread"))
+            .collect()
+    });
+    let mut out = LoadResult {
+        latency: new_histogram(),
+        service: new_histogram(),
+        per_second: (0..seconds).map(|_| new_histogram()).collect(),
+        scheduled: total,
+        done: 0,
+        errors: 0,
+        first_error: None,
+        hits: 0,
+        misses: 0,
+        elapsed_s: start.elapsed().as_secs_f64(),
+    };
+    for p in parts {
+        out.latency.add(&p.latency).expect("same bounds");
+        out.service.add(&p.service).expect("same bounds");
+        for (a, b) in out.per_second.iter_mut().zip(&p.per_second) {
+            a.add(b).expect("same bounds");
+        }
+        out.done += p.done;
+        out.errors += p.errors;
+        out.hits += p.hits;
+        out.misses += p.misses;
+        if out.first_error.is_none() {
+            out.first_error = p.first_error;
+        }
+    }
+    out
+}
+
+/// The numbers of a latency histogram that the report shows, in us.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub p9999: f64,
+    pub max: f64,
+    pub mean: f64,
+    pub stddev: f64,
+}
+
+impl LatencySummary {
+    pub fn of(h: &Histogram<u64>) -> LatencySummary {
+        if h.is_empty() {
+            return LatencySummary::default();
+        }
+        let q = |p: f64| h.value_at_quantile(p) as f64;
+        LatencySummary {
+            count: h.len(),
+            p50: q(0.50),
+            p90: q(0.90),
+            p99: q(0.99),
+            p999: q(0.999),
+            p9999: q(0.9999),
+            max: h.max() as f64,
+            mean: h.mean(),
+            stddev: h.stdev(),
+        }
+    }
+}
+
+/// The percentile curve of a histogram as (nines, us) points, nines =
+/// -log10(1 - q): 1 = p90, 2 = p99, 3 = p99.9. Stops where the histogram
+/// runs out of samples to resolve the quantile.
+pub fn percentile_curve(h: &Histogram<u64>) -> Vec<[f64; 2]> {
+    let mut out = Vec::new();
+    if h.is_empty() {
+        return out;
+    }
+    let max_nines = (h.len() as f64).log10();
+    let mut n = 0.0f64;
+    while n <= max_nines + 1e-9 && n <= 6.0 {
+        let q = 1.0 - 10f64.powf(-n);
+        out.push([n, h.value_at_quantile(q) as f64]);
+        n += 0.05;
+    }
+    out.push([max_nines.min(6.0) + 0.05, h.max() as f64]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU64;
+
+    #[test]
+    fn prng_is_uniform_enough() {
+        let mut r = SplitMix64::new(7);
+        let mut counts = [0u32; 10];
+        for _ in 0..100_000 {
+            counts[r.below(10) as usize] += 1;
+        }
+        assert!(
+            counts.iter().all(|&c| (9_000..11_000).contains(&c)),
+            "{counts:?}"
+        );
+    }
+
+    #[test]
+    fn a_stall_shows_in_the_requests_behind_it() {
+        // 1000 requests/s on one thread; request 100 takes 50 ms. The ~50
+        // requests scheduled during the stall must carry its remainder.
+        let n = AtomicU64::new(0);
+        let cfg = LoadConfig {
+            rate_per_s: 1000.0,
+            threads: 1,
+            duration: Duration::from_millis(400),
+            keys: 1000,
+            seed: 1,
+            grace: Duration::from_secs(2),
+        };
+        let stop = AtomicBool::new(false);
+        let r = run_open_loop(
+            &cfg,
+            |_k| {
+                if n.fetch_add(1, Ordering::SeqCst) == 100 {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Ok(Some(true))
+            },
+            &stop,
+        );
+        assert_eq!(r.scheduled, 400);
+        assert_eq!(r.done, 400);
+        assert_eq!(r.hits, 400);
+        assert!(r.latency.max() >= 50_000, "max {}", r.latency.max());
+        // Requests scheduled 0..50 ms into the stall waited 50..0 ms:
+        // at least 35 of them more than 10 ms.
+        let over_10ms = r.latency.count_between(10_000, 3_600_000_000);
+        assert!(over_10ms >= 35, "only {over_10ms} requests saw the stall");
+        // Service time does not: only the one slow request took long.
+        assert!(r.service.count_between(10_000, 3_600_000_000) <= 2);
+        // A closed-loop count would have lost them: p99 carries the stall.
+        let s = LatencySummary::of(&r.latency);
+        assert!(s.p90 >= 5_000.0, "p90 {}", s.p90);
+        let per_sec_total: u64 = r.per_second.iter().map(|h| h.len()).sum();
+        assert_eq!(per_sec_total, 400);
+    }
+
+    #[test]
+    fn stop_flag_and_errors() {
+        let cfg = LoadConfig {
+            rate_per_s: 500.0,
+            threads: 2,
+            duration: Duration::from_millis(200),
+            keys: 10,
+            seed: 3,
+            grace: Duration::from_secs(1),
+        };
+        let stop = AtomicBool::new(false);
+        let r = run_open_loop(
+            &cfg,
+            |k| {
+                if k % 2 == 0 {
+                    Err(format!("bad {k}"))
+                } else {
+                    Ok(None)
+                }
+            },
+            &stop,
+        );
+        assert_eq!(r.scheduled, 100);
+        assert_eq!(r.done + r.errors, 100);
+        assert!(r.errors > 20 && r.first_error.is_some());
+        let stop = AtomicBool::new(true);
+        let r = run_open_loop(&cfg, |_| Ok(None), &stop);
+        assert_eq!(r.done, 0);
+    }
+
+    #[test]
+    fn curve_is_monotone() {
+        let mut h = new_histogram();
+        for v in 1..=10_000u64 {
+            h.record(v).unwrap();
+        }
+        let c = percentile_curve(&h);
+        assert!(c
+            .windows(2)
+            .all(|w| w[0][1] <= w[1][1] && w[0][0] < w[1][0]));
+        assert!(c.last().unwrap()[1] >= 10_000.0 * 0.999);
+    }
+}

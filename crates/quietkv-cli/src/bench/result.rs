@@ -1,0 +1,318 @@
+//! What a benchmark run is asked to do (`WorkerSpec`) and what it returns
+//! (`RunResult`), shared by every experiment, plus the flat metric keys the
+//! report aggregates and prints.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use quietio::{AccessMode, IoClass};
+use serde::{Deserialize, Serialize};
+
+use super::loadgen::{LatencySummary, LoadResult};
+use super::sampler::{PhaseMetrics, Sample, SamplerConfig};
+
+/// A named configuration: the access mode of each I/O class
+/// (PROTOCOL.md, "Modes").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModeSpec {
+    pub name: String,
+    pub user_read: String,
+    pub compaction_read: String,
+    pub compaction_write: String,
+    pub flush_write: String,
+}
+
+impl ModeSpec {
+    /// `buffered`, `direct` (= `both-direct`), `dontcache`, `fadvise`,
+    /// `write-direct`, `read-direct`, `both-direct`, `all-direct`.
+    pub fn parse(name: &str) -> Result<ModeSpec, String> {
+        let n = name.trim().to_ascii_lowercase();
+        let (u, r, w) = match n.as_str() {
+            "buffered" => ("buffered", "buffered", "buffered"),
+            "direct" | "both-direct" => ("buffered", "direct", "direct"),
+            "dontcache" => ("buffered", "dontcache", "dontcache"),
+            "fadvise" => ("buffered", "fadvise", "fadvise"),
+            "write-direct" => ("buffered", "buffered", "direct"),
+            "read-direct" => ("buffered", "direct", "buffered"),
+            "all-direct" => ("direct", "direct", "direct"),
+            _ => {
+                return Err(format!(
+                    "unknown mode '{name}' (expected buffered, direct, dontcache, fadvise, write-direct, read-direct, both-direct or all-direct)"
+                ))
+            }
+        };
+        Ok(ModeSpec {
+            name: n,
+            user_read: u.into(),
+            compaction_read: r.into(),
+            compaction_write: w.into(),
+            flush_write: w.into(),
+        })
+    }
+
+    /// The requested access mode of `class` in this configuration.
+    pub fn access(&self, class: IoClass) -> AccessMode {
+        let s = match class {
+            IoClass::UserRead => &self.user_read,
+            IoClass::CompactionRead => &self.compaction_read,
+            IoClass::CompactionWrite => &self.compaction_write,
+            IoClass::FlushWrite => &self.flush_write,
+            IoClass::WalWrite | IoClass::Manifest => "buffered",
+        };
+        s.parse().unwrap_or(AccessMode::Buffered)
+    }
+}
+
+/// Parameters every experiment shares.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CommonParams {
+    /// Target user reads per second (all reader threads together).
+    pub read_rate: f64,
+    pub reader_threads: usize,
+    pub warmup_s: f64,
+    pub baseline_s: f64,
+    /// The measured phase (background work running).
+    pub duration_s: f64,
+    pub memory_limit_bytes: Option<u64>,
+}
+
+/// Everything the worker process needs to do one run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkerSpec {
+    pub experiment: String,
+    pub mode: ModeSpec,
+    /// 1-based.
+    pub repeat: u32,
+    pub repeats: u32,
+    /// Scratch directory holding the experiment's prepared files.
+    pub dir: PathBuf,
+    pub common: CommonParams,
+    /// Experiment-specific parameters.
+    pub params: serde_json::Value,
+    /// Filled in by the runner: where the worker's cgroups are.
+    pub sampler: SamplerConfig,
+}
+
+impl WorkerSpec {
+    /// `[E0 buffered 1/3]`, for progress lines.
+    pub fn label(&self) -> String {
+        format!(
+            "[{} {} {}/{}]",
+            self.experiment, self.mode.name, self.repeat, self.repeats
+        )
+    }
+}
+
+/// One phase of user reads with its kernel metrics.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct PhaseResult {
+    pub latency: LatencySummary,
+    pub service: LatencySummary,
+    pub scheduled: u64,
+    pub done: u64,
+    pub errors: u64,
+    pub first_error: Option<String>,
+    pub cache_hit_ratio: Option<f64>,
+    pub kernel: PhaseMetrics,
+}
+
+impl PhaseResult {
+    /// `hits_misses` overrides the generator's own hit count (for reads
+    /// whose closure could not tell, e.g. from quietio's class counters).
+    pub fn new(load: &LoadResult, kernel: PhaseMetrics, hits_misses: Option<(u64, u64)>) -> Self {
+        let (h, m) = hits_misses.unwrap_or((load.hits, load.misses));
+        PhaseResult {
+            latency: LatencySummary::of(&load.latency),
+            service: LatencySummary::of(&load.service),
+            scheduled: load.scheduled,
+            done: load.done,
+            errors: load.errors,
+            first_error: load.first_error.clone(),
+            cache_hit_ratio: (h + m > 0).then(|| h as f64 / (h + m) as f64),
+            kernel,
+        }
+    }
+}
+
+/// Background (compaction) work done during the measured phase.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct BackgroundWork {
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub seconds: f64,
+}
+
+impl BackgroundWork {
+    pub fn mib_s(&self) -> f64 {
+        if self.seconds > 0.0 {
+            (self.read_bytes + self.write_bytes) as f64 / (1 << 20) as f64 / self.seconds
+        } else {
+            0.0
+        }
+    }
+}
+
+/// One second of the latency time series.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TimePoint {
+    /// Seconds since the start of the baseline phase.
+    pub t_s: f64,
+    pub count: u64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+    /// Background work was running in this second.
+    pub background: bool,
+}
+
+/// The time series of a phase's per-second histograms, starting at
+/// `offset_s`.
+pub fn timeline(load: &LoadResult, offset_s: f64, background: bool) -> Vec<TimePoint> {
+    load.per_second
+        .iter()
+        .enumerate()
+        .map(|(i, h)| TimePoint {
+            t_s: offset_s + i as f64,
+            count: h.len(),
+            p50_us: if h.is_empty() {
+                0.0
+            } else {
+                h.value_at_quantile(0.5) as f64
+            },
+            p99_us: if h.is_empty() {
+                0.0
+            } else {
+                h.value_at_quantile(0.99) as f64
+            },
+            max_us: h.max() as f64,
+            background,
+        })
+        .collect()
+}
+
+/// What one worker run returns (as JSON on its stdout).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RunResult {
+    pub mode: String,
+    pub repeat: u32,
+    pub measured: PhaseResult,
+    pub baseline: Option<PhaseResult>,
+    pub background: BackgroundWork,
+    pub timeline: Vec<TimePoint>,
+    /// (start, end) of background work on the timeline's clock.
+    pub background_interval_s: (f64, f64),
+    /// Percentile curve of the measured phase: (nines, us).
+    pub curve: Vec<[f64; 2]>,
+    pub samples: Vec<Sample>,
+    /// Experiment-specific numbers (engine counters ...), reported as
+    /// `extra.NAME` rows.
+    pub extra: BTreeMap<String, f64>,
+    pub notes: Vec<String>,
+}
+
+/// The metric keys of the report, in `report.json`'s nesting (dots).
+pub const LATENCY_KEYS: [&str; 8] = [
+    "p50", "p90", "p99", "p999", "p9999", "max", "mean", "stddev",
+];
+
+impl RunResult {
+    /// Every number of the run under a dotted key
+    /// (`read_latency_us.p99`, `device.r_await_ms`, ...).
+    pub fn flat_metrics(&self) -> BTreeMap<String, f64> {
+        let mut m = BTreeMap::new();
+        let lat = |m: &mut BTreeMap<String, f64>, prefix: &str, s: &LatencySummary| {
+            let v = [
+                s.p50, s.p90, s.p99, s.p999, s.p9999, s.max, s.mean, s.stddev,
+            ];
+            for (k, x) in LATENCY_KEYS.iter().zip(v) {
+                m.insert(format!("{prefix}.{k}"), x);
+            }
+        };
+        let p = &self.measured;
+        lat(&mut m, "read_latency_us", &p.latency);
+        lat(&mut m, "service_time_us", &p.service);
+        m.insert("reads.scheduled".into(), p.scheduled as f64);
+        m.insert("reads.done".into(), p.done as f64);
+        m.insert("reads.errors".into(), p.errors as f64);
+        if let Some(b) = &self.baseline {
+            lat(&mut m, "baseline_read_latency_us", &b.latency);
+            m.insert("baseline_reads.scheduled".into(), b.scheduled as f64);
+            m.insert("baseline_reads.done".into(), b.done as f64);
+            if let Some(h) = b.cache_hit_ratio {
+                m.insert("baseline_cache_hit_ratio".into(), h);
+            }
+        }
+        if let Some(h) = p.cache_hit_ratio {
+            m.insert("cache_hit_ratio".into(), h);
+        }
+        let k = &p.kernel;
+        m.insert("dirty_pages_per_s".into(), k.dirty_pages_per_s);
+        m.insert("written_pages_per_s".into(), k.written_pages_per_s);
+        m.insert("refaults_per_s".into(), k.refaults_per_s);
+        m.insert("pgscan_file_per_s".into(), k.pgscan_file_per_s);
+        m.insert("pgsteal_file_per_s".into(), k.pgsteal_file_per_s);
+        let mut opt = |key: &str, v: Option<f64>| {
+            if let Some(v) = v {
+                m.insert(key.to_string(), v);
+            }
+        };
+        opt("stall_us_per_s", k.stall_us_per_s);
+        opt("active_file_bytes", k.active_file_bytes);
+        opt("inactive_file_bytes", k.inactive_file_bytes);
+        opt("cpu.user_s", k.cpu_user_s);
+        opt("cpu.sys_s", k.cpu_sys_s);
+        if let Some(d) = &k.device {
+            for (key, v) in [
+                ("r_await_ms", d.r_await_ms),
+                ("w_await_ms", d.w_await_ms),
+                ("aqu_sz", d.aqu_sz),
+                ("util_pct", d.util_pct),
+                ("r_per_s", d.r_per_s),
+                ("w_per_s", d.w_per_s),
+                ("r_mib_s", d.r_mib_s),
+                ("w_mib_s", d.w_mib_s),
+            ] {
+                m.insert(format!("device.{key}"), v);
+            }
+        }
+        m.insert("compaction_mib_s".into(), self.background.mib_s());
+        m.insert("compaction_seconds".into(), self.background.seconds);
+        m.insert(
+            "compaction_read_mib".into(),
+            self.background.read_bytes as f64 / (1 << 20) as f64,
+        );
+        m.insert(
+            "compaction_write_mib".into(),
+            self.background.write_bytes as f64 / (1 << 20) as f64,
+        );
+        for (k, v) in &self.extra {
+            m.insert(format!("extra.{k}"), *v);
+        }
+        m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_map_to_classes() {
+        let m = ModeSpec::parse("write-direct").unwrap();
+        assert_eq!(m.access(IoClass::CompactionWrite), AccessMode::Direct);
+        assert_eq!(m.access(IoClass::CompactionRead), AccessMode::Buffered);
+        assert_eq!(m.access(IoClass::UserRead), AccessMode::Buffered);
+        let m = ModeSpec::parse("DontCache").unwrap();
+        assert_eq!(m.name, "dontcache");
+        assert_eq!(m.access(IoClass::CompactionRead), AccessMode::DontCache);
+        assert_eq!(
+            ModeSpec::parse("all-direct")
+                .unwrap()
+                .access(IoClass::UserRead),
+            AccessMode::Direct
+        );
+        assert!(ModeSpec::parse("turbo")
+            .unwrap_err()
+            .contains("unknown mode"));
+    }
+}

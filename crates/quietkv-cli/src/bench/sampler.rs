@@ -1,0 +1,339 @@
+//! A thread that samples kernel and process metrics once a second (plus at
+//! every phase boundary), and the per-phase deltas and rates computed from
+//! those samples.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::metrics::{
+    clock_ticks_per_sec, device_rates, read_block_stat, read_memory_stat, read_psi, read_self_cpu,
+    read_vmstat, BlockStat, DeviceRates, MemoryStat, ProcCpu, ProcIo, Psi, Vmstat,
+};
+
+/// Engine (or experiment) counters sampled alongside the kernel's.
+pub type ExtraFn = Arc<dyn Fn() -> serde_json::Value + Send + Sync>;
+
+/// Where the sampler reads from.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SamplerConfig {
+    /// The memory cgroup of the measured process (its `memory.stat`).
+    pub memcg_dir: Option<PathBuf>,
+    /// A `memory.pressure` file; `/proc/pressure/memory` when `None`.
+    pub psi_file: Option<PathBuf>,
+    /// Disk name under `/sys/block`.
+    pub block_device: Option<String>,
+    /// Sampling interval in ms (default 1000).
+    pub interval_ms: u64,
+}
+
+/// One reading of everything.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Sample {
+    /// Seconds since the sampler started.
+    pub t_s: f64,
+    /// The phase that was running when the sample was taken (a boundary
+    /// sample carries the phase that starts there).
+    pub phase: String,
+    pub vmstat: Vmstat,
+    pub memcg: Option<MemoryStat>,
+    pub psi: Option<Psi>,
+    pub block: Option<BlockStat>,
+    pub cpu: Option<ProcCpu>,
+    #[serde(default)]
+    pub io: Option<ProcIo>,
+    #[serde(default)]
+    pub extra: serde_json::Value,
+}
+
+struct Shared {
+    samples: Vec<Sample>,
+    phase: String,
+    stop: bool,
+}
+
+/// Samples every `interval_ms` on its own thread until [`Sampler::stop`].
+pub struct Sampler {
+    cfg: SamplerConfig,
+    start: Instant,
+    extra: Option<ExtraFn>,
+    shared: Arc<(Mutex<Shared>, Condvar)>,
+    /// Held while a sample is taken and stored, so samples stay in time
+    /// order and carry the phase in force when they were taken.
+    taking: Arc<Mutex<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+fn take(cfg: &SamplerConfig, start: Instant, phase: &str, extra: &Option<ExtraFn>) -> Sample {
+    let psi = match &cfg.psi_file {
+        Some(p) => read_psi(p),
+        None => read_psi(&super::metrics::system_psi_path()),
+    };
+    Sample {
+        t_s: start.elapsed().as_secs_f64(),
+        phase: phase.to_string(),
+        vmstat: read_vmstat(),
+        memcg: cfg.memcg_dir.as_deref().and_then(read_memory_stat),
+        psi,
+        block: cfg.block_device.as_deref().and_then(read_block_stat),
+        cpu: read_self_cpu(),
+        io: super::metrics::read_self_io(),
+        extra: extra
+            .as_ref()
+            .map(|f| f())
+            .unwrap_or(serde_json::Value::Null),
+    }
+}
+
+impl Sampler {
+    pub fn start(mut cfg: SamplerConfig, phase: &str, extra: Option<ExtraFn>) -> Sampler {
+        if cfg.interval_ms == 0 {
+            cfg.interval_ms = 1000;
+        }
+        let start = Instant::now();
+        let first = take(&cfg, start, phase, &extra);
+        let shared = Arc::new((
+            Mutex::new(Shared {
+                samples: vec![first],
+                phase: phase.to_string(),
+                stop: false,
+            }),
+            Condvar::new(),
+        ));
+        let taking = Arc::new(Mutex::new(()));
+        let thread = {
+            let (cfg, shared, extra, taking) =
+                (cfg.clone(), shared.clone(), extra.clone(), taking.clone());
+            std::thread::Builder::new()
+                .name("bench-sampler".into())
+                .spawn(move || {
+                    let interval = Duration::from_millis(cfg.interval_ms);
+                    let mut next = start + interval;
+                    loop {
+                        let (lock, cv) = &*shared;
+                        let mut g = lock.lock().unwrap_or_else(|e| e.into_inner());
+                        loop {
+                            if g.stop {
+                                return;
+                            }
+                            let now = Instant::now();
+                            if now >= next {
+                                break;
+                            }
+                            g = cv
+                                .wait_timeout(g, next - now)
+                                .unwrap_or_else(|e| e.into_inner())
+                                .0;
+                        }
+                        drop(g);
+                        {
+                            let _t = taking.lock().unwrap_or_else(|e| e.into_inner());
+                            let phase =
+                                lock.lock().unwrap_or_else(|e| e.into_inner()).phase.clone();
+                            let s = take(&cfg, start, &phase, &extra);
+                            lock.lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .samples
+                                .push(s);
+                        }
+                        next += interval;
+                        let now = Instant::now();
+                        while next < now {
+                            next += interval;
+                        }
+                    }
+                })
+                .expect("spawn sampler thread")
+        };
+        Sampler {
+            cfg,
+            start,
+            extra,
+            shared,
+            taking,
+            thread: Some(thread),
+        }
+    }
+
+    /// Seconds since the sampler started.
+    pub fn elapsed_s(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+
+    /// Starts phase `phase` now: takes a boundary sample and returns its
+    /// index (pass two of them to [`phase_metrics`]).
+    pub fn mark(&self, phase: &str) -> usize {
+        let _t = self.taking.lock().unwrap_or_else(|e| e.into_inner());
+        let s = take(&self.cfg, self.start, phase, &self.extra);
+        let mut g = self.shared.0.lock().unwrap_or_else(|e| e.into_inner());
+        g.phase = phase.to_string();
+        g.samples.push(s);
+        g.samples.len() - 1
+    }
+
+    /// Stops the thread and returns every sample in time order.
+    pub fn stop(mut self) -> Vec<Sample> {
+        self.halt();
+        let g = self.shared.0.lock().unwrap_or_else(|e| e.into_inner());
+        g.samples.clone()
+    }
+
+    fn halt(&mut self) {
+        self.shared.0.lock().unwrap_or_else(|e| e.into_inner()).stop = true;
+        self.shared.1.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+/// Kernel metrics of one phase: rates from the deltas between its first and
+/// last sample, cache sizes averaged over the samples in it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhaseMetrics {
+    pub seconds: f64,
+    pub dirty_pages_per_s: f64,
+    pub written_pages_per_s: f64,
+    pub pgscan_file_per_s: f64,
+    pub pgsteal_file_per_s: f64,
+    /// From the memory cgroup when there is one, else system-wide.
+    pub refaults_per_s: f64,
+    pub stall_us_per_s: Option<f64>,
+    pub active_file_bytes: Option<f64>,
+    pub inactive_file_bytes: Option<f64>,
+    pub device: Option<DeviceRates>,
+    pub cpu_user_s: Option<f64>,
+    pub cpu_sys_s: Option<f64>,
+}
+
+/// Metrics of the phase from `samples[from]` to `samples[to]`.
+pub fn phase_metrics(samples: &[Sample], from: usize, to: usize) -> PhaseMetrics {
+    let (a, b) = (&samples[from], &samples[to]);
+    let secs = (b.t_s - a.t_s).max(1e-9);
+    let rate = |x: u64, y: u64| y.saturating_sub(x) as f64 / secs;
+    let refaults = match (&a.memcg, &b.memcg) {
+        (Some(x), Some(y)) => rate(x.workingset_refault_file, y.workingset_refault_file),
+        _ => rate(
+            a.vmstat.workingset_refault_file,
+            b.vmstat.workingset_refault_file,
+        ),
+    };
+    let inside = &samples[from..=to];
+    let mean = |f: &dyn Fn(&MemoryStat) -> u64| -> Option<f64> {
+        let v: Vec<f64> = inside
+            .iter()
+            .filter_map(|s| s.memcg.as_ref().map(|m| f(m) as f64))
+            .collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    };
+    let tck = clock_ticks_per_sec();
+    PhaseMetrics {
+        seconds: secs,
+        dirty_pages_per_s: rate(a.vmstat.nr_dirtied, b.vmstat.nr_dirtied),
+        written_pages_per_s: rate(a.vmstat.nr_written, b.vmstat.nr_written),
+        pgscan_file_per_s: rate(a.vmstat.pgscan_file, b.vmstat.pgscan_file),
+        pgsteal_file_per_s: rate(a.vmstat.pgsteal_file, b.vmstat.pgsteal_file),
+        refaults_per_s: refaults,
+        stall_us_per_s: match (&a.psi, &b.psi) {
+            (Some(x), Some(y)) => Some(rate(x.some_total_us, y.some_total_us)),
+            _ => None,
+        },
+        active_file_bytes: mean(&|m| m.active_file),
+        inactive_file_bytes: mean(&|m| m.inactive_file),
+        device: match (&a.block, &b.block) {
+            (Some(x), Some(y)) => Some(device_rates(x, y, secs)),
+            _ => None,
+        },
+        cpu_user_s: match (&a.cpu, &b.cpu) {
+            (Some(x), Some(y)) => Some(y.utime_ticks.saturating_sub(x.utime_ticks) as f64 / tck),
+            _ => None,
+        },
+        cpu_sys_s: match (&a.cpu, &b.cpu) {
+            (Some(x), Some(y)) => Some(y.stime_ticks.saturating_sub(x.stime_ticks) as f64 / tck),
+            _ => None,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(t: f64, dirtied: u64, refault: u64, psi: u64, active: u64) -> Sample {
+        Sample {
+            t_s: t,
+            phase: "p".into(),
+            vmstat: Vmstat {
+                nr_dirtied: dirtied,
+                ..Default::default()
+            },
+            memcg: Some(MemoryStat {
+                workingset_refault_file: refault,
+                active_file: active,
+                ..Default::default()
+            }),
+            psi: Some(Psi {
+                some_total_us: psi,
+                full_total_us: 0,
+            }),
+            block: None,
+            cpu: None,
+            io: None,
+            extra: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn phase_rates_from_deltas() {
+        let s = vec![
+            sample(0.0, 100, 10, 0, 100),
+            sample(1.0, 150, 20, 500, 200),
+            sample(2.0, 300, 50, 2000, 300),
+        ];
+        let m = phase_metrics(&s, 0, 2);
+        assert_eq!(m.seconds, 2.0);
+        assert_eq!(m.dirty_pages_per_s, 100.0);
+        assert_eq!(m.refaults_per_s, 20.0);
+        assert_eq!(m.stall_us_per_s, Some(1000.0));
+        assert_eq!(m.active_file_bytes, Some(200.0));
+        assert!(m.device.is_none());
+    }
+
+    #[test]
+    fn sampler_marks_and_samples() {
+        let calls = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let c = calls.clone();
+        let extra: ExtraFn = Arc::new(
+            move || serde_json::json!({"n": c.fetch_add(1, std::sync::atomic::Ordering::SeqCst)}),
+        );
+        let s = Sampler::start(
+            SamplerConfig {
+                interval_ms: 20,
+                ..Default::default()
+            },
+            "warmup",
+            Some(extra),
+        );
+        std::thread::sleep(Duration::from_millis(70));
+        let i = s.mark("measured");
+        std::thread::sleep(Duration::from_millis(50));
+        let j = s.mark("end");
+        let samples = s.stop();
+        assert!(samples.len() >= 5, "{}", samples.len());
+        assert_eq!(samples[i].phase, "measured");
+        assert!(samples[i + 1..j].iter().all(|x| x.phase == "measured"));
+        assert!(samples.windows(2).all(|w| w[0].t_s <= w[1].t_s));
+        assert!(samples[j].extra["n"].as_u64().unwrap() > 0);
+        let m = phase_metrics(&samples, i, j);
+        assert!(m.seconds > 0.04);
+        assert!(m.cpu_user_s.is_some());
+    }
+}
