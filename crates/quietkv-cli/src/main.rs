@@ -6,6 +6,7 @@ mod doctor;
 mod kv;
 mod logger;
 mod stats_cmd;
+mod throughput;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

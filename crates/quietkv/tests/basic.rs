@@ -62,8 +62,16 @@ fn many_writes_flush_compact_and_survive_reopen() {
             }
         }
         db.flush().unwrap();
+        db.wait_idle().unwrap();
         let s = db.stats();
         assert!(s.flushes > 5, "{s:?}");
+        assert_eq!(s.compaction.running, 0);
+        assert_eq!(s.immutable_memtables, 0);
+        assert!(
+            s.levels[0].files < 2,
+            "idle means L0 is below its trigger: {:?}",
+            s.levels
+        );
         for i in (0..n).step_by(37) {
             let want = if i % 5 == 0 { None } else { Some(value(i, 2)) };
             assert_eq!(db.get(&key(i)).unwrap(), want, "key {i}");

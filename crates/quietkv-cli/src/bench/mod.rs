@@ -107,6 +107,15 @@ pub struct BenchArgs {
     /// Do not drop the page cache before each mode.
     #[arg(long)]
     pub no_drop_caches: bool,
+    /// throughput: keys to fill.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub keys: u64,
+    /// throughput: value size in bytes.
+    #[arg(long = "value-size", default_value_t = 4096)]
+    pub value_size: usize,
+    /// throughput: random point reads after the fill.
+    #[arg(long = "point-reads", default_value_t = 100_000)]
+    pub point_reads: u64,
 }
 
 /// Removes the scratch directory however the benchmark ends.
@@ -200,6 +209,9 @@ fn fmt_secs(s: f64) -> String {
 pub fn run(args: BenchArgs) -> Result<(), String> {
     install_interrupt_handler();
     let experiment = args.experiment.to_ascii_uppercase();
+    if experiment == "THROUGHPUT" {
+        return run_throughput(&args);
+    }
     if runner::worker_fn(&experiment).is_none() {
         return Err(format!(
             "unknown or not yet implemented experiment '{}' (available: E0)",
@@ -455,5 +467,54 @@ pub fn write_outputs(report: &Report, out: &Path) -> Result<(), String> {
         plot::percentile_chart(e, &out.join(format!("{id}-percentiles.png")))?;
         plot::timeline_chart(e, &out.join(format!("{id}-p99-over-time.png")))?;
     }
+    Ok(())
+}
+
+/// The engine throughput experiment (fill, random reads, compact_all per
+/// compaction mode); no cgroup: it measures the engine, not the cache.
+fn run_throughput(args: &BenchArgs) -> Result<(), String> {
+    let modes: Vec<quietkv::AccessMode> = args
+        .modes
+        .iter()
+        .map(|m| m.parse::<quietkv::AccessMode>().map_err(|e| e.to_string()))
+        .collect::<Result<_, _>>()?;
+    let base = match &args.dir {
+        Some(d) => d.clone(),
+        None => std::env::current_dir().map_err(|e| e.to_string())?,
+    };
+    let scratch = Scratch(base.join(format!("quietkv-throughput-scratch-{}", std::process::id())));
+    let params = crate::throughput::Params {
+        keys: args.keys,
+        value_size: args.value_size,
+        reads: args.point_reads,
+        modes,
+        repeats: args.repeats,
+        dir: scratch.0.clone(),
+    };
+    if params.keys == 0 || params.value_size < 8 || params.repeats == 0 {
+        return Err("--keys and --repeats must be positive and --value-size at least 8".into());
+    }
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("bench-results").join(timestamp()));
+    std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let progress = |msg: &str| eprintln!("[throughput] {msg}");
+    let runs = crate::throughput::run(&params, &progress)?;
+    let mach = machine(&scratch.0);
+    let header = format!(
+        "# quietkv engine throughput\n\nMachine: {}\n",
+        serde_json::to_string(&mach).unwrap_or_default()
+    );
+    let md = crate::throughput::markdown(&params, &runs, &header);
+    std::fs::write(out.join("report.md"), &md).map_err(|e| e.to_string())?;
+    let json = serde_json::json!({"machine": mach, "experiment": "throughput", "runs": runs});
+    std::fs::write(
+        out.join("report.json"),
+        serde_json::to_string_pretty(&json).unwrap(),
+    )
+    .map_err(|e| e.to_string())?;
+    println!("{md}");
+    println!("report: {}", out.join("report.md").display());
     Ok(())
 }

@@ -271,6 +271,30 @@ impl Db {
         )
     }
 
+    /// Waits until background work is done: no memtable waiting for flush,
+    /// no compaction running, and none the picker would start. (Writes
+    /// arriving meanwhile can keep it waiting.)
+    pub fn wait_idle(&self) -> Result<()> {
+        let mut st = self.inner.state.lock();
+        loop {
+            if let Some((kind, msg)) = &st.bg_error {
+                return Err(Error::new(*kind, msg.clone()));
+            }
+            let idle = st.imms.is_empty()
+                && !st.flushing
+                && st.compactions_running == 0
+                && st.manual.is_none()
+                && crate::picker::pick(&st.version, &self.inner.popts, &st.busy).is_none();
+            if idle {
+                return Ok(());
+            }
+            self.inner.bg_cv.notify_all();
+            self.inner
+                .done_cv
+                .wait_for(&mut st, std::time::Duration::from_millis(50));
+        }
+    }
+
     pub fn stats(&self) -> DbStats {
         stats::collect(&self.inner)
     }

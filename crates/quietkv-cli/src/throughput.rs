@@ -1,0 +1,245 @@
+//! The engine throughput experiment: fill N keys, random point reads, and a
+//! full compaction, once per compaction I/O mode, interleaved and repeated.
+//! Figures for `docs/results/`; the page-cache experiments are elsewhere.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use quietkv::{AccessMode, Db, IoClass, Options, WriteBatch, WriteOptions};
+use serde::Serialize;
+
+#[derive(Debug, Clone)]
+pub struct Params {
+    pub keys: u64,
+    pub value_size: usize,
+    pub reads: u64,
+    pub modes: Vec<AccessMode>,
+    pub repeats: u32,
+    pub dir: PathBuf,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Run {
+    pub mode: String,
+    pub repeat: u32,
+    pub fill_seconds: f64,
+    pub fill_mib_s: f64,
+    pub fill_ops_s: f64,
+    /// Seconds compaction needed after the fill to catch up.
+    pub settle_seconds: f64,
+    pub read_ops_s: f64,
+    pub read_p50_us: f64,
+    pub read_p99_us: f64,
+    pub compact_seconds: f64,
+    /// Bytes written by the full compaction per second.
+    pub compact_mib_s: f64,
+    pub compact_read_mib: f64,
+    pub compact_written_mib: f64,
+    pub cpu_user_s: f64,
+    pub cpu_sys_s: f64,
+}
+
+fn key(k: u64) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    out.copy_from_slice(format!("{k:016}").as_bytes());
+    out
+}
+
+/// A permutation of 0..n (multiplying by a prime that does not divide n).
+fn scatter(i: u64, n: u64) -> u64 {
+    const P: u64 = 2_654_435_761; // prime
+    let p = if n % P == 0 { 1_000_003 } else { P };
+    (i % n) * (p % n) % n
+}
+
+fn cpu_times() -> (f64, f64) {
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    (t(ru.ru_utime), t(ru.ru_stime))
+}
+
+fn drop_caches() {
+    unsafe { libc::sync() };
+    let _ = std::fs::write("/proc/sys/vm/drop_caches", "3");
+}
+
+pub fn run_one(
+    p: &Params,
+    mode: AccessMode,
+    repeat: u32,
+    progress: &dyn Fn(&str),
+) -> Result<Run, String> {
+    let dir = p.dir.join(format!("throughput-{}-{repeat}", mode.name()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let opts = Options::default()
+        .io_mode(IoClass::CompactionRead, mode)
+        .io_mode(IoClass::CompactionWrite, mode);
+    let e = |e: quietkv::Error| e.to_string();
+    let (u0, s0) = cpu_times();
+    let db = Db::open(&dir, opts).map_err(e)?;
+    let mut value = vec![0u8; p.value_size];
+    for (i, b) in value.iter_mut().enumerate() {
+        *b = (i * 131 % 251) as u8;
+    }
+    progress(&format!("{mode} #{repeat}: fill {} keys", p.keys));
+    let t = Instant::now();
+    let per_batch = 16;
+    let mut i = 0;
+    while i < p.keys {
+        let mut b = WriteBatch::new();
+        for j in i..(i + per_batch).min(p.keys) {
+            let k = scatter(j, p.keys);
+            value[..8].copy_from_slice(&k.to_le_bytes());
+            b.put(&key(k), &value).map_err(e)?;
+        }
+        db.write(b, WriteOptions::default()).map_err(e)?;
+        i += per_batch;
+    }
+    db.flush().map_err(e)?;
+    let fill = t.elapsed().as_secs_f64();
+    // Reads are measured on a quiet tree: compaction still catching up
+    // would compete for the disk and replace tables mid-phase.
+    progress(&format!(
+        "{mode} #{repeat}: waiting for background compaction"
+    ));
+    let t = Instant::now();
+    db.wait_idle().map_err(e)?;
+    let settle = t.elapsed().as_secs_f64();
+
+    progress(&format!("{mode} #{repeat}: {} random reads", p.reads));
+    drop_caches();
+    let mut lat = Vec::with_capacity(p.reads as usize);
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D ^ repeat as u64;
+    let t = Instant::now();
+    for _ in 0..p.reads {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let k = x % p.keys;
+        let s = Instant::now();
+        let v = db.get(&key(k)).map_err(e)?;
+        lat.push(s.elapsed().as_secs_f64() * 1e6);
+        match v {
+            Some(v) if v.len() == p.value_size && v[..8] == k.to_le_bytes() => {}
+            _ => return Err(format!("read of key {k} returned the wrong value")),
+        }
+    }
+    let reads = t.elapsed().as_secs_f64();
+    lat.sort_by(|a, b| a.total_cmp(b));
+    let pct = |q: f64| lat[((lat.len() as f64 - 1.0) * q) as usize];
+
+    progress(&format!("{mode} #{repeat}: compact_all"));
+    let before = db.stats().compaction;
+    let t = Instant::now();
+    db.compact_all().map_err(e)?;
+    let compact = t.elapsed().as_secs_f64();
+    let after = db.stats().compaction;
+    db.close().map_err(e)?;
+    let (u1, s1) = cpu_times();
+    let _ = std::fs::remove_dir_all(&dir);
+    let mib = |b: u64| b as f64 / (1 << 20) as f64;
+    let written = after.bytes_written - before.bytes_written;
+    let bytes = p.keys as f64 * (p.value_size + 16) as f64;
+    Ok(Run {
+        mode: mode.name().into(),
+        repeat,
+        fill_seconds: fill,
+        fill_mib_s: bytes / (1 << 20) as f64 / fill,
+        fill_ops_s: p.keys as f64 / fill,
+        settle_seconds: settle,
+        read_ops_s: p.reads as f64 / reads,
+        read_p50_us: pct(0.5),
+        read_p99_us: pct(0.99),
+        compact_seconds: compact,
+        compact_mib_s: mib(written) / compact,
+        compact_read_mib: mib(after.bytes_read - before.bytes_read),
+        compact_written_mib: mib(written),
+        cpu_user_s: u1 - u0,
+        cpu_sys_s: s1 - s0,
+    })
+}
+
+/// Runs every mode `repeats` times, interleaved (A B, A B, ...).
+pub fn run(p: &Params, progress: &dyn Fn(&str)) -> Result<Vec<Run>, String> {
+    std::fs::create_dir_all(&p.dir)
+        .map_err(|e| format!("cannot create {}: {e}", p.dir.display()))?;
+    let mut runs = Vec::new();
+    for r in 0..p.repeats {
+        for m in &p.modes {
+            runs.push(run_one(p, *m, r, progress)?);
+        }
+    }
+    Ok(runs)
+}
+
+fn median(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    let med = if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    };
+    (med, v[0], v[n - 1])
+}
+
+/// A Markdown table: one row per metric, one column per mode, median with
+/// min..max when repeated.
+pub fn markdown(p: &Params, runs: &[Run], header: &str) -> String {
+    let mut out = String::new();
+    out.push_str(header);
+    out.push_str(&format!(
+        "\n{} keys x {} B values ({:.1} GiB), {} random reads, {} repeat(s), modes interleaved; \
+         median (min..max).\n\n",
+        p.keys,
+        p.value_size,
+        p.keys as f64 * p.value_size as f64 / (1u64 << 30) as f64,
+        p.reads,
+        p.repeats
+    ));
+    out.push_str("| metric |");
+    for m in &p.modes {
+        out.push_str(&format!(" {m} |"));
+    }
+    out.push_str("\n|---|");
+    for _ in &p.modes {
+        out.push_str("---|");
+    }
+    out.push('\n');
+    type Get = fn(&Run) -> f64;
+    let rows: [(&str, Get, usize); 10] = [
+        ("fill MiB/s", |r| r.fill_mib_s, 1),
+        ("fill ops/s", |r| r.fill_ops_s, 0),
+        ("compaction catch-up after fill, s", |r| r.settle_seconds, 2),
+        ("random read ops/s (cold cache)", |r| r.read_ops_s, 0),
+        ("random read p50 us", |r| r.read_p50_us, 1),
+        ("random read p99 us", |r| r.read_p99_us, 1),
+        ("compact_all seconds", |r| r.compact_seconds, 2),
+        ("compact_all MiB/s written", |r| r.compact_mib_s, 1),
+        ("CPU user s (whole run)", |r| r.cpu_user_s, 1),
+        ("CPU sys s (whole run)", |r| r.cpu_sys_s, 1),
+    ];
+    for (name, get, prec) in rows {
+        out.push_str(&format!("| {name} |"));
+        for m in &p.modes {
+            let vals: Vec<f64> = runs
+                .iter()
+                .filter(|r| r.mode == m.name())
+                .map(get)
+                .collect();
+            if vals.is_empty() {
+                out.push_str(" - |");
+                continue;
+            }
+            let (med, lo, hi) = median(vals.clone());
+            if vals.len() > 1 {
+                out.push_str(&format!(" {med:.prec$} ({lo:.prec$}..{hi:.prec$}) |"));
+            } else {
+                out.push_str(&format!(" {med:.prec$} |"));
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
