@@ -48,7 +48,7 @@ fn key(k: u64) -> [u8; 16] {
 /// A permutation of 0..n (multiplying by a prime that does not divide n).
 fn scatter(i: u64, n: u64) -> u64 {
     const P: u64 = 2_654_435_761; // prime
-    let p = if n % P == 0 { 1_000_003 } else { P };
+    let p = if n.is_multiple_of(P) { 1_000_003 } else { P };
     (i % n) * (p % n) % n
 }
 

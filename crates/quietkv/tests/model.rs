@@ -139,10 +139,7 @@ fn run(dir: &Path, opts: &Options, ops: &[Op]) {
             Op::TakeSnapshot => snaps.push((d.snapshot(), model.clone())),
             Op::CheckSnapshots => {
                 for (s, m) in &snaps {
-                    let ro = ReadOptions {
-                        snapshot: Some(s),
-                        ..Default::default()
-                    };
+                    let ro = ReadOptions { snapshot: Some(s) };
                     let got: Vec<_> = d
                         .range_with(None, None, &ro)
                         .unwrap()
