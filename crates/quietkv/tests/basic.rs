@@ -128,7 +128,6 @@ fn batches_are_atomic_and_snapshots_are_stable() {
     db.compact_all().unwrap();
     let at = ReadOptions {
         snapshot: Some(&snap),
-        ..Default::default()
     };
     assert_eq!(db.get_with(b"x", &at).unwrap(), Some(b"1".to_vec()));
     assert_eq!(db.get_with(b"y", &at).unwrap(), Some(b"1".to_vec()));
