@@ -67,6 +67,26 @@ fn open_flags(mode: EffectiveMode) -> i32 {
         }
 }
 
+/// Opens `path` read-only with the flags of `mode`; returns it and its length.
+fn open_for_reading(path: &Path, cfg: &FileConfig, mode: EffectiveMode) -> Result<(File, u64)> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(open_flags(mode))
+        .open(path)
+        .map_err(|e| {
+            Error::io(
+                e,
+                format!("cannot open file for {} in {} mode", cfg.class, cfg.mode),
+            )
+            .with_path(path)
+        })?;
+    let len = file
+        .metadata()
+        .map_err(|e| Error::io(e, "cannot stat file").with_path(path))?
+        .len();
+    Ok((file, len))
+}
+
 fn io_err(path: &Path, offset: u64, what: &str, e: std::io::Error) -> Error {
     Error::io(e, what.to_string())
         .with_path(path)
@@ -352,21 +372,7 @@ impl SeqReader {
         } else {
             cfg.mode
         };
-        let file = OpenOptions::new()
-            .read(true)
-            .custom_flags(open_flags(mode))
-            .open(path)
-            .map_err(|e| {
-                Error::io(
-                    e,
-                    format!("cannot open file for {} in {} mode", cfg.class, cfg.mode),
-                )
-                .with_path(path)
-            })?;
-        let file_len = file
-            .metadata()
-            .map_err(|e| Error::io(e, "cannot stat file").with_path(path))?
-            .len();
+        let (file, file_len) = open_for_reading(path, &cfg, mode)?;
         if mode == EffectiveMode::Buffered {
             let _ = sys::fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_SEQUENTIAL);
         }
@@ -536,21 +542,7 @@ pub struct RandomReader {
 
 impl RandomReader {
     pub fn open(path: &Path, cfg: FileConfig) -> Result<RandomReader> {
-        let file = OpenOptions::new()
-            .read(true)
-            .custom_flags(open_flags(cfg.mode))
-            .open(path)
-            .map_err(|e| {
-                Error::io(
-                    e,
-                    format!("cannot open file for {} in {} mode", cfg.class, cfg.mode),
-                )
-                .with_path(path)
-            })?;
-        let len = file
-            .metadata()
-            .map_err(|e| Error::io(e, "cannot stat file").with_path(path))?
-            .len();
+        let (file, len) = open_for_reading(path, &cfg, cfg.mode)?;
         let fd = file.as_raw_fd();
         let mut map = None;
         match cfg.mode {

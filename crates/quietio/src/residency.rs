@@ -64,20 +64,22 @@ pub fn residency_of(file: &File) -> Result<Residency> {
             recently_evicted: Some(cs.recently_evicted),
             method: ResidencyMethod::Cachestat,
         }),
-        Err(_) => {
-            let (cached, _) = sys::mincore_resident(file.as_raw_fd(), len)
-                .map_err(|e| Error::io(e, "mincore failed"))?;
-            Ok(Residency {
-                total_pages,
-                cached,
-                dirty: None,
-                writeback: None,
-                evicted: None,
-                recently_evicted: None,
-                method: ResidencyMethod::Mincore,
-            })
-        }
+        Err(_) => mincore_of(file, len),
     }
+}
+
+fn mincore_of(file: &File, len: u64) -> Result<Residency> {
+    let (cached, total_pages) =
+        sys::mincore_resident(file.as_raw_fd(), len).map_err(|e| Error::io(e, "mincore failed"))?;
+    Ok(Residency {
+        total_pages,
+        cached,
+        dirty: None,
+        writeback: None,
+        evicted: None,
+        recently_evicted: None,
+        method: ResidencyMethod::Mincore,
+    })
 }
 
 /// Residency via `mincore` only (to cross-check cachestat, and for kernels
@@ -89,17 +91,7 @@ pub fn residency_mincore(path: &Path) -> Result<Residency> {
         .metadata()
         .map_err(|e| Error::io(e, "cannot stat file").with_path(path))?
         .len();
-    let (cached, total_pages) = sys::mincore_resident(f.as_raw_fd(), len)
-        .map_err(|e| Error::io(e, "mincore failed").with_path(path))?;
-    Ok(Residency {
-        total_pages,
-        cached,
-        dirty: None,
-        writeback: None,
-        evicted: None,
-        recently_evicted: None,
-        method: ResidencyMethod::Mincore,
-    })
+    mincore_of(&f, len).map_err(|e| e.with_path(path))
 }
 
 /// Writes back and drops a file's cached pages, so a test or the doctor can

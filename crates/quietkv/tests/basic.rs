@@ -278,3 +278,12 @@ fn background_threads_get_the_configured_priority() {
     }
     assert!(found, "the background thread should run at nice 7");
 }
+
+#[test]
+fn db_and_its_iterators_can_cross_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<Db>();
+    send_sync::<quietkv::Snapshot>();
+    send::<quietkv::DbIter>();
+}
