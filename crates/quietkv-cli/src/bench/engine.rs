@@ -74,7 +74,7 @@ fn open(spec: &WorkerSpec, p: &EngineParams) -> Result<Db, String> {
 fn class(s: &DbStats, c: IoClass) -> quietio::ClassStats {
     s.io.iter()
         .find(|(k, _)| *k == c)
-        .map(|(_, v)| v.clone())
+        .map(|(_, v)| *v)
         .unwrap_or_default()
 }
 

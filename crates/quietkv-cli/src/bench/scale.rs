@@ -204,7 +204,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .trim()
         .parse()
         .map_err(|_| format!("bad size '{s}' (examples: 2G, 512MiB, 16M)"))?;
-    if !(v > 0.0) {
+    if v.is_nan() || v <= 0.0 {
         return Err(format!("size must be positive: '{s}'"));
     }
     Ok((v * mult as f64) as u64)
