@@ -45,7 +45,7 @@ enum Command {
     Kv(kv::KvCommand),
     /// Benchmark: user-read latency beside background I/O in each mode,
     /// in a memory cgroup (see PROTOCOL.md).
-    Bench(bench::BenchArgs),
+    Bench(Box<bench::BenchArgs>),
     /// Internal: one benchmark run, started by `quietkv bench`.
     #[command(name = "bench-worker", hide = true)]
     BenchWorker,
@@ -72,7 +72,7 @@ fn main() -> ExitCode {
             })
         }
         Command::Kv(cmd) => return kv::main(cli.db, cmd),
-        Command::Bench(args) => bench::run(args),
+        Command::Bench(args) => bench::run(*args),
         Command::BenchWorker => return bench::runner::worker_main(),
     };
     match result {

@@ -87,9 +87,59 @@ fn micros(d: Duration) -> u64 {
     (d.as_micros() as u64).max(1)
 }
 
+/// Ends a phase early at a point on its schedule: requests scheduled before
+/// that point are still served (so a stall at the end keeps its latency);
+/// requests scheduled after it are not issued and not counted as scheduled.
+#[derive(Debug)]
+pub struct PhaseEnd {
+    start: std::sync::OnceLock<Instant>,
+    /// Nanoseconds after the phase start; `u64::MAX` while running.
+    end_ns: std::sync::atomic::AtomicU64,
+}
+
+impl Default for PhaseEnd {
+    fn default() -> Self {
+        PhaseEnd {
+            start: std::sync::OnceLock::new(),
+            end_ns: std::sync::atomic::AtomicU64::new(u64::MAX),
+        }
+    }
+}
+
+impl PhaseEnd {
+    /// Ends the phase now (no-op before the phase started).
+    pub fn end_now(&self) {
+        let ns = match self.start.get() {
+            Some(s) => Instant::now().saturating_duration_since(*s).as_nanos() as u64,
+            None => 0,
+        };
+        let _ = self
+            .end_ns
+            .compare_exchange(u64::MAX, ns, Ordering::SeqCst, Ordering::SeqCst);
+    }
+
+    fn ended_at(&self) -> u64 {
+        self.end_ns.load(Ordering::SeqCst)
+    }
+}
+
 /// Runs one phase: `rate_per_s * duration` requests on schedule, or fewer if
 /// `stop` is set.
 pub fn run_open_loop<F>(cfg: &LoadConfig, read: F, stop: &AtomicBool) -> LoadResult
+where
+    F: Fn(u64) -> ReadResult + Sync,
+{
+    run_open_loop_until(cfg, read, stop, &PhaseEnd::default())
+}
+
+/// [`run_open_loop`] that also ends where `end` says (see [`PhaseEnd`]);
+/// `scheduled` then counts only the requests scheduled before the end.
+pub fn run_open_loop_until<F>(
+    cfg: &LoadConfig,
+    read: F,
+    stop: &AtomicBool,
+    end: &PhaseEnd,
+) -> LoadResult
 where
     F: Fn(u64) -> ReadResult + Sync,
 {
@@ -97,7 +147,9 @@ where
     let total = (cfg.rate_per_s * cfg.duration.as_secs_f64()).floor() as u64;
     let interval_ns = 1e9 / cfg.rate_per_s.max(1e-9);
     let seconds = cfg.duration.as_secs_f64().ceil().max(1.0) as usize;
-    let start = Instant::now() + Duration::from_millis(5);
+    let start = *end
+        .start
+        .get_or_init(|| Instant::now() + Duration::from_millis(5));
     let deadline = start + cfg.duration + cfg.grace;
     let keys = cfg.keys.max(1);
     let read = &read;
@@ -125,13 +177,20 @@ where
                         if stop.load(Ordering::Relaxed) {
                             break;
                         }
-                        let sched = start + Duration::from_nanos((k as f64 * interval_ns) as u64);
+                        let offset_ns = (k as f64 * interval_ns) as u64;
+                        if offset_ns >= end.ended_at() {
+                            break;
+                        }
+                        let sched = start + Duration::from_nanos(offset_ns);
                         let now = Instant::now();
                         if now > deadline {
                             break;
                         }
                         if sched > now {
                             std::thread::sleep(sched - now);
+                            if offset_ns >= end.ended_at() {
+                                break;
+                            }
                         }
                         let key = rng.below(keys);
                         let issued = Instant::now();
@@ -171,11 +230,19 @@ where
             .map(|h| h.join().expect("reader thread"))
             .collect()
     });
+    let ended = end.ended_at();
+    let (scheduled, seconds) = if ended == u64::MAX {
+        (total, seconds)
+    } else {
+        let n = (ended as f64 / interval_ns).ceil() as u64;
+        let secs = ((ended as f64 / 1e9).ceil() as usize).clamp(1, seconds);
+        (n.min(total), secs)
+    };
     let mut out = LoadResult {
         latency: new_histogram(),
         service: new_histogram(),
         per_second: (0..seconds).map(|_| new_histogram()).collect(),
-        scheduled: total,
+        scheduled,
         done: 0,
         errors: 0,
         first_error: None,
@@ -340,6 +407,36 @@ mod tests {
         let stop = AtomicBool::new(true);
         let r = run_open_loop(&cfg, |_| Ok(None), &stop);
         assert_eq!(r.done, 0);
+    }
+
+    #[test]
+    fn phase_end_stops_the_schedule_and_counts_what_was_due() {
+        let cfg = LoadConfig {
+            rate_per_s: 1000.0,
+            threads: 2,
+            duration: Duration::from_secs(10),
+            keys: 10,
+            seed: 5,
+            grace: Duration::from_secs(1),
+        };
+        let stop = AtomicBool::new(false);
+        let end = PhaseEnd::default();
+        let t = Instant::now();
+        let r = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(300));
+                end.end_now();
+            });
+            run_open_loop_until(&cfg, |_| Ok(None), &stop, &end)
+        });
+        assert!(t.elapsed() < Duration::from_secs(2));
+        assert!(
+            (250..=350).contains(&r.scheduled),
+            "scheduled {}",
+            r.scheduled
+        );
+        assert!(r.done + 2 >= r.scheduled, "{} of {}", r.done, r.scheduled);
+        assert_eq!(r.per_second.len(), 1);
     }
 
     #[test]

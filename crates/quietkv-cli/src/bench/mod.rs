@@ -26,6 +26,7 @@
 
 pub mod cgroup;
 pub mod e0;
+pub mod engine;
 pub mod loadgen;
 pub mod metrics;
 pub mod plot;
@@ -33,6 +34,9 @@ pub mod report;
 pub mod result;
 pub mod runner;
 pub mod sampler;
+pub mod scale;
+pub mod source;
+pub mod suite;
 
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -48,36 +52,78 @@ use self::sampler::SamplerConfig;
 
 #[derive(Args, Debug, Clone)]
 pub struct BenchArgs {
-    /// Experiment to run (E0: the no-engine reference).
-    #[arg(long, default_value = "E0")]
-    pub experiment: String,
+    /// Experiments to run, comma-separated: E1, E2, E3 (engine), E0 (the
+    /// no-engine reference), throughput. Default: E1,E2.
+    #[arg(long)]
+    pub experiment: Option<String>,
     /// Modes to compare, run in turn (A B C, A B C, ...): buffered, direct,
     /// dontcache, fadvise, write-direct, read-direct, both-direct, all-direct.
-    #[arg(
-        long,
-        default_value = "buffered,direct,dontcache",
-        value_delimiter = ','
-    )]
-    pub modes: Vec<String>,
+    /// Default: buffered,write-direct,both-direct,dontcache (E0:
+    /// buffered,direct,dontcache).
+    #[arg(long, value_delimiter = ',')]
+    pub modes: Option<Vec<String>>,
+    /// Preset sizes of E1/E2/E3 (PROTOCOL.md): quick (2 GiB db, 256 MiB
+    /// cgroup, minutes) or full (8 GiB db, 1 GiB cgroup). Flags override.
+    #[arg(long, default_value = "quick")]
+    pub scale: String,
     /// Runs of each mode; the report shows the median and min..max.
     #[arg(long, default_value_t = 1)]
     pub repeats: u32,
-    /// Seconds of the measured phase (background work running).
-    #[arg(long, default_value_t = 60.0)]
-    pub duration: f64,
+    /// Seconds of the measured phase (background work running); E1/E3: the
+    /// cap of the phase, which lasts as long as the compaction. Default:
+    /// E0 60, else the scale's.
+    #[arg(long)]
+    pub duration: Option<f64>,
     /// Seconds of the baseline phase (no background work); default
     /// duration/3, at most 20.
     #[arg(long)]
     pub baseline: Option<f64>,
     /// Seconds of reads on schedule to warm the hot set before measuring.
-    #[arg(long, default_value_t = 5.0)]
-    pub warmup: f64,
+    /// Default: E0 5, else the scale's.
+    #[arg(long)]
+    pub warmup: Option<f64>,
     /// Memory cgroup limit in MiB for the measured process (0 = none).
-    #[arg(long = "memory-limit", default_value_t = 256)]
-    pub memory_limit_mib: u64,
+    /// Default: E0 256, else the scale's.
+    #[arg(long = "memory-limit")]
+    pub memory_limit_mib: Option<u64>,
     /// User reads per second (open loop, all reader threads together).
-    #[arg(long = "read-rate", default_value_t = 2000.0)]
-    pub read_rate: f64,
+    #[arg(long = "read-rate")]
+    pub read_rate: Option<f64>,
+    /// E1/E2/E3: hot-set sizes in keys of 4 KiB values, comma-separated
+    /// (one report section each); reads go to keys [0, H).
+    #[arg(long = "hot-keys", value_delimiter = ',')]
+    pub hot_keys: Option<Vec<u64>>,
+    /// E1/E2/E3: database size (2G, 512M, 16MiB; a plain number is MiB).
+    #[arg(long = "db-size")]
+    pub db_size: Option<String>,
+    /// E2: user write rate in MiB/s (paced).
+    #[arg(long = "write-rate")]
+    pub write_rate: Option<f64>,
+    /// E1/E3: compaction I/O limits in MiB/s, comma-separated (0 =
+    /// unthrottled; one report section each).
+    #[arg(long, value_delimiter = ',')]
+    pub throttle: Option<Vec<u64>>,
+    /// E1/E3: the measured phase lasts at least this many seconds even if
+    /// the compaction is done sooner.
+    #[arg(long = "min-phase", default_value_t = 1.0)]
+    pub min_phase: f64,
+    /// E1/E2/E3: block cache of the engine in MiB. Small, so user reads
+    /// depend on the page cache (an 8 MiB cache would hold E1 quick's
+    /// whole 8 MiB hot set).
+    #[arg(long = "block-cache-mib", default_value_t = 1)]
+    pub block_cache_mib: u64,
+    /// E1/E2/E3: memtable size in MiB (it counts against the cgroup).
+    #[arg(long = "memtable-mib", default_value_t = 16)]
+    pub memtable_mib: u64,
+    /// Reuse a source database whose manifest matches (default true).
+    #[arg(long = "reuse-source", default_value_t = true, action = clap::ArgAction::Set)]
+    pub reuse_source: bool,
+    /// Build the source database again even if one matches.
+    #[arg(long = "rebuild-source")]
+    pub rebuild_source: bool,
+    /// Keep the source database in --dir after the run (else removed).
+    #[arg(long = "keep-source")]
+    pub keep_source: bool,
     /// Reader threads.
     #[arg(long, default_value_t = 1)]
     pub readers: usize,
@@ -119,7 +165,7 @@ pub struct BenchArgs {
 }
 
 /// Removes the scratch directory however the benchmark ends.
-struct Scratch(PathBuf);
+pub(crate) struct Scratch(pub(crate) PathBuf);
 
 impl Drop for Scratch {
     fn drop(&mut self) {
@@ -127,7 +173,7 @@ impl Drop for Scratch {
     }
 }
 
-fn timestamp() -> String {
+pub(crate) fn timestamp() -> String {
     let secs = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -151,7 +197,7 @@ fn timestamp() -> String {
     )
 }
 
-fn machine(dir: &Path) -> Machine {
+pub(crate) fn machine(dir: &Path) -> Machine {
     let read = |p: &str| {
         std::fs::read_to_string(p)
             .unwrap_or_default()
@@ -181,7 +227,7 @@ fn machine(dir: &Path) -> Machine {
 }
 
 /// Fails before any run if a mode cannot work in `dir`.
-fn check_modes(dir: &Path, modes: &[ModeSpec]) -> Result<(), String> {
+pub(crate) fn check_modes(dir: &Path, modes: &[ModeSpec]) -> Result<(), String> {
     let env =
         quietio::IoEnv::open(dir, quietio::IoOptions::default()).map_err(|e| e.to_string())?;
     for m in modes {
@@ -197,7 +243,7 @@ fn check_modes(dir: &Path, modes: &[ModeSpec]) -> Result<(), String> {
     Ok(())
 }
 
-fn fmt_secs(s: f64) -> String {
+pub(crate) fn fmt_secs(s: f64) -> String {
     if s >= 120.0 {
         format!("{:.0} min", s / 60.0)
     } else {
@@ -206,28 +252,52 @@ fn fmt_secs(s: f64) -> String {
 }
 
 /// `quietkv bench`.
-pub fn run(args: BenchArgs) -> Result<(), String> {
+pub fn run(mut args: BenchArgs) -> Result<(), String> {
     install_interrupt_handler();
-    let experiment = args.experiment.to_ascii_uppercase();
-    if experiment == "THROUGHPUT" {
+    let list = args.experiment.clone().unwrap_or_else(|| "E1,E2".into());
+    let exps: Vec<String> = list
+        .split(',')
+        .map(|e| e.trim().to_ascii_uppercase())
+        .filter(|e| !e.is_empty())
+        .collect();
+    if exps == ["THROUGHPUT"] {
         return run_throughput(&args);
     }
-    if runner::worker_fn(&experiment).is_none() {
+    if exps == ["E0"] {
+        args.modes.get_or_insert_with(|| {
+            ["buffered", "direct", "dontcache"]
+                .map(String::from)
+                .to_vec()
+        });
+        return run_e0(args, "E0".into());
+    }
+    if let Some(bad) = exps
+        .iter()
+        .find(|e| !matches!(e.as_str(), "E1" | "E2" | "E3"))
+    {
         return Err(format!(
-            "unknown or not yet implemented experiment '{}' (available: E0)",
-            args.experiment
+            "unknown or not yet implemented experiment '{bad}' (available: E1, E2, E3, E0, throughput; E0 and throughput run alone)"
         ));
     }
+    suite::run(&args, &exps)
+}
+
+fn run_e0(args: BenchArgs, experiment: String) -> Result<(), String> {
+    let duration = args.duration.unwrap_or(60.0);
+    let read_rate = args.read_rate.unwrap_or(2000.0);
+    let memory_limit_mib = args.memory_limit_mib.unwrap_or(256);
+    let warmup = args.warmup.unwrap_or(5.0);
     let modes: Vec<ModeSpec> = args
         .modes
         .iter()
+        .flatten()
         .filter(|m| !m.trim().is_empty())
         .map(|m| ModeSpec::parse(m))
         .collect::<Result<_, _>>()?;
     if modes.is_empty() {
         return Err("no modes given".into());
     }
-    if args.repeats == 0 || args.duration <= 0.0 || args.read_rate <= 0.0 {
+    if args.repeats == 0 || duration <= 0.0 || read_rate <= 0.0 {
         return Err("--repeats, --duration and --read-rate must be positive".into());
     }
     let base = match &args.dir {
@@ -247,20 +317,18 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
 
     let mach = machine(&scratch.0);
     let load_start = loadavg();
-    let limit = (args.memory_limit_mib > 0).then_some(args.memory_limit_mib << 20);
+    let limit = (memory_limit_mib > 0).then_some(memory_limit_mib << 20);
     let mut runner = Runner::new(RunnerOptions {
         memory_limit: limit,
         drop_caches: !args.no_drop_caches,
     });
-    let baseline = args
-        .baseline
-        .unwrap_or((args.duration / 3.0).clamp(1.0, 20.0));
+    let baseline = args.baseline.unwrap_or((duration / 3.0).clamp(1.0, 20.0));
     let common = CommonParams {
-        read_rate: args.read_rate,
+        read_rate,
         reader_threads: args.readers.max(1),
-        warmup_s: args.warmup.max(0.0),
+        warmup_s: warmup.max(0.0),
         baseline_s: baseline.max(0.0),
-        duration_s: args.duration,
+        duration_s: duration,
         memory_limit_bytes: runner.memory_limit(),
     };
     let p = e0::E0Params {
@@ -440,7 +508,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn loadavg() -> String {
+pub(crate) fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .ok()
         .and_then(|s| s.split_whitespace().next().map(str::to_string))
@@ -475,6 +543,8 @@ pub fn write_outputs(report: &Report, out: &Path) -> Result<(), String> {
 fn run_throughput(args: &BenchArgs) -> Result<(), String> {
     let modes: Vec<quietkv::AccessMode> = args
         .modes
+        .clone()
+        .unwrap_or_else(|| vec!["buffered".into(), "direct".into()])
         .iter()
         .map(|m| m.parse::<quietkv::AccessMode>().map_err(|e| e.to_string()))
         .collect::<Result<_, _>>()?;

@@ -25,6 +25,7 @@ pub type WorkerFn = fn(&WorkerSpec, &AtomicBool) -> Result<RunResult, String>;
 pub fn worker_fn(experiment: &str) -> Option<WorkerFn> {
     match experiment {
         "E0" => Some(super::e0::worker),
+        "E1" | "E2" | "E3" => Some(super::engine::worker),
         _ => None,
     }
 }

@@ -1,0 +1,217 @@
+//! Tiny end-to-end runs of the engine experiments (E1, then E2 reusing E1's
+//! source database): the report's structure (not its numbers), source
+//! reuse, and that no scratch directory, source or cgroup is left behind.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn find_leftovers(root: &Path, prefix: &str, depth: usize, out: &mut Vec<PathBuf>) {
+    if depth == 0 {
+        return;
+    }
+    let Ok(rd) = std::fs::read_dir(root) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let Ok(ft) = e.file_type() else { continue };
+        if !ft.is_dir() {
+            continue;
+        }
+        if e.file_name().to_string_lossy().starts_with(prefix) {
+            out.push(e.path());
+        }
+        find_leftovers(&e.path(), prefix, depth - 1, out);
+    }
+}
+
+fn bench(args: &[&str], dir: &Path, out: &Path) -> (Output, u32) {
+    let child = Command::new(env!("CARGO_BIN_EXE_quietkv"))
+        .arg("bench")
+        .args(args)
+        .args([
+            "--db-size",
+            "16M",
+            "--warmup",
+            "0.3",
+            "--baseline",
+            "1",
+            "--read-rate",
+            "400",
+            "--memory-limit",
+            "128",
+        ])
+        .arg("--dir")
+        .arg(dir)
+        .arg("--out")
+        .arg(out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let res = child.wait_with_output().unwrap();
+    assert!(
+        res.status.success(),
+        "bench {args:?} failed\nstdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&res.stdout),
+        String::from_utf8_lossy(&res.stderr)
+    );
+    (res, pid)
+}
+
+fn no_cgroups_left(pid: u32) {
+    let mut cg = Vec::new();
+    for root in [
+        "/sys/fs/cgroup/memory",
+        "/sys/fs/cgroup/unified",
+        "/sys/fs/cgroup",
+    ] {
+        find_leftovers(
+            Path::new(root),
+            &format!("quietkv-bench-{pid}-"),
+            5,
+            &mut cg,
+        );
+    }
+    assert!(cg.is_empty(), "cgroups left behind: {cg:?}");
+}
+
+fn check_report(out: &Path, id: &str, modes: &[&str], extra_rows: &[&str]) -> serde_json::Value {
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    for s in [
+        format!("## {id}"),
+        "Cgroup limit".into(),
+        "Database".into(),
+        "Hot set".into(),
+        "Background work".into(),
+        "Phases".into(),
+        "**p99 read latency**".into(),
+        "Baseline p99".into(),
+        "Cache hit ratio".into(),
+        "Background (compaction) throughput".into(),
+        "Background seconds".into(),
+        "CPU user".into(),
+        format!("| Metric | {} |", modes.join(" | ")),
+        "## Verdict".into(),
+    ]
+    .iter()
+    .chain(
+        extra_rows
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()
+            .iter(),
+    ) {
+        assert!(md.contains(s.as_str()), "report.md lacks {s:?}:\n{md}");
+    }
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert!(j["verdict"].as_str().unwrap().len() > 20);
+    let e = &j["experiments"][0];
+    assert_eq!(e["id"], id);
+    assert!(e["params"]["hot_keys"].as_u64().unwrap() > 0);
+    let ms = e["modes"].as_array().unwrap();
+    assert_eq!(ms.len(), modes.len());
+    for (m, name) in ms.iter().zip(modes) {
+        assert_eq!(m["name"], *name);
+        assert_eq!(m["runs"], 1);
+        for k in ["p50", "p99", "p999", "max"] {
+            assert!(m["read_latency_us"][k].is_number(), "{k}: {m}");
+        }
+        assert!(m["reads"]["done"].as_f64().unwrap() > 0.0);
+        assert!(m["baseline_read_latency_us"]["p99"].is_number());
+        assert!(m["compaction_seconds"].as_f64().unwrap() > 0.0);
+        // The background work really happened: bytes moved.
+        assert!(m["compaction_mib_s"].as_f64().unwrap() > 0.0, "{m}");
+        assert!(m.get("same_work").is_some());
+    }
+    for png in ["percentiles", "p99-over-time"] {
+        let p = out.join(format!("{}-{png}.png", id.to_lowercase()));
+        let b = std::fs::read(&p).unwrap();
+        assert!(b.starts_with(b"\x89PNG"), "{}", p.display());
+    }
+    j
+}
+
+#[test]
+fn e1_then_e2_tiny_runs_reuse_the_source_and_clean_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("scratch");
+    std::fs::create_dir_all(&dir).unwrap();
+
+    // E1, keeping the source it builds.
+    let out1 = tmp.path().join("out1");
+    let (res, pid) = bench(
+        &[
+            "--experiment",
+            "E1",
+            "--modes",
+            "buffered,both-direct",
+            "--duration",
+            "5",
+            "--keep-source",
+        ],
+        &dir,
+        &out1,
+    );
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    let stdout = String::from_utf8_lossy(&res.stdout);
+    assert!(stderr.contains("source: building"), "{stderr}");
+    assert!(stderr.contains("[E1 buffered 1/1]"), "{stderr}");
+    assert!(stderr.contains("compact_all"), "{stderr}");
+    assert!(stdout.contains("Verdict:"), "{stdout}");
+    let j = check_report(
+        &out1,
+        "E1",
+        &["buffered", "both-direct"],
+        &["compaction_wall_s"],
+    );
+    assert_eq!(j["experiments"][0]["params"]["source_reused"], false);
+    no_cgroups_left(pid);
+    let sources: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .collect();
+    assert_eq!(sources.len(), 1, "{sources:?}");
+    assert!(sources[0].starts_with("source-"), "{sources:?}");
+    assert!(dir.join(&sources[0]).join("bench-source.json").exists());
+
+    // E2 on the same database size: reuses it (no rebuild), then removes it.
+    let out2 = tmp.path().join("out2");
+    let (res, pid) = bench(
+        &[
+            "--experiment",
+            "E2",
+            "--modes",
+            "buffered,dontcache",
+            "--duration",
+            "2",
+            "--hot-keys",
+            "500",
+            "--write-rate",
+            "8",
+            "--memtable-mib",
+            "1",
+        ],
+        &dir,
+        &out2,
+    );
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert!(stderr.contains("source: reusing"), "{stderr}");
+    assert!(!stderr.contains("source: building"), "{stderr}");
+    let j = check_report(
+        &out2,
+        "E2",
+        &["buffered", "dontcache"],
+        &["write_mib_s", "flush_mib"],
+    );
+    assert_eq!(j["experiments"][0]["params"]["source_reused"], true);
+    no_cgroups_left(pid);
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
