@@ -71,7 +71,7 @@ pub fn prepare(dir: &Path, p: &E0Params) -> Result<(), String> {
 }
 
 fn progress(spec: &WorkerSpec, phase: &str, secs: f64) {
-    eprintln!("{} {phase} {secs:.0} s", spec.label());
+    crate::progress_line!("{} {phase} {secs:.0} s", spec.label());
 }
 
 /// Background streams: one sequential reader over the input files and one

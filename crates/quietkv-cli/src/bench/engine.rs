@@ -47,7 +47,7 @@ pub struct EngineParams {
 }
 
 fn progress(spec: &WorkerSpec, what: &str) {
-    eprintln!("{} {what}", spec.label());
+    crate::progress_line!("{} {what}", spec.label());
 }
 
 fn open(spec: &WorkerSpec, p: &EngineParams) -> Result<Db, String> {

@@ -30,6 +30,7 @@ pub mod engine;
 pub mod loadgen;
 pub mod metrics;
 pub mod plot;
+pub mod progress;
 pub mod report;
 pub mod result;
 pub mod runner;
@@ -340,7 +341,7 @@ fn run_e0(args: BenchArgs, experiment: String) -> Result<(), String> {
         block_size: 4096,
     };
     let t_prep = Instant::now();
-    eprintln!(
+    crate::progress_line!(
         "quietkv bench: {experiment}: preparing {} MiB hot file and {} x {} MiB background files in {}",
         args.hot_mib,
         args.bg_read_files,
@@ -348,7 +349,7 @@ fn run_e0(args: BenchArgs, experiment: String) -> Result<(), String> {
         scratch.0.display()
     );
     e0::prepare(&scratch.0, &p)?;
-    eprintln!(
+    crate::progress_line!(
         "quietkv bench: prepared in {:.1} s",
         t_prep.elapsed().as_secs_f64()
     );
@@ -399,7 +400,7 @@ fn run_e0(args: BenchArgs, experiment: String) -> Result<(), String> {
                     ..Default::default()
                 },
             };
-            eprintln!(
+            crate::progress_line!(
                 "{} starting: cold cache, then warmup {} s, baseline {} s, measured {} s (ETA {} for {} runs left)",
                 spec.label(),
                 common.warmup_s,
@@ -408,6 +409,7 @@ fn run_e0(args: BenchArgs, experiment: String) -> Result<(), String> {
                 fmt_secs(per_run * (total_runs - done) as f64),
                 total_runs - done
             );
+            progress::start_run(spec.label(), per_run * (total_runs - done) as f64);
             let r = runner.run(spec).map_err(|e| {
                 if interrupted() {
                     "interrupted; cgroups and scratch files removed".to_string()
@@ -415,7 +417,7 @@ fn run_e0(args: BenchArgs, experiment: String) -> Result<(), String> {
                     e
                 }
             })?;
-            eprintln!(
+            crate::progress_line!(
                 "[{experiment} {} {repeat}/{}] done: p99 {:.0} us, p99.9 {:.0} us, reads {}/{}, background {:.0} MiB/s",
                 mode.name,
                 args.repeats,
@@ -569,7 +571,7 @@ fn run_throughput(args: &BenchArgs) -> Result<(), String> {
         .clone()
         .unwrap_or_else(|| PathBuf::from("bench-results").join(timestamp()));
     std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
-    let progress = |msg: &str| eprintln!("[throughput] {msg}");
+    let progress = |msg: &str| crate::progress_line!("[throughput] {msg}");
     let runs = crate::throughput::run(&params, &progress)?;
     let mach = machine(&scratch.0);
     let header = format!(

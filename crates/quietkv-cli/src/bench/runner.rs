@@ -199,10 +199,14 @@ impl Runner {
             }
             match child.try_wait() {
                 Ok(Some(st)) => break st,
-                Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+                Ok(None) => {
+                    super::progress::tick();
+                    std::thread::sleep(Duration::from_millis(50))
+                }
                 Err(e) => return Err(format!("waiting for the worker: {e}")),
             }
         };
+        super::progress::end_run();
         let out = reader.join().unwrap_or_default();
         drop(memcg.take());
         drop(psi.take());

@@ -111,7 +111,7 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
     std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let mach = machine(&scratch.0);
     let block_device = super::metrics::block_device_of(&scratch.0);
-    let progress = |m: &str| eprintln!("quietkv bench: {m}");
+    let progress = |m: &str| crate::progress_line!("quietkv bench: {m}");
 
     // Every source database first (the slow part), reused across
     // experiments of the same size.
@@ -221,7 +221,7 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
                         ..Default::default()
                     },
                 };
-                eprintln!(
+                crate::progress_line!(
                     "[{} {} {repeat}/{}] copied the source in {:.1} s; cold cache, warm-up, baseline, measured (ETA {} for {} runs left)",
                     s.id,
                     mode.name,
@@ -229,6 +229,10 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
                     t.elapsed().as_secs_f64(),
                     fmt_secs(left),
                     runs_left
+                );
+                super::progress::start_run(
+                    format!("[{} {} {repeat}/{}]", s.id, mode.name, args.repeats),
+                    left,
                 );
                 let r = runner.run(spec).map_err(|e| {
                     if interrupted() {
@@ -238,7 +242,7 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
                     }
                 })?;
                 let _ = std::fs::remove_dir_all(&run_db);
-                eprintln!(
+                crate::progress_line!(
                     "[{} {} {repeat}/{}] done: p99 {:.0} us, p99.9 {:.0} us, reads {}/{}, background {:.0} MiB/s for {:.1} s",
                     s.id,
                     mode.name,
