@@ -215,3 +215,37 @@ fn e1_then_e2_tiny_runs_reuse_the_source_and_clean_up() {
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+#[test]
+fn e3_tiny_run_has_one_section_per_hot_set_and_says_where_it_stops_helping() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("scratch");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = tmp.path().join("out");
+    // E3's hot sets follow the cgroup limit (128 MiB here: about 4, 43 and,
+    // capped at the 16 MiB database, 16 MiB).
+    let (res, pid) = bench(
+        &[
+            "--experiment",
+            "E3",
+            "--modes",
+            "buffered,both-direct",
+            "--duration",
+            "3",
+        ],
+        &dir,
+        &out,
+    );
+    let stdout = String::from_utf8_lossy(&res.stdout);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let sections = md.matches("## E3-hot").count();
+    assert_eq!(sections, 3, "one section per hot-set size:\n{md}");
+    assert!(
+        stdout.contains("In E3:"),
+        "the verdict walks the hot-set sizes: {stdout}"
+    );
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(j["experiments"].as_array().unwrap().len(), 3);
+    no_cgroups_left(pid);
+}

@@ -579,16 +579,39 @@ pub fn verdict(r: &Report) -> String {
     let mut out = out;
     if e3.len() >= 2 {
         e3.sort_by_key(|x| x.0);
-        let stop = e3.iter().find(|x| x.3 < 1.2);
-        match stop {
+        let share = |hot: u64, limit: Option<u64>| {
+            limit
+                .map(|l| format!(" ({:.2}x the cgroup limit)", hot as f64 / l as f64))
+                .unwrap_or_default()
+        };
+        let sizes: Vec<String> = e3
+            .iter()
+            .map(|(hot, limit, mode, r99)| {
+                format!(
+                    "{} with {mode} at a {} hot set{}",
+                    ratio_text(*r99, "p99"),
+                    mib(*hot),
+                    share(*hot, *limit)
+                )
+            })
+            .collect();
+        out.push_str(&format!(" In E3: {}.", sizes.join("; ")));
+        // Where does it stop helping? Look at the hot sets larger than the cache.
+        let over: Vec<_> = e3
+            .iter()
+            .filter(|(hot, limit, _, _)| limit.is_some_and(|l| *hot > l))
+            .collect();
+        match over.iter().find(|x| x.3 < 1.2) {
             Some((hot, limit, _, r99)) => out.push_str(&format!(
-                " It stops helping once the hot set outgrows the page cache: at a {} hot set{} the best mode's p99 is only {r99:.1}x lower.",
+                " Once the hot set outgrows the page cache it stops helping: at {}{} {}.",
                 mib(*hot),
-                limit
-                    .map(|l| format!(" ({:.1}x the cgroup limit)", *hot as f64 / l as f64))
-                    .unwrap_or_default()
+                share(*hot, *limit),
+                ratio_text(*r99, "p99")
             )),
-            None => out.push_str(" In E3 it helped at every hot-set size measured."),
+            None if !over.is_empty() => {
+                out.push_str(" It still helped with a hot set larger than the page cache.")
+            }
+            None => out.push_str(" No E3 hot set was larger than the page cache."),
         }
     } else {
         out.push_str(
