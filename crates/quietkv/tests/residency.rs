@@ -50,11 +50,17 @@ fn compact_and_measure(mode: AccessMode) -> f64 {
         db.put(format!("{k:016}").as_bytes(), &value).unwrap();
     }
     db.flush().unwrap();
+    db.wait_idle().unwrap();
     let before: Vec<PathBuf> = tables(d.path());
     for t in &before {
         quietio::evict_file(t).unwrap();
     }
     db.compact_all().unwrap();
+    // compact_all returns after the replaced tables are deleted.
+    assert!(
+        before.iter().all(|t| !t.exists()),
+        "inputs of compact_all still on disk"
+    );
     let after: Vec<PathBuf> = tables(d.path())
         .into_iter()
         .filter(|t| !before.contains(t))

@@ -154,6 +154,12 @@ fn compact(inner: &Arc<Inner>, job: CompactionJob) -> Result<()> {
             r
         })
     };
+    if result.is_ok() {
+        // Before the job counts as finished: whoever waits for it
+        // (compact_all, wait_idle) sees the replaced tables gone, unless a
+        // reader still holds them.
+        inner.delete_obsolete_files();
+    }
     let mut st = inner.state.lock();
     st.busy.release(&job);
     st.compactions_running -= 1;
