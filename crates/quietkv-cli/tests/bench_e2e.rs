@@ -2,27 +2,9 @@
 //! report's structure (not its numbers) and that no cgroup directory or
 //! scratch file is left behind.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
-fn find_leftovers(root: &Path, prefix: &str, depth: usize, out: &mut Vec<PathBuf>) {
-    if depth == 0 {
-        return;
-    }
-    let Ok(rd) = std::fs::read_dir(root) else {
-        return;
-    };
-    for e in rd.flatten() {
-        let Ok(ft) = e.file_type() else { continue };
-        if !ft.is_dir() {
-            continue;
-        }
-        if e.file_name().to_string_lossy().starts_with(prefix) {
-            out.push(e.path());
-        }
-        find_leftovers(&e.path(), prefix, depth - 1, out);
-    }
-}
+use std::process::Command;
 
 #[test]
 fn e0_tiny_run_writes_a_complete_report_and_cleans_up() {
@@ -168,20 +150,7 @@ fn e0_tiny_run_writes_a_complete_report_and_cleans_up() {
         .map(|e| e.path())
         .collect();
     assert!(left.is_empty(), "scratch left behind: {left:?}");
-    let mut cg = Vec::new();
-    for root in [
-        "/sys/fs/cgroup/memory",
-        "/sys/fs/cgroup/unified",
-        "/sys/fs/cgroup",
-    ] {
-        find_leftovers(
-            Path::new(root),
-            &format!("quietkv-bench-{pid}-"),
-            5,
-            &mut cg,
-        );
-    }
-    assert!(cg.is_empty(), "cgroups left behind: {cg:?}");
+    common::assert_no_cgroups_left(pid);
 }
 
 #[test]

@@ -2,27 +2,10 @@
 //! source database): the report's structure (not its numbers), source
 //! reuse, and that no scratch directory, source or cgroup is left behind.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn find_leftovers(root: &Path, prefix: &str, depth: usize, out: &mut Vec<PathBuf>) {
-    if depth == 0 {
-        return;
-    }
-    let Ok(rd) = std::fs::read_dir(root) else {
-        return;
-    };
-    for e in rd.flatten() {
-        let Ok(ft) = e.file_type() else { continue };
-        if !ft.is_dir() {
-            continue;
-        }
-        if e.file_name().to_string_lossy().starts_with(prefix) {
-            out.push(e.path());
-        }
-        find_leftovers(&e.path(), prefix, depth - 1, out);
-    }
-}
+use std::path::Path;
+use std::process::{Command, Output};
 
 fn bench(args: &[&str], dir: &Path, out: &Path) -> (Output, u32) {
     let child = Command::new(env!("CARGO_BIN_EXE_quietkv"))
@@ -57,23 +40,6 @@ fn bench(args: &[&str], dir: &Path, out: &Path) -> (Output, u32) {
         String::from_utf8_lossy(&res.stderr)
     );
     (res, pid)
-}
-
-fn no_cgroups_left(pid: u32) {
-    let mut cg = Vec::new();
-    for root in [
-        "/sys/fs/cgroup/memory",
-        "/sys/fs/cgroup/unified",
-        "/sys/fs/cgroup",
-    ] {
-        find_leftovers(
-            Path::new(root),
-            &format!("quietkv-bench-{pid}-"),
-            5,
-            &mut cg,
-        );
-    }
-    assert!(cg.is_empty(), "cgroups left behind: {cg:?}");
 }
 
 fn check_report(out: &Path, id: &str, modes: &[&str], extra_rows: &[&str]) -> serde_json::Value {
@@ -167,7 +133,7 @@ fn e1_then_e2_tiny_runs_reuse_the_source_and_clean_up() {
         &["compaction_wall_s"],
     );
     assert_eq!(j["experiments"][0]["params"]["source_reused"], false);
-    no_cgroups_left(pid);
+    common::assert_no_cgroups_left(pid);
     let sources: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .flatten()
@@ -207,7 +173,7 @@ fn e1_then_e2_tiny_runs_reuse_the_source_and_clean_up() {
         &["write_mib_s", "flush_mib"],
     );
     assert_eq!(j["experiments"][0]["params"]["source_reused"], true);
-    no_cgroups_left(pid);
+    common::assert_no_cgroups_left(pid);
     let left: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .flatten()
@@ -247,5 +213,5 @@ fn e3_tiny_run_has_one_section_per_hot_set_and_says_where_it_stops_helping() {
     let j: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     assert_eq!(j["experiments"].as_array().unwrap().len(), 3);
-    no_cgroups_left(pid);
+    common::assert_no_cgroups_left(pid);
 }
