@@ -338,6 +338,39 @@ fn write_fully(file: &File, path: &Path, cfg: &FileConfig, data: &[u8], offset: 
     Ok(())
 }
 
+/// Reads into all of `buf` from `offset`, retrying short reads; returns
+/// fewer bytes only at end of file. `flags` go to `preadv2` (0 = `pread`).
+/// In direct mode a read that ends off an alignment boundary has hit end of
+/// file, so the loop stops there.
+fn read_fully(
+    file: &File,
+    path: &Path,
+    cfg: &FileConfig,
+    buf: &mut [u8],
+    offset: u64,
+    flags: i32,
+) -> Result<usize> {
+    let fd = file.as_raw_fd();
+    let mut got = 0usize;
+    while got < buf.len() {
+        let at = offset + got as u64;
+        let r = if flags == 0 {
+            sys::pread(fd, &mut buf[got..], at)
+        } else {
+            sys::preadv2(fd, &mut buf[got..], at, flags)
+        };
+        let n = r.map_err(|e| io_err(path, at, &format!("read failed ({} mode)", cfg.mode), e))?;
+        if n == 0 {
+            break;
+        }
+        got += n;
+        if cfg.is_direct() && !got.is_multiple_of(cfg.align()) {
+            break;
+        }
+    }
+    Ok(got)
+}
+
 /// Reads a file front to back in one access mode, with its own readahead.
 ///
 /// Direct mode reads aligned chunks of `readahead_size` (O_DIRECT gets no
@@ -451,31 +484,19 @@ impl SeqReader {
         }
         self.cfg.throttle(want);
         let t = Instant::now();
-        let mut got = 0usize;
-        while got < want {
-            let at = self.buf_offset + got as u64;
-            let dst = &mut self.buf.full_mut()[got..want];
-            let r = match self.cfg.mode {
-                EffectiveMode::DontCache => sys::preadv2(fd, dst, at, sys::RWF_DONTCACHE),
-                _ => sys::pread(fd, dst, at),
-            };
-            let n = r.map_err(|e| {
-                io_err(
-                    &self.path,
-                    at,
-                    &format!("read failed ({} mode)", self.cfg.mode),
-                    e,
-                )
-            })?;
-            if n == 0 {
-                break;
-            }
-            got += n;
-            if self.cfg.is_direct() && !got.is_multiple_of(self.cfg.align()) {
-                // A direct read stops short only at end of file.
-                break;
-            }
-        }
+        let flags = if self.cfg.mode == EffectiveMode::DontCache {
+            sys::RWF_DONTCACHE
+        } else {
+            0
+        };
+        let got = read_fully(
+            &self.file,
+            &self.path,
+            &self.cfg,
+            &mut self.buf.full_mut()[..want],
+            self.buf_offset,
+            flags,
+        )?;
         self.cfg.stats.record_read(self.cfg.class, got, t.elapsed());
         self.buf.set_len(got);
         if self.cfg.mode == EffectiveMode::Fadvise && self.buf_offset > self.dropped_upto {
@@ -652,29 +673,7 @@ impl RandomReader {
     }
 
     fn read_loop(&self, offset: u64, out: &mut [u8], flags: i32) -> Result<usize> {
-        let fd = self.file.as_raw_fd();
-        let mut done = 0;
-        while done < out.len() {
-            let at = offset + done as u64;
-            let r = if flags == 0 {
-                sys::pread(fd, &mut out[done..], at)
-            } else {
-                sys::preadv2(fd, &mut out[done..], at, flags)
-            };
-            let n = r.map_err(|e| {
-                io_err(
-                    &self.path,
-                    at,
-                    &format!("read failed ({} mode)", self.cfg.mode),
-                    e,
-                )
-            })?;
-            if n == 0 {
-                break;
-            }
-            done += n;
-        }
-        Ok(done)
+        read_fully(&self.file, &self.path, &self.cfg, out, offset, flags)
     }
 
     fn read_attributed(&self, offset: u64, out: &mut [u8]) -> Result<usize> {
@@ -725,20 +724,7 @@ impl RandomReader {
         let end = (offset + out.len() as u64).next_multiple_of(align);
         let span = (end - start) as usize;
         let mut buf = AlignedBuf::new(span, self.cfg.mem_align.max(1).next_power_of_two())?;
-        let fd = self.file.as_raw_fd();
-        let mut got = 0usize;
-        while got < span {
-            let at = start + got as u64;
-            let n = sys::pread(fd, &mut buf.full_mut()[got..], at)
-                .map_err(|e| io_err(&self.path, at, "read failed (direct mode)", e))?;
-            if n == 0 {
-                break;
-            }
-            got += n;
-            if !got.is_multiple_of(align as usize) {
-                break; // short only at end of file
-            }
-        }
+        let got = read_fully(&self.file, &self.path, &self.cfg, buf.full_mut(), start, 0)?;
         let skip = (offset - start) as usize;
         let avail = got.saturating_sub(skip).min(out.len());
         out[..avail].copy_from_slice(&buf.full()[skip..skip + avail]);
