@@ -284,14 +284,24 @@ pub fn prepare(
     Ok((dir, m, false))
 }
 
-/// Copies the source's files byte for byte into `to` (created afresh),
-/// without the manifest, and syncs them.
+/// Makes `to` (created afresh) a copy of the source without its manifest,
+/// and syncs it. Tables (`*.sst`) are hard-linked: the engine never writes
+/// to a table after it is built, it only unlinks tables it replaced, so a
+/// link is as good as a copy for the run and the source stays intact. That
+/// spares each run an 8 GiB copy, whose write-back on this kind of
+/// host-cached virtual disk went on stalling reads during the measurement.
+/// Everything else (WAL, manifest, CURRENT) is copied, because opening the
+/// database rewrites it. Falls back to copying a table where the filesystem
+/// refuses the link.
 pub fn copy_to(src: &Path, m: &Manifest, to: &Path) -> Result<(), String> {
     let _ = std::fs::remove_dir_all(to);
     std::fs::create_dir_all(to).map_err(|e| format!("cannot create {}: {e}", to.display()))?;
     for (name, size) in &m.files {
-        let n = std::fs::copy(src.join(name), to.join(name))
-            .map_err(|e| format!("cannot copy {name}: {e}"))?;
+        let (from, dest) = (src.join(name), to.join(name));
+        if name.ends_with(".sst") && std::fs::hard_link(&from, &dest).is_ok() {
+            continue;
+        }
+        let n = std::fs::copy(&from, &dest).map_err(|e| format!("cannot copy {name}: {e}"))?;
         if n != *size {
             return Err(format!("copied {n} bytes of {name}, expected {size}"));
         }
@@ -356,19 +366,33 @@ mod tests {
     }
 
     #[test]
-    fn copy_is_byte_identical() {
+    fn copy_links_tables_and_copies_the_rest() {
+        use std::os::unix::fs::MetadataExt;
         let tmp = tempfile::tempdir().unwrap();
         let src = tmp.path().join("a");
         std::fs::create_dir_all(&src).unwrap();
-        std::fs::write(src.join("x"), vec![7u8; 10_000]).unwrap();
+        std::fs::write(src.join("000007.sst"), vec![7u8; 10_000]).unwrap();
+        std::fs::write(src.join("CURRENT"), b"MANIFEST-000001\n").unwrap();
         let m = Manifest {
             spec: SourceSpec::new(1 << 20, 4096),
             files: list_files(&src).unwrap(),
-            total_bytes: 10_000,
+            total_bytes: 10_016,
             build_seconds: 0.0,
         };
         let dst = tmp.path().join("b");
         copy_to(&src, &m, &dst).unwrap();
-        assert_eq!(std::fs::read(dst.join("x")).unwrap(), vec![7u8; 10_000]);
+        assert_eq!(std::fs::read(dst.join("000007.sst")).unwrap(), vec![7u8; 10_000]);
+        let (s, d) = (
+            std::fs::metadata(src.join("000007.sst")).unwrap(),
+            std::fs::metadata(dst.join("000007.sst")).unwrap(),
+        );
+        assert_eq!(s.ino(), d.ino(), "a table is linked");
+        // The rest is a real copy: rewriting it leaves the source alone.
+        std::fs::write(dst.join("CURRENT"), b"MANIFEST-000009\n").unwrap();
+        assert_eq!(std::fs::read(src.join("CURRENT")).unwrap(), b"MANIFEST-000001\n");
+        // Deleting the run's table (as a compaction does) keeps the source's.
+        copy_to(&src, &m, &dst).unwrap();
+        std::fs::remove_file(dst.join("000007.sst")).unwrap();
+        assert_eq!(std::fs::read(src.join("000007.sst")).unwrap().len(), 10_000);
     }
 }
