@@ -388,6 +388,31 @@ pub struct SeqReader {
     buf_offset: u64,
     file_len: u64,
     dropped_upto: u64,
+    /// Page-cache residency of the last two chunks, taken just before each
+    /// was read; `None` unless [`SeqReader::track_page_cache`] is on.
+    residency: Option<[ChunkResidency; 2]>,
+}
+
+/// Which pages of one chunk `[offset, offset + pages * page)` were cached.
+#[derive(Default)]
+struct ChunkResidency {
+    offset: u64,
+    pages: Vec<bool>,
+}
+
+impl ChunkResidency {
+    /// Whether any page of `[offset, offset + len)` inside this chunk was
+    /// cached.
+    fn any_cached(&self, offset: u64, len: u64, page: u64) -> bool {
+        let end = self.offset + self.pages.len() as u64 * page;
+        let (lo, hi) = (offset.max(self.offset), (offset + len).min(end));
+        if lo >= hi {
+            return false;
+        }
+        let first = ((lo - self.offset) / page) as usize;
+        let last = ((hi - 1 - self.offset) / page) as usize;
+        self.pages[first..=last].iter().any(|&c| c)
+    }
 }
 
 impl SeqReader {
@@ -419,7 +444,32 @@ impl SeqReader {
             buf_offset: 0,
             file_len,
             dropped_upto: 0,
+            residency: None,
         })
+    }
+
+    /// From now on, note before reading each chunk which of its pages were
+    /// already in the page cache (put there by someone else's reads), so
+    /// [`SeqReader::was_cached`] can tell hot data from cold. Only a direct
+    /// reader can: a buffered one's own readahead fills the cache ahead of
+    /// the check. Returns whether tracking is on.
+    pub fn track_page_cache(&mut self) -> bool {
+        if self.cfg.mode == EffectiveMode::Direct {
+            self.residency.get_or_insert_with(Default::default);
+            return true;
+        }
+        false
+    }
+
+    /// Whether any page of `[offset, offset + len)` was in the page cache
+    /// just before this reader read it. Answers for the last two chunks
+    /// read (enough for any block up to a chunk in size); false otherwise,
+    /// and always false without [`SeqReader::track_page_cache`].
+    pub fn was_cached(&self, offset: u64, len: u64) -> bool {
+        let page = sys::page_size() as u64;
+        self.residency
+            .as_ref()
+            .is_some_and(|r| r.iter().any(|c| c.any_cached(offset, len, page)))
     }
 
     pub fn path(&self) -> &Path {
@@ -481,6 +531,16 @@ impl SeqReader {
         let mut want = self.buf.capacity();
         if !self.cfg.is_direct() {
             want = want.min((self.file_len - self.buf_offset) as usize);
+        }
+        if let Some(r) = &mut self.residency {
+            // Only the part of the chunk inside the file can be mapped. A
+            // failed probe counts as cold: it only costs a warming.
+            let len = (want as u64).min(self.file_len - self.buf_offset);
+            r.swap(0, 1);
+            r[1] = ChunkResidency {
+                offset: self.buf_offset,
+                pages: sys::resident_pages(fd, self.buf_offset, len).unwrap_or_default(),
+            };
         }
         self.cfg.throttle(want);
         let t = Instant::now();
@@ -619,6 +679,23 @@ impl RandomReader {
     }
 
     /// Reads up to `out.len()` bytes at `offset`; fewer only at end of file.
+    /// Starts reading `[offset, offset + len)` into the page cache in the
+    /// background (`POSIX_FADV_WILLNEED`) where this reader reads through
+    /// it; a no-op for direct and dontcache readers, which would not keep it.
+    pub fn prefetch(&self, offset: u64, len: u64) {
+        if matches!(
+            self.mode(),
+            EffectiveMode::Buffered | EffectiveMode::Mmap | EffectiveMode::Fadvise
+        ) {
+            let _ = sys::fadvise(
+                self.file.as_raw_fd(),
+                offset,
+                len,
+                libc::POSIX_FADV_WILLNEED,
+            );
+        }
+    }
+
     pub fn read_at(&self, offset: u64, out: &mut [u8]) -> Result<usize> {
         if out.is_empty() || offset >= self.len {
             return Ok(0);

@@ -223,6 +223,40 @@ pub fn mincore_resident(fd: RawFd, len: u64) -> io::Result<(u64, u64)> {
     Ok((resident, pages))
 }
 
+/// Which pages of `[offset, offset + len)` of a file are in the page cache,
+/// one flag per page starting at the page holding `offset`. Mapping the
+/// range and asking `mincore` faults nothing in. `len` must not reach past
+/// the end of the file.
+pub fn resident_pages(fd: RawFd, offset: u64, len: u64) -> io::Result<Vec<bool>> {
+    let page = page_size() as u64;
+    let start = offset - offset % page;
+    let map_len = (offset + len - start) as usize;
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    let map = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            map_len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            fd,
+            start as libc::off_t,
+        )
+    };
+    if map == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    let mut vec = vec![0u8; map_len.div_ceil(page as usize)];
+    let rc = unsafe { libc::mincore(map, map_len, vec.as_mut_ptr()) };
+    let err = io::Error::last_os_error();
+    unsafe { libc::munmap(map, map_len) };
+    if rc != 0 {
+        return Err(err);
+    }
+    Ok(vec.iter().map(|b| b & 1 == 1).collect())
+}
+
 pub fn page_size() -> usize {
     let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if v > 0 {

@@ -61,6 +61,8 @@ pub fn to_json(s: &DbStats) -> Value {
             "seconds": s.compaction.seconds,
             "running": s.compaction.running,
             "open_files": s.compaction.open_files,
+            "warmed_blocks": s.compaction.warmed_blocks,
+            "warmed_bytes": s.compaction.warmed_bytes,
         },
         "stalls": {
             "slowdowns": s.stalls.slowdowns,

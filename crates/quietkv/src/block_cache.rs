@@ -107,6 +107,10 @@ impl<V> Shard<V> {
         charge
     }
 
+    fn contains(&self, key: &CacheKey) -> bool {
+        self.map.contains_key(key)
+    }
+
     fn get(&mut self, key: &CacheKey) -> Option<Arc<V>> {
         let i = *self.map.get(key)?;
         self.unlink(i);
@@ -208,6 +212,13 @@ impl<V> Cache<V> {
             (mix(key.0, key.1) >> (64 - self.shard_bits)) as usize
         };
         &self.shards[i]
+    }
+
+    /// Whether an entry is cached, without counting or reordering anything
+    /// (for a compaction asking what user reads find hot).
+    pub fn contains(&self, table_id: u64, offset: u64) -> bool {
+        let key = (table_id, offset);
+        self.capacity != 0 && self.shard(&key).lock().contains(&key)
     }
 
     /// Looks up and marks as recently used; counts a hit or a miss.

@@ -51,6 +51,10 @@ impl RandomSource for TableSource {
         self.0.len()
     }
 
+    fn prefetch(&self, offset: u64, len: u64) {
+        self.0.prefetch(offset, len)
+    }
+
     fn path(&self) -> &Path {
         self.0.path()
     }
@@ -62,5 +66,9 @@ pub struct ScanSource(pub SeqReader);
 impl SeqSource for ScanSource {
     fn read_exact(&mut self, buf: &mut [u8]) -> Result<()> {
         Ok(self.0.read_exact(buf)?)
+    }
+
+    fn was_cached(&self, offset: u64, len: u64) -> bool {
+        self.0.was_cached(offset, len)
     }
 }

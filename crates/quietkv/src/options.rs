@@ -67,6 +67,12 @@ pub struct Options {
     pub io_modes: ClassModes,
     /// Count page-cache hits and misses of user reads. Default true.
     pub attribute_cache_hits: bool,
+    /// Before installing a compaction's output, read the output blocks whose
+    /// keys were hot in its inputs (in the block cache, or in the page cache
+    /// for inputs read with O_DIRECT) through the user read path, so reads
+    /// do not all miss at once when the new tables take over. Costs one read
+    /// of the hot part of the output. Default false.
+    pub warm_compaction_output: bool,
 }
 
 impl Default for Options {
@@ -96,6 +102,7 @@ impl Default for Options {
             fadvise_chunk_size: 4 << 20,
             io_modes: ClassModes::default(),
             attribute_cache_hits: true,
+            warm_compaction_output: false,
         }
     }
 }

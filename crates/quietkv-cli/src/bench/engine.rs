@@ -68,6 +68,7 @@ fn open(spec: &WorkerSpec, p: &EngineParams) -> Result<Db, String> {
     o.block_cache_bytes = p.block_cache_bytes;
     o.memtable_size = p.memtable_bytes.max(4096);
     o.attribute_cache_hits = true;
+    o.warm_compaction_output = spec.mode.warm_output;
     Db::open(&spec.dir, o).map_err(|e| format!("cannot open the run's database: {e}"))
 }
 
@@ -108,6 +109,7 @@ struct Counters {
     compactions: u64,
     write_bytes: u64,
     stall_s: f64,
+    warmed_bytes: u64,
 }
 
 fn counters(db: &Db) -> Counters {
@@ -124,6 +126,7 @@ fn counters(db: &Db) -> Counters {
         compactions: s.compaction.count,
         write_bytes: s.write_bytes,
         stall_s: s.stalls.stall_seconds,
+        warmed_bytes: s.compaction.warmed_bytes,
     }
 }
 
@@ -297,6 +300,12 @@ pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String>
     let samples = sampler.stop();
     if stop.load(Ordering::Relaxed) {
         return Err("stopped".into());
+    }
+    if spec.mode.warm_output {
+        extra.insert(
+            "warmed_mib".into(),
+            (z.warmed_bytes - a.warmed_bytes) as f64 / (1 << 20) as f64,
+        );
     }
     let bc = (z.bc_hits - a.bc_hits, z.bc_misses - a.bc_misses);
     if bc.0 + bc.1 > 0 {

@@ -20,14 +20,23 @@ pub struct ModeSpec {
     pub compaction_read: String,
     pub compaction_write: String,
     pub flush_write: String,
+    /// `+warm`: `Options::warm_compaction_output`.
+    #[serde(default)]
+    pub warm_output: bool,
 }
 
 impl ModeSpec {
     /// `buffered`, `direct` (= `both-direct`), `dontcache`, `fadvise`,
     /// `write-direct`, `read-direct`, `both-direct`, `all-direct`.
+    /// A `+warm` suffix (`both-direct+warm`) also turns on warming of
+    /// compaction output.
     pub fn parse(name: &str) -> Result<ModeSpec, String> {
         let n = name.trim().to_ascii_lowercase();
-        let (u, r, w) = match n.as_str() {
+        let (base, warm_output) = match n.strip_suffix("+warm") {
+            Some(b) => (b, true),
+            None => (n.as_str(), false),
+        };
+        let (u, r, w) = match base {
             "buffered" => ("buffered", "buffered", "buffered"),
             "direct" | "both-direct" => ("buffered", "direct", "direct"),
             "dontcache" => ("buffered", "dontcache", "dontcache"),
@@ -37,16 +46,17 @@ impl ModeSpec {
             "all-direct" => ("direct", "direct", "direct"),
             _ => {
                 return Err(format!(
-                    "unknown mode '{name}' (expected buffered, direct, dontcache, fadvise, write-direct, read-direct, both-direct or all-direct)"
+                    "unknown mode '{name}' (expected buffered, direct, dontcache, fadvise, write-direct, read-direct, both-direct or all-direct, optionally with +warm)"
                 ))
             }
         };
         Ok(ModeSpec {
-            name: n,
+            name: n.clone(),
             user_read: u.into(),
             compaction_read: r.into(),
             compaction_write: w.into(),
             flush_write: w.into(),
+            warm_output,
         })
     }
 
@@ -311,6 +321,12 @@ mod tests {
                 .access(IoClass::UserRead),
             AccessMode::Direct
         );
+        let m = ModeSpec::parse("both-direct+warm").unwrap();
+        assert!(m.warm_output);
+        assert_eq!(m.name, "both-direct+warm");
+        assert_eq!(m.access(IoClass::CompactionWrite), AccessMode::Direct);
+        assert!(!ModeSpec::parse("both-direct").unwrap().warm_output);
+        assert!(ModeSpec::parse("turbo+warm").is_err());
         assert!(ModeSpec::parse("turbo")
             .unwrap_err()
             .contains("unknown mode"));

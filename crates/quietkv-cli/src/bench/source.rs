@@ -381,7 +381,10 @@ mod tests {
         };
         let dst = tmp.path().join("b");
         copy_to(&src, &m, &dst).unwrap();
-        assert_eq!(std::fs::read(dst.join("000007.sst")).unwrap(), vec![7u8; 10_000]);
+        assert_eq!(
+            std::fs::read(dst.join("000007.sst")).unwrap(),
+            vec![7u8; 10_000]
+        );
         let (s, d) = (
             std::fs::metadata(src.join("000007.sst")).unwrap(),
             std::fs::metadata(dst.join("000007.sst")).unwrap(),
@@ -389,7 +392,10 @@ mod tests {
         assert_eq!(s.ino(), d.ino(), "a table is linked");
         // The rest is a real copy: rewriting it leaves the source alone.
         std::fs::write(dst.join("CURRENT"), b"MANIFEST-000009\n").unwrap();
-        assert_eq!(std::fs::read(src.join("CURRENT")).unwrap(), b"MANIFEST-000001\n");
+        assert_eq!(
+            std::fs::read(src.join("CURRENT")).unwrap(),
+            b"MANIFEST-000001\n"
+        );
         // Deleting the run's table (as a compaction does) keeps the source's.
         copy_to(&src, &m, &dst).unwrap();
         std::fs::remove_file(dst.join("000007.sst")).unwrap();

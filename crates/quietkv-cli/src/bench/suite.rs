@@ -566,7 +566,14 @@ pub fn verdict(r: &Report) -> String {
             let m = ModeSpec::parse(mode).ok();
             out.push_str(&format!(
                 "This machine should run background I/O as **{mode}**{} (it cut p99 by 1.2x or more in {n} of {} section(s)). ",
-                m.map(|m| format!(" (compaction reads {}, compaction and flush writes {}; user reads stay {})", m.compaction_read, m.compaction_write, m.user_read)).unwrap_or_default(),
+                m.map(|m| format!(
+                    " (compaction reads {}, compaction and flush writes {}; user reads stay {}{})",
+                    m.compaction_read,
+                    m.compaction_write,
+                    m.user_read,
+                    if m.warm_output { "; warm_compaction_output on" } else { "" }
+                ))
+                .unwrap_or_default(),
                 r.experiments.len()
             ));
         }

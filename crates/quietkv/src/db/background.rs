@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use quietio::IoClass;
+use quietio::{EffectiveMode, IoClass};
 
 use super::level_iter::{open_compaction_input, CompactionLevelIter};
 use super::recovery::{meta_from, write_l0};
@@ -20,6 +20,7 @@ use crate::options::IoPriority;
 use crate::picker::{pick, pick_range, CompactionJob, CompactionKind};
 use crate::table::TableBuilder;
 use crate::version::{FileMeta, VersionEdit};
+use crate::warm::{hot_blocks, HotProbe};
 
 enum Work {
     Flush,
@@ -178,6 +179,23 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
     // Children newest first: L0 tables by descending number, then deeper
     // levels, each (sorted, non-overlapping) level as one lazy iterator.
     let mut children: Vec<Box<dyn InternalIterator + Send>> = Vec::new();
+    let hot = inner.opts.warm_compaction_output.then(|| {
+        let cache = inner.table_cache.block_cache();
+        HotProbe::new(cache.is_enabled().then(|| Arc::clone(cache)))
+    });
+    // Residency says "hot" only for tables not written through the cache.
+    let bypassed = |class| {
+        !matches!(
+            inner.env.mode(class),
+            EffectiveMode::Buffered | EffectiveMode::Mmap
+        )
+    };
+    let l0_hot = hot
+        .as_ref()
+        .map(|h| h.with_page_cache(bypassed(IoClass::FlushWrite)));
+    let deeper_hot = hot
+        .as_ref()
+        .map(|h| h.with_page_cache(bypassed(IoClass::CompactionWrite)));
     for (level, files) in &job.inputs {
         if files.is_empty() {
             continue;
@@ -191,6 +209,7 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
                     &inner.dir,
                     f.number,
                     &inner.compaction_open_files,
+                    l0_hot.as_ref(),
                 )?;
                 s.seek_to_first()?;
                 children.push(Box::new(s));
@@ -201,6 +220,7 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
                 inner.env.clone(),
                 inner.dir.clone(),
                 inner.compaction_open_files.clone(),
+                deeper_hot.clone(),
             )));
         }
     }
@@ -259,6 +279,9 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
             outputs.push(finish_output(number, builder)?);
         }
         inner.env.sync_dir()?;
+        if let Some(hot) = &hot {
+            warm_outputs(inner, &outputs, hot)?;
+        }
         Ok(())
     })();
     if let Err(e) = result {
@@ -277,6 +300,27 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
     let read = job.input_bytes();
     let written = outputs.iter().map(|m| m.size).sum();
     Ok((outputs, read, written))
+}
+
+/// Reads the output blocks that hold keys which were hot in the inputs
+/// through the user read path, before the outputs are installed (see
+/// [`crate::warm`]). A block that cannot be read back fails the compaction:
+/// better than installing it.
+fn warm_outputs(inner: &Arc<Inner>, outputs: &[FileMeta], hot: &HotProbe) -> Result<()> {
+    let mut ranges = hot.ranges.lock();
+    if ranges.is_empty() {
+        return Ok(());
+    }
+    for out in outputs {
+        let table = inner.table_cache.get(out.number)?;
+        let idxs = hot_blocks(
+            table.index().iter().map(|e| e.last_key.as_slice()),
+            &mut ranges,
+        );
+        let bytes = table.warm_blocks(&idxs)?;
+        inner.counters.record_warming(idxs.len() as u64, bytes);
+    }
+    Ok(())
 }
 
 fn finish_output(number: u64, builder: TableBuilder<TableFile>) -> Result<FileMeta> {

@@ -15,6 +15,7 @@ use crate::key::compare_internal;
 use crate::table::{TableIterator, TableReader, TableScanner};
 use crate::table_cache::TableCache;
 use crate::version::FileMeta;
+use crate::warm::HotProbe;
 
 /// User-read iterator over a level; opens tables lazily as it reaches them.
 pub(crate) struct LevelIter {
@@ -103,6 +104,7 @@ pub(crate) fn open_compaction_input(
     dir: &std::path::Path,
     number: u64,
     open_files: &Arc<AtomicUsize>,
+    hot: Option<&HotProbe>,
 ) -> Result<CountedScanner> {
     let path = table_path(dir, number);
     let meta_reader = env.open_random(&path, IoClass::CompactionRead)?;
@@ -111,10 +113,18 @@ pub(crate) fn open_compaction_input(
         number,
         None,
     )?);
-    let seq = env.open_sequential(&path, IoClass::CompactionRead)?;
+    let mut seq = env.open_sequential(&path, IoClass::CompactionRead)?;
+    if hot.is_some_and(|h| h.page_cache) {
+        // Known only for direct reads; the block cache is asked either way.
+        seq.track_page_cache();
+    }
     open_files.fetch_add(2, Ordering::Relaxed);
+    let mut scanner = TableScanner::new(table, Box::new(ScanSource(seq)));
+    if let Some(h) = hot {
+        scanner.note_hot_blocks(h.clone());
+    }
     Ok(CountedScanner {
-        scanner: TableScanner::new(table, Box::new(ScanSource(seq))),
+        scanner,
         open_files: open_files.clone(),
     })
 }
@@ -137,6 +147,7 @@ pub(crate) struct CompactionLevelIter {
     env: Arc<IoEnv>,
     dir: std::path::PathBuf,
     open_files: Arc<AtomicUsize>,
+    hot: Option<HotProbe>,
     index: usize,
     current: Option<CountedScanner>,
 }
@@ -147,6 +158,7 @@ impl CompactionLevelIter {
         env: Arc<IoEnv>,
         dir: std::path::PathBuf,
         open_files: Arc<AtomicUsize>,
+        hot: Option<HotProbe>,
     ) -> Self {
         CompactionLevelIter {
             index: files.len(),
@@ -154,6 +166,7 @@ impl CompactionLevelIter {
             env,
             dir,
             open_files,
+            hot,
             current: None,
         }
     }
@@ -163,7 +176,13 @@ impl CompactionLevelIter {
         // Close the previous table before opening the next.
         self.current = None;
         if let Some(f) = self.files.get(index) {
-            let mut s = open_compaction_input(&self.env, &self.dir, f.number, &self.open_files)?;
+            let mut s = open_compaction_input(
+                &self.env,
+                &self.dir,
+                f.number,
+                &self.open_files,
+                self.hot.as_ref(),
+            )?;
             s.scanner.seek_to_first()?;
             self.current = Some(s);
         }

@@ -25,6 +25,8 @@ pub(crate) struct Counters {
     compaction_read: AtomicU64,
     compaction_written: AtomicU64,
     compaction_micros: AtomicU64,
+    warmed_blocks: AtomicU64,
+    warmed_bytes: AtomicU64,
 }
 
 impl Counters {
@@ -50,6 +52,11 @@ impl Counters {
         self.flush_bytes.fetch_add(bytes, Relaxed);
         self.flush_micros
             .fetch_add(took.as_micros() as u64, Relaxed);
+    }
+
+    pub(crate) fn record_warming(&self, blocks: u64, bytes: u64) {
+        self.warmed_blocks.fetch_add(blocks, Relaxed);
+        self.warmed_bytes.fetch_add(bytes, Relaxed);
     }
 
     pub(crate) fn record_compaction(&self, read: u64, written: u64, took: Duration) {
@@ -78,6 +85,10 @@ pub struct CompactionStats {
     /// Table handles compaction holds open right now (its own, not the
     /// table cache's).
     pub open_files: usize,
+    /// Output data blocks read back before install because their keys were
+    /// hot in the inputs (`Options::warm_compaction_output`), and their bytes.
+    pub warmed_blocks: u64,
+    pub warmed_bytes: u64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -139,6 +150,8 @@ pub(crate) fn collect(inner: &Inner) -> DbStats {
             seconds: c.compaction_micros.load(Relaxed) as f64 / 1e6,
             running: st.compactions_running,
             open_files: inner.compaction_open_files.load(Relaxed),
+            warmed_blocks: c.warmed_blocks.load(Relaxed),
+            warmed_bytes: c.warmed_bytes.load(Relaxed),
         },
         stalls: WriteStallStats {
             slowdowns: c.slowdowns.load(Relaxed),

@@ -199,6 +199,33 @@ impl TableReader {
             .map_err(at(self.source.path(), handle.offset))
     }
 
+    /// Reads the data blocks `idxs` (ascending) the way a user read would,
+    /// so they land in the block cache and, for reads through the page
+    /// cache, there too: runs of neighbouring blocks are first prefetched
+    /// as one range. Returns the bytes read.
+    pub fn warm_blocks(&self, idxs: &[usize]) -> Result<u64> {
+        let mut i = 0;
+        let mut bytes = 0;
+        while i < idxs.len() {
+            let mut j = i;
+            while j + 1 < idxs.len() && idxs[j + 1] == idxs[j] + 1 {
+                j += 1;
+            }
+            if let (Some(a), Some(b)) = (self.index.get(idxs[i]), self.index.get(idxs[j])) {
+                let (start, end) = (a.handle.offset, b.handle.offset + b.handle.size);
+                if j > i {
+                    self.source.prefetch(start, end.saturating_sub(start));
+                }
+                bytes += end.saturating_sub(start);
+            }
+            for &idx in &idxs[i..=j] {
+                self.read_data_block(idx)?;
+            }
+            i = j + 1;
+        }
+        Ok(bytes)
+    }
+
     /// Reads data block `idx` through the block cache (filling it).
     fn read_data_block(&self, idx: usize) -> Result<Arc<Block>> {
         let handle = self
@@ -300,6 +327,10 @@ impl<F: BlockFetch> TwoLevel<F> {
 
     pub(crate) fn table(&self) -> &Arc<TableReader> {
         &self.table
+    }
+
+    pub(crate) fn fetch_mut(&mut self) -> &mut F {
+        &mut self.fetch
     }
 
     fn ctx(&self) -> impl Fn(Error) -> Error + '_ {

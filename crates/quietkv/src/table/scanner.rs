@@ -10,8 +10,10 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::table::block::Block;
+use crate::table::block::BlockIter;
 use crate::table::reader::{BlockFetch, TableReader, TwoLevel};
 use crate::table::source::SeqSource;
+use crate::warm::HotProbe;
 
 struct SeqFetch {
     source: Box<dyn SeqSource>,
@@ -21,6 +23,8 @@ struct SeqFetch {
     pos: u64,
     /// The most recently read block, reused when asked for again.
     last: Option<(usize, Arc<Block>)>,
+    /// Notes the key ranges of blocks that were hot, when warming is on.
+    hot: Option<HotProbe>,
 }
 
 impl BlockFetch for SeqFetch {
@@ -56,7 +60,20 @@ impl BlockFetch for SeqFetch {
             self.pos += handle.size;
             self.next_idx += 1;
             if self.next_idx > idx {
-                block = Some(Arc::new(table.parse_data_block(handle, disk)?));
+                let b = Arc::new(table.parse_data_block(handle, disk)?);
+                if let Some(hot) = &self.hot {
+                    if hot.in_block_cache(table.table_id(), handle.offset)
+                        || self.source.was_cached(handle.offset, handle.size)
+                    {
+                        let mut it = BlockIter::new(Arc::clone(&b));
+                        it.seek_to_first()
+                            .map_err(|e| e.with_file(table.path()).with_offset(handle.offset))?;
+                        if it.valid() {
+                            hot.note(it.key(), &table.index()[idx].last_key);
+                        }
+                    }
+                }
+                block = Some(b);
             }
             // Blocks skipped by a seek are read (the source is sequential) but not decoded.
         }
@@ -85,9 +102,15 @@ impl TableScanner {
                     next_idx: 0,
                     pos: 0,
                     last: None,
+                    hot: None,
                 },
             ),
         }
+    }
+
+    /// Notes hot blocks into `probe` as they are read (see [`crate::warm`]).
+    pub fn note_hot_blocks(&mut self, probe: HotProbe) {
+        self.inner.fetch_mut().hot = Some(probe);
     }
 
     pub fn table(&self) -> &Arc<TableReader> {

@@ -25,12 +25,22 @@ pub trait RandomSource: Send + Sync {
     fn size(&self) -> u64;
     /// For error messages.
     fn path(&self) -> &Path;
+    /// Hints that `[offset, offset + len)` is about to be read, where that
+    /// helps (reads through the page cache). No-op by default.
+    fn prefetch(&self, _offset: u64, _len: u64) {}
 }
 
 /// In-order reads from offset 0 (compaction input with its own readahead).
 pub trait SeqSource: Send {
     /// Fills `buf` completely or fails.
     fn read_exact(&mut self, buf: &mut [u8]) -> Result<()>;
+
+    /// Whether any of `[offset, offset + len)`, already read, was in the
+    /// page cache before this source read it (someone else's hot data).
+    /// False where the source cannot tell.
+    fn was_cached(&self, _offset: u64, _len: u64) -> bool {
+        false
+    }
 }
 
 impl TableSink for Vec<u8> {

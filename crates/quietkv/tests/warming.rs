@@ -1,0 +1,191 @@
+//! `Options::warm_compaction_output`: after a compaction with direct I/O,
+//! the keys that were hot before it are still hot - in the page cache for
+//! buffered user reads, in the block cache for direct user reads - while the
+//! cold rest of the output stays out of the cache.
+
+use std::path::{Path, PathBuf};
+
+use quietkv::{AccessMode, Db, EffectiveMode, IoClass, Options};
+
+const KEYS: u64 = 20_000; // x 4 KiB values = about 80 MiB
+const HOT: u64 = 1_000; // the first 4 MiB of keys
+const VALUE: usize = 4096;
+
+fn key(k: u64) -> Vec<u8> {
+    format!("{k:016}").into_bytes()
+}
+
+fn tables(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sst"))
+        .collect()
+}
+
+fn cached_bytes(files: &[PathBuf]) -> u64 {
+    files
+        .iter()
+        .map(|f| quietio::residency(f).unwrap().cached * 4096)
+        .sum()
+}
+
+fn read_hot(db: &Db) {
+    for k in 0..HOT {
+        assert!(db.get(&key(k)).unwrap().is_some(), "key {k} missing");
+    }
+}
+
+struct Outcome {
+    /// Bytes of the new tables in the page cache right after the compaction.
+    page_cached_after: u64,
+    /// Block-cache misses of reading the hot keys again.
+    block_misses_after: u64,
+    warmed_blocks: u64,
+    warmed_bytes: u64,
+}
+
+/// Builds a compacted database, evicts it, makes the first HOT keys hot
+/// through `user_read`, rewrites everything with a direct compaction, and
+/// counts the misses of reading the hot keys again.
+fn run(warm: bool, user_read: AccessMode, block_cache_bytes: usize) -> Option<Outcome> {
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let opts = Options {
+        memtable_size: 8 << 20,
+        target_file_size: 8 << 20,
+        block_cache_bytes,
+        warm_compaction_output: warm,
+        ..Options::default()
+    }
+    .io_mode(IoClass::UserRead, user_read)
+    .io_mode(IoClass::CompactionRead, AccessMode::Auto)
+    .io_mode(IoClass::CompactionWrite, AccessMode::Auto);
+    let db = Db::open(d.path(), opts).unwrap();
+    if db.io_env().mode(IoClass::CompactionRead) != EffectiveMode::Direct {
+        eprintln!("skipped: no O_DIRECT under {}", d.path().display());
+        return None;
+    }
+    if user_read == AccessMode::Direct
+        && db.io_env().mode(IoClass::UserRead) != EffectiveMode::Direct
+    {
+        eprintln!("skipped: no O_DIRECT user reads");
+        return None;
+    }
+    let mut value = vec![0u8; VALUE];
+    for i in 0..KEYS {
+        let k = i * 7919 % KEYS;
+        value[..8].copy_from_slice(&k.to_le_bytes());
+        db.put(&key(k), &value).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_idle().unwrap();
+    // Nothing is hot yet: the first compaction must warm nothing.
+    let evict = || {
+        for t in tables(d.path()) {
+            quietio::evict_file(&t).unwrap();
+        }
+    };
+    evict();
+    db.compact_all().unwrap();
+    let s0 = db.stats().compaction;
+    eprintln!(
+        "first compaction warmed {} blocks {} KiB",
+        s0.warmed_blocks,
+        s0.warmed_bytes >> 10
+    );
+    assert_eq!(s0.warmed_blocks, 0);
+    evict();
+    read_hot(&db);
+    let inputs = tables(d.path());
+    db.compact_all().unwrap();
+    let outputs: Vec<PathBuf> = tables(d.path())
+        .into_iter()
+        .filter(|t| !inputs.contains(t))
+        .collect();
+    let page_cached_after = cached_bytes(&outputs);
+    let before = db.stats().block_cache.misses;
+    read_hot(&db);
+    let block_misses_after = db.stats().block_cache.misses - before;
+    let s = db.stats();
+    assert_eq!(db.iter().unwrap().count() as u64, KEYS);
+    eprintln!(
+        "warm={warm} user_read={user_read} block_cache={block_cache_bytes}: new tables {} KiB cached; {block_misses_after} of {HOT} hot reads missed the block cache; warmed {} blocks, {} KiB",
+        page_cached_after >> 10,
+        s.compaction.warmed_blocks,
+        s.compaction.warmed_bytes >> 10
+    );
+    Some(Outcome {
+        page_cached_after,
+        block_misses_after,
+        warmed_blocks: s.compaction.warmed_blocks,
+        warmed_bytes: s.compaction.warmed_bytes,
+    })
+}
+
+const HOT_BYTES: u64 = HOT * VALUE as u64;
+
+/// Warming read back about the hot part of the output and not the rest.
+fn warmed_only_the_hot_part(o: &Outcome) {
+    assert!(o.warmed_blocks >= HOT * 9 / 10, "{}", o.warmed_blocks);
+    assert!(
+        o.warmed_bytes < 3 * HOT_BYTES,
+        "warmed {} bytes for {HOT_BYTES} hot bytes",
+        o.warmed_bytes
+    );
+}
+
+#[test]
+fn buffered_user_reads_find_hot_output_in_the_page_cache() {
+    let (Some(cold), Some(warm)) = (
+        run(false, AccessMode::Buffered, 0),
+        run(true, AccessMode::Buffered, 0),
+    ) else {
+        return;
+    };
+    // Direct output is not cached at all without warming...
+    assert!(
+        cold.page_cached_after < HOT_BYTES / 10,
+        "{}",
+        cold.page_cached_after
+    );
+    assert_eq!(cold.warmed_blocks, 0);
+    // ...and about the hot part of it with warming (the reads before the
+    // compaction were in key order, so kernel readahead made a bit more
+    // than the hot keys resident, and that counts as hot).
+    assert!(
+        (HOT_BYTES * 9 / 10..3 * HOT_BYTES).contains(&warm.page_cached_after),
+        "{} bytes cached for {HOT_BYTES} hot bytes",
+        warm.page_cached_after
+    );
+    warmed_only_the_hot_part(&warm);
+}
+
+#[test]
+fn direct_user_reads_find_hot_output_in_the_block_cache() {
+    let (Some(cold), Some(warm)) = (
+        run(false, AccessMode::Direct, 16 << 20),
+        run(true, AccessMode::Direct, 16 << 20),
+    ) else {
+        return;
+    };
+    // New tables are new block-cache keys: every hot read misses...
+    assert!(
+        cold.block_misses_after >= HOT * 9 / 10,
+        "{}",
+        cold.block_misses_after
+    );
+    assert_eq!(cold.warmed_blocks, 0);
+    // ...unless warming put them there.
+    assert!(
+        warm.block_misses_after <= HOT / 20,
+        "{}",
+        warm.block_misses_after
+    );
+    // Direct user reads left nothing in the page cache to warm from.
+    assert!(
+        warm.page_cached_after < HOT_BYTES / 10,
+        "{}",
+        warm.page_cached_after
+    );
+    warmed_only_the_hot_part(&warm);
+}
