@@ -678,7 +678,6 @@ impl RandomReader {
         self.cfg.mode
     }
 
-    /// Reads up to `out.len()` bytes at `offset`; fewer only at end of file.
     /// Starts reading `[offset, offset + len)` into the page cache in the
     /// background (`POSIX_FADV_WILLNEED`) where this reader reads through
     /// it; a no-op for direct and dontcache readers, which would not keep it.
@@ -696,7 +695,32 @@ impl RandomReader {
         }
     }
 
+    /// Reads up to `out.len()` bytes at `offset`; fewer only at end of file.
     pub fn read_at(&self, offset: u64, out: &mut [u8]) -> Result<usize> {
+        self.read_at_counted(offset, out, self.cfg.attribute_cache_hits)
+    }
+
+    /// Reads exactly `len` bytes at `offset` without counting a page-cache
+    /// hit or miss: for reads made on the engine's own behalf (warming), so
+    /// the hit counters keep describing what the user's reads found.
+    pub fn read_vec_unattributed(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let mut v = vec![0u8; len];
+        let n = self.read_at_counted(offset, &mut v, false)?;
+        if n < len {
+            return Err(Error::io(
+                std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
+                format!(
+                    "read of {len} bytes past end of file ({} bytes long)",
+                    self.len
+                ),
+            )
+            .with_path(&self.path)
+            .with_offset(offset));
+        }
+        Ok(v)
+    }
+
+    fn read_at_counted(&self, offset: u64, out: &mut [u8], attribute: bool) -> Result<usize> {
         if out.is_empty() || offset >= self.len {
             return Ok(0);
         }
@@ -713,7 +737,7 @@ impl RandomReader {
             }
             EffectiveMode::DontCache => self.read_loop(offset, out, sys::RWF_DONTCACHE)?,
             EffectiveMode::Buffered | EffectiveMode::Fadvise => {
-                if self.cfg.attribute_cache_hits {
+                if attribute {
                     self.read_attributed(offset, out)?
                 } else {
                     self.read_loop(offset, out, 0)?

@@ -51,6 +51,10 @@ impl RandomSource for TableSource {
         self.0.len()
     }
 
+    fn read_at_uncounted(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        Ok(self.0.read_vec_unattributed(offset, len)?)
+    }
+
     fn prefetch(&self, offset: u64, len: u64) {
         self.0.prefetch(offset, len)
     }

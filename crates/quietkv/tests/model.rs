@@ -194,10 +194,12 @@ proptest! {
     fn engine_matches_model_under_random_modes(
         ops in proptest::collection::vec(op_strategy(), 1..250),
         cr in 0usize..4, cw in 0usize..4, fw in 0usize..4, ur in 0usize..4, wal in 0usize..4,
+        warm in any::<bool>(),
     ) {
         let d = scratch();
         let modes = [WRITE_MODES[cr], WRITE_MODES[cw], WRITE_MODES[fw], USER_READ_MODES[ur], WRITE_MODES[wal]];
-        run(d.path(), &options(modes), &ops);
+        let opts = Options { warm_compaction_output: warm, ..options(modes) };
+        run(d.path(), &opts, &ops);
     }
 }
 

@@ -219,7 +219,7 @@ impl TableReader {
                 bytes += end.saturating_sub(start);
             }
             for &idx in &idxs[i..=j] {
-                self.read_data_block(idx)?;
+                self.warm_block(idx)?;
             }
             i = j + 1;
         }
@@ -228,21 +228,48 @@ impl TableReader {
 
     /// Reads data block `idx` through the block cache (filling it).
     fn read_data_block(&self, idx: usize) -> Result<Arc<Block>> {
-        let handle = self
-            .index
-            .get(idx)
-            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "data block index out of range"))?
-            .handle;
+        let handle = self.handle(idx)?;
         if let Some(cache) = &self.cache {
             if let Some(b) = cache.get(self.table_id, handle.offset) {
                 return Ok(b);
             }
         }
+        self.load_block(handle, false)
+    }
+
+    /// Puts data block `idx` where a user read would (block cache, page
+    /// cache) without counting as a user read's hit or miss.
+    fn warm_block(&self, idx: usize) -> Result<()> {
+        let handle = self.handle(idx)?;
+        if self
+            .cache
+            .as_ref()
+            .is_some_and(|c| c.contains(self.table_id, handle.offset))
+        {
+            return Ok(());
+        }
+        self.load_block(handle, true).map(|_| ())
+    }
+
+    fn handle(&self, idx: usize) -> Result<BlockHandle> {
+        Ok(self
+            .index
+            .get(idx)
+            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "data block index out of range"))?
+            .handle)
+    }
+
+    /// Reads, verifies and decodes a block, and adds it to the block cache.
+    fn load_block(&self, handle: BlockHandle, warming: bool) -> Result<Arc<Block>> {
         // Bounded by the file size at open.
         let len = handle
             .size_usize()
             .map_err(at(self.source.path(), handle.offset))?;
-        let disk = self.source.read_at(handle.offset, len)?;
+        let disk = if warming {
+            self.source.read_at_uncounted(handle.offset, len)?
+        } else {
+            self.source.read_at(handle.offset, len)?
+        };
         let block = Arc::new(self.parse_data_block(handle, disk)?);
         if let Some(cache) = &self.cache {
             cache.insert(

@@ -25,6 +25,11 @@ pub trait RandomSource: Send + Sync {
     fn size(&self) -> u64;
     /// For error messages.
     fn path(&self) -> &Path;
+    /// Like `read_at`, for a read the engine makes on its own behalf
+    /// (warming): not counted as a user read's cache hit or miss.
+    fn read_at_uncounted(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        self.read_at(offset, len)
+    }
     /// Hints that `[offset, offset + len)` is about to be read, where that
     /// helps (reads through the page cache). No-op by default.
     fn prefetch(&self, _offset: u64, _len: u64) {}
