@@ -85,3 +85,59 @@ fn cachestat_agrees_with_mincore() {
     quietio::evict_file(&p).unwrap();
     assert_eq!(quietio::residency_mincore(&p).unwrap().cached, 0);
 }
+
+/// A direct sequential reader can tell which of the ranges it read were
+/// already cached (hot for someone else); a buffered one declines, since its
+/// own readahead would fill the cache ahead of the check.
+#[test]
+fn direct_reader_reports_what_was_cached_before_it() {
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let env = IoEnv::open(d.path(), IoOptions::default()).unwrap();
+    if !env.capabilities().direct.supported {
+        eprintln!("skipped: no O_DIRECT under {}", d.path().display());
+        return;
+    }
+    const LEN: usize = 8 << 20;
+    let p = d.path().join("hot");
+    std::fs::write(&p, vec![7u8; LEN]).unwrap();
+    quietio::evict_file(&p).unwrap();
+    // Make [3 MiB, 3 MiB + 16 KiB) hot with a buffered read.
+    let hot = 3u64 << 20;
+    let f = std::fs::File::open(&p).unwrap();
+    let mut buf = vec![0u8; 16 << 10];
+    std::os::unix::fs::FileExt::read_exact_at(&f, &mut buf, hot).unwrap();
+    // Readahead may have pulled in more after it; nothing before it.
+    let mut r = env
+        .open_sequential_with_mode(&p, IoClass::CompactionRead, AccessMode::Direct)
+        .unwrap();
+    assert!(r.track_page_cache());
+    let mut seen_hot = Vec::new();
+    let mut block = vec![0u8; 4096];
+    let mut off = 0u64;
+    while off < LEN as u64 {
+        r.read_exact(&mut block).unwrap();
+        if r.was_cached(off, 4096) {
+            seen_hot.push(off);
+        }
+        off += 4096;
+    }
+    assert!(
+        (hot..hot + (16 << 10))
+            .step_by(4096)
+            .all(|o| seen_hot.contains(&o)),
+        "hot blocks not seen: {seen_hot:?}"
+    );
+    assert!(
+        seen_hot.iter().all(|&o| o >= hot),
+        "cold block seen as hot: {seen_hot:?}"
+    );
+    assert!(seen_hot.len() < 256 + 4, "{} hot blocks", seen_hot.len());
+    assert!(!r.was_cached(0, 4096), "offset 0 was cold");
+
+    let mut b = env
+        .open_sequential_with_mode(&p, IoClass::CompactionRead, AccessMode::Buffered)
+        .unwrap();
+    assert!(!b.track_page_cache());
+    b.read_exact(&mut block).unwrap();
+    assert!(!b.was_cached(0, 4096));
+}
