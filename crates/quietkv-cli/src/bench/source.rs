@@ -4,7 +4,7 @@
 //! options) into `<dir>/source-<hash>/`, fully compacted, with a
 //! `bench-source.json` manifest written last. A later run reuses it when the
 //! manifest's spec matches and every file it lists is there with the listed
-//! size; each run then starts from a byte-identical copy of it.
+//! size; each run then starts from a copy of it (tables hard-linked).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

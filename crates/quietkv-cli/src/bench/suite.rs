@@ -370,7 +370,7 @@ fn section_header(
         (
             "Database".into(),
             format!(
-                "{} keys x {} B values, 16 B keys, no compression, {} on disk in {} files; fully compacted source ({}), each run starts from a byte-identical copy after sync + drop caches",
+                "{} keys x {} B values, 16 B keys, no compression, {} on disk in {} files; fully compacted source ({}), each run starts from a fresh copy (tables hard-linked, the rest copied) after sync + drop caches",
                 m.spec.keys,
                 m.spec.value_size,
                 mib(m.total_bytes),
