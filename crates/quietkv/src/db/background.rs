@@ -293,6 +293,8 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
         }
         for n in numbers {
             st.pending_outputs.remove(&n);
+            // Warming may have opened it through the table cache.
+            inner.table_cache.evict(n);
             let _ = std::fs::remove_file(table_path(&inner.dir, n));
         }
         return Err(e);
