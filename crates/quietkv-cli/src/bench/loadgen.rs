@@ -147,6 +147,23 @@ where
     let total = (cfg.rate_per_s * cfg.duration.as_secs_f64()).floor() as u64;
     let interval_ns = 1e9 / cfg.rate_per_s.max(1e-9);
     let seconds = cfg.duration.as_secs_f64().ceil().max(1.0) as usize;
+    // Every histogram is made before the clock starts: 900 per-second
+    // histograms (E1's cap) take ~100 ms to create, which used to delay
+    // the first reads of every phase and showed up as a stall in all modes.
+    let fresh: Vec<LoadResult> = (0..threads)
+        .map(|_| LoadResult {
+            latency: new_histogram(),
+            service: new_histogram(),
+            per_second: (0..seconds).map(|_| new_histogram()).collect(),
+            scheduled: 0,
+            done: 0,
+            errors: 0,
+            first_error: None,
+            hits: 0,
+            misses: 0,
+            elapsed_s: 0.0,
+        })
+        .collect();
     let start = *end
         .start
         .get_or_init(|| Instant::now() + Duration::from_millis(5));
@@ -154,24 +171,14 @@ where
     let keys = cfg.keys.max(1);
     let read = &read;
     let parts: Vec<LoadResult> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
+        let handles: Vec<_> = fresh
+            .into_iter()
+            .enumerate()
+            .map(|(t, mut r)| {
                 s.spawn(move || {
                     tighten_timer_slack();
                     let mut rng =
                         SplitMix64::new(cfg.seed ^ (t as u64 + 1).wrapping_mul(0x9E37_79B9));
-                    let mut r = LoadResult {
-                        latency: new_histogram(),
-                        service: new_histogram(),
-                        per_second: (0..seconds).map(|_| new_histogram()).collect(),
-                        scheduled: 0,
-                        done: 0,
-                        errors: 0,
-                        first_error: None,
-                        hits: 0,
-                        misses: 0,
-                        elapsed_s: 0.0,
-                    };
                     let mut k = t as u64;
                     while k < total {
                         if stop.load(Ordering::Relaxed) {
