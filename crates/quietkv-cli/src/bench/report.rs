@@ -681,6 +681,34 @@ mod tests {
     }
 
     #[test]
+    fn verdict_reads_one_e3_section_larger_than_the_cache_from_its_figures() {
+        let mut r = fixed();
+        let e = &mut r.experiments[0];
+        e.id = "E3-hot3072MiB".into();
+        e.params =
+            json!({"experiment": "E3", "hot_bytes": 3u64 << 30, "memory_limit_bytes": 1u64 << 30});
+        e.modes.truncate(2);
+        let v = crate::bench::suite::verdict(&r);
+        assert!(
+            v.contains("at a 3.0 GiB hot set (3.00x the cgroup limit)"),
+            "{v}"
+        );
+        assert!(
+            v.contains("It still helped with a hot set larger than the page cache"),
+            "{v}"
+        );
+        // And the other way round: no gain there.
+        for run in &mut r.experiments[0].modes[1].runs {
+            run.measured.latency.p99 = 15_600.0;
+        }
+        let v = crate::bench::suite::verdict(&r);
+        assert!(
+            v.contains("Once the hot set outgrows the page cache it stops helping"),
+            "{v}"
+        );
+    }
+
+    #[test]
     fn markdown_has_rows_columns_and_ratios() {
         let md = render_markdown(&fixed());
         assert!(md.contains("| Metric | buffered | direct | dontcache | direct vs buffered | dontcache vs buffered |"), "{md}");
