@@ -194,33 +194,9 @@ pub fn cachestat_range(fd: RawFd, off: u64, len: u64) -> io::Result<CacheStat> {
 /// Number of resident pages of the first `len` bytes of a file, by mapping
 /// it and asking `mincore`. Works on every Linux, but sees no dirty state.
 pub fn mincore_resident(fd: RawFd, len: u64) -> io::Result<(u64, u64)> {
-    let page = page_size() as u64;
-    let pages = len.div_ceil(page);
-    if len == 0 {
-        return Ok((0, 0));
-    }
-    let map = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len as usize,
-            libc::PROT_READ,
-            libc::MAP_SHARED,
-            fd,
-            0,
-        )
-    };
-    if map == libc::MAP_FAILED {
-        return Err(io::Error::last_os_error());
-    }
-    let mut vec = vec![0u8; pages as usize];
-    let rc = unsafe { libc::mincore(map, len as usize, vec.as_mut_ptr()) };
-    let err = io::Error::last_os_error();
-    unsafe { libc::munmap(map, len as usize) };
-    if rc != 0 {
-        return Err(err);
-    }
-    let resident = vec.iter().filter(|b| *b & 1 == 1).count() as u64;
-    Ok((resident, pages))
+    let pages = resident_pages(fd, 0, len)?;
+    let resident = pages.iter().filter(|&&r| r).count() as u64;
+    Ok((resident, pages.len() as u64))
 }
 
 /// Which pages of `[offset, offset + len)` of a file are in the page cache,
