@@ -2,20 +2,16 @@
 //! direct compaction I/O the new tables are (almost) absent from the cache;
 //! with buffered compaction they are present.
 
+mod common;
+
 use std::path::{Path, PathBuf};
+
+use common::tables;
 
 use quietkv::{AccessMode, Db, IoClass, Options};
 
 const KEYS: u64 = 40_000; // x 4 KiB values = about 160 MiB
 const VALUE: usize = 4096;
-
-fn tables(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "sst"))
-        .collect()
-}
 
 fn cached_fraction(files: &[PathBuf]) -> f64 {
     let (mut cached, mut total) = (0, 0);

@@ -3,7 +3,11 @@
 //! buffered user reads, in the block cache for direct user reads - while the
 //! cold rest of the output stays out of the cache.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::PathBuf;
+
+use common::tables;
 
 use quietkv::{AccessMode, Db, EffectiveMode, IoClass, Options};
 
@@ -13,14 +17,6 @@ const VALUE: usize = 4096;
 
 fn key(k: u64) -> Vec<u8> {
     format!("{k:016}").into_bytes()
-}
-
-fn tables(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "sst"))
-        .collect()
 }
 
 fn cached_bytes(files: &[PathBuf]) -> u64 {
