@@ -12,9 +12,8 @@ fn e0_tiny_run_writes_a_complete_report_and_cleans_up() {
     let scratch = tmp.path().join("scratch");
     let out = tmp.path().join("out");
     std::fs::create_dir_all(&scratch).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_quietkv"))
-        .args([
-            "bench",
+    let (res, pid) = common::run_bench(
+        &[
             "--experiment",
             "E0",
             "--modes",
@@ -39,23 +38,12 @@ fn e0_tiny_run_writes_a_complete_report_and_cleans_up() {
             "500",
             "--memory-limit",
             "128",
-        ])
-        .arg("--dir")
-        .arg(&scratch)
-        .arg("--out")
-        .arg(&out)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let res = child.wait_with_output().unwrap();
+        ],
+        &scratch,
+        &out,
+    );
     let stdout = String::from_utf8_lossy(&res.stdout);
     let stderr = String::from_utf8_lossy(&res.stderr);
-    assert!(
-        res.status.success(),
-        "bench failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
-    );
 
     // Progress lines name mode, repeat and phase.
     assert!(stderr.contains("[E0 buffered 1/1]"), "{stderr}");

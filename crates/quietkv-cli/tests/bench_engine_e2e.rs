@@ -5,41 +5,24 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
+/// A bench run at tiny sizes.
 fn bench(args: &[&str], dir: &Path, out: &Path) -> (Output, u32) {
-    let child = Command::new(env!("CARGO_BIN_EXE_quietkv"))
-        .arg("bench")
-        .args(args)
-        .args([
-            "--db-size",
-            "16M",
-            "--warmup",
-            "0.3",
-            "--baseline",
-            "1",
-            "--read-rate",
-            "400",
-            "--memory-limit",
-            "128",
-        ])
-        .arg("--dir")
-        .arg(dir)
-        .arg("--out")
-        .arg(out)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let res = child.wait_with_output().unwrap();
-    assert!(
-        res.status.success(),
-        "bench {args:?} failed\nstdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&res.stdout),
-        String::from_utf8_lossy(&res.stderr)
-    );
-    (res, pid)
+    let tiny = [
+        "--db-size",
+        "16M",
+        "--warmup",
+        "0.3",
+        "--baseline",
+        "1",
+        "--read-rate",
+        "400",
+        "--memory-limit",
+        "128",
+    ];
+    let all: Vec<&str> = args.iter().chain(tiny.iter()).copied().collect();
+    common::run_bench(&all, dir, out)
 }
 
 fn check_report(out: &Path, id: &str, modes: &[&str], extra_rows: &[&str]) -> serde_json::Value {

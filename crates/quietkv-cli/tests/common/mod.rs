@@ -38,3 +38,28 @@ pub fn assert_no_cgroups_left(pid: u32) {
     }
     assert!(cg.is_empty(), "cgroups left behind: {cg:?}");
 }
+
+/// Runs `quietkv bench ARGS --dir DIR --out OUT`, fails the test unless it
+/// succeeds, and returns its output and process id (for the cgroup check).
+pub fn run_bench(args: &[&str], dir: &Path, out: &Path) -> (std::process::Output, u32) {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_quietkv"))
+        .arg("bench")
+        .args(args)
+        .arg("--dir")
+        .arg(dir)
+        .arg("--out")
+        .arg(out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let res = child.wait_with_output().unwrap();
+    assert!(
+        res.status.success(),
+        "bench {args:?} failed\nstdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&res.stdout),
+        String::from_utf8_lossy(&res.stderr)
+    );
+    (res, pid)
+}
