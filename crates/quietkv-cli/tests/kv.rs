@@ -373,3 +373,68 @@ fn writes_refuse_a_database_that_lost_current() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stdout(&o).contains("CURRENT is missing"), "{}", stdout(&o));
 }
+
+/// Issue 11: `load --sync --batch 50` of 1,000 keys (all acked), then one
+/// flipped byte in the WAL (byte 7 used to leave an empty database with
+/// `check` at exit 0), a truncated or a deleted WAL: `check` and `get` must
+/// report damage (exit 2), never answer from a database that lost writes.
+#[test]
+fn damaged_truncated_or_deleted_wal_is_reported_not_dropped() {
+    let input = lines(1000);
+    let cases: [(&str, fn(&Path)); 4] = [
+        ("flip byte 7", |w| flip(w, 7)),
+        ("flip in record 10", |w| {
+            let len = fs::metadata(w).unwrap().len();
+            flip(w, len / 2)
+        }),
+        ("truncate", |w| {
+            let len = fs::metadata(w).unwrap().len();
+            fs::OpenOptions::new()
+                .write(true)
+                .open(w)
+                .unwrap()
+                .set_len(len / 3)
+                .unwrap()
+        }),
+        ("delete", |w| fs::remove_file(w).unwrap()),
+    ];
+    for (what, damage) in cases {
+        let d = tmp();
+        let db = d.path().join("db");
+        let o = qkv_in(
+            &db,
+            &["load", "--sync", "--batch", "50"],
+            Some(input.as_bytes()),
+        );
+        assert!(o.status.success(), "{what}: {}", stderr(&o));
+        assert_eq!(
+            stdout(&o)
+                .lines()
+                .filter(|l| l.starts_with("acked"))
+                .count(),
+            20
+        );
+        let wal = files(&db, "log")
+            .into_iter()
+            .max_by_key(|p| fs::metadata(p).unwrap().len())
+            .unwrap();
+        damage(&wal);
+        let o = qkv(&db, &["check"]);
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{what}: {}{}",
+            stdout(&o),
+            stderr(&o)
+        );
+        let o = qkv(&db, &["get", "key00000"]);
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{what}: {}{}",
+            stdout(&o),
+            stderr(&o)
+        );
+        assert!(stderr(&o).contains("corruption"), "{what}: {}", stderr(&o));
+    }
+}

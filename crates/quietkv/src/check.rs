@@ -17,7 +17,12 @@
 //!    each block's checksum; keys must be in increasing internal-key order
 //!    and the entry count must match the table properties;
 //! 4. reads every `*.log` with [`LogReader`] and decodes every record as a
-//!    [`WriteBatch`]. A torn or zero-padded tail is a note, not a problem.
+//!    [`WriteBatch`]. A WAL the manifest recorded as sealed (closed with a
+//!    known length: after a memtable switch or a clean close) is read
+//!    strictly to that length; a WAL the manifest requires (sealed, or the
+//!    live one) but the directory lacks is a problem. Otherwise a torn or
+//!    zero-padded tail (the unsynced end of the live WAL after a crash) is
+//!    a note, not a problem.
 //!
 //! Damage in a file the (readable) manifest shows to be unused — a table it
 //! does not name, a WAL older than its log number — is reported as a note:
@@ -47,6 +52,7 @@ use crate::key::compare_internal;
 use crate::log::{LogReader, TailState};
 use crate::table::{RandomSource, SeqSource, TableReader, TableScanner};
 use crate::version::{FileMeta, Version, VersionBuilder, VersionEdit};
+use crate::wal_set::WalSet;
 
 /// One finding: where and what.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,12 +177,20 @@ pub fn check_dir_with(dir: impl AsRef<Path>, opts: CheckOptions) -> Result<Check
         let meta = manifest.as_ref().map(|m| m.live_table(n));
         c.check_table(n, meta);
     }
+    if let Some(m) = &manifest {
+        for required in m.wals.required() {
+            if wals.binary_search(&required.number).is_err() {
+                let e = crate::db::missing_wal(dir, required);
+                c.error(&e, dir, true);
+            }
+        }
+    }
     for &n in &wals {
-        let live = match &manifest {
-            Some(m) => n >= m.log_number,
-            None => true,
+        let (live, sealed_len) = match &manifest {
+            Some(m) => (n >= m.wals.log_number(), m.wals.sealed_len(n)),
+            None => (true, None),
         };
-        c.check_wal(n, live);
+        c.check_wal(n, live, sealed_len);
     }
     Ok(c.report)
 }
@@ -206,7 +220,7 @@ fn shared_lock(dir: &Path) -> Result<(Option<File>, bool)> {
 /// What the manifest says.
 struct Manifest {
     version: Version,
-    log_number: u64,
+    wals: WalSet,
 }
 
 impl Manifest {
@@ -300,7 +314,7 @@ impl Checker<'_> {
         };
         let mut reader = LogReader::new(&path, &data);
         let mut builder = VersionBuilder::new(&Version::new());
-        let mut log_number = 0;
+        let mut wals = WalSet::default();
         loop {
             let record = match reader.read_record() {
                 Ok(Some(r)) => r,
@@ -320,9 +334,7 @@ impl Checker<'_> {
                     return None;
                 }
             };
-            if let Some(n) = edit.log_number {
-                log_number = n;
-            }
+            wals.apply(&edit);
             self.report.manifest_edits += 1;
         }
         if let TailState::Torn { offset } = reader.tail() {
@@ -337,10 +349,7 @@ impl Checker<'_> {
             return None;
         }
         match builder.build() {
-            Ok(version) => Some(Manifest {
-                version,
-                log_number,
-            }),
+            Ok(version) => Some(Manifest { version, wals }),
             Err(e) => {
                 let msg = format!("manifest describes an invalid tree: {}", e.message());
                 self.problem(path, None, msg);
@@ -391,8 +400,9 @@ impl Checker<'_> {
         }
     }
 
-    /// `live`: the WAL would be replayed by recovery.
-    fn check_wal(&mut self, number: u64, live: bool) {
+    /// `live`: the WAL would be replayed by recovery; `sealed_len`: the
+    /// manifest recorded it as sealed at that length.
+    fn check_wal(&mut self, number: u64, live: bool, sealed_len: Option<u64>) {
         let path = filenames::wal_path(self.dir, number);
         self.report.wal_files += 1;
         let data = match fs::read(&path) {
@@ -403,6 +413,9 @@ impl Checker<'_> {
             }
         };
         let mut reader = LogReader::new(&path, &data);
+        if let Some(len) = sealed_len {
+            reader = reader.sealed_at(len);
+        }
         let mut damaged = false;
         loop {
             match reader.read_record() {
@@ -431,7 +444,7 @@ impl Checker<'_> {
             self.note(
                 path.clone(),
                 Some(offset),
-                "torn last WAL record (never acknowledged; recovery drops it)".into(),
+                "torn last WAL record (never synced; recovery drops it)".into(),
             );
         }
         if damaged && !live {
@@ -667,21 +680,86 @@ mod tests {
         assert!(r.wal_records < 5);
     }
 
+    /// The live WAL of a process that died: nothing sealed it.
+    fn crashed_db(path: &Path, n: usize) -> PathBuf {
+        let db = Db::open(path, small()).unwrap();
+        for i in 0..n {
+            db.put(format!("wal{i:05}").as_bytes(), b"value").unwrap();
+        }
+        // No close: the WAL stays unsealed, as after a crash. (The LOCK
+        // stays held by this process, hence ignore_lock below.)
+        std::mem::forget(db);
+        files(path, "log")
+            .into_iter()
+            .find(|p| fs::metadata(p).unwrap().len() > 0)
+            .unwrap()
+    }
+
     #[test]
-    fn torn_wal_tail_is_a_note() {
+    fn torn_tail_of_an_unsealed_wal_is_a_note() {
+        let d = dir();
+        let wal = crashed_db(d.path(), 5);
+        let len = fs::metadata(&wal).unwrap().len();
+        let f = fs::OpenOptions::new().write(true).open(&wal).unwrap();
+        f.set_len(len - 3).unwrap();
+        let r = check_dir_with(d.path(), CheckOptions { ignore_lock: true }).unwrap();
+        assert!(r.is_ok(), "{:?}", r.problems);
+        assert_eq!(r.wal_records, 4);
+        assert!(r.notes.iter().any(|n| n.message.contains("torn")));
+    }
+
+    /// The defects of issue 11: after a clean close, a truncated WAL, a
+    /// damaged last record and a deleted WAL were a note or nothing at all,
+    /// and the next open silently dropped acknowledged writes.
+    #[test]
+    fn truncated_damaged_or_missing_sealed_wal_is_a_problem() {
         let d = dir();
         make_db(d.path(), 5);
         let wal = files(d.path(), "log")
             .into_iter()
             .find(|p| fs::metadata(p).unwrap().len() > 0)
             .unwrap();
-        let len = fs::metadata(&wal).unwrap().len();
-        let f = fs::OpenOptions::new().write(true).open(&wal).unwrap();
-        f.set_len(len - 3).unwrap();
+        let data = fs::read(&wal).unwrap();
+        let cases: Vec<(&str, Vec<u8>)> = vec![
+            ("truncated by 3", data[..data.len() - 3].to_vec()),
+            ("truncated to 0", Vec::new()),
+            ("last byte flipped", {
+                let mut d = data.clone();
+                let n = d.len();
+                d[n - 30] ^= 0x01;
+                d
+            }),
+            ("length bit flipped", {
+                let mut d = data.clone();
+                d[9] ^= 0x80;
+                d
+            }),
+        ];
+        for (what, bytes) in cases {
+            fs::write(&wal, &bytes).unwrap();
+            let r = check_dir(d.path()).unwrap();
+            assert!(!r.is_ok(), "{what}: {:?}", r.notes);
+            assert_eq!(r.problems[0].file, wal, "{what}");
+            let e = Db::open(d.path(), small()).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Corruption, "{what}: {e}");
+        }
+        fs::remove_file(&wal).unwrap();
         let r = check_dir(d.path()).unwrap();
-        assert!(r.is_ok(), "{:?}", r.problems);
-        assert_eq!(r.wal_records, 4);
-        assert!(r.notes.iter().any(|n| n.message.contains("torn")));
+        assert!(
+            r.problems
+                .iter()
+                .any(|p| p.file == wal && p.message.contains("missing")),
+            "{:?}",
+            r.problems
+        );
+        let e = Db::open(d.path(), small()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+        // Put it back: all five writes are there.
+        fs::write(&wal, &data).unwrap();
+        let db = Db::open(d.path(), small()).unwrap();
+        for i in 0..5 {
+            assert!(db.get(format!("wal{i:05}").as_bytes()).unwrap().is_some());
+        }
     }
 
     #[test]

@@ -20,14 +20,8 @@ impl TableSink for TableFile {
 }
 
 /// A log file (WAL or manifest). `sync` makes records durable; records
-/// added without `sync` are handed to the kernel by [`LogFile::flush_all`].
+/// added without `sync` are handed to the kernel by `flush`.
 pub struct LogFile(pub SeqWriter);
-
-impl LogFile {
-    pub fn flush_all(&mut self) -> Result<()> {
-        Ok(self.0.flush_all()?)
-    }
-}
 
 impl LogSink for LogFile {
     fn write_all(&mut self, buf: &[u8]) -> Result<()> {
@@ -36,6 +30,10 @@ impl LogSink for LogFile {
 
     fn sync(&mut self) -> Result<()> {
         Ok(self.0.sync()?)
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        Ok(self.0.flush_all()?)
     }
 }
 

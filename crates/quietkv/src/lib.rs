@@ -46,6 +46,7 @@ pub mod snapshot;
 pub mod table;
 pub mod table_cache;
 pub mod version;
+pub mod wal_set;
 pub mod warm;
 
 pub use batch::WriteBatch;

@@ -88,6 +88,12 @@ pub struct VersionEdit {
     /// `(level, file number)`.
     pub deleted_files: Vec<(usize, u64)>,
     pub new_files: Vec<(usize, FileMeta)>,
+    /// `(WAL number, length)`: the WAL was closed for appends at exactly
+    /// this length, every record synced (see [`crate::wal_set`]).
+    pub sealed_wals: Vec<(u64, u64)>,
+    /// The WAL now being appended to: it must exist until the log number
+    /// passes it.
+    pub live_wal: Option<u64>,
 }
 
 const TAG_LOG_NUMBER: u64 = 1;
@@ -96,6 +102,8 @@ const TAG_LAST_SEQUENCE: u64 = 3;
 const TAG_COMPACT_POINTER: u64 = 4;
 const TAG_DELETED_FILE: u64 = 5;
 const TAG_NEW_FILE: u64 = 6;
+const TAG_SEALED_WAL: u64 = 7;
+const TAG_LIVE_WAL: u64 = 8;
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
@@ -229,6 +237,15 @@ impl VersionEdit {
             put_varint(&mut out, f.num_entries);
             put_varint(&mut out, f.num_deletes);
         }
+        for (number, len) in &self.sealed_wals {
+            put_varint(&mut out, TAG_SEALED_WAL);
+            put_varint(&mut out, *number);
+            put_varint(&mut out, *len);
+        }
+        if let Some(v) = self.live_wal {
+            put_varint(&mut out, TAG_LIVE_WAL);
+            put_varint(&mut out, v);
+        }
         out
     }
 
@@ -292,6 +309,15 @@ impl VersionEdit {
                     };
                     check_file_meta(&f).map_err(|e| e.with_offset(tag_pos as u64))?;
                     e.new_files.push((level, f));
+                }
+                TAG_SEALED_WAL => {
+                    let number = r.varint("sealed WAL number")?;
+                    let len = r.varint("sealed WAL length")?;
+                    e.sealed_wals.push((number, len));
+                }
+                TAG_LIVE_WAL => {
+                    let v = r.varint("live WAL number")?;
+                    set_once(&mut e.live_wal, v, &r, "live WAL number")?;
                 }
                 other => {
                     return Err(
@@ -820,14 +846,18 @@ pub(crate) mod tests {
             proptest::collection::vec((0..NUM_LEVELS, arb_ikey()), 0..3),
             proptest::collection::vec((0..NUM_LEVELS, any::<u64>()), 0..4),
             proptest::collection::vec((0..NUM_LEVELS, arb_meta()), 0..4),
+            proptest::collection::vec((any::<u64>(), any::<u64>()), 0..3),
+            proptest::option::of(any::<u64>()),
         )
-            .prop_map(|(a, b, c, cp, del, new)| VersionEdit {
+            .prop_map(|(a, b, c, cp, del, new, sealed, live)| VersionEdit {
                 log_number: a,
                 next_file_number: b,
                 last_sequence: c,
                 compact_pointers: cp,
                 deleted_files: del,
                 new_files: new,
+                sealed_wals: sealed,
+                live_wal: live,
             })
     }
 

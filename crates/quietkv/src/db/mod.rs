@@ -32,6 +32,7 @@ use crate::table_cache::TableCache;
 use crate::version::{Version, VersionEdit};
 
 pub use iter::DbIter;
+pub(crate) use recovery::missing_wal;
 pub use stats::{CompactionStats, DbStats, LevelStats, WriteStallStats};
 
 /// What readers need to see one consistent state: the memtables and the
@@ -315,8 +316,18 @@ impl Db {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
-        let mut wal = self.inner.wal.lock();
-        wal.writer.sink_mut().0.sync().map_err(Error::from)
+        // Seal the live WAL: synced, and its length in the manifest, so the
+        // next open reads it strictly (truncation or damage anywhere in it
+        // is corruption, not a torn tail). Lock order: state, then WAL.
+        let mut st = self.inner.state.lock();
+        self.inner.check_bg_error(&st)?;
+        let (number, len) = {
+            let mut wal = self.inner.wal.lock();
+            (st.mem_wal, wal.writer.seal()?)
+        };
+        let mut edit = VersionEdit::new();
+        edit.sealed_wals.push((number, len));
+        self.inner.install(&mut st, edit)
     }
 
     fn read_seq(&self, opts: &ReadOptions) -> SeqNo {

@@ -27,6 +27,7 @@ use crate::snapshot::SnapshotList;
 use crate::table::TableBuilder;
 use crate::table_cache::TableCache;
 use crate::version::{FileMeta, Version, VersionEdit};
+use crate::wal_set::{RequiredWal, WalSet};
 
 pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
     opts.validate()?;
@@ -99,11 +100,16 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
     let mut wals: Vec<u64> = list(&dir)?
         .into_iter()
         .filter_map(|k| match k {
-            FileKind::Wal(n) if n >= recovered.log_number => Some(n),
+            FileKind::Wal(n) if n >= recovered.wals.log_number() => Some(n),
             _ => None,
         })
         .collect();
     wals.sort_unstable();
+    for required in recovered.wals.required() {
+        if wals.binary_search(&required.number).is_err() {
+            return Err(missing_wal(&dir, required));
+        }
+    }
     for &n in &wals {
         next_file = next_file.max(n + 1);
     }
@@ -112,6 +118,9 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
         let path = wal_path(&dir, n);
         let data = fs::read(&path).map_err(|e| Error::io(e, "cannot read WAL").with_file(&path))?;
         let mut reader = LogReader::new(&path, &data);
+        if let Some(len) = recovered.wals.sealed_len(n) {
+            reader = reader.sealed_at(len);
+        }
         while let Some(record) = reader.read_record()? {
             let offset = reader.last_record_offset();
             let batch = WriteBatch::decode(record).map_err(|e| {
@@ -139,11 +148,14 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
         match reader.tail() {
             TailState::Clean => {}
             TailState::Torn { offset } => log::warn!(
-                "quietkv: {}: dropped a torn last record at offset {offset} (it was never acknowledged)",
+                "quietkv: {}: dropped a torn last record at offset {offset} (it was never synced)",
                 path.display()
             ),
             TailState::ZeroPadded { offset } => {
-                log::info!("quietkv: {}: zero padding from offset {offset}", path.display())
+                log::info!(
+                    "quietkv: {}: zero padding from offset {offset}",
+                    path.display()
+                )
             }
         }
     }
@@ -171,6 +183,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
         }
     }
     snapshot.log_number = Some(wal_number);
+    snapshot.live_wal = Some(wal_number);
     snapshot.next_file_number = Some(next_file);
     snapshot.last_sequence = Some(last_seq);
     let manifest_path = dir.join(manifest_name(manifest_number));
@@ -234,6 +247,18 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
     Ok(inner)
 }
 
+/// The error for a WAL the manifest says exists but the directory lacks.
+pub(crate) fn missing_wal(dir: &Path, wal: RequiredWal) -> Error {
+    let what = match wal.sealed_len {
+        Some(len) => format!("was sealed at {len} bytes"),
+        None => "is the live WAL".to_string(),
+    };
+    Error::corruption(format!(
+        "the WAL is missing but the manifest says it {what}: acknowledged writes in it would be lost"
+    ))
+    .with_file(wal_path(dir, wal.number))
+}
+
 /// Takes the directory's lock file so a second process cannot open it.
 fn lock_dir(dir: &Path) -> Result<File> {
     let path = dir.join(LOCK);
@@ -262,7 +287,7 @@ fn lock_dir(dir: &Path) -> Result<File> {
 #[derive(Default)]
 struct Recovered {
     version: Version,
-    log_number: u64,
+    wals: WalSet,
     next_file: u64,
     last_seq: SeqNo,
 }
@@ -296,9 +321,7 @@ fn read_manifest(dir: &Path) -> Result<Recovered> {
                     .with_file(&path)
                     .with_offset(offset)
             })?;
-        if let Some(n) = edit.log_number {
-            r.log_number = n;
-        }
+        r.wals.apply(&edit);
         if let Some(n) = edit.next_file_number {
             r.next_file = n;
         }

@@ -17,6 +17,7 @@ use crate::filenames::wal_path;
 use crate::log::LogWriter;
 use crate::memtable::Memtable;
 use crate::picker::{write_pressure, WriteStall};
+use crate::version::VersionEdit;
 
 /// A group never grows past this many bytes, so one huge group does not
 /// delay a small synced write for long.
@@ -139,7 +140,7 @@ fn lead(inner: &Arc<Inner>, me: &Arc<Writer>) -> Result<usize> {
                 wal.writer.sync()
             } else {
                 // Handed to the kernel: survives a process crash.
-                wal.writer.sink_mut().flush_all()
+                wal.writer.flush()
             }
         })
     };
@@ -215,6 +216,7 @@ fn make_room(inner: &Arc<Inner>, force: bool) -> Result<Arc<Memtable>> {
             writer: LogWriter::new(LogFile(file)),
         };
         let old = std::mem::replace(&mut *inner.wal.lock(), new_wal);
+        let old_len = old.writer.bytes_written();
         if let Err(e) = old.writer.into_inner().0.finish(true) {
             let e = Error::from(e);
             inner.set_bg_error(&mut st, &e);
@@ -225,6 +227,12 @@ fn make_room(inner: &Arc<Inner>, force: bool) -> Result<Arc<Memtable>> {
             inner.set_bg_error(&mut st, &e);
             return Err(e);
         }
+        // Only now is the new WAL's creation durable, so only now may the
+        // manifest require it; the old one is complete and synced.
+        let mut edit = VersionEdit::new();
+        edit.sealed_wals.push((st.mem_wal, old_len));
+        edit.live_wal = Some(number);
+        inner.install(&mut st, edit)?;
         let frozen = std::mem::replace(&mut st.mem, Arc::new(Memtable::new()));
         let frozen_wal = std::mem::replace(&mut st.mem_wal, number);
         st.imms.push_back(Immutable {

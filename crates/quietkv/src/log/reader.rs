@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{record_crc, RecordType, HEADER_LEN};
+use super::{decode_header, record_crc, RecordType, HEADER_LEN, SYNC_MARK_LEN};
 use crate::error::{Error, Result};
 
 /// How the log ended, known once [`LogReader::read_record`] returned `Ok(None)`.
@@ -29,6 +29,9 @@ impl TailState {
     }
 }
 
+/// A reading problem before it is turned into an error: message, offset.
+type Problem = (String, u64);
+
 enum State {
     Reading,
     Done,
@@ -42,19 +45,28 @@ enum State {
 /// else strictly:
 ///
 /// * a header or payload that runs past the end of the file is a torn tail:
-///   reading stops with `Ok(None)` and [`tail`](Self::tail) is `Torn`;
-/// * a header of nine zero bytes (or fewer than nine zero bytes at the very
-///   end) is padding: reading stops with `ZeroPadded` if every byte after it
-///   is zero, and fails with Corruption otherwise;
-/// * a checksum mismatch or unknown record type on the last record, with
-///   nothing but zeros after its declared end, is a torn tail (a partially
-///   persisted page) and the record is dropped;
-/// * a checksum mismatch or unknown type followed by anything non-zero is
-///   Corruption naming the file and the offset of the bad record.
+///   reading stops with `Ok(None)` and [`tail`](Self::tail) is `Torn`
+///   (the header checksum makes the length trustworthy, so this is a file
+///   that really ends early);
+/// * a header of zero bytes (or fewer than a header's worth of zero bytes at
+///   the very end) is padding: reading stops with `ZeroPadded` if every byte
+///   after it is zero, and fails with Corruption otherwise;
+/// * a header, payload checksum mismatch or unknown record type with nothing
+///   but zeros after it is a torn tail (a partially persisted page) and the
+///   record is dropped;
+/// * any of those followed by anything non-zero is Corruption naming the
+///   file and the offset of the bad record. Since every sync appends a sync
+///   mark, a record that was synced (and the mark reached the file) is
+///   never the last one, so damage to it is always reported.
+///
+/// A log the manifest recorded as sealed at a known length
+/// ([`sealed_at`](Self::sealed_at)) is read strictly to that length: a torn
+/// record, padding or the end of the file before it is Corruption (the log
+/// was truncated or damaged after it was closed), and anything but zeros
+/// after it is Corruption too.
 ///
 /// Lengths read from the file are only used to slice the image, never to
-/// allocate. A damaged length field that points past the end of the file is
-/// indistinguishable from a torn tail and is reported as one.
+/// allocate.
 ///
 /// After an error every further `read_record` returns the same error (the
 /// `Iterator` impl yields it once, then ends); after `Ok(None)` every further
@@ -66,6 +78,10 @@ pub struct LogReader<'a> {
     last_record_offset: u64,
     tail: TailState,
     state: State,
+    /// The length the manifest recorded when the log was sealed.
+    sealed_len: Option<u64>,
+    /// Largest length a sync mark read so far says was durable.
+    synced_len: u64,
 }
 
 impl<'a> LogReader<'a> {
@@ -78,7 +94,21 @@ impl<'a> LogReader<'a> {
             last_record_offset: 0,
             tail: TailState::Clean,
             state: State::Reading,
+            sealed_len: None,
+            synced_len: 0,
         }
+    }
+
+    /// Reads the log strictly up to `len`, the length recorded when it was
+    /// sealed (closed for appends); see the type's docs.
+    pub fn sealed_at(mut self, len: u64) -> Self {
+        self.sealed_len = Some(len);
+        self
+    }
+
+    /// The largest log length a sync mark read so far says was made durable.
+    pub fn synced_len(&self) -> u64 {
+        self.synced_len
     }
 
     /// The next record's payload, `Ok(None)` at the (possibly torn or
@@ -130,27 +160,93 @@ impl<'a> LogReader<'a> {
             .with_offset(offset)
     }
 
-    fn stop(&mut self, tail: TailState) -> std::result::Result<Option<&'a [u8]>, (String, u64)> {
+    fn stop(&mut self, tail: TailState) -> std::result::Result<Option<&'a [u8]>, Problem> {
+        let end = tail.valid_len(self.data.len() as u64);
+        if let Some(sealed) = self.sealed_len {
+            if end < sealed {
+                let what = match tail {
+                    TailState::Clean => "the file ends",
+                    TailState::Torn { .. } => "a damaged or incomplete record starts",
+                    TailState::ZeroPadded { .. } => "zero bytes start",
+                };
+                return Err((
+                    format!(
+                        "log was sealed at {sealed} bytes but {what} at offset {end}: \
+                         it was truncated or damaged after it was closed"
+                    ),
+                    end,
+                ));
+            }
+        }
         self.tail = tail;
         Ok(None)
     }
 
-    fn step(&mut self) -> std::result::Result<Option<&'a [u8]>, (String, u64)> {
+    /// Reads the next record of any type.
+    fn step(&mut self) -> std::result::Result<Option<&'a [u8]>, Problem> {
+        loop {
+            let start = self.pos;
+            let Some((ty, payload)) = self.next_raw()? else {
+                return Ok(None);
+            };
+            if let Some(sealed) = self.sealed_len {
+                if start as u64 >= sealed {
+                    return Err((
+                        format!("log was sealed at {sealed} bytes but holds a record after it"),
+                        start as u64,
+                    ));
+                }
+            }
+            match ty {
+                RecordType::Full => {
+                    self.last_record_offset = start as u64;
+                    return Ok(Some(payload));
+                }
+                RecordType::SyncMark => {
+                    let value = <[u8; SYNC_MARK_LEN]>::try_from(payload)
+                        .map(u64::from_le_bytes)
+                        .map_err(|_| {
+                            (
+                                format!(
+                                    "sync mark of {} bytes, expected {SYNC_MARK_LEN}",
+                                    payload.len()
+                                ),
+                                start as u64,
+                            )
+                        })?;
+                    if value > start as u64 {
+                        return Err((
+                            format!(
+                                "sync mark at offset {start} claims {value} bytes were synced before it"
+                            ),
+                            start as u64,
+                        ));
+                    }
+                    self.synced_len = self.synced_len.max(value);
+                }
+            }
+        }
+    }
+
+    /// Reads one record of any type, applying the tail rules.
+    fn next_raw(&mut self) -> std::result::Result<Option<(RecordType, &'a [u8])>, Problem> {
         let data = self.data;
         let start = self.pos;
         let offset = start as u64;
         let rest = &data[start..];
         if rest.is_empty() {
-            return self.stop(TailState::Clean);
+            return self.stop(TailState::Clean).map(|_| None);
         }
         if rest.len() < HEADER_LEN {
-            return if all_zero(rest) {
-                self.stop(TailState::ZeroPadded { offset })
+            let tail = if all_zero(rest) {
+                TailState::ZeroPadded { offset }
             } else {
-                self.stop(TailState::Torn { offset })
+                TailState::Torn { offset }
             };
+            return self.stop(tail).map(|_| None);
         }
-        let header = &rest[..HEADER_LEN];
+        let header: &[u8; HEADER_LEN] = rest[..HEADER_LEN].try_into().expect("header length");
+        let after_header = &rest[HEADER_LEN..];
         if all_zero(header) {
             if let Some(nz) = rest.iter().position(|&b| b != 0) {
                 return Err((
@@ -161,35 +257,38 @@ impl<'a> LogReader<'a> {
                     offset,
                 ));
             }
-            return self.stop(TailState::ZeroPadded { offset });
+            return self.stop(TailState::ZeroPadded { offset }).map(|_| None);
         }
-        let stored_crc = u32::from_le_bytes(header[0..4].try_into().expect("4 bytes"));
-        let len = u32::from_le_bytes(header[4..8].try_into().expect("4 bytes")) as usize;
-        let ty = header[8];
-        let body = &rest[HEADER_LEN..];
-        if len > body.len() {
+        let Some(h) = decode_header(header) else {
+            // A header the writer never finished has only zeros after it.
+            if all_zero(after_header) {
+                return self.stop(TailState::Torn { offset }).map(|_| None);
+            }
+            return Err(("log record header fails its checksum".to_string(), offset));
+        };
+        if h.len > after_header.len() {
             // The writer crashed before the whole payload reached the disk.
-            return self.stop(TailState::Torn { offset });
+            return self.stop(TailState::Torn { offset }).map(|_| None);
         }
-        let payload = &body[..len];
-        let after = &body[len..];
-        let problem = if RecordType::from_u8(ty).is_none() {
-            Some(format!("log record has unknown type {ty}"))
-        } else if record_crc(ty, payload) != stored_crc {
-            Some(format!("log record of {len} bytes fails its checksum"))
-        } else {
-            None
+        let payload = &after_header[..h.len];
+        let after = &after_header[h.len..];
+        let ty = RecordType::from_u8(h.ty);
+        let problem = match ty {
+            None => Some(format!("log record has unknown type {}", h.ty)),
+            Some(_) if record_crc(h.ty, payload) != h.payload_crc => {
+                Some(format!("log record of {} bytes fails its checksum", h.len))
+            }
+            Some(_) => None,
         };
         if let Some(problem) = problem {
             if all_zero(after) {
                 // Last record of the file: a partially persisted page.
-                return self.stop(TailState::Torn { offset });
+                return self.stop(TailState::Torn { offset }).map(|_| None);
             }
             return Err((problem, offset));
         }
-        self.last_record_offset = offset;
-        self.pos = start + HEADER_LEN + len;
-        Ok(Some(payload))
+        self.pos = start + HEADER_LEN + h.len;
+        Ok(ty.map(|t| (t, payload)))
     }
 }
 

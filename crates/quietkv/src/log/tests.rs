@@ -12,7 +12,8 @@ fn build(records: &[Vec<u8>]) -> (Vec<u8>, Vec<u64>) {
         offsets.push(w.bytes_written());
         w.add_record(r).unwrap();
     }
-    w.sync().unwrap();
+    // Flushed, not synced: a sync would append a sync mark.
+    w.flush().unwrap();
     assert_eq!(w.bytes_written(), w.sink().len() as u64);
     (w.into_inner(), offsets)
 }
@@ -211,9 +212,10 @@ fn bad_checksum_on_last_record_is_torn() {
     let records = sample();
     let (data, offsets) = build(&records);
     let last = *offsets.last().unwrap();
-    // Damage the payload, then the stored crc, of the last record; with
-    // and without zero padding after it.
-    for pos in [data.len() - 1, last as usize] {
+    // Damage the last and the first payload byte of the last record;
+    // with and without zero padding after it. (A damaged header with the
+    // payload after it is corruption: see flipped_length_bit_... .)
+    for pos in [data.len() - 1, last as usize + HEADER_LEN] {
         for pad in [0usize, 512] {
             let mut d = data.clone();
             d[pos] ^= 0x40;
@@ -239,25 +241,176 @@ fn partially_persisted_page_is_torn() {
     assert_eq!(tail, TailState::Torn { offset: offsets[1] });
 }
 
+/// A record with a valid header and payload checksum but type `ty`.
+fn raw_record(ty: u8, payload: &[u8]) -> Vec<u8> {
+    let mut h = [0u8; HEADER_LEN];
+    h[4..8].copy_from_slice(&record_crc(ty, payload).to_le_bytes());
+    h[8..12].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+    h[12] = ty;
+    let hc = mask_crc(crc32c::crc32c(&h[4..]));
+    h[0..4].copy_from_slice(&hc.to_le_bytes());
+    let mut out = h.to_vec();
+    out.extend_from_slice(payload);
+    out
+}
+
 #[test]
 fn unknown_type_on_last_record_is_torn_elsewhere_corruption() {
+    let (mut data, _) = build(&[b"one".to_vec()]);
+    let off = data.len() as u64;
+    data.extend_from_slice(&raw_record(9, b"future"));
+    let (recs, tail) = read_all(&data).unwrap();
+    assert_eq!(recs.len(), 1);
+    assert_eq!(tail, TailState::Torn { offset: off });
+
+    let (more, _) = build(&[b"two".to_vec()]);
+    data.extend_from_slice(&more);
+    let e = expect_corruption(&data, off);
+    assert!(e.message().contains("unknown type"), "{e}");
+}
+
+#[test]
+fn damaged_type_byte_fails_the_header_checksum() {
     let records = sample();
     let (data, offsets) = build(&records);
     let mut d = data.clone();
-    d[*offsets.last().unwrap() as usize + 8] = 9;
-    let (recs, tail) = read_all(&d).unwrap();
-    assert_eq!(recs.len(), 4);
-    assert_eq!(
-        tail,
-        TailState::Torn {
-            offset: *offsets.last().unwrap()
-        }
-    );
-
-    let mut d = data.clone();
-    d[offsets[2] as usize + 8] = 0;
+    d[offsets[2] as usize + 12] = 9;
     let e = expect_corruption(&d, offsets[2]);
-    assert!(e.message().contains("unknown type"), "{e}");
+    assert!(e.message().contains("header"), "{e}");
+}
+
+/// The defect the header checksum fixes: a flipped bit in a length field
+/// used to make the record look like it ran past the end of the file, so it
+/// and every record after it were dropped as a torn tail.
+#[test]
+fn flipped_length_bit_is_corruption_not_a_torn_tail() {
+    let records = sample();
+    let (data, offsets) = build(&records);
+    for rec in 0..records.len() - 1 {
+        for byte in 8..12 {
+            for bit in [0u8, 3, 7] {
+                let mut d = data.clone();
+                d[offsets[rec] as usize + byte] ^= 1 << bit;
+                expect_corruption(&d, offsets[rec]);
+            }
+        }
+    }
+}
+
+#[test]
+fn sync_appends_a_mark_that_readers_skip() {
+    let mut w = LogWriter::new(Vec::new());
+    w.add_record(b"a").unwrap();
+    w.add_record(b"b").unwrap();
+    let before = w.bytes_written();
+    w.sync().unwrap();
+    assert_eq!(w.synced_len(), before);
+    assert_eq!(
+        w.bytes_written(),
+        before + (HEADER_LEN + SYNC_MARK_LEN) as u64
+    );
+    // Nothing new: no second mark.
+    w.sync().unwrap();
+    assert_eq!(
+        w.bytes_written(),
+        before + (HEADER_LEN + SYNC_MARK_LEN) as u64
+    );
+    w.add_record(b"c").unwrap();
+    let data = w.into_inner();
+    let mut r = LogReader::new(PATH, &data);
+    let mut got = Vec::new();
+    while let Some(rec) = r.read_record().unwrap() {
+        got.push(rec.to_vec());
+    }
+    assert_eq!(got, vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
+    assert_eq!(r.synced_len(), before);
+    assert_eq!(r.tail(), TailState::Clean);
+}
+
+/// The defect sync marks fix: damage in the last record that was synced
+/// used to read as a torn tail after a crash; the mark after it makes it
+/// corruption. An unsynced last record may still be dropped.
+#[test]
+fn damage_in_the_last_synced_record_is_corruption() {
+    let mut w = LogWriter::new(Vec::new());
+    w.add_record(b"first").unwrap();
+    let off = w.bytes_written();
+    w.add_record(b"synced and acknowledged").unwrap();
+    w.sync().unwrap();
+    let data = w.into_inner();
+    for pos in off as usize..off as usize + HEADER_LEN + 23 {
+        let mut d = data.clone();
+        d[pos] ^= 0x10;
+        expect_corruption(&d, off);
+    }
+    // Without the mark (it never reached the disk) the same damage is a
+    // torn tail: nothing proves the record was synced.
+    let bare = &data[..data.len() - HEADER_LEN - SYNC_MARK_LEN];
+    let mut d = bare.to_vec();
+    d[off as usize + HEADER_LEN + 3] ^= 0x10;
+    let (recs, tail) = read_all(&d).unwrap();
+    assert_eq!(recs, vec![b"first".to_vec()]);
+    assert_eq!(tail, TailState::Torn { offset: off });
+}
+
+#[test]
+fn bad_sync_marks_are_corruption() {
+    let (mut data, _) = build(&[b"x".to_vec()]);
+    let off = data.len() as u64;
+    // A mark claiming more than precedes it.
+    data.extend_from_slice(&raw_record(
+        RecordType::SyncMark as u8,
+        &1000u64.to_le_bytes(),
+    ));
+    data.extend_from_slice(&build(&[b"y".to_vec()]).0);
+    let e = expect_corruption(&data, off);
+    assert!(e.message().contains("sync mark"), "{e}");
+
+    let (mut data, _) = build(&[b"x".to_vec()]);
+    data.extend_from_slice(&raw_record(RecordType::SyncMark as u8, b"short"));
+    data.extend_from_slice(&build(&[b"y".to_vec()]).0);
+    expect_corruption(&data, off);
+}
+
+fn read_sealed(data: &[u8], len: u64) -> Result<Vec<Vec<u8>>> {
+    let mut r = LogReader::new(PATH, data).sealed_at(len);
+    let mut out = Vec::new();
+    while let Some(rec) = r.read_record()? {
+        out.push(rec.to_vec());
+    }
+    Ok(out)
+}
+
+/// A log the manifest recorded as sealed: truncation, a damaged last
+/// record and data past the end are all corruption.
+#[test]
+fn sealed_log_is_read_strictly() {
+    let records = sample();
+    let (data, offsets) = build(&records);
+    let len = data.len() as u64;
+    assert_eq!(read_sealed(&data, len).unwrap(), records);
+    // Zero padding after the sealed end (O_DIRECT) is fine.
+    let mut padded = data.clone();
+    padded.resize(data.len().next_multiple_of(4096), 0);
+    assert_eq!(read_sealed(&padded, len).unwrap(), records);
+
+    for cut in [0, 1, offsets[2] as usize, data.len() - 1] {
+        let e = read_sealed(&data[..cut], len).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+        assert!(e.message().contains("sealed"), "{e}");
+    }
+    let last = *offsets.last().unwrap() as usize;
+    for pos in [last, last + 5, last + HEADER_LEN + 1, data.len() - 1] {
+        let mut d = data.clone();
+        d[pos] ^= 0x01;
+        let e = read_sealed(&d, len).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+        assert_eq!(e.offset(), Some(last as u64), "{e}");
+    }
+    let mut longer = data.clone();
+    longer.extend_from_slice(&build(&[b"later".to_vec()]).0);
+    let e = read_sealed(&longer, len).unwrap_err();
+    assert!(e.message().contains("after it"), "{e}");
 }
 
 #[test]
@@ -301,7 +454,13 @@ fn garbage_after_a_bad_last_record_is_corruption() {
 fn huge_declared_length_is_torn_without_allocating() {
     let (mut data, _) = build(&[b"ok".to_vec()]);
     let off = data.len() as u64;
-    data.extend_from_slice(&[1, 2, 3, 4, 0xff, 0xff, 0xff, 0xff, 1, 9, 9]);
+    // A valid header declaring 4 GiB - 1 bytes, and two of them present.
+    let mut h = raw_record(RecordType::Full as u8, &[]);
+    h[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
+    let hc = mask_crc(crc32c::crc32c(&h[4..HEADER_LEN]));
+    h[0..4].copy_from_slice(&hc.to_le_bytes());
+    data.extend_from_slice(&h);
+    data.extend_from_slice(&[9, 9]);
     let (recs, tail) = read_all(&data).unwrap();
     assert_eq!(recs.len(), 1);
     assert_eq!(tail, TailState::Torn { offset: off });

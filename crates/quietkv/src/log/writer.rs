@@ -1,6 +1,6 @@
 //! Appending records to a log through a [`LogSink`].
 
-use super::{record_crc, RecordType, HEADER_LEN, MAX_RECORD_LEN};
+use super::{encode_header, RecordType, HEADER_LEN, MAX_RECORD_LEN};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Where a [`LogWriter`] puts its bytes. The engine implements this with
@@ -10,6 +10,12 @@ pub trait LogSink {
     fn write_all(&mut self, buf: &[u8]) -> Result<()>;
     /// Makes everything appended so far durable.
     fn sync(&mut self) -> Result<()>;
+    /// Hands everything appended so far to the kernel (survives a process
+    /// crash, not a power cut). Sinks without a user-space buffer need not
+    /// implement it.
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// An in-memory sink, for tests and for building log images.
@@ -30,6 +36,9 @@ impl<S: LogSink + ?Sized> LogSink for &mut S {
     fn sync(&mut self) -> Result<()> {
         (**self).sync()
     }
+    fn flush(&mut self) -> Result<()> {
+        (**self).flush()
+    }
 }
 
 impl<S: LogSink + ?Sized> LogSink for Box<S> {
@@ -38,6 +47,9 @@ impl<S: LogSink + ?Sized> LogSink for Box<S> {
     }
     fn sync(&mut self) -> Result<()> {
         (**self).sync()
+    }
+    fn flush(&mut self) -> Result<()> {
+        (**self).flush()
     }
 }
 
@@ -53,6 +65,11 @@ const COALESCE_LIMIT: usize = 32 * 1024;
 pub struct LogWriter<S: LogSink> {
     sink: S,
     bytes_written: u64,
+    /// Log length the last successful sync made durable.
+    synced_len: u64,
+    /// `bytes_written` right after the last sync mark: nothing new to sync
+    /// while they are equal.
+    marked_len: u64,
     scratch: Vec<u8>,
     failed: bool,
 }
@@ -69,6 +86,8 @@ impl<S: LogSink> LogWriter<S> {
         LogWriter {
             sink,
             bytes_written: existing_len,
+            synced_len: existing_len,
+            marked_len: existing_len,
             scratch: Vec::new(),
             failed: false,
         }
@@ -83,12 +102,11 @@ impl<S: LogSink> LogWriter<S> {
                 payload.len()
             )));
         }
-        let ty = RecordType::Full as u8;
-        let mut header = [0u8; HEADER_LEN];
-        header[0..4].copy_from_slice(&record_crc(ty, payload).to_le_bytes());
-        header[4..8].copy_from_slice(&(payload.len() as u32).to_le_bytes());
-        header[8] = ty;
+        self.append(RecordType::Full, payload)
+    }
 
+    fn append(&mut self, ty: RecordType, payload: &[u8]) -> Result<()> {
+        let header = encode_header(ty, payload);
         let res = if payload.len() <= COALESCE_LIMIT {
             self.scratch.clear();
             self.scratch.extend_from_slice(&header);
@@ -107,16 +125,63 @@ impl<S: LogSink> LogWriter<S> {
         Ok(())
     }
 
-    /// Makes every record added so far durable.
+    /// Makes every record added so far durable, then appends a sync mark
+    /// (handed to the kernel, not synced) so that the synced records are
+    /// never the last bytes of the file; see the module docs.
+    ///
+    /// An error after the sync itself succeeded (while writing the mark)
+    /// still fails the call: the records are durable, but the log's tail is
+    /// in an unknown state and the writer refuses further records.
     pub fn sync(&mut self) -> Result<()> {
         self.check_usable()?;
+        if self.marked_len == self.bytes_written {
+            return Ok(());
+        }
         if let Err(e) = self.sink.sync() {
             // After a failed fsync the kernel may have dropped dirty pages;
             // retrying could report success for data that is gone.
             self.failed = true;
             return Err(e);
         }
+        let synced = self.bytes_written;
+        self.append(RecordType::SyncMark, &synced.to_le_bytes())?;
+        if let Err(e) = self.sink.flush() {
+            self.failed = true;
+            return Err(e);
+        }
+        self.synced_len = synced;
+        self.marked_len = self.bytes_written;
         Ok(())
+    }
+
+    /// Syncs every record and the sync mark after them, for a log that will
+    /// take no more records, and returns its final length (what the
+    /// manifest records for a sealed WAL).
+    pub fn seal(&mut self) -> Result<u64> {
+        self.sync()?;
+        if let Err(e) = self.sink.sync() {
+            self.failed = true;
+            return Err(e);
+        }
+        self.synced_len = self.bytes_written;
+        Ok(self.bytes_written)
+    }
+
+    /// Hands every record added so far to the kernel: they survive a
+    /// process crash (not a power cut) once this returns.
+    pub fn flush(&mut self) -> Result<()> {
+        self.check_usable()?;
+        if let Err(e) = self.sink.flush() {
+            self.failed = true;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// The log length the last successful [`sync`](Self::sync) made durable
+    /// (sync marks after it are not counted).
+    pub fn synced_len(&self) -> u64 {
+        self.synced_len
     }
 
     /// Bytes in the log so far (headers included, plus `existing_len`).
