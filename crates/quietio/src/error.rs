@@ -76,6 +76,17 @@ impl Error {
     pub fn os_error(&self) -> Option<&std::io::Error> {
         self.source.as_ref()
     }
+
+    /// What was being done, without the file, offset or OS error.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// Takes the underlying OS error out, so a wrapping error can keep it as
+    /// its own source instead of flattening it to text.
+    pub fn take_os_error(&mut self) -> Option<std::io::Error> {
+        self.source.take()
+    }
 }
 
 impl fmt::Display for Error {

@@ -5,6 +5,7 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// What went wrong, in terms a caller can act on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -38,12 +39,18 @@ impl fmt::Display for ErrorKind {
 }
 
 /// An engine error: a kind, a message, and where it happened when known.
+///
+/// Cloning is cheap and keeps the cause: a background or group-commit
+/// failure is handed to every caller it affects as the same error, with
+/// the underlying OS error still reachable through
+/// [`source`](std::error::Error::source) and [`io_error_kind`](Self::io_error_kind).
+#[derive(Clone)]
 pub struct Error {
     kind: ErrorKind,
     message: String,
     file: Option<PathBuf>,
     offset: Option<u64>,
-    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    source: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -70,7 +77,15 @@ impl Error {
     /// An I/O error from the OS, with what we were doing.
     pub fn io(err: std::io::Error, message: impl Into<String>) -> Self {
         let mut e = Self::new(ErrorKind::Io, message);
-        e.source = Some(Box::new(err));
+        e.source = Some(Arc::new(err));
+        e
+    }
+
+    /// A new error of `kind` caused by `cause` (kept as its source, not
+    /// copied into the message).
+    pub(crate) fn caused_by(kind: ErrorKind, message: impl Into<String>, cause: Error) -> Self {
+        let mut e = Self::new(kind, message);
+        e.source = Some(Arc::new(cause));
         e
     }
 
@@ -98,6 +113,32 @@ impl Error {
 
     pub fn message(&self) -> &str {
         &self.message
+    }
+
+    /// The kind of the underlying OS error, if one caused this error
+    /// (directly or through a chain of engine errors).
+    pub fn io_error_kind(&self) -> Option<std::io::ErrorKind> {
+        self.os_error().map(std::io::Error::kind)
+    }
+
+    /// The raw OS error number (errno), if one caused this error.
+    pub fn raw_os_error(&self) -> Option<i32> {
+        self.os_error().and_then(std::io::Error::raw_os_error)
+    }
+
+    /// Whether the file system ran out of space (ENOSPC or EDQUOT).
+    pub fn is_no_space(&self) -> bool {
+        matches!(self.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT))
+    }
+
+    fn os_error(&self) -> Option<&std::io::Error> {
+        let mut cur: &(dyn std::error::Error + 'static) = self.source.as_deref()?;
+        loop {
+            if let Some(io) = cur.downcast_ref::<std::io::Error>() {
+                return Some(io);
+            }
+            cur = cur.source()?;
+        }
     }
 }
 
@@ -134,18 +175,22 @@ impl std::error::Error for Error {
     }
 }
 
+/// Keeps quietio's message, file, offset and OS error as they are (the OS
+/// error stays the source): nothing is rebuilt from text, so nothing is
+/// printed twice.
 impl From<quietio::Error> for Error {
-    fn from(e: quietio::Error) -> Self {
+    fn from(mut e: quietio::Error) -> Self {
         let kind = match e.kind() {
             quietio::ErrorKind::InvalidArgument => ErrorKind::InvalidArgument,
             quietio::ErrorKind::NotSupported => ErrorKind::NotSupported,
             _ => ErrorKind::Io,
         };
-        let mut out = Error::new(kind, e.to_string());
-        if let Some(p) = e.path() {
-            out.file = Some(p.to_path_buf());
-        }
+        let mut out = Error::new(kind, e.message());
+        out.file = e.path().map(Path::to_path_buf);
         out.offset = e.offset();
+        out.source = e
+            .take_os_error()
+            .map(|s| Arc::new(s) as Arc<dyn std::error::Error + Send + Sync>);
         out
     }
 }
@@ -164,5 +209,32 @@ mod tests {
             "corruption: bad block checksum (file /db/000012.sst, offset 4096)"
         );
         assert_eq!(e.kind(), ErrorKind::Corruption);
+    }
+
+    /// An OS error through quietio keeps its kind as the source, and the
+    /// message names the file once.
+    #[test]
+    fn quietio_errors_keep_their_os_error_and_say_things_once() {
+        let os = std::io::Error::from_raw_os_error(libc::ENOSPC);
+        let io = quietio::Error::io(os, "write failed")
+            .with_path("/db/000009.log")
+            .with_offset(512);
+        let e = Error::from(io);
+        assert_eq!(e.kind(), ErrorKind::Io);
+        assert!(e.is_no_space());
+        assert_eq!(e.raw_os_error(), Some(libc::ENOSPC));
+        assert_eq!(e.file(), Some(Path::new("/db/000009.log")));
+        let text = e.to_string();
+        assert_eq!(text.matches("000009.log").count(), 1, "{text}");
+        assert_eq!(text.matches("I/O error").count(), 1, "{text}");
+        assert!(!text.contains('\n'), "{text}");
+        let src = std::error::Error::source(&e).unwrap();
+        assert!(src.downcast_ref::<std::io::Error>().is_some());
+
+        // Wrapped again (a background failure), the cause is still there.
+        let outer = Error::caused_by(ErrorKind::Closed, "writes refused", e.clone());
+        assert!(outer.is_no_space());
+        assert_eq!(outer.kind(), ErrorKind::Closed);
+        assert!(!Error::corruption("x").is_no_space());
     }
 }

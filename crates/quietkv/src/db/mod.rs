@@ -19,7 +19,7 @@ use std::thread::JoinHandle;
 use parking_lot::{Condvar, Mutex, RwLock};
 use quietio::IoEnv;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::fileio::LogFile;
 use crate::filenames::{self, FileKind};
 use crate::key::{SeqNo, ValueKind};
@@ -78,7 +78,7 @@ pub(crate) struct State {
     pub manual: Option<ManualCompaction>,
     /// A failed background write or WAL write: the database stays readable
     /// but refuses writes until reopened.
-    pub bg_error: Option<(ErrorKind, String)>,
+    pub bg_error: Option<Error>,
 }
 
 impl State {
@@ -244,8 +244,8 @@ impl Db {
         write::write(&self.inner, crate::batch::WriteBatch::new(), false, true)?;
         let mut st = self.inner.state.lock();
         loop {
-            if let Some((kind, msg)) = &st.bg_error {
-                return Err(Error::new(*kind, msg.clone()));
+            if let Some(e) = &st.bg_error {
+                return Err(e.clone());
             }
             if st.imms.is_empty() {
                 return Ok(());
@@ -278,8 +278,8 @@ impl Db {
     pub fn wait_idle(&self) -> Result<()> {
         let mut st = self.inner.state.lock();
         loop {
-            if let Some((kind, msg)) = &st.bg_error {
-                return Err(Error::new(*kind, msg.clone()));
+            if let Some(e) = &st.bg_error {
+                return Err(e.clone());
             }
             let idle = st.imms.is_empty()
                 && !st.flushing
@@ -358,9 +358,10 @@ fn value_of(found: (ValueKind, Vec<u8>)) -> Option<Vec<u8>> {
 impl Inner {
     pub(crate) fn check_bg_error(&self, st: &State) -> Result<()> {
         match &st.bg_error {
-            Some((kind, msg)) => Err(Error::new(
-                *kind,
-                format!("database refuses writes after an earlier failure: {msg}"),
+            Some(e) => Err(Error::caused_by(
+                e.kind(),
+                "database refuses writes after an earlier failure",
+                e.clone(),
             )),
             None => Ok(()),
         }
@@ -372,7 +373,7 @@ impl Inner {
                 "quietkv: {}: background error, writes are refused until reopen: {e}",
                 self.dir.display()
             );
-            st.bg_error = Some((e.kind(), e.to_string()));
+            st.bg_error = Some(e.clone());
         }
         self.done_cv.notify_all();
     }

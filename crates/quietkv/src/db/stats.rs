@@ -165,6 +165,6 @@ pub(crate) fn collect(inner: &Inner) -> DbStats {
             .map(|c| (*c, inner.env.mode(*c)))
             .collect(),
         io: inner.env.stats().snapshot(),
-        background_error: st.bg_error.as_ref().map(|(_, m)| m.clone()),
+        background_error: st.bg_error.as_ref().map(ToString::to_string),
     }
 }

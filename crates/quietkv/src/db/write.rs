@@ -78,7 +78,7 @@ pub(crate) fn write(
             .expect("group is at the front of the queue");
         let r = match &outcome {
             Ok(_) => Ok(()),
-            Err(e) => Err(Error::new(e.kind(), e.to_string())),
+            Err(e) => Err(e.clone()),
         };
         if Arc::ptr_eq(&w, &me) {
             mine = Some(r);
