@@ -233,9 +233,10 @@ fn database_file(dir: &Path) -> Option<String> {
 
 /// Applies `key<TAB>value` lines in batches of `batch_size`. With `sync`,
 /// each batch is durable before the next and `acked N` (entries so far)
-/// is printed and flushed after it. A line without a TAB stops the load:
-/// the lines before it are written (and acked with `sync`), then the error
-/// names the line.
+/// is printed and flushed after it. A line without a TAB, or one the batch
+/// refuses (a key or value over the size limit), stops the load: the lines
+/// before it are written (and acked with `sync`), then the error names the
+/// line.
 fn load(
     db: &Db,
     file: Option<&Path>,
@@ -271,12 +272,16 @@ fn load(
             line.pop();
         }
         let Some(tab) = line.iter().position(|&b| b == b'\t') else {
-            bad_line = Some(line_no);
+            bad_line = Some((
+                line_no,
+                "expected key<TAB>value but found no TAB".to_string(),
+            ));
             break;
         };
-        batch
-            .put(&line[..tab], &line[tab + 1..])
-            .map_err(|e| Failure::user(format!("{name} line {line_no}: {}", e.message())))?;
+        if let Err(e) = batch.put(&line[..tab], &line[tab + 1..]) {
+            bad_line = Some((line_no, e.message().to_string()));
+            break;
+        }
         if batch.len() as u64 >= batch_size {
             loaded += commit(db, &mut batch, sync, loaded, out)?;
         }
@@ -284,10 +289,10 @@ fn load(
     if !batch.is_empty() {
         loaded += commit(db, &mut batch, sync, loaded, out)?;
     }
-    if let Some(n) = bad_line {
+    if let Some((n, why)) = bad_line {
         out.flush()?;
         return Err(Failure::user(format!(
-            "{name} line {n}: expected key<TAB>value but found no TAB ({loaded} entries before it were loaded)"
+            "{name} line {n}: {why} ({loaded} entries before it were loaded)"
         )));
     }
     Ok(loaded)

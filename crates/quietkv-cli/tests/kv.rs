@@ -438,3 +438,69 @@ fn damaged_truncated_or_deleted_wal_is_reported_not_dropped() {
         assert!(stderr(&o).contains("corruption"), "{what}: {}", stderr(&o));
     }
 }
+
+/// Issue 11: a deleted manifest, CURRENT naming a missing manifest and a
+/// binary CURRENT are damage (exit 2, one line), not "I/O error" (exit 1).
+#[test]
+fn lost_or_garbled_manifest_state_is_damage() {
+    let cases: [(&str, fn(&Path)); 3] = [
+        ("manifest deleted", |db| {
+            for m in fs::read_dir(db).unwrap() {
+                let p = m.unwrap().path();
+                if p.file_name()
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .starts_with("MANIFEST-")
+                {
+                    fs::remove_file(p).unwrap();
+                }
+            }
+        }),
+        ("CURRENT names a missing manifest", |db| {
+            fs::write(db.join("CURRENT"), "MANIFEST-999999\n").unwrap()
+        }),
+        ("binary CURRENT", |db| {
+            fs::write(db.join("CURRENT"), [0xff, 0xfe, 0x00, 0x81]).unwrap()
+        }),
+    ];
+    for (what, damage) in cases {
+        let d = tmp();
+        let db = d.path().join("db");
+        ok(&db, &["put", "a", "1"]);
+        ok(&db, &["flush"]);
+        damage(&db);
+        for args in [&["get", "a"][..], &["scan"], &["check"]] {
+            let o = qkv(&db, args);
+            assert_eq!(o.status.code(), Some(2), "{what} {args:?}: {}", stderr(&o));
+            let err = stderr(&o);
+            if args[0] != "check" {
+                assert_eq!(err.lines().count(), 1, "{what}: {err}");
+                assert!(err.starts_with("quietkv: corruption"), "{what}: {err}");
+            }
+        }
+    }
+}
+
+/// Issue 11: a key over the size limit in `load` used to fail the whole
+/// batch, silently dropping the lines before it; now they are written and
+/// acked, and the error names the line.
+#[test]
+fn load_with_an_oversized_key_keeps_the_lines_before_it() {
+    let d = tmp();
+    let db = d.path().join("db");
+    let big = "k".repeat(70_000);
+    let input = format!("a\t1\nb\t2\n{big}\tv\nc\t3\n");
+    let o = qkv_in(
+        &db,
+        &["load", "--sync", "--batch", "10"],
+        Some(input.as_bytes()),
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("line 3"), "{err}");
+    assert!(err.contains("2 entries before it were loaded"), "{err}");
+    assert_eq!(stdout(&o), "acked 2\n");
+    assert_eq!(ok(&db, &["scan"]), "a\t1\nb\t2\n");
+}

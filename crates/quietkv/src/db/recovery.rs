@@ -296,9 +296,12 @@ struct Recovered {
 /// that was never installed; damage before it is corruption.
 fn read_manifest(dir: &Path) -> Result<Recovered> {
     let current_path = dir.join(CURRENT);
-    let current = fs::read_to_string(&current_path)
+    let current = fs::read(&current_path)
         .map_err(|e| Error::io(e, "cannot read CURRENT").with_file(&current_path))?;
-    let name = current.trim_end_matches('\n');
+    // Damage, not an I/O error: CURRENT that is not a manifest's name, or
+    // names one that is gone, is a database that lost its state.
+    let name = String::from_utf8_lossy(&current);
+    let name = name.trim_end_matches('\n');
     if !matches!(filenames::parse(name), Some(FileKind::Manifest(_))) {
         return Err(
             Error::corruption(format!("CURRENT does not name a manifest: {name:?}"))
@@ -306,8 +309,18 @@ fn read_manifest(dir: &Path) -> Result<Recovered> {
         );
     }
     let path = dir.join(name);
-    let data = fs::read(&path)
-        .map_err(|e| Error::io(e, "cannot read the manifest named by CURRENT").with_file(&path))?;
+    let data = match fs::read(&path) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Error::corruption(format!(
+                "CURRENT names {name}, which is missing: the database's table list is lost"
+            ))
+            .with_file(&path));
+        }
+        Err(e) => {
+            return Err(Error::io(e, "cannot read the manifest named by CURRENT").with_file(&path))
+        }
+    };
     let mut reader = LogReader::new(&path, &data);
     let mut builder = crate::version::VersionBuilder::new(&Version::new());
     let mut r = Recovered::default();
