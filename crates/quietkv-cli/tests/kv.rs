@@ -64,6 +64,9 @@ fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
     v
 }
 
+/// Something done to a database's files between two commands.
+type Damage = fn(&Path);
+
 fn flip(path: &Path, offset: u64) {
     let mut data = fs::read(path).unwrap();
     data[offset as usize] ^= 0x20;
@@ -381,7 +384,7 @@ fn writes_refuse_a_database_that_lost_current() {
 #[test]
 fn damaged_truncated_or_deleted_wal_is_reported_not_dropped() {
     let input = lines(1000);
-    let cases: [(&str, fn(&Path)); 4] = [
+    let cases: [(&str, Damage); 4] = [
         ("flip byte 7", |w| flip(w, 7)),
         ("flip in record 10", |w| {
             let len = fs::metadata(w).unwrap().len();
@@ -443,7 +446,7 @@ fn damaged_truncated_or_deleted_wal_is_reported_not_dropped() {
 /// binary CURRENT are damage (exit 2, one line), not "I/O error" (exit 1).
 #[test]
 fn lost_or_garbled_manifest_state_is_damage() {
-    let cases: [(&str, fn(&Path)); 3] = [
+    let cases: [(&str, Damage); 3] = [
         ("manifest deleted", |db| {
             for m in fs::read_dir(db).unwrap() {
                 let p = m.unwrap().path();
