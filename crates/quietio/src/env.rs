@@ -56,13 +56,32 @@ pub struct IoEnv {
     opts: IoOptions,
     stats: Arc<IoStats>,
     limiter: Arc<RateLimiter>,
+    /// Opened with [`IoEnv::open_read_only`]: creating files is refused.
+    read_only: bool,
 }
 
 impl IoEnv {
     /// Probes `dir` (once per process) and resolves every class's mode.
     /// An explicit mode that cannot work here fails now, not at first use.
     pub fn open(dir: &Path, opts: IoOptions) -> Result<IoEnv> {
-        let caps = probe(dir)?;
+        Self::with_capabilities(probe(dir)?, opts, false)
+    }
+
+    /// An environment that never writes to `dir`: the probe reads
+    /// `sample`, an existing file there, instead of writing a probe file
+    /// (see [`crate::probe::probe_read_only`]), and [`create`](Self::create)
+    /// is refused. Write classes resolve as if direct writes were
+    /// unavailable; nothing uses them.
+    pub fn open_read_only(dir: &Path, sample: &Path, opts: IoOptions) -> Result<IoEnv> {
+        let caps = Arc::new(crate::probe::probe_read_only(dir, sample)?);
+        Self::with_capabilities(caps, opts, true)
+    }
+
+    fn with_capabilities(
+        caps: Arc<Capabilities>,
+        opts: IoOptions,
+        read_only: bool,
+    ) -> Result<IoEnv> {
         let align = caps.direct.offset_align.max(caps.direct.mem_align);
         for (name, v) in [
             ("direct_write_buffer_size", opts.direct_write_buffer_size),
@@ -80,6 +99,15 @@ impl IoEnv {
         }
         let mut resolved = Vec::with_capacity(6);
         for class in IoClass::ALL {
+            if read_only && !class.is_read() {
+                // Nothing is written: the write classes' requested modes do
+                // not matter and must not fail the open.
+                resolved.push(Resolution {
+                    mode: EffectiveMode::Buffered,
+                    fallback: None,
+                });
+                continue;
+            }
             let r = resolve(class, opts.modes.get(class), &caps)?;
             if let Some(why) = &r.fallback {
                 log_fallback_once(&caps.dir, class, why);
@@ -93,7 +121,23 @@ impl IoEnv {
             resolved,
             opts,
             stats: Arc::new(IoStats::new()),
+            read_only,
         })
+    }
+
+    /// Whether this environment refuses to create files.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    fn check_writable(&self, path: &Path) -> Result<()> {
+        if self.read_only {
+            return Err(
+                Error::invalid("cannot create a file: the directory was opened read-only")
+                    .with_path(path),
+            );
+        }
+        Ok(())
     }
 
     pub fn dir(&self) -> &Path {
@@ -162,6 +206,7 @@ impl IoEnv {
 
     /// Creates `path` for sequential writing in `class`'s mode.
     pub fn create(&self, path: &Path, class: IoClass) -> Result<SeqWriter> {
+        self.check_writable(path)?;
         SeqWriter::create(path, self.file_config(class, self.mode(class)))
     }
 
@@ -171,6 +216,7 @@ impl IoEnv {
         class: IoClass,
         mode: AccessMode,
     ) -> Result<SeqWriter> {
+        self.check_writable(path)?;
         let m = self.resolve_explicit(class, mode)?;
         SeqWriter::create(path, self.file_config(class, m))
     }
@@ -207,6 +253,7 @@ impl IoEnv {
 
     /// Makes creations, renames and deletions in the directory durable.
     pub fn sync_dir(&self) -> Result<()> {
+        self.check_writable(&self.dir)?;
         sync_dir(&self.dir)
     }
 }

@@ -145,8 +145,38 @@ pub fn probe_uncached(dir: &Path) -> Result<Capabilities> {
         })?;
     let _cleanup = ProbeFile(path.clone());
 
+    capabilities(dir, &file, |filesystem, kernel, lbs| {
+        let direct = probe_direct(&path, &file, filesystem, kernel, lbs);
+        (direct, probe_dontcache(&file))
+    })
+}
+
+/// Probes `dir` without writing to it, through `sample`, an existing file
+/// in it: O_DIRECT and RWF_DONTCACHE *reads* are tried on that file, and
+/// writes are reported unsupported (the caller opened read-only). Not
+/// cached: a writable open of the same directory probes for real.
+pub fn probe_read_only(dir: &Path, sample: &Path) -> Result<Capabilities> {
+    let dir = canonical_dir(dir)?;
+    let file = File::open(sample)
+        .map_err(|e| Error::io(e, "cannot open a file to probe the directory").with_path(sample))?;
+    capabilities(dir, &file, |filesystem, _kernel, lbs| {
+        let mut direct = probe_direct_read(sample, &file, filesystem, lbs);
+        direct.writes_supported = false;
+        direct.write_reason = Some("the directory was opened read-only".into());
+        (direct, probe_dontcache_read(&file))
+    })
+}
+
+/// The facts every probe gathers, plus what `modes` finds out about
+/// O_DIRECT and RWF_DONTCACHE (given file system, kernel and the device's
+/// logical block size).
+fn capabilities(
+    dir: PathBuf,
+    file: &File,
+    modes: impl FnOnce(&str, &str, Option<u64>) -> (DirectCaps, DontCacheCaps),
+) -> Result<Capabilities> {
     let kernel = sys::kernel_release();
-    let (filesystem, _) = filesystem_of(&dir, &file);
+    let (filesystem, _) = filesystem_of(&dir, file);
     let dev = fs::metadata(&dir).map(|m| m.dev()).unwrap_or(0);
     let (device, queue) = block_device(dev);
     let read_queue = |name: &str| -> Option<u64> {
@@ -156,8 +186,7 @@ pub fn probe_uncached(dir: &Path) -> Result<Capabilities> {
     let max_sectors_kb = read_queue("max_sectors_kb");
     let logical_block_size = read_queue("logical_block_size");
 
-    let direct = probe_direct(&path, &file, &filesystem, &kernel, logical_block_size);
-    let dontcache = probe_dontcache(&file);
+    let (direct, dontcache) = modes(&filesystem, &kernel, logical_block_size);
     let cachestat = match sys::cachestat(file.as_raw_fd()) {
         Ok(_) => true,
         Err(e) => {
@@ -192,32 +221,23 @@ fn errno_name(e: &std::io::Error) -> String {
     }
 }
 
-fn probe_direct(
-    path: &Path,
-    buffered: &File,
+/// Alignment O_DIRECT needs: (memory, offset, where it came from), or why
+/// there is no direct I/O.
+fn direct_alignment(
+    file: &File,
     filesystem: &str,
-    kernel: &str,
     logical_block_size: Option<u64>,
-) -> DirectCaps {
-    let unsupported = |reason: String| DirectCaps {
-        supported: false,
-        reason: Some(reason),
-        writes_supported: false,
-        write_reason: None,
-        mem_align: 4096,
-        offset_align: 4096,
-        align_source: "default".into(),
-    };
+) -> std::result::Result<(usize, usize, &'static str), String> {
     if matches!(filesystem, "tmpfs" | "ramfs" | "hugetlbfs") {
         // Linux 6.6+ accepts O_DIRECT on tmpfs, but the file's data lives in
         // the page cache itself: there is nothing to bypass.
-        return unsupported(format!(
+        return Err(format!(
             "{filesystem} keeps file data in memory (its pages are the page cache), so O_DIRECT cannot bypass the cache there"
         ));
     }
-    let (mem_align, offset_align, align_source) = match sys::statx_dio_align(buffered.as_raw_fd()) {
+    Ok(match sys::statx_dio_align(file.as_raw_fd()) {
         Some((0, 0)) => {
-            return unsupported(format!(
+            return Err(format!(
                 "{filesystem} reports no direct I/O support for regular files (statx STATX_DIOALIGN = 0)"
             ))
         }
@@ -226,7 +246,81 @@ fn probe_direct(
             Some(b) if b.is_power_of_two() => (b as usize, b as usize, "logical_block_size"),
             _ => (4096, 4096, "default"),
         },
+    })
+}
+
+fn unsupported_direct(reason: String) -> DirectCaps {
+    DirectCaps {
+        supported: false,
+        reason: Some(reason),
+        writes_supported: false,
+        write_reason: None,
+        mem_align: 4096,
+        offset_align: 4096,
+        align_source: "default".into(),
+    }
+}
+
+/// O_DIRECT on an existing file, reading only: it opens and an aligned read
+/// at offset 0 succeeds.
+fn probe_direct_read(
+    path: &Path,
+    buffered: &File,
+    filesystem: &str,
+    logical_block_size: Option<u64>,
+) -> DirectCaps {
+    let (mem_align, offset_align, align_source) =
+        match direct_alignment(buffered, filesystem, logical_block_size) {
+            Ok(a) => a,
+            Err(why) => return unsupported_direct(why),
+        };
+    let direct_file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) => {
+            return unsupported_direct(format!(
+                "{filesystem} rejects O_DIRECT at open ({})",
+                errno_name(&e)
+            ))
+        }
     };
+    let block = offset_align.max(mem_align).max(512);
+    let read = AlignedBuf::new(block, mem_align.max(1).next_power_of_two())
+        .map_err(|e| e.to_string())
+        .and_then(|mut buf| {
+            sys::pread(direct_file.as_raw_fd(), buf.full_mut(), 0)
+                .map_err(|e| format!("an aligned O_DIRECT read failed ({})", errno_name(&e)))
+        });
+    if let Err(why) = read {
+        return unsupported_direct(format!("{filesystem}: {why}"));
+    }
+    DirectCaps {
+        supported: true,
+        reason: None,
+        writes_supported: false,
+        write_reason: None,
+        mem_align,
+        offset_align,
+        align_source: align_source.into(),
+    }
+}
+
+fn probe_direct(
+    path: &Path,
+    buffered: &File,
+    filesystem: &str,
+    kernel: &str,
+    logical_block_size: Option<u64>,
+) -> DirectCaps {
+    let unsupported = unsupported_direct;
+    let (mem_align, offset_align, align_source) =
+        match direct_alignment(buffered, filesystem, logical_block_size) {
+            Ok(a) => a,
+            Err(why) => return unsupported(why),
+        };
 
     let direct_file = match OpenOptions::new()
         .read(true)
@@ -302,11 +396,8 @@ pub fn known_bad_direct_writes(filesystem: &str, kernel: &str) -> Option<String>
     None
 }
 
-fn probe_dontcache(file: &File) -> DontCacheCaps {
-    let fd = file.as_raw_fd();
-    let data = [0x5Au8; 4096];
-    let why = |e: &std::io::Error, op: &str| {
-        match e.raw_os_error() {
+fn dontcache_failure(e: &std::io::Error, op: &str) -> String {
+    match e.raw_os_error() {
         Some(libc::EOPNOTSUPP) => format!(
             "{op} with RWF_DONTCACHE returned EOPNOTSUPP: this file system does not support uncached buffered I/O (ext4 needs Linux 6.17+, xfs 6.15+)"
         ),
@@ -315,7 +406,27 @@ fn probe_dontcache(file: &File) -> DontCacheCaps {
         ),
         _ => format!("{op} with RWF_DONTCACHE failed ({})", errno_name(e)),
     }
-    };
+}
+
+/// RWF_DONTCACHE on an existing file, reading only.
+fn probe_dontcache_read(file: &File) -> DontCacheCaps {
+    let mut buf = [0u8; 4096];
+    match sys::preadv2(file.as_raw_fd(), &mut buf, 0, sys::RWF_DONTCACHE) {
+        Ok(_) => DontCacheCaps {
+            supported: true,
+            reason: None,
+        },
+        Err(e) => DontCacheCaps {
+            supported: false,
+            reason: Some(dontcache_failure(&e, "preadv2")),
+        },
+    }
+}
+
+fn probe_dontcache(file: &File) -> DontCacheCaps {
+    let fd = file.as_raw_fd();
+    let data = [0x5Au8; 4096];
+    let why = dontcache_failure;
     if let Err(e) = sys::pwritev2(fd, &data, 8192, sys::RWF_DONTCACHE) {
         return DontCacheCaps {
             supported: false,

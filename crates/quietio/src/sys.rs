@@ -266,3 +266,32 @@ pub fn kernel_release() -> String {
         .collect();
     String::from_utf8_lossy(&bytes).into_owned()
 }
+
+/// Whether a lock taken with [`try_flock`] excludes everyone else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockKind {
+    Shared,
+    Exclusive,
+}
+
+/// `flock` without blocking: `Ok(false)` when another holder's lock
+/// conflicts (EWOULDBLOCK).
+pub fn try_flock(fd: RawFd, kind: LockKind) -> io::Result<bool> {
+    let op = match kind {
+        LockKind::Shared => libc::LOCK_SH,
+        LockKind::Exclusive => libc::LOCK_EX,
+    } | libc::LOCK_NB;
+    loop {
+        // SAFETY: flock only reads its integer arguments; a bad fd is an
+        // error return, not undefined behaviour.
+        if unsafe { libc::flock(fd, op) } == 0 {
+            return Ok(true);
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EWOULDBLOCK) => return Ok(false),
+            _ => return Err(e),
+        }
+    }
+}

@@ -39,14 +39,13 @@
 
 use std::fs::{self, File};
 use std::io::{BufReader, Read};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::batch::WriteBatch;
 use crate::error::{Error, ErrorKind, Result};
-use crate::filenames::{self, FileKind, CURRENT, LOCK};
+use crate::filenames::{self, FileKind, CURRENT};
 use crate::iter::InternalIterator;
 use crate::key::compare_internal;
 use crate::log::{LogReader, TailState};
@@ -142,7 +141,11 @@ pub fn check_dir_with(dir: impl AsRef<Path>, opts: CheckOptions) -> Result<Check
         );
     }
 
-    let (_lock, lock_held) = shared_lock(dir)?;
+    let (_lock, lock_held) = match crate::lockfile::lock_shared(dir) {
+        Ok(lock) => (lock, false),
+        Err(e) if e.kind() == ErrorKind::Busy => (None, true),
+        Err(e) => return Err(e),
+    };
     if lock_held && !opts.ignore_lock {
         return Err(Error::new(
             ErrorKind::Busy,
@@ -193,28 +196,6 @@ pub fn check_dir_with(dir: impl AsRef<Path>, opts: CheckOptions) -> Result<Check
         c.check_wal(n, live, sealed_len);
     }
     Ok(c.report)
-}
-
-/// Takes a shared, non-blocking flock on an existing LOCK file. Returns the
-/// open file (the lock lasts as long as it) and whether another process
-/// holds the lock exclusively. A missing LOCK file is not created.
-fn shared_lock(dir: &Path) -> Result<(Option<File>, bool)> {
-    let path = dir.join(LOCK);
-    let f = match File::open(&path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((None, false)),
-        Err(e) => return Err(Error::io(e, "cannot open the lock file").with_file(&path)),
-    };
-    // SAFETY: flock on a file descriptor we own.
-    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
-    if rc != 0 {
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-            return Ok((None, true));
-        }
-        return Err(Error::io(e, "cannot lock the database").with_file(&path));
-    }
-    Ok((Some(f), false))
 }
 
 /// What the manifest says.

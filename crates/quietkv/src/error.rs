@@ -23,6 +23,8 @@ pub enum ErrorKind {
     Busy,
     /// The database was shut down or a background error made it read-only.
     Closed,
+    /// The database was opened read-only ([`crate::Db::open_read_only`]).
+    ReadOnly,
 }
 
 impl fmt::Display for ErrorKind {
@@ -34,6 +36,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::NotSupported => "not supported",
             ErrorKind::Busy => "busy",
             ErrorKind::Closed => "closed",
+            ErrorKind::ReadOnly => "read-only",
         })
     }
 }

@@ -37,6 +37,7 @@ pub mod fileio;
 pub mod filenames;
 pub mod iter;
 pub mod key;
+mod lockfile;
 pub mod log;
 pub mod memtable;
 pub mod merge;

@@ -10,7 +10,6 @@ mod stats;
 mod write;
 
 use std::collections::{HashSet, VecDeque};
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
@@ -67,7 +66,8 @@ pub(crate) struct State {
     pub version: Arc<Version>,
     /// Versions handed to readers, to know which tables are still in use.
     pub live_versions: Vec<Weak<Version>>,
-    pub manifest: LogWriter<LogFile>,
+    /// `None` when opened read-only.
+    pub manifest: Option<LogWriter<LogFile>>,
     pub manifest_number: u64,
     pub next_file: u64,
     pub busy: BusyFiles,
@@ -107,7 +107,11 @@ pub(crate) struct Inner {
     pub opts: Options,
     pub popts: PickerOptions,
     pub env: Arc<IoEnv>,
-    pub _lock: File,
+    /// Exclusive for a writer; shared (or none, when the directory has no
+    /// LOCK file) for a read-only open.
+    pub _lock: Option<crate::lockfile::DirLock>,
+    /// Opened with [`Db::open_read_only`].
+    pub read_only: bool,
     pub table_cache: Arc<TableCache>,
     pub state: Mutex<State>,
     /// Wakes background threads when there is work.
@@ -115,7 +119,8 @@ pub(crate) struct Inner {
     /// Wakes writers, flush and compaction waiters when work finishes.
     pub done_cv: Condvar,
     pub super_version: RwLock<Arc<SuperVersion>>,
-    pub wal: Mutex<Wal>,
+    /// `None` when opened read-only.
+    pub wal: Mutex<Option<Wal>>,
     pub writers: Mutex<VecDeque<Arc<write::Writer>>>,
     pub snapshots: Arc<SnapshotList>,
     /// The newest sequence number readers may see.
@@ -147,6 +152,25 @@ impl Db {
         }
         inner.bg_cv.notify_all();
         Ok(Db { inner, threads })
+    }
+
+    /// Opens the database in `path` for reads only, without writing
+    /// anything to the directory: it works on a read-only mount or a full
+    /// disk. WALs are replayed into memory. Writes, `flush` and compactions
+    /// fail with [`ErrorKind::ReadOnly`](crate::ErrorKind::ReadOnly). A
+    /// process that has the database open for writing makes this fail with
+    /// `Busy`, and a writer cannot open it while this is open.
+    pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        let inner = recovery::open_read_only(path.as_ref(), opts)?;
+        Ok(Db {
+            inner,
+            threads: Vec::new(),
+        })
+    }
+
+    /// Whether the database was opened with [`Db::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.inner.read_only
     }
 
     pub fn path(&self) -> &Path {
@@ -276,6 +300,10 @@ impl Db {
     /// no compaction running, and none the picker would start. (Writes
     /// arriving meanwhile can keep it waiting.)
     pub fn wait_idle(&self) -> Result<()> {
+        if self.inner.read_only {
+            // No background work runs; replayed memtables stay in memory.
+            return Ok(());
+        }
         let mut st = self.inner.state.lock();
         loop {
             if let Some(e) = &st.bg_error {
@@ -316,6 +344,9 @@ impl Db {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
+        if self.inner.read_only {
+            return Ok(());
+        }
         // Seal the live WAL: synced, and its length in the manifest, so the
         // next open reads it strictly (truncation or damage anywhere in it
         // is corruption, not a torn tail). Lock order: state, then WAL.
@@ -323,6 +354,7 @@ impl Db {
         self.inner.check_bg_error(&st)?;
         let (number, len) = {
             let mut wal = self.inner.wal.lock();
+            let wal = wal.as_mut().ok_or_else(read_only_error)?;
             (st.mem_wal, wal.writer.seal()?)
         };
         let mut edit = VersionEdit::new();
@@ -346,6 +378,14 @@ impl Drop for Db {
             }
         }
     }
+}
+
+/// What every write-side operation of a read-only database returns.
+pub(crate) fn read_only_error() -> Error {
+    Error::new(
+        crate::ErrorKind::ReadOnly,
+        "the database was opened read-only",
+    )
 }
 
 fn value_of(found: (ValueKind, Vec<u8>)) -> Option<Vec<u8>> {
@@ -393,10 +433,10 @@ impl Inner {
         edit.next_file_number = Some(st.next_file);
         edit.last_sequence = Some(self.visible_seq.load(Ordering::Acquire));
         let next = st.version.apply(&edit)?;
-        let res = st
-            .manifest
+        let manifest = st.manifest.as_mut().ok_or_else(read_only_error)?;
+        let res = manifest
             .add_record(&edit.encode())
-            .and_then(|_| st.manifest.sync());
+            .and_then(|_| manifest.sync());
         if let Err(e) = res {
             self.set_bg_error(st, &e);
             return Err(e);

@@ -2,23 +2,23 @@
 //! manifest and WAL to continue from.
 
 use std::collections::{HashSet, VecDeque};
-use std::fs::{self, File, OpenOptions};
-use std::os::fd::AsRawFd;
-use std::path::Path;
+use std::fs;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 use quietio::{IoClass, IoEnv};
 
-use super::{stats, Inner, State, SuperVersion, Wal};
+use super::{stats, Immutable, Inner, State, SuperVersion, Wal};
 use crate::batch::WriteBatch;
 use crate::block_cache::BlockCache;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::fileio::{LogFile, TableFile};
-use crate::filenames::{self, manifest_name, table_path, wal_path, FileKind, CURRENT, LOCK};
+use crate::filenames::{self, manifest_name, table_path, wal_path, FileKind, CURRENT};
 use crate::iter::InternalIterator;
 use crate::key::SeqNo;
+use crate::lockfile::DirLock;
 use crate::log::{LogReader, LogWriter, TailState};
 use crate::memtable::Memtable;
 use crate::options::Options;
@@ -43,7 +43,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
     }
     let env = Arc::new(IoEnv::open(dir, opts.io_options())?);
     let dir = env.dir().to_path_buf();
-    let lock = lock_dir(&dir)?;
+    let lock = crate::lockfile::lock_exclusive(&dir)?;
 
     let current = dir.join(CURRENT);
     let recovered = if current.exists() {
@@ -80,92 +80,37 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
         }
         Recovered::default()
     };
-    for number in recovered.version.all_file_numbers() {
-        let p = table_path(&dir, number);
-        if !p.exists() {
-            return Err(Error::corruption(format!(
-                "table {number:06}.sst is listed in the manifest but missing; the database cannot be opened without it"
-            ))
-            .with_file(p));
-        }
-    }
-
-    let mut next_file = recovered.next_file.max(2);
-    let mut last_seq = recovered.last_seq;
-    let mut version = recovered.version;
-    let mut edit = VersionEdit::new();
+    check_tables_present(&dir, &recovered.version)?;
 
     // Replay every WAL the manifest does not cover, oldest first. Data that
     // outgrows a memtable is written to L0 as it goes.
-    let mut wals: Vec<u64> = list(&dir)?
-        .into_iter()
-        .filter_map(|k| match k {
-            FileKind::Wal(n) if n >= recovered.wals.log_number() => Some(n),
-            _ => None,
-        })
-        .collect();
-    wals.sort_unstable();
-    for required in recovered.wals.required() {
-        if wals.binary_search(&required.number).is_err() {
-            return Err(missing_wal(&dir, required));
-        }
-    }
-    for &n in &wals {
-        next_file = next_file.max(n + 1);
-    }
-    let mut mem = Arc::new(Memtable::new());
-    for &n in &wals {
-        let path = wal_path(&dir, n);
-        let data = fs::read(&path).map_err(|e| Error::io(e, "cannot read WAL").with_file(&path))?;
-        let mut reader = LogReader::new(&path, &data);
-        if let Some(len) = recovered.wals.sealed_len(n) {
-            reader = reader.sealed_at(len);
-        }
-        while let Some(record) = reader.read_record()? {
-            let offset = reader.last_record_offset();
-            let batch = WriteBatch::decode(record).map_err(|e| {
-                Error::corruption(format!(
-                    "WAL record is not a valid write batch: {}",
-                    e.message()
-                ))
-                .with_file(&path)
-                .with_offset(offset)
-            })?;
-            if batch.is_empty() {
-                continue;
-            }
-            mem.insert_batch(&batch)?;
-            last_seq = last_seq.max(batch.sequence() + batch.len() as u64 - 1);
-            if mem.approximate_bytes() >= opts.memtable_size {
-                let number = next_file;
-                next_file += 1;
-                if let Some(meta) = write_l0(&env, &dir, &opts, &mem, number)? {
-                    edit.add_file(0, meta);
-                }
-                mem = Arc::new(Memtable::new());
-            }
-        }
-        match reader.tail() {
-            TailState::Clean => {}
-            TailState::Torn { offset } => log::warn!(
-                "quietkv: {}: dropped a torn last record at offset {offset} (it was never synced)",
-                path.display()
-            ),
-            TailState::ZeroPadded { offset } => {
-                log::info!(
-                    "quietkv: {}: zero padding from offset {offset}",
-                    path.display()
-                )
-            }
-        }
-    }
-    if !mem.is_empty() {
+    let wals = wals_to_replay(&dir, &recovered)?;
+    // Tables written during the replay get numbers no WAL has.
+    let mut next_file = recovered
+        .next_file
+        .max(2)
+        .max(wals.last().map_or(0, |n| n + 1));
+    let mut edit = VersionEdit::new();
+    let replayed = replay_wals(&dir, &recovered, &wals, opts.memtable_size, |mem| {
         let number = next_file;
         next_file += 1;
         if let Some(meta) = write_l0(&env, &dir, &opts, &mem, number)? {
             edit.add_file(0, meta);
         }
+        Ok(())
+    })?;
+    let last_seq = replayed.last_seq;
+    next_file = next_file.max(replayed.next_file);
+    // The rest of the replayed data: its WALs are deleted once the new
+    // manifest is installed, so it must be in a table first.
+    if !replayed.mem.is_empty() {
+        let number = next_file;
+        next_file += 1;
+        if let Some(meta) = write_l0(&env, &dir, &opts, &replayed.mem, number)? {
+            edit.add_file(0, meta);
+        }
     }
+    let mut version = recovered.version;
     version = version.apply(&edit)?;
 
     // A fresh manifest holding the whole version, then CURRENT, then the
@@ -193,6 +138,201 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
     let wal_file = env.create(&wal_path(&dir, wal_number), IoClass::WalWrite)?;
     set_current(&env, &dir, manifest_number)?;
 
+    let inner = build_inner(
+        dir,
+        opts,
+        env,
+        Some(lock),
+        Writable::Some {
+            manifest,
+            manifest_number,
+            wal: LogWriter::new(LogFile(wal_file)),
+            wal_number,
+        },
+        version,
+        Arc::new(Memtable::new()),
+        next_file,
+        last_seq,
+    );
+    inner.delete_obsolete_files();
+    Ok(inner)
+}
+
+/// Opens the database in `dir` for reading only: nothing in the directory
+/// is created, written, renamed or deleted (no probe file, no LOCK file if
+/// there is none, no manifest, WAL or table). WALs are replayed into
+/// memory; writes, flushes and compactions are refused with
+/// [`ErrorKind::ReadOnly`](crate::ErrorKind::ReadOnly). A shared lock keeps a
+/// writer from opening the database meanwhile (and a writer that holds it
+/// makes this open fail with Busy).
+pub(crate) fn open_read_only(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
+    opts.validate()?;
+    let current = dir.join(CURRENT);
+    if !current.exists() {
+        return Err(if dir.is_dir() {
+            Error::invalid("no database here (no CURRENT file)").with_file(dir)
+        } else {
+            Error::invalid("database directory does not exist").with_file(dir)
+        });
+    }
+    let lock = crate::lockfile::lock_shared(dir)?;
+    let env = Arc::new(IoEnv::open_read_only(dir, &current, opts.io_options())?);
+    let dir = env.dir().to_path_buf();
+    let recovered = read_manifest(&dir)?;
+    check_tables_present(&dir, &recovered.version)?;
+    let wals = wals_to_replay(&dir, &recovered)?;
+    let mut frozen = Vec::new();
+    let replayed = replay_wals(&dir, &recovered, &wals, opts.memtable_size, |mem| {
+        frozen.push(mem);
+        Ok(())
+    })?;
+    let next_file = recovered.next_file.max(replayed.next_file);
+    let inner = build_inner(
+        dir,
+        opts,
+        env,
+        lock,
+        Writable::None,
+        recovered.version,
+        replayed.mem,
+        next_file,
+        replayed.last_seq,
+    );
+    {
+        // Full memtables from the replay stay in memory, as frozen ones.
+        let mut st = inner.state.lock();
+        for mem in frozen {
+            st.imms.push_back(Immutable { mem, wal_number: 0 });
+        }
+        inner.refresh_super_version(&mut st);
+    }
+    Ok(inner)
+}
+
+fn check_tables_present(dir: &Path, version: &Version) -> Result<()> {
+    for number in version.all_file_numbers() {
+        let p = table_path(dir, number);
+        if !p.exists() {
+            return Err(Error::corruption(format!(
+                "table {number:06}.sst is listed in the manifest but missing; the database cannot be opened without it"
+            ))
+            .with_file(p));
+        }
+    }
+    Ok(())
+}
+
+/// What replaying the WALs left.
+struct Replayed {
+    /// The memtable holding the last records (may be empty).
+    mem: Arc<Memtable>,
+    last_seq: SeqNo,
+    /// Larger than every WAL's number.
+    next_file: u64,
+}
+
+/// The WALs at or after the manifest's log number, oldest first; a WAL the
+/// manifest requires (see [`crate::wal_set`]) but the directory lacks is
+/// corruption.
+fn wals_to_replay(dir: &Path, recovered: &Recovered) -> Result<Vec<u64>> {
+    let mut wals: Vec<u64> = list(dir)?
+        .into_iter()
+        .filter_map(|k| match k {
+            FileKind::Wal(n) if n >= recovered.wals.log_number() => Some(n),
+            _ => None,
+        })
+        .collect();
+    wals.sort_unstable();
+    for required in recovered.wals.required() {
+        if wals.binary_search(&required.number).is_err() {
+            return Err(missing_wal(dir, required));
+        }
+    }
+    Ok(wals)
+}
+
+/// Replays `wals` in order, each checked against what the manifest says
+/// about it (sealed ones strictly to their length). Each memtable that reaches `memtable_size` is handed
+/// to `full` and a new one started.
+fn replay_wals(
+    dir: &Path,
+    recovered: &Recovered,
+    wals: &[u64],
+    memtable_size: usize,
+    mut full: impl FnMut(Arc<Memtable>) -> Result<()>,
+) -> Result<Replayed> {
+    let mut last_seq = recovered.last_seq;
+    let mut mem = Arc::new(Memtable::new());
+    for &n in wals {
+        let path = wal_path(dir, n);
+        let data = fs::read(&path).map_err(|e| Error::io(e, "cannot read WAL").with_file(&path))?;
+        let mut reader = LogReader::new(&path, &data);
+        if let Some(len) = recovered.wals.sealed_len(n) {
+            reader = reader.sealed_at(len);
+        }
+        while let Some(record) = reader.read_record()? {
+            let offset = reader.last_record_offset();
+            let batch = WriteBatch::decode(record).map_err(|e| {
+                Error::corruption(format!(
+                    "WAL record is not a valid write batch: {}",
+                    e.message()
+                ))
+                .with_file(&path)
+                .with_offset(offset)
+            })?;
+            if batch.is_empty() {
+                continue;
+            }
+            mem.insert_batch(&batch)?;
+            last_seq = last_seq.max(batch.sequence() + batch.len() as u64 - 1);
+            if mem.approximate_bytes() >= memtable_size {
+                full(std::mem::replace(&mut mem, Arc::new(Memtable::new())))?;
+            }
+        }
+        match reader.tail() {
+            TailState::Clean => {}
+            TailState::Torn { offset } => log::warn!(
+                "quietkv: {}: dropped a torn last record at offset {offset} (it was never synced)",
+                path.display()
+            ),
+            TailState::ZeroPadded { offset } => {
+                log::info!(
+                    "quietkv: {}: zero padding from offset {offset}",
+                    path.display()
+                )
+            }
+        }
+    }
+    Ok(Replayed {
+        mem,
+        last_seq,
+        next_file: wals.last().map_or(0, |n| n + 1),
+    })
+}
+
+/// The manifest and WAL of a database opened for writing.
+enum Writable {
+    None,
+    Some {
+        manifest: LogWriter<LogFile>,
+        manifest_number: u64,
+        wal: LogWriter<LogFile>,
+        wal_number: u64,
+    },
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_inner(
+    dir: PathBuf,
+    opts: Options,
+    env: Arc<IoEnv>,
+    lock: Option<DirLock>,
+    writable: Writable,
+    version: Version,
+    mem: Arc<Memtable>,
+    next_file: u64,
+    last_seq: SeqNo,
+) -> Arc<Inner> {
     let block_cache = Arc::new(BlockCache::new(opts.block_cache_bytes));
     let table_cache = Arc::new(TableCache::new(
         dir.clone(),
@@ -201,7 +341,20 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
         block_cache,
     ));
     let version = Arc::new(version);
-    let mem = Arc::new(Memtable::new());
+    let (manifest, manifest_number, wal, wal_number) = match writable {
+        Writable::None => (None, 0, None, 0),
+        Writable::Some {
+            manifest,
+            manifest_number,
+            wal,
+            wal_number,
+        } => (
+            Some(manifest),
+            manifest_number,
+            Some(Wal { writer: wal }),
+            wal_number,
+        ),
+    };
     let sv = SuperVersion {
         mem: mem.clone(),
         imms: Vec::new(),
@@ -213,6 +366,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
         opts,
         env,
         _lock: lock,
+        read_only: manifest.is_none(),
         table_cache,
         state: Mutex::new(State {
             mem,
@@ -233,9 +387,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
         bg_cv: Condvar::new(),
         done_cv: Condvar::new(),
         super_version: RwLock::new(Arc::new(sv)),
-        wal: Mutex::new(Wal {
-            writer: LogWriter::new(LogFile(wal_file)),
-        }),
+        wal: Mutex::new(wal),
         writers: Mutex::new(VecDeque::new()),
         snapshots: Arc::new(SnapshotList::default()),
         visible_seq: AtomicU64::new(last_seq),
@@ -243,8 +395,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
         counters: stats::Counters::default(),
         compaction_open_files: Arc::new(AtomicUsize::new(0)),
     });
-    inner.delete_obsolete_files();
-    Ok(inner)
+    inner
 }
 
 /// The error for a WAL the manifest says exists but the directory lacks.
@@ -257,31 +408,6 @@ pub(crate) fn missing_wal(dir: &Path, wal: RequiredWal) -> Error {
         "the WAL is missing but the manifest says it {what}: acknowledged writes in it would be lost"
     ))
     .with_file(wal_path(dir, wal.number))
-}
-
-/// Takes the directory's lock file so a second process cannot open it.
-fn lock_dir(dir: &Path) -> Result<File> {
-    let path = dir.join(LOCK);
-    let f = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(|e| Error::io(e, "cannot open the lock file").with_file(&path))?;
-    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc != 0 {
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-            return Err(Error::new(
-                ErrorKind::Busy,
-                "the database is in use by another process (its LOCK file is held)",
-            )
-            .with_file(dir));
-        }
-        return Err(Error::io(e, "cannot lock the database").with_file(&path));
-    }
-    Ok(f)
 }
 
 #[derive(Default)]

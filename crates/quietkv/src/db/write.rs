@@ -38,6 +38,9 @@ pub(crate) fn write(
     sync: bool,
     force_switch: bool,
 ) -> Result<()> {
+    if inner.read_only {
+        return Err(super::read_only_error());
+    }
     if batch.is_empty() && !force_switch {
         return Ok(());
     }
@@ -135,6 +138,7 @@ fn lead(inner: &Arc<Inner>, me: &Arc<Writer>) -> Result<usize> {
 
     let written = {
         let mut wal = inner.wal.lock();
+        let wal = wal.as_mut().ok_or_else(super::read_only_error)?;
         wal.writer.add_record(merged.data()).and_then(|_| {
             if sync {
                 wal.writer.sync()
@@ -215,7 +219,9 @@ fn make_room(inner: &Arc<Inner>, force: bool) -> Result<Arc<Memtable>> {
         let new_wal = Wal {
             writer: LogWriter::new(LogFile(file)),
         };
-        let old = std::mem::replace(&mut *inner.wal.lock(), new_wal);
+        let Some(old) = std::mem::replace(&mut *inner.wal.lock(), Some(new_wal)) else {
+            return Err(super::read_only_error());
+        };
         let old_len = old.writer.bytes_written();
         if let Err(e) = old.writer.into_inner().0.finish(true) {
             let e = Error::from(e);

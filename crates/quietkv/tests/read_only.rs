@@ -1,0 +1,192 @@
+//! `Db::open_read_only`: reads everything (tables and WAL-only data)
+//! without writing a byte to the directory, refuses writes with a clear
+//! error, and keeps out of a writer's way through the LOCK file.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::SystemTime;
+
+use quietkv::{Db, ErrorKind, Options, WriteOptions};
+
+fn dir() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+fn value(i: u32) -> Vec<u8> {
+    format!("value-{i}-").repeat(10).into_bytes()
+}
+
+/// Names, sizes and modification times of every file: what a read-only
+/// open must leave exactly as it found it.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, u64, SystemTime)> {
+    let mut v: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let m = e.metadata().unwrap();
+            (e.path(), m.len(), m.modified().unwrap())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// 3,000 keys: the first 2,000 in tables, the rest only in the WAL; key 5
+/// deleted. `crash` leaves the WAL unsealed, as a killed process would.
+fn make_db(d: &Path, crash: bool) {
+    let db = Db::open(d, Options::default()).unwrap();
+    for i in 0..2000 {
+        db.put(&key(i), &value(i)).unwrap();
+    }
+    db.flush().unwrap();
+    for i in 2000..3000 {
+        db.put(&key(i), &value(i)).unwrap();
+    }
+    db.delete(&key(5)).unwrap();
+    if crash {
+        std::mem::forget(db);
+    } else {
+        db.close().unwrap();
+    }
+}
+
+fn expect_all(db: &Db) {
+    for i in (0..3000).step_by(7) {
+        let want = (i != 5).then(|| value(i));
+        assert_eq!(db.get(&key(i)).unwrap(), want, "key {i}");
+    }
+    assert_eq!(db.iter().unwrap().count(), 2999);
+}
+
+#[test]
+fn reads_tables_and_wal_and_writes_nothing() {
+    let d = dir();
+    make_db(d.path(), false);
+    let before = snapshot(d.path());
+    // Small memtables: the WAL replay fills several, kept in memory.
+    let opts = Options {
+        memtable_size: 64 << 10,
+        ..Options::default()
+    };
+    let db = Db::open_read_only(d.path(), opts).unwrap();
+    assert!(db.is_read_only());
+    expect_all(&db);
+    let snap = db.snapshot();
+    assert!(snap.sequence() > 0);
+    for (what, e) in [
+        ("put", db.put(b"x", b"y").unwrap_err()),
+        ("delete", db.delete(&key(1)).unwrap_err()),
+        (
+            "write",
+            db.write(quietkv::WriteBatch::new(), WriteOptions { sync: true })
+                .unwrap_err(),
+        ),
+        ("flush", db.flush().unwrap_err()),
+        ("compact", db.compact_all().unwrap_err()),
+    ] {
+        assert_eq!(e.kind(), ErrorKind::ReadOnly, "{what}: {e}");
+    }
+    db.wait_idle().unwrap();
+    drop(snap);
+    db.close().unwrap();
+    assert_eq!(
+        snapshot(d.path()),
+        before,
+        "a read-only open changed the directory"
+    );
+    // And the database opens for writing afterwards, all there.
+    let db = Db::open(d.path(), Options::default()).unwrap();
+    expect_all(&db);
+}
+
+#[test]
+fn reads_an_unsealed_wal_after_a_crash() {
+    let d = dir();
+    make_db(d.path(), true);
+    // The "crashed" writer is this process, which still holds the LOCK:
+    // read a copy, as a new process would see the files.
+    let copy = dir();
+    for f in fs::read_dir(d.path()).unwrap() {
+        let f = f.unwrap().path();
+        if f.file_name().unwrap() != "LOCK" {
+            fs::copy(&f, copy.path().join(f.file_name().unwrap())).unwrap();
+        }
+    }
+    let before = snapshot(copy.path());
+    let db = Db::open_read_only(copy.path(), Options::default()).unwrap();
+    expect_all(&db);
+    drop(db);
+    assert_eq!(snapshot(copy.path()), before);
+}
+
+#[test]
+fn a_writer_and_readers_exclude_each_other() {
+    let d = dir();
+    make_db(d.path(), false);
+    let w = Db::open(d.path(), Options::default()).unwrap();
+    let e = Db::open_read_only(d.path(), Options::default()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Busy, "{e}");
+    drop(w);
+    let r1 = Db::open_read_only(d.path(), Options::default()).unwrap();
+    let r2 = Db::open_read_only(d.path(), Options::default()).unwrap();
+    let e = Db::open(d.path(), Options::default()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Busy, "{e}");
+    expect_all(&r1);
+    expect_all(&r2);
+}
+
+#[test]
+fn refuses_a_directory_without_a_database() {
+    let d = dir();
+    let e = Db::open_read_only(d.path(), Options::default()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(
+        fs::read_dir(d.path()).unwrap().next().is_none(),
+        "created files"
+    );
+    let e = Db::open_read_only(d.path().join("missing"), Options::default()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(!d.path().join("missing").exists());
+}
+
+/// On a read-only mount a writable open cannot even probe the directory;
+/// the read-only open serves every key.
+#[test]
+fn works_on_a_read_only_mount() {
+    if unsafe { libc::geteuid() } != 0 {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs as root: mounting must work"
+        );
+        eprintln!("skipping: bind mounts need root");
+        return;
+    }
+    let d = dir();
+    let src = d.path().join("db");
+    let ro = d.path().join("ro");
+    fs::create_dir_all(&ro).unwrap();
+    make_db(&src, false);
+    let mount = |args: &[&str]| {
+        assert!(
+            Command::new("mount").args(args).status().unwrap().success(),
+            "mount {args:?}"
+        );
+    };
+    mount(&["--bind", src.to_str().unwrap(), ro.to_str().unwrap()]);
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _guard = Unmount(ro.clone());
+    mount(&["-o", "remount,bind,ro", ro.to_str().unwrap()]);
+    assert!(Db::open(&ro, Options::default()).is_err());
+    let db = Db::open_read_only(&ro, Options::default()).unwrap();
+    expect_all(&db);
+}
