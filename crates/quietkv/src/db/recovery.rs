@@ -143,12 +143,12 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
         opts,
         env,
         Some(lock),
-        Writable::Some {
+        Some(Writable {
             manifest,
             manifest_number,
             wal: LogWriter::new(LogFile(wal_file)),
             wal_number,
-        },
+        }),
         version,
         Arc::new(Memtable::new()),
         next_file,
@@ -192,7 +192,7 @@ pub(crate) fn open_read_only(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
         opts,
         env,
         lock,
-        Writable::None,
+        None,
         recovered.version,
         replayed.mem,
         next_file,
@@ -311,14 +311,11 @@ fn replay_wals(
 }
 
 /// The manifest and WAL of a database opened for writing.
-enum Writable {
-    None,
-    Some {
-        manifest: LogWriter<LogFile>,
-        manifest_number: u64,
-        wal: LogWriter<LogFile>,
-        wal_number: u64,
-    },
+struct Writable {
+    manifest: LogWriter<LogFile>,
+    manifest_number: u64,
+    wal: LogWriter<LogFile>,
+    wal_number: u64,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -327,7 +324,7 @@ fn build_inner(
     opts: Options,
     env: Arc<IoEnv>,
     lock: Option<DirLock>,
-    writable: Writable,
+    writable: Option<Writable>,
     version: Version,
     mem: Arc<Memtable>,
     next_file: u64,
@@ -342,17 +339,12 @@ fn build_inner(
     ));
     let version = Arc::new(version);
     let (manifest, manifest_number, wal, wal_number) = match writable {
-        Writable::None => (None, 0, None, 0),
-        Writable::Some {
-            manifest,
-            manifest_number,
-            wal,
-            wal_number,
-        } => (
-            Some(manifest),
-            manifest_number,
-            Some(Wal { writer: wal }),
-            wal_number,
+        None => (None, 0, None, 0),
+        Some(w) => (
+            Some(w.manifest),
+            w.manifest_number,
+            Some(Wal { writer: w.wal }),
+            w.wal_number,
         ),
     };
     let sv = SuperVersion {
@@ -360,7 +352,7 @@ fn build_inner(
         imms: Vec::new(),
         version: version.clone(),
     };
-    let inner = Arc::new(Inner {
+    Arc::new(Inner {
         popts: opts.picker_options(),
         dir: dir.clone(),
         opts,
@@ -394,8 +386,7 @@ fn build_inner(
         shutting_down: AtomicBool::new(false),
         counters: stats::Counters::default(),
         compaction_open_files: Arc::new(AtomicUsize::new(0)),
-    });
-    inner
+    })
 }
 
 /// The error for a WAL the manifest says exists but the directory lacks.
