@@ -219,7 +219,7 @@ fn make_room(inner: &Arc<Inner>, force: bool) -> Result<Arc<Memtable>> {
         let new_wal = Wal {
             writer: LogWriter::new(LogFile(file)),
         };
-        let Some(old) = std::mem::replace(&mut *inner.wal.lock(), Some(new_wal)) else {
+        let Some(old) = inner.wal.lock().replace(new_wal) else {
             return Err(super::read_only_error());
         };
         let old_len = old.writer.bytes_written();
