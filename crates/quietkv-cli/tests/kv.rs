@@ -373,3 +373,36 @@ fn writes_refuse_a_database_that_lost_current() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stdout(&o).contains("CURRENT is missing"), "{}", stdout(&o));
 }
+
+#[test]
+fn check_and_get_catch_an_older_table_copied_over_a_newer_one() {
+    let d = tmp();
+    let db = d.path().join("db");
+    // Two tables of identical size: same keys, same-length values.
+    for generation in ["a", "b"] {
+        let input: String = (0..50)
+            .map(|i| format!("key{i:05}\tvalue-{generation}-{i:05}\n"))
+            .collect();
+        let o = qkv_in(&db, &["load"], Some(input.as_bytes()));
+        assert!(o.status.success(), "{}", stderr(&o));
+        ok(&db, &["flush"]);
+    }
+    let t = files(&db, "sst");
+    assert_eq!(t.len(), 2, "{t:?}");
+    let size = fs::metadata(&t[1]).unwrap().len();
+    assert_eq!(fs::metadata(&t[0]).unwrap().len(), size, "test setup");
+    fs::copy(&t[0], &t[1]).unwrap();
+
+    let o = qkv(&db, &["check"]);
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains(&format!("DAMAGED {}", t[1].display())),
+        "{out}"
+    );
+    // A read serves an error, not the older value.
+    let o = qkv(&db, &["get", "key00003"]);
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(stdout(&o), "");
+    assert!(stderr(&o).contains("corruption"), "{}", stderr(&o));
+}

@@ -11,7 +11,9 @@
 //!    consistency rules recovery applies); damage is a problem, a torn last
 //!    edit is a note (recovery drops it too);
 //! 2. lists tables the manifest names that are missing from the directory,
-//!    and live tables whose size differs from what the manifest recorded;
+//!    and live tables whose size differs from what the manifest recorded or
+//!    whose properties name another table or another database (a file
+//!    copied over it; see [`crate::table::identity`]);
 //! 3. opens every `*.sst` (footer, properties, filter and index blocks) and
 //!    streams all its data blocks through [`TableScanner`], which verifies
 //!    each block's checksum; keys must be in increasing internal-key order
@@ -45,7 +47,9 @@ use crate::filenames::{self, FileKind, CURRENT, LOCK};
 use crate::iter::InternalIterator;
 use crate::key::compare_internal;
 use crate::log::{LogReader, TailState};
-use crate::table::{RandomSource, SeqSource, TableReader, TableScanner};
+use crate::table::{
+    ExpectedTable, RandomSource, SeqSource, TableProperties, TableReader, TableScanner,
+};
 use crate::version::{FileMeta, Version, VersionBuilder, VersionEdit};
 
 /// One finding: where and what.
@@ -167,9 +171,10 @@ pub fn check_dir_with(dir: impl AsRef<Path>, opts: CheckOptions) -> Result<Check
             }
         }
     }
+    let db_id = manifest.as_ref().map_or(0, |m| m.db_id);
     for &n in &tables {
         let meta = manifest.as_ref().map(|m| m.live_table(n));
-        c.check_table(n, meta);
+        c.check_table(n, meta, db_id);
     }
     for &n in &wals {
         let live = match &manifest {
@@ -207,6 +212,8 @@ fn shared_lock(dir: &Path) -> Result<(Option<File>, bool)> {
 struct Manifest {
     version: Version,
     log_number: u64,
+    /// 0 when the manifest records none (not compared).
+    db_id: u64,
 }
 
 impl Manifest {
@@ -301,6 +308,7 @@ impl Checker<'_> {
         let mut reader = LogReader::new(&path, &data);
         let mut builder = VersionBuilder::new(&Version::new());
         let mut log_number = 0;
+        let mut db_id = 0;
         loop {
             let record = match reader.read_record() {
                 Ok(Some(r)) => r,
@@ -323,6 +331,9 @@ impl Checker<'_> {
             if let Some(n) = edit.log_number {
                 log_number = n;
             }
+            if let Some(id) = edit.db_id {
+                db_id = id;
+            }
             self.report.manifest_edits += 1;
         }
         if let TailState::Torn { offset } = reader.tail() {
@@ -340,6 +351,7 @@ impl Checker<'_> {
             Ok(version) => Some(Manifest {
                 version,
                 log_number,
+                db_id,
             }),
             Err(e) => {
                 let msg = format!("manifest describes an invalid tree: {}", e.message());
@@ -350,8 +362,9 @@ impl Checker<'_> {
     }
 
     /// `meta`: `None` if the manifest is unreadable, `Some(None)` if it does
-    /// not name this table, `Some(Some(m))` for a live table.
-    fn check_table(&mut self, number: u64, meta: Option<Option<FileMeta>>) {
+    /// not name this table, `Some(Some(m))` for a live table. `db_id`: the
+    /// manifest's (0 = unknown).
+    fn check_table(&mut self, number: u64, meta: Option<Option<FileMeta>>, db_id: u64) {
         let path = filenames::table_path(self.dir, number);
         let serious = !matches!(meta, Some(None));
         self.report.tables += 1;
@@ -372,7 +385,12 @@ impl Checker<'_> {
                             "table holds {} entries but the manifest recorded {}",
                             scan.entries, m.num_entries
                         );
-                        self.problem(path, None, msg);
+                        self.problem(path.clone(), None, msg);
+                    }
+                    // The size was compared above, with its own message.
+                    let expected = ExpectedTable::new(&m, db_id);
+                    if let Err(e) = expected.verify_properties(&path, &scan.props) {
+                        self.error(&e, &path, true);
                     }
                 }
             }
@@ -447,6 +465,7 @@ impl Checker<'_> {
 
 struct TableScan {
     size: u64,
+    props: TableProperties,
     blocks: u64,
     entries: u64,
 }
@@ -501,6 +520,7 @@ fn scan_table(path: &Path, number: u64) -> std::result::Result<TableScan, (Error
     match result {
         Ok(()) => Ok(TableScan {
             size,
+            props: table.properties().clone(),
             blocks: num_blocks,
             entries,
         }),

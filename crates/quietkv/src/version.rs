@@ -88,6 +88,11 @@ pub struct VersionEdit {
     /// `(level, file number)`.
     pub deleted_files: Vec<(usize, u64)>,
     pub new_files: Vec<(usize, FileMeta)>,
+    /// The database's random id, written in the full-version edit that
+    /// starts each manifest; tables record it to tell their database's
+    /// files from another one's. `None` in every other edit (and in
+    /// manifests of databases created before ids existed).
+    pub db_id: Option<u64>,
 }
 
 const TAG_LOG_NUMBER: u64 = 1;
@@ -96,6 +101,8 @@ const TAG_LAST_SEQUENCE: u64 = 3;
 const TAG_COMPACT_POINTER: u64 = 4;
 const TAG_DELETED_FILE: u64 = 5;
 const TAG_NEW_FILE: u64 = 6;
+// Tags 7 and 8 are taken by the WAL fields.
+const TAG_DB_ID: u64 = 9;
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
@@ -229,6 +236,10 @@ impl VersionEdit {
             put_varint(&mut out, f.num_entries);
             put_varint(&mut out, f.num_deletes);
         }
+        if let Some(v) = self.db_id {
+            put_varint(&mut out, TAG_DB_ID);
+            put_varint(&mut out, v);
+        }
         out
     }
 
@@ -292,6 +303,10 @@ impl VersionEdit {
                     };
                     check_file_meta(&f).map_err(|e| e.with_offset(tag_pos as u64))?;
                     e.new_files.push((level, f));
+                }
+                TAG_DB_ID => {
+                    let v = r.varint("database id")?;
+                    set_once(&mut e.db_id, v, &r, "database id")?;
                 }
                 other => {
                     return Err(
@@ -639,6 +654,7 @@ pub(crate) mod tests {
             log_number: Some(7),
             next_file_number: Some(u64::MAX),
             last_sequence: Some(1 << 50),
+            db_id: Some(0x1234_5678_9abc_def0),
             ..Default::default()
         };
         e.compact_pointers
@@ -662,6 +678,10 @@ pub(crate) mod tests {
         let mut dup = enc.clone();
         dup.extend_from_slice(&[1, 5]);
         assert!(VersionEdit::decode(&dup).is_err());
+        let mut dup = enc.clone();
+        dup.extend_from_slice(&[TAG_DB_ID as u8, 5]);
+        let e = VersionEdit::decode(&dup).unwrap_err();
+        assert!(e.to_string().contains("duplicate database id"), "{e}");
         // Level out of range.
         assert!(VersionEdit::decode(&[5, 7, 1]).is_err());
         assert!(VersionEdit::decode(&[5, 6, 1]).is_ok());
@@ -820,14 +840,16 @@ pub(crate) mod tests {
             proptest::collection::vec((0..NUM_LEVELS, arb_ikey()), 0..3),
             proptest::collection::vec((0..NUM_LEVELS, any::<u64>()), 0..4),
             proptest::collection::vec((0..NUM_LEVELS, arb_meta()), 0..4),
+            proptest::option::of(any::<u64>()),
         )
-            .prop_map(|(a, b, c, cp, del, new)| VersionEdit {
+            .prop_map(|(a, b, c, cp, del, new, id)| VersionEdit {
                 log_number: a,
                 next_file_number: b,
                 last_sequence: c,
                 compact_pointers: cp,
                 deleted_files: del,
                 new_files: new,
+                db_id: id,
             })
     }
 

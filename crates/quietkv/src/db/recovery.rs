@@ -77,7 +77,10 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
             ))
             .with_file(dir.join(CURRENT)));
         }
-        Recovered::default()
+        Recovered {
+            db_id: new_db_id()?,
+            ..Recovered::default()
+        }
     };
     for number in recovered.version.all_file_numbers() {
         let p = table_path(&dir, number);
@@ -130,7 +133,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
             if mem.approximate_bytes() >= opts.memtable_size {
                 let number = next_file;
                 next_file += 1;
-                if let Some(meta) = write_l0(&env, &dir, &opts, &mem, number)? {
+                if let Some(meta) = write_l0(&env, &dir, &opts, &mem, number, recovered.db_id)? {
                     edit.add_file(0, meta);
                 }
                 mem = Arc::new(Memtable::new());
@@ -150,7 +153,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
     if !mem.is_empty() {
         let number = next_file;
         next_file += 1;
-        if let Some(meta) = write_l0(&env, &dir, &opts, &mem, number)? {
+        if let Some(meta) = write_l0(&env, &dir, &opts, &mem, number, recovered.db_id)? {
             edit.add_file(0, meta);
         }
     }
@@ -173,6 +176,8 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
     snapshot.log_number = Some(wal_number);
     snapshot.next_file_number = Some(next_file);
     snapshot.last_sequence = Some(last_seq);
+    // 0: a database created before ids existed keeps having none.
+    snapshot.db_id = (recovered.db_id != 0).then_some(recovered.db_id);
     let manifest_path = dir.join(manifest_name(manifest_number));
     let mut manifest = LogWriter::new(LogFile(env.create(&manifest_path, IoClass::Manifest)?));
     manifest.add_record(&snapshot.encode())?;
@@ -186,6 +191,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
         env.clone(),
         opts.max_open_tables,
         block_cache,
+        recovered.db_id,
     ));
     let version = Arc::new(version);
     let mem = Arc::new(Memtable::new());
@@ -197,6 +203,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
     let inner = Arc::new(Inner {
         popts: opts.picker_options(),
         dir: dir.clone(),
+        db_id: recovered.db_id,
         opts,
         env,
         _lock: lock,
@@ -265,6 +272,9 @@ struct Recovered {
     log_number: u64,
     next_file: u64,
     last_seq: SeqNo,
+    /// 0 when the manifest has none (a database created before ids
+    /// existed): table ids are then not compared.
+    db_id: u64,
 }
 
 /// Replays the manifest named by CURRENT. A torn last record is an edit
@@ -305,6 +315,17 @@ fn read_manifest(dir: &Path) -> Result<Recovered> {
         if let Some(n) = edit.last_sequence {
             r.last_seq = n;
         }
+        if let Some(id) = edit.db_id {
+            if r.db_id != 0 && r.db_id != id {
+                return Err(Error::corruption(format!(
+                    "manifest edit changes the database id from {:016x} to {id:016x}",
+                    r.db_id
+                ))
+                .with_file(&path)
+                .with_offset(offset));
+            }
+            r.db_id = id;
+        }
         edits += 1;
     }
     if edits == 0 {
@@ -342,14 +363,15 @@ fn list(dir: &Path) -> Result<Vec<FileKind>> {
         .collect())
 }
 
-/// Writes a memtable as table `number` (FlushWrite class), synced, and
-/// returns its metadata (None for an empty memtable).
+/// Writes a memtable as table `number` of database `db_id` (FlushWrite
+/// class), synced, and returns its metadata (None for an empty memtable).
 pub(crate) fn write_l0(
     env: &IoEnv,
     dir: &Path,
     opts: &Options,
     mem: &Arc<Memtable>,
     number: u64,
+    db_id: u64,
 ) -> Result<Option<FileMeta>> {
     if mem.is_empty() {
         return Ok(None);
@@ -357,7 +379,8 @@ pub(crate) fn write_l0(
     let path = table_path(dir, number);
     let result = (|| {
         let file = env.create(&path, IoClass::FlushWrite)?;
-        let mut builder = TableBuilder::new(TableFile(file), opts.table_options());
+        let mut builder =
+            TableBuilder::new(TableFile(file), opts.table_options()).with_identity(number, db_id);
         let mut it = mem.iter();
         it.seek_to_first()?;
         while it.valid() {
@@ -385,5 +408,23 @@ pub(crate) fn meta_from(number: u64, s: &crate::table::TableSummary) -> FileMeta
         largest_seq: s.largest_seq,
         num_entries: s.num_entries,
         num_deletes: s.num_deletes,
+    }
+}
+
+/// A random, nonzero id for a new database (0 means "unknown"), from the
+/// kernel's random source.
+fn new_db_id() -> Result<u64> {
+    let path = Path::new("/dev/urandom");
+    let mut f = File::open(path).map_err(|e| {
+        Error::io(e, "cannot open the random source for a database id").with_file(path)
+    })?;
+    loop {
+        let mut b = [0u8; 8];
+        std::io::Read::read_exact(&mut f, &mut b)
+            .map_err(|e| Error::io(e, "cannot read a database id").with_file(path))?;
+        let id = u64::from_le_bytes(b);
+        if id != 0 {
+            return Ok(id);
+        }
     }
 }
