@@ -189,20 +189,16 @@ fn bytes(s: OsString) -> Vec<u8> {
     s.into_vec()
 }
 
-/// Opens an existing database (or creates one when `create`).
+/// Opens an existing database (or creates one when `create`). Without
+/// CURRENT, a read finds no database (exit 1) without writing to the
+/// directory, and a directory that holds a database but lost CURRENT is
+/// damage (exit 2, naming the manifest to restore CURRENT from).
 fn open(dir: &Path, create: bool) -> Result<Db, Failure> {
-    if !dir.join("CURRENT").exists() {
+    use quietkv::creation::{inspect, Creation};
+    if let Creation::NotCreated { .. } = inspect(dir)? {
         if !create {
             return Err(Failure::user(format!(
                 "no quietkv database in {} (no CURRENT file)",
-                dir.display()
-            )));
-        }
-        // Db::open would start an empty database here and delete the
-        // tables as obsolete: never do that to a database that lost CURRENT.
-        if let Some(name) = database_file(dir) {
-            return Err(Failure::user(format!(
-                "{} holds database files ({name}) but no CURRENT; refusing to create a new database over them (see quietkv check)",
                 dir.display()
             )));
         }
@@ -214,21 +210,6 @@ fn open(dir: &Path, create: bool) -> Result<Db, Failure> {
             ..Options::default()
         },
     )?)
-}
-
-/// The name of a table, WAL or manifest in `dir`, if any.
-fn database_file(dir: &Path) -> Option<String> {
-    use quietkv::filenames::{parse, FileKind};
-    std::fs::read_dir(dir)
-        .ok()?
-        .flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
-        .find(|n| {
-            matches!(
-                parse(n),
-                Some(FileKind::Table(_) | FileKind::Wal(_) | FileKind::Manifest(_))
-            )
-        })
 }
 
 /// Applies `key<TAB>value` lines in batches of `batch_size`. With `sync`,

@@ -364,14 +364,28 @@ fn writes_refuse_a_database_that_lost_current() {
     ok(&db, &["put", "a", "1"]);
     ok(&db, &["flush"]);
     fs::remove_file(db.join("CURRENT")).unwrap();
-    let o = qkv(&db, &["put", "b", "2"]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("no CURRENT"), "{}", stderr(&o));
+    // Damage (exit 2) for writes and reads alike, naming the manifest that
+    // CURRENT can be restored from.
+    let manifest = fs::read_dir(&db)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("MANIFEST-"))
+        .max()
+        .unwrap();
+    for args in [&["put", "b", "2"][..], &["get", "a"]] {
+        let o = qkv(&db, args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.contains("CURRENT is missing"), "{err}");
+        assert!(err.contains(&manifest), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
     assert_eq!(files(&db, "sst").len(), 1, "the table must survive");
     // check reports it as damage.
     let o = qkv(&db, &["check"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stdout(&o).contains("CURRENT is missing"), "{}", stdout(&o));
+    assert!(stdout(&o).contains(&manifest), "{}", stdout(&o));
 }
 
 #[test]
@@ -405,4 +419,28 @@ fn check_and_get_catch_an_older_table_copied_over_a_newer_one() {
     assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
     assert_eq!(stdout(&o), "");
     assert!(stderr(&o).contains("corruption"), "{}", stderr(&o));
+}
+
+#[test]
+fn put_finishes_a_creation_that_was_cut_short() {
+    let d = tmp();
+    let db = d.path().join("db");
+    // What a kill before CURRENT leaves: LOCK, an empty first manifest,
+    // an empty WAL and the temporary CURRENT.
+    fs::create_dir(&db).unwrap();
+    for name in ["LOCK", "MANIFEST-000003", "000002.log", "CURRENT.3.tmp"] {
+        fs::write(db.join(name), b"").unwrap();
+    }
+    // A read finds no database (and leaves the directory alone).
+    let o = qkv(&db, &["get", "a"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no quietkv database"), "{}", stderr(&o));
+    assert!(db.join("CURRENT.3.tmp").exists());
+    let o = qkv(&db, &["check"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    // A write creates the database.
+    ok(&db, &["put", "a", "1"]);
+    assert_eq!(ok(&db, &["get", "a"]), "1\n");
+    assert!(!db.join("CURRENT.3.tmp").exists());
+    ok(&db, &["check"]);
 }

@@ -42,6 +42,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::batch::WriteBatch;
+use crate::creation::{self, Creation};
 use crate::error::{Error, ErrorKind, Result};
 use crate::filenames::{self, FileKind, CURRENT, LOCK};
 use crate::iter::InternalIterator;
@@ -133,12 +134,24 @@ pub fn check_dir_with(dir: impl AsRef<Path>, opts: CheckOptions) -> Result<Check
     }
     tables.sort_unstable();
     wals.sort_unstable();
-    if !has_current && tables.is_empty() && wals.is_empty() {
-        return Err(
-            Error::invalid("no quietkv database here (no CURRENT, tables or WAL files)")
-                .with_file(dir),
-        );
-    }
+    // Without CURRENT there is either no database (nothing, or what an
+    // unfinished creation leaves: the next open starts afresh) or one that
+    // lost CURRENT, which is damage.
+    let lost_current = if has_current {
+        None
+    } else {
+        match creation::inspect(dir) {
+            Ok(Creation::NotCreated { .. }) => {
+                return Err(Error::invalid(
+                    "no quietkv database here (no CURRENT file, and no tables, WAL records or manifest edits)",
+                )
+                .with_file(dir))
+            }
+            Ok(Creation::Complete) => None,
+            Err(e) if e.kind() == ErrorKind::Corruption => Some(e),
+            Err(e) => return Err(e),
+        }
+    };
 
     let (_lock, lock_held) = shared_lock(dir)?;
     if lock_held && !opts.ignore_lock {
@@ -157,7 +170,7 @@ pub fn check_dir_with(dir: impl AsRef<Path>, opts: CheckOptions) -> Result<Check
             ..CheckReport::default()
         },
     };
-    let manifest = c.read_manifest(has_current);
+    let manifest = c.read_manifest(lost_current);
     if let Some(m) = &manifest {
         c.report.live_tables = m.version.total_files() as u64;
         for f in (0..crate::version::NUM_LEVELS).flat_map(|l| m.version.files(l)) {
@@ -267,15 +280,12 @@ impl Checker<'_> {
     }
 
     /// Reads CURRENT and replays its manifest; `None` (with a problem
-    /// recorded) if that is impossible.
-    fn read_manifest(&mut self, has_current: bool) -> Option<Manifest> {
+    /// recorded) if that is impossible. `lost_current`: why CURRENT is
+    /// missing from a directory that holds a database.
+    fn read_manifest(&mut self, lost_current: Option<Error>) -> Option<Manifest> {
         let current_path = self.dir.join(CURRENT);
-        if !has_current {
-            self.problem(
-                current_path,
-                None,
-                "CURRENT is missing: the manifest cannot be found".into(),
-            );
+        if let Some(e) = lost_current {
+            self.problem(current_path, None, e.message().to_string());
             return None;
         }
         let current = match fs::read(&current_path) {

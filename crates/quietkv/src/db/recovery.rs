@@ -14,6 +14,7 @@ use quietio::{IoClass, IoEnv};
 use super::{stats, Inner, State, SuperVersion, Wal};
 use crate::batch::WriteBatch;
 use crate::block_cache::BlockCache;
+use crate::creation::{self, Creation};
 use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::{LogFile, TableFile};
 use crate::filenames::{self, manifest_name, table_path, wal_path, FileKind, CURRENT, LOCK};
@@ -53,29 +54,35 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
         }
         read_manifest(&dir)?
     } else {
+        // Never create a new database over the remains of an old one (its
+        // tables would be garbage to the new manifest and deleted): only
+        // over what a creation cut short before CURRENT leaves, which held
+        // no data and is removed first. Anything else is Corruption.
+        let leftovers = match creation::inspect(&dir)? {
+            Creation::NotCreated { leftovers } => leftovers,
+            // We hold the LOCK, so no quietkv process made it.
+            Creation::Complete => {
+                return Err(Error::new(
+                    ErrorKind::Busy,
+                    "CURRENT appeared while the database was being created: something else writes to this directory",
+                )
+                .with_file(current))
+            }
+        };
         if !opts.create_if_missing {
             return Err(Error::invalid(
                 "no database here (no CURRENT file) and create_if_missing is off",
             )
             .with_file(&dir));
         }
-        // Never create a new database over the remains of an old one: its
-        // tables would be garbage to the new manifest and deleted.
-        let leftovers = list(&dir)?
-            .into_iter()
-            .filter(|k| {
-                matches!(
-                    k,
-                    FileKind::Table(_) | FileKind::Wal(_) | FileKind::Manifest(_)
-                )
-            })
-            .count();
-        if leftovers > 0 {
-            return Err(Error::corruption(format!(
-                "CURRENT is missing but the directory holds {leftovers} database file(s) (tables, WALs or manifests); \
-                 refusing to create a new database over them. If CURRENT was lost, recreate it naming the newest MANIFEST-*"
-            ))
-            .with_file(dir.join(CURRENT)));
+        if !leftovers.is_empty() {
+            log::warn!(
+                "quietkv: {}: removing {} file(s) left by a creation that never finished",
+                dir.display(),
+                leftovers.len()
+            );
+            creation::remove_leftovers(&leftovers)?;
+            env.sync_dir()?;
         }
         Recovered {
             db_id: new_db_id()?,
