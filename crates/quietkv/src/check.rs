@@ -341,9 +341,14 @@ impl Checker<'_> {
             if let Some(n) = edit.log_number {
                 log_number = n;
             }
-            if let Some(id) = edit.db_id {
-                db_id = id;
-            }
+            db_id = match crate::table::identity::db_id_after_edit(db_id, edit.db_id) {
+                Ok(id) => id,
+                Err(e) => {
+                    let msg = format!("bad manifest edit: {}", e.message());
+                    self.problem(path, Some(offset), msg);
+                    return None;
+                }
+            };
             self.report.manifest_edits += 1;
         }
         if let TailState::Torn { offset } = reader.tail() {

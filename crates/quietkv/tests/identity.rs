@@ -226,3 +226,41 @@ fn database_without_an_id_still_opens_reads_and_compacts() {
     let r = check_dir(d.path()).unwrap();
     assert!(r.is_ok(), "{:?}", r.problems);
 }
+
+#[test]
+fn manifest_mixing_two_database_ids_is_corruption() {
+    use quietkv::log::{LogReader, LogWriter};
+    use quietkv::version::VersionEdit;
+    let d = dir();
+    make_db(d.path(), 1, KEYS);
+    let name = fs::read_to_string(d.path().join("CURRENT")).unwrap();
+    let path = d.path().join(name.trim());
+    let data = fs::read(&path).unwrap();
+    let mut reader = LogReader::new(&path, &data);
+    let mut out = LogWriter::new(Vec::new());
+    let mut id = 0;
+    while let Some(record) = reader.read_record().unwrap() {
+        id = VersionEdit::decode(record).unwrap().db_id.unwrap_or(id);
+        out.add_record(record).unwrap();
+    }
+    assert_ne!(id, 0);
+    let foreign = VersionEdit {
+        db_id: Some(id ^ 1),
+        ..Default::default()
+    };
+    out.add_record(&foreign.encode()).unwrap();
+    fs::write(&path, out.into_inner()).unwrap();
+
+    let e = Db::open(d.path(), Options::default()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+    assert_eq!(e.file(), Some(path.as_path()), "{e}");
+    assert!(e.to_string().contains("changes the database id"), "{e}");
+    let r = check_dir(d.path()).unwrap();
+    assert!(
+        r.problems
+            .iter()
+            .any(|p| p.file == path && p.message.contains("changes the database id")),
+        "{:?}",
+        r.problems
+    );
+}

@@ -322,17 +322,8 @@ fn read_manifest(dir: &Path) -> Result<Recovered> {
         if let Some(n) = edit.last_sequence {
             r.last_seq = n;
         }
-        if let Some(id) = edit.db_id {
-            if r.db_id != 0 && r.db_id != id {
-                return Err(Error::corruption(format!(
-                    "manifest edit changes the database id from {:016x} to {id:016x}",
-                    r.db_id
-                ))
-                .with_file(&path)
-                .with_offset(offset));
-            }
-            r.db_id = id;
-        }
+        r.db_id = crate::table::identity::db_id_after_edit(r.db_id, edit.db_id)
+            .map_err(|e| e.with_file(&path).with_offset(offset))?;
         edits += 1;
     }
     if edits == 0 {

@@ -79,6 +79,20 @@ impl ExpectedTable {
     }
 }
 
+/// The database id after a manifest edit that may record one (`known` 0 =
+/// none seen yet). Only a manifest's first edit records it, so a different
+/// id later means edits of two databases were mixed: Corruption (the
+/// caller adds the manifest's name and the edit's offset).
+pub fn db_id_after_edit(known: u64, recorded: Option<u64>) -> Result<u64> {
+    match recorded {
+        None => Ok(known),
+        Some(id) if known == 0 || id == known => Ok(id),
+        Some(id) => Err(Error::corruption(format!(
+            "manifest edit changes the database id from {known:016x} to {id:016x}"
+        ))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,6 +111,17 @@ mod tests {
         size: 4096,
         db_id: 0xabc,
     };
+
+    #[test]
+    fn a_manifest_keeps_one_database_id() {
+        assert_eq!(db_id_after_edit(0, None).unwrap(), 0);
+        assert_eq!(db_id_after_edit(0, Some(5)).unwrap(), 5);
+        assert_eq!(db_id_after_edit(5, None).unwrap(), 5);
+        assert_eq!(db_id_after_edit(5, Some(5)).unwrap(), 5);
+        let e = db_id_after_edit(5, Some(6)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Corruption);
+        assert!(e.to_string().contains("changes the database id"), "{e}");
+    }
 
     #[test]
     fn matching_and_unknown_identities_pass() {
