@@ -128,11 +128,15 @@ fn run(db: Option<PathBuf>, cmd: KvCommand) -> Result<ExitCode, Failure> {
     let Some(dir) = db else {
         return Err(Failure::user("--db DIR is required for this command"));
     };
-    let creates = matches!(cmd, KvCommand::Put { .. } | KvCommand::Load { .. });
+    let access = match cmd {
+        KvCommand::Put { .. } | KvCommand::Load { .. } => Access::Create,
+        KvCommand::Delete { .. } | KvCommand::Flush | KvCommand::Compact => Access::Write,
+        _ => Access::Read,
+    };
     if let KvCommand::Check { force } = cmd {
         return crate::check_cmd::run(&dir, force);
     }
-    let db = open(&dir, creates)?;
+    let db = open(&dir, access)?;
     let mut out = BufWriter::new(io::stdout().lock());
     match cmd {
         KvCommand::Put { key, value } => db.put(&bytes(key), &bytes(value))?,
@@ -189,46 +193,41 @@ fn bytes(s: OsString) -> Vec<u8> {
     s.into_vec()
 }
 
-/// Opens an existing database (or creates one when `create`).
-fn open(dir: &Path, create: bool) -> Result<Db, Failure> {
-    if !dir.join("CURRENT").exists() {
-        if !create {
+/// What a command does to the database.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// Reads only: opened read-only, nothing in the directory is written
+    /// (works on a read-only mount or a full disk).
+    Read,
+    /// Writes to an existing database.
+    Write,
+    /// Writes, creating the database if there is none.
+    Create,
+}
+
+/// Opens the database for `access`. Without CURRENT, a command finds no
+/// database (exit 1) without writing to the directory, and a directory
+/// that holds a database but lost CURRENT is damage (exit 2, naming the
+/// manifest to restore CURRENT from).
+fn open(dir: &Path, access: Access) -> Result<Db, Failure> {
+    use quietkv::creation::{inspect, Creation};
+    if let Creation::NotCreated { .. } = inspect(dir)? {
+        if access != Access::Create {
             return Err(Failure::user(format!(
                 "no quietkv database in {} (no CURRENT file)",
                 dir.display()
             )));
         }
-        // Db::open would start an empty database here and delete the
-        // tables as obsolete: never do that to a database that lost CURRENT.
-        if let Some(name) = database_file(dir) {
-            return Err(Failure::user(format!(
-                "{} holds database files ({name}) but no CURRENT; refusing to create a new database over them (see quietkv check)",
-                dir.display()
-            )));
-        }
     }
-    Ok(Db::open(
-        dir,
-        Options {
-            create_if_missing: create,
-            ..Options::default()
-        },
-    )?)
-}
-
-/// The name of a table, WAL or manifest in `dir`, if any.
-fn database_file(dir: &Path) -> Option<String> {
-    use quietkv::filenames::{parse, FileKind};
-    std::fs::read_dir(dir)
-        .ok()?
-        .flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
-        .find(|n| {
-            matches!(
-                parse(n),
-                Some(FileKind::Table(_) | FileKind::Wal(_) | FileKind::Manifest(_))
-            )
-        })
+    let opts = Options {
+        create_if_missing: access == Access::Create,
+        ..Options::default()
+    };
+    Ok(if access == Access::Read {
+        Db::open_read_only(dir, opts)?
+    } else {
+        Db::open(dir, opts)?
+    })
 }
 
 /// Applies `key<TAB>value` lines in batches of `batch_size`. With `sync`,

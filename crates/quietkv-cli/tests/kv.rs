@@ -367,14 +367,85 @@ fn writes_refuse_a_database_that_lost_current() {
     ok(&db, &["put", "a", "1"]);
     ok(&db, &["flush"]);
     fs::remove_file(db.join("CURRENT")).unwrap();
-    let o = qkv(&db, &["put", "b", "2"]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("no CURRENT"), "{}", stderr(&o));
+    // Damage (exit 2) for writes and reads alike, naming the manifest that
+    // CURRENT can be restored from.
+    let manifest = fs::read_dir(&db)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("MANIFEST-"))
+        .max()
+        .unwrap();
+    for args in [&["put", "b", "2"][..], &["get", "a"]] {
+        let o = qkv(&db, args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.contains("CURRENT is missing"), "{err}");
+        assert!(err.contains(&manifest), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
     assert_eq!(files(&db, "sst").len(), 1, "the table must survive");
     // check reports it as damage.
     let o = qkv(&db, &["check"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stdout(&o).contains("CURRENT is missing"), "{}", stdout(&o));
+    assert!(stdout(&o).contains(&manifest), "{}", stdout(&o));
+}
+
+#[test]
+fn check_and_get_catch_an_older_table_copied_over_a_newer_one() {
+    let d = tmp();
+    let db = d.path().join("db");
+    // Two tables of identical size: same keys, same-length values.
+    for generation in ["a", "b"] {
+        let input: String = (0..50)
+            .map(|i| format!("key{i:05}\tvalue-{generation}-{i:05}\n"))
+            .collect();
+        let o = qkv_in(&db, &["load"], Some(input.as_bytes()));
+        assert!(o.status.success(), "{}", stderr(&o));
+        ok(&db, &["flush"]);
+    }
+    let t = files(&db, "sst");
+    assert_eq!(t.len(), 2, "{t:?}");
+    let size = fs::metadata(&t[1]).unwrap().len();
+    assert_eq!(fs::metadata(&t[0]).unwrap().len(), size, "test setup");
+    fs::copy(&t[0], &t[1]).unwrap();
+
+    let o = qkv(&db, &["check"]);
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains(&format!("DAMAGED {}", t[1].display())),
+        "{out}"
+    );
+    // A read serves an error, not the older value.
+    let o = qkv(&db, &["get", "key00003"]);
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(stdout(&o), "");
+    assert!(stderr(&o).contains("corruption"), "{}", stderr(&o));
+}
+
+#[test]
+fn put_finishes_a_creation_that_was_cut_short() {
+    let d = tmp();
+    let db = d.path().join("db");
+    // What a kill before CURRENT leaves: LOCK, an empty first manifest,
+    // an empty WAL and the temporary CURRENT.
+    fs::create_dir(&db).unwrap();
+    for name in ["LOCK", "MANIFEST-000003", "000002.log", "CURRENT.3.tmp"] {
+        fs::write(db.join(name), b"").unwrap();
+    }
+    // A read finds no database (and leaves the directory alone).
+    let o = qkv(&db, &["get", "a"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no quietkv database"), "{}", stderr(&o));
+    assert!(db.join("CURRENT.3.tmp").exists());
+    let o = qkv(&db, &["check"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    // A write creates the database.
+    ok(&db, &["put", "a", "1"]);
+    assert_eq!(ok(&db, &["get", "a"]), "1\n");
+    assert!(!db.join("CURRENT.3.tmp").exists());
+    ok(&db, &["check"]);
 }
 
 /// Issue 11: `load --sync --batch 50` of 1,000 keys (all acked), then one
@@ -506,4 +577,57 @@ fn load_with_an_oversized_key_keeps_the_lines_before_it() {
     assert!(err.contains("2 entries before it were loaded"), "{err}");
     assert_eq!(stdout(&o), "acked 2\n");
     assert_eq!(ok(&db, &["scan"]), "a\t1\nb\t2\n");
+}
+
+/// Issue 11: reads go through `Db::open_read_only`, so they leave the
+/// directory exactly as they found it and work on a read-only mount.
+#[test]
+fn reads_write_nothing_and_work_on_a_read_only_mount() {
+    let d = tmp();
+    let db = d.path().join("db");
+    let o = qkv_in(&db, &["load"], Some(lines(300).as_bytes()));
+    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&db, &["flush"]);
+    ok(&db, &["put", "walonly", "v"]);
+    let listing = |p: &Path| {
+        let mut v: Vec<_> = fs::read_dir(p)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                let m = e.metadata().unwrap();
+                (e.file_name(), m.len(), m.modified().unwrap())
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let before = listing(&db);
+    assert_eq!(ok(&db, &["get", "walonly"]), "v\n");
+    assert_eq!(ok(&db, &["scan"]).lines().count(), 301);
+    ok(&db, &["stats"]);
+    assert_eq!(listing(&db), before, "a read command changed the directory");
+
+    if unsafe { libc::geteuid() } != 0 {
+        assert!(std::env::var_os("CI").is_none(), "CI runs as root");
+        return;
+    }
+    let ro = d.path().join("ro");
+    fs::create_dir_all(&ro).unwrap();
+    let mount = |args: &[&str]| {
+        let ok = Command::new("mount").args(args).status().unwrap().success();
+        assert!(ok, "mount {args:?}");
+    };
+    mount(&["--bind", db.to_str().unwrap(), ro.to_str().unwrap()]);
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _guard = Unmount(ro.clone());
+    mount(&["-o", "remount,bind,ro", ro.to_str().unwrap()]);
+    assert_eq!(ok(&ro, &["get", "key00007"]), "value 7\n");
+    assert_eq!(ok(&ro, &["scan", "--limit", "2"]).lines().count(), 2);
+    let o = qkv(&ro, &["put", "x", "y"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
 }

@@ -11,7 +11,9 @@
 //!    consistency rules recovery applies); damage is a problem, a torn last
 //!    edit is a note (recovery drops it too);
 //! 2. lists tables the manifest names that are missing from the directory,
-//!    and live tables whose size differs from what the manifest recorded;
+//!    and live tables whose size differs from what the manifest recorded or
+//!    whose properties name another table or another database (a file
+//!    copied over it; see [`crate::table::identity`]);
 //! 3. opens every `*.sst` (footer, properties, filter and index blocks) and
 //!    streams all its data blocks through [`TableScanner`], which verifies
 //!    each block's checksum; keys must be in increasing internal-key order
@@ -44,12 +46,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::batch::WriteBatch;
+use crate::creation::{self, Creation};
 use crate::error::{Error, ErrorKind, Result};
 use crate::filenames::{self, FileKind, CURRENT};
 use crate::iter::InternalIterator;
 use crate::key::compare_internal;
 use crate::log::{LogReader, TailState};
-use crate::table::{RandomSource, SeqSource, TableReader, TableScanner};
+use crate::table::{
+    ExpectedTable, RandomSource, SeqSource, TableProperties, TableReader, TableScanner,
+};
 use crate::version::{FileMeta, Version, VersionBuilder, VersionEdit};
 use crate::wal_set::WalSet;
 
@@ -134,12 +139,24 @@ pub fn check_dir_with(dir: impl AsRef<Path>, opts: CheckOptions) -> Result<Check
     }
     tables.sort_unstable();
     wals.sort_unstable();
-    if !has_current && tables.is_empty() && wals.is_empty() {
-        return Err(
-            Error::invalid("no quietkv database here (no CURRENT, tables or WAL files)")
-                .with_file(dir),
-        );
-    }
+    // Without CURRENT there is either no database (nothing, or what an
+    // unfinished creation leaves: the next open starts afresh) or one that
+    // lost CURRENT, which is damage.
+    let lost_current = if has_current {
+        None
+    } else {
+        match creation::inspect(dir) {
+            Ok(Creation::NotCreated { .. }) => {
+                return Err(Error::invalid(
+                    "no quietkv database here (no CURRENT file, and no tables, WAL records or manifest edits)",
+                )
+                .with_file(dir))
+            }
+            Ok(Creation::Complete) => None,
+            Err(e) if e.kind() == ErrorKind::Corruption => Some(e),
+            Err(e) => return Err(e),
+        }
+    };
 
     let (_lock, lock_held) = match crate::lockfile::lock_shared(dir) {
         Ok(lock) => (lock, false),
@@ -162,7 +179,7 @@ pub fn check_dir_with(dir: impl AsRef<Path>, opts: CheckOptions) -> Result<Check
             ..CheckReport::default()
         },
     };
-    let manifest = c.read_manifest(has_current);
+    let manifest = c.read_manifest(lost_current);
     if let Some(m) = &manifest {
         c.report.live_tables = m.version.total_files() as u64;
         for f in (0..crate::version::NUM_LEVELS).flat_map(|l| m.version.files(l)) {
@@ -176,9 +193,10 @@ pub fn check_dir_with(dir: impl AsRef<Path>, opts: CheckOptions) -> Result<Check
             }
         }
     }
+    let db_id = manifest.as_ref().map_or(0, |m| m.db_id);
     for &n in &tables {
         let meta = manifest.as_ref().map(|m| m.live_table(n));
-        c.check_table(n, meta);
+        c.check_table(n, meta, db_id);
     }
     if let Some(m) = &manifest {
         for required in m.wals.required() {
@@ -202,6 +220,8 @@ pub fn check_dir_with(dir: impl AsRef<Path>, opts: CheckOptions) -> Result<Check
 struct Manifest {
     version: Version,
     wals: WalSet,
+    /// 0 when the manifest records none (not compared).
+    db_id: u64,
 }
 
 impl Manifest {
@@ -255,15 +275,12 @@ impl Checker<'_> {
     }
 
     /// Reads CURRENT and replays its manifest; `None` (with a problem
-    /// recorded) if that is impossible.
-    fn read_manifest(&mut self, has_current: bool) -> Option<Manifest> {
+    /// recorded) if that is impossible. `lost_current`: why CURRENT is
+    /// missing from a directory that holds a database.
+    fn read_manifest(&mut self, lost_current: Option<Error>) -> Option<Manifest> {
         let current_path = self.dir.join(CURRENT);
-        if !has_current {
-            self.problem(
-                current_path,
-                None,
-                "CURRENT is missing: the manifest cannot be found".into(),
-            );
+        if let Some(e) = lost_current {
+            self.problem(current_path, None, e.message().to_string());
             return None;
         }
         let current = match fs::read(&current_path) {
@@ -296,6 +313,7 @@ impl Checker<'_> {
         let mut reader = LogReader::new(&path, &data);
         let mut builder = VersionBuilder::new(&Version::new());
         let mut wals = WalSet::default();
+        let mut db_id = 0;
         loop {
             let record = match reader.read_record() {
                 Ok(Some(r)) => r,
@@ -316,6 +334,14 @@ impl Checker<'_> {
                 }
             };
             wals.apply(&edit);
+            db_id = match crate::table::identity::db_id_after_edit(db_id, edit.db_id) {
+                Ok(id) => id,
+                Err(e) => {
+                    let msg = format!("bad manifest edit: {}", e.message());
+                    self.problem(path, Some(offset), msg);
+                    return None;
+                }
+            };
             self.report.manifest_edits += 1;
         }
         if let TailState::Torn { offset } = reader.tail() {
@@ -330,7 +356,11 @@ impl Checker<'_> {
             return None;
         }
         match builder.build() {
-            Ok(version) => Some(Manifest { version, wals }),
+            Ok(version) => Some(Manifest {
+                version,
+                wals,
+                db_id,
+            }),
             Err(e) => {
                 let msg = format!("manifest describes an invalid tree: {}", e.message());
                 self.problem(path, None, msg);
@@ -340,8 +370,9 @@ impl Checker<'_> {
     }
 
     /// `meta`: `None` if the manifest is unreadable, `Some(None)` if it does
-    /// not name this table, `Some(Some(m))` for a live table.
-    fn check_table(&mut self, number: u64, meta: Option<Option<FileMeta>>) {
+    /// not name this table, `Some(Some(m))` for a live table. `db_id`: the
+    /// manifest's (0 = unknown).
+    fn check_table(&mut self, number: u64, meta: Option<Option<FileMeta>>, db_id: u64) {
         let path = filenames::table_path(self.dir, number);
         let serious = !matches!(meta, Some(None));
         self.report.tables += 1;
@@ -362,7 +393,12 @@ impl Checker<'_> {
                             "table holds {} entries but the manifest recorded {}",
                             scan.entries, m.num_entries
                         );
-                        self.problem(path, None, msg);
+                        self.problem(path.clone(), None, msg);
+                    }
+                    // The size was compared above, with its own message.
+                    let expected = ExpectedTable::new(&m, db_id);
+                    if let Err(e) = expected.verify_properties(&path, &scan.props) {
+                        self.error(&e, &path, true);
                     }
                 }
             }
@@ -441,6 +477,7 @@ impl Checker<'_> {
 
 struct TableScan {
     size: u64,
+    props: TableProperties,
     blocks: u64,
     entries: u64,
 }
@@ -495,6 +532,7 @@ fn scan_table(path: &Path, number: u64) -> std::result::Result<TableScan, (Error
     match result {
         Ok(()) => Ok(TableScan {
             size,
+            props: table.properties().clone(),
             blocks: num_blocks,
             entries,
         }),

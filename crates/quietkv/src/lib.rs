@@ -31,6 +31,7 @@
 pub mod batch;
 pub mod block_cache;
 pub mod check;
+pub mod creation;
 mod db;
 pub mod error;
 pub mod fileio;

@@ -1,5 +1,9 @@
 //! Open table readers for user reads, bounded in number.
 //!
+//! A table is checked against its manifest entry when it is opened (size,
+//! number and database id, see [`crate::table::identity`]), so a file that
+//! is not the table the manifest names is Corruption, never stale data.
+//!
 //! These handles are opened in the UserRead mode and share the block cache.
 //! Compaction never uses them: it opens its own handles in CompactionRead
 //! mode, so a cached buffered handle cannot silently defeat O_DIRECT.
@@ -13,36 +17,48 @@ use crate::block_cache::{BlockCache, Cache};
 use crate::error::Result;
 use crate::fileio::TableSource;
 use crate::filenames::table_path;
-use crate::table::TableReader;
+use crate::table::{ExpectedTable, TableReader};
+use crate::version::FileMeta;
 
 pub struct TableCache {
     dir: PathBuf,
     env: Arc<IoEnv>,
     readers: Cache<TableReader>,
     blocks: Arc<BlockCache>,
+    /// The database's id (0 = unknown, not compared).
+    db_id: u64,
 }
 
 impl TableCache {
-    pub fn new(dir: PathBuf, env: Arc<IoEnv>, max_open: usize, blocks: Arc<BlockCache>) -> Self {
+    pub fn new(
+        dir: PathBuf,
+        env: Arc<IoEnv>,
+        max_open: usize,
+        blocks: Arc<BlockCache>,
+        db_id: u64,
+    ) -> Self {
         TableCache {
             dir,
             env,
             // Each reader is charged 1, so the capacity is a count of handles.
             readers: Cache::with_shard_bits(max_open, 0),
             blocks,
+            db_id,
         }
     }
 
-    /// The reader of table `number`, opening it if needed.
-    pub fn get(&self, number: u64) -> Result<Arc<TableReader>> {
+    /// The reader of the table `meta` describes, opening (and verifying)
+    /// it if needed.
+    pub fn get(&self, meta: &FileMeta) -> Result<Arc<TableReader>> {
+        let number = meta.number;
         if let Some(r) = self.readers.get(number, 0) {
             return Ok(r);
         }
         let path = table_path(&self.dir, number);
         let file = self.env.open_random(&path, IoClass::UserRead)?;
-        let reader = Arc::new(TableReader::open(
+        let reader = Arc::new(TableReader::open_verified(
             Arc::new(TableSource(file)),
-            number,
+            &ExpectedTable::new(meta, self.db_id),
             Some(self.blocks.clone()),
         )?);
         self.readers.insert(number, 0, reader.clone(), 1);

@@ -94,6 +94,11 @@ pub struct VersionEdit {
     /// The WAL now being appended to: it must exist until the log number
     /// passes it.
     pub live_wal: Option<u64>,
+    /// The database's random id, written in the full-version edit that
+    /// starts each manifest; tables record it to tell their database's
+    /// files from another one's. `None` in every other edit (and in
+    /// manifests of databases created before ids existed).
+    pub db_id: Option<u64>,
 }
 
 const TAG_LOG_NUMBER: u64 = 1;
@@ -104,6 +109,7 @@ const TAG_DELETED_FILE: u64 = 5;
 const TAG_NEW_FILE: u64 = 6;
 const TAG_SEALED_WAL: u64 = 7;
 const TAG_LIVE_WAL: u64 = 8;
+const TAG_DB_ID: u64 = 9;
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
@@ -246,6 +252,10 @@ impl VersionEdit {
             put_varint(&mut out, TAG_LIVE_WAL);
             put_varint(&mut out, v);
         }
+        if let Some(v) = self.db_id {
+            put_varint(&mut out, TAG_DB_ID);
+            put_varint(&mut out, v);
+        }
         out
     }
 
@@ -318,6 +328,10 @@ impl VersionEdit {
                 TAG_LIVE_WAL => {
                     let v = r.varint("live WAL number")?;
                     set_once(&mut e.live_wal, v, &r, "live WAL number")?;
+                }
+                TAG_DB_ID => {
+                    let v = r.varint("database id")?;
+                    set_once(&mut e.db_id, v, &r, "database id")?;
                 }
                 other => {
                     return Err(
@@ -665,6 +679,7 @@ pub(crate) mod tests {
             log_number: Some(7),
             next_file_number: Some(u64::MAX),
             last_sequence: Some(1 << 50),
+            db_id: Some(0x1234_5678_9abc_def0),
             ..Default::default()
         };
         e.compact_pointers
@@ -688,6 +703,10 @@ pub(crate) mod tests {
         let mut dup = enc.clone();
         dup.extend_from_slice(&[1, 5]);
         assert!(VersionEdit::decode(&dup).is_err());
+        let mut dup = enc.clone();
+        dup.extend_from_slice(&[TAG_DB_ID as u8, 5]);
+        let e = VersionEdit::decode(&dup).unwrap_err();
+        assert!(e.to_string().contains("duplicate database id"), "{e}");
         // Level out of range.
         assert!(VersionEdit::decode(&[5, 7, 1]).is_err());
         assert!(VersionEdit::decode(&[5, 6, 1]).is_ok());
@@ -848,8 +867,9 @@ pub(crate) mod tests {
             proptest::collection::vec((0..NUM_LEVELS, arb_meta()), 0..4),
             proptest::collection::vec((any::<u64>(), any::<u64>()), 0..3),
             proptest::option::of(any::<u64>()),
+            proptest::option::of(any::<u64>()),
         )
-            .prop_map(|(a, b, c, cp, del, new, sealed, live)| VersionEdit {
+            .prop_map(|(a, b, c, cp, del, new, sealed, live, id)| VersionEdit {
                 log_number: a,
                 next_file_number: b,
                 last_sequence: c,
@@ -858,6 +878,7 @@ pub(crate) mod tests {
                 new_files: new,
                 sealed_wals: sealed,
                 live_wal: live,
+                db_id: id,
             })
     }
 

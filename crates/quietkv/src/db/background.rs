@@ -108,7 +108,14 @@ fn flush_one(inner: &Arc<Inner>) {
         (mem, number)
     };
     let t = Instant::now();
-    let written = write_l0(&inner.env, &inner.dir, &inner.opts, &mem, number);
+    let written = write_l0(
+        &inner.env,
+        &inner.dir,
+        &inner.opts,
+        &mem,
+        number,
+        inner.db_id,
+    );
     let mut st = inner.state.lock();
     st.flushing = false;
     st.pending_outputs.remove(&number);
@@ -207,7 +214,8 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
                 let mut s = open_compaction_input(
                     &inner.env,
                     &inner.dir,
-                    f.number,
+                    &f,
+                    inner.db_id,
                     &inner.compaction_open_files,
                     l0_hot.as_ref(),
                 )?;
@@ -219,6 +227,7 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
                 files.clone(),
                 inner.env.clone(),
                 inner.dir.clone(),
+                inner.db_id,
                 inner.compaction_open_files.clone(),
                 deeper_hot.clone(),
             )));
@@ -266,7 +275,8 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
                     .create(&table_path(&inner.dir, number), IoClass::CompactionWrite)?;
                 current = Some((
                     number,
-                    TableBuilder::new(TableFile(file), inner.opts.table_options()),
+                    TableBuilder::new(TableFile(file), inner.opts.table_options())
+                        .with_identity(number, inner.db_id),
                 ));
             }
             let (_, builder) = current.as_mut().expect("just set");
@@ -314,7 +324,7 @@ fn warm_outputs(inner: &Arc<Inner>, outputs: &[FileMeta], hot: &HotProbe) -> Res
         return Ok(());
     }
     for out in outputs {
-        let table = inner.table_cache.get(out.number)?;
+        let table = inner.table_cache.get(out)?;
         let idxs = hot_blocks(
             table.index().iter().map(|e| e.last_key.as_slice()),
             &mut ranges,

@@ -37,7 +37,7 @@ impl DbIter {
         let mut l0: Vec<_> = sv.version.files(0).to_vec();
         l0.sort_by_key(|f| std::cmp::Reverse(f.number));
         for f in l0 {
-            children.push(Box::new(db.table_cache.get(f.number)?.iter()));
+            children.push(Box::new(db.table_cache.get(&f)?.iter()));
         }
         for level in 1..crate::version::NUM_LEVELS {
             let files = sv.version.files(level);

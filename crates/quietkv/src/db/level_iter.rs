@@ -12,7 +12,7 @@ use crate::fileio::{ScanSource, TableSource};
 use crate::filenames::table_path;
 use crate::iter::InternalIterator;
 use crate::key::compare_internal;
-use crate::table::{TableIterator, TableReader, TableScanner};
+use crate::table::{ExpectedTable, TableIterator, TableReader, TableScanner};
 use crate::table_cache::TableCache;
 use crate::version::FileMeta;
 use crate::warm::HotProbe;
@@ -38,7 +38,7 @@ impl LevelIter {
     fn open(&mut self, index: usize) -> Result<()> {
         self.index = index;
         self.current = match self.files.get(index) {
-            Some(f) => Some(self.cache.get(f.number)?.iter()),
+            Some(f) => Some(self.cache.get(f)?.iter()),
             None => None,
         };
         Ok(())
@@ -99,18 +99,20 @@ impl InternalIterator for LevelIter {
 /// Opens one compaction input table with its own handles: positional reads
 /// (footer, index, filter) and a sequential reader with readahead for the
 /// data blocks, both in the CompactionRead mode. Never the table cache.
+/// Corruption if the file is not the table `meta` describes.
 pub(crate) fn open_compaction_input(
     env: &IoEnv,
     dir: &std::path::Path,
-    number: u64,
+    meta: &FileMeta,
+    db_id: u64,
     open_files: &Arc<AtomicUsize>,
     hot: Option<&HotProbe>,
 ) -> Result<CountedScanner> {
-    let path = table_path(dir, number);
+    let path = table_path(dir, meta.number);
     let meta_reader = env.open_random(&path, IoClass::CompactionRead)?;
-    let table = Arc::new(TableReader::open(
+    let table = Arc::new(TableReader::open_verified(
         Arc::new(TableSource(meta_reader)),
-        number,
+        &ExpectedTable::new(meta, db_id),
         None,
     )?);
     let mut seq = env.open_sequential(&path, IoClass::CompactionRead)?;
@@ -146,6 +148,7 @@ pub(crate) struct CompactionLevelIter {
     files: Vec<Arc<FileMeta>>,
     env: Arc<IoEnv>,
     dir: std::path::PathBuf,
+    db_id: u64,
     open_files: Arc<AtomicUsize>,
     hot: Option<HotProbe>,
     index: usize,
@@ -157,6 +160,7 @@ impl CompactionLevelIter {
         files: Vec<Arc<FileMeta>>,
         env: Arc<IoEnv>,
         dir: std::path::PathBuf,
+        db_id: u64,
         open_files: Arc<AtomicUsize>,
         hot: Option<HotProbe>,
     ) -> Self {
@@ -165,6 +169,7 @@ impl CompactionLevelIter {
             files,
             env,
             dir,
+            db_id,
             open_files,
             hot,
             current: None,
@@ -179,7 +184,8 @@ impl CompactionLevelIter {
             let mut s = open_compaction_input(
                 &self.env,
                 &self.dir,
-                f.number,
+                f,
+                self.db_id,
                 &self.open_files,
                 self.hot.as_ref(),
             )?;

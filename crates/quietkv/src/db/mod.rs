@@ -104,6 +104,9 @@ pub(crate) struct Wal {
 
 pub(crate) struct Inner {
     pub dir: PathBuf,
+    /// Recorded in every table written (0 for a database created before
+    /// ids existed; see `table::identity`).
+    pub db_id: u64,
     pub opts: Options,
     pub popts: PickerOptions,
     pub env: Arc<IoEnv>,
@@ -226,7 +229,7 @@ impl Db {
             }
         }
         for (_, file) in sv.version.files_for_get(key) {
-            let table = self.inner.table_cache.get(file.number)?;
+            let table = self.inner.table_cache.get(&file)?;
             if let Some(found) = table.get(key, seq)? {
                 return Ok(value_of(found));
             }

@@ -13,7 +13,8 @@ use quietio::{IoClass, IoEnv};
 use super::{stats, Immutable, Inner, State, SuperVersion, Wal};
 use crate::batch::WriteBatch;
 use crate::block_cache::BlockCache;
-use crate::error::{Error, Result};
+use crate::creation::{self, Creation};
+use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::{LogFile, TableFile};
 use crate::filenames::{self, manifest_name, table_path, wal_path, FileKind, CURRENT};
 use crate::iter::InternalIterator;
@@ -54,31 +55,40 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
         }
         read_manifest(&dir)?
     } else {
+        // Never create a new database over the remains of an old one (its
+        // tables would be garbage to the new manifest and deleted): only
+        // over what a creation cut short before CURRENT leaves, which held
+        // no data and is removed first. Anything else is Corruption.
+        let leftovers = match creation::inspect(&dir)? {
+            Creation::NotCreated { leftovers } => leftovers,
+            // We hold the LOCK, so no quietkv process made it.
+            Creation::Complete => {
+                return Err(Error::new(
+                    ErrorKind::Busy,
+                    "CURRENT appeared while the database was being created: something else writes to this directory",
+                )
+                .with_file(current))
+            }
+        };
         if !opts.create_if_missing {
             return Err(Error::invalid(
                 "no database here (no CURRENT file) and create_if_missing is off",
             )
             .with_file(&dir));
         }
-        // Never create a new database over the remains of an old one: its
-        // tables would be garbage to the new manifest and deleted.
-        let leftovers = list(&dir)?
-            .into_iter()
-            .filter(|k| {
-                matches!(
-                    k,
-                    FileKind::Table(_) | FileKind::Wal(_) | FileKind::Manifest(_)
-                )
-            })
-            .count();
-        if leftovers > 0 {
-            return Err(Error::corruption(format!(
-                "CURRENT is missing but the directory holds {leftovers} database file(s) (tables, WALs or manifests); \
-                 refusing to create a new database over them. If CURRENT was lost, recreate it naming the newest MANIFEST-*"
-            ))
-            .with_file(dir.join(CURRENT)));
+        if !leftovers.is_empty() {
+            log::warn!(
+                "quietkv: {}: removing {} file(s) left by a creation that never finished",
+                dir.display(),
+                leftovers.len()
+            );
+            creation::remove_leftovers(&leftovers)?;
+            env.sync_dir()?;
         }
-        Recovered::default()
+        Recovered {
+            db_id: new_db_id()?,
+            ..Recovered::default()
+        }
     };
     check_tables_present(&dir, &recovered.version)?;
 
@@ -94,7 +104,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
     let replayed = replay_wals(&dir, &recovered, &wals, opts.memtable_size, |mem| {
         let number = next_file;
         next_file += 1;
-        if let Some(meta) = write_l0(&env, &dir, &opts, &mem, number)? {
+        if let Some(meta) = write_l0(&env, &dir, &opts, &mem, number, recovered.db_id)? {
             edit.add_file(0, meta);
         }
         Ok(())
@@ -106,7 +116,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
     if !replayed.mem.is_empty() {
         let number = next_file;
         next_file += 1;
-        if let Some(meta) = write_l0(&env, &dir, &opts, &replayed.mem, number)? {
+        if let Some(meta) = write_l0(&env, &dir, &opts, &replayed.mem, number, recovered.db_id)? {
             edit.add_file(0, meta);
         }
     }
@@ -131,6 +141,8 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
     snapshot.live_wal = Some(wal_number);
     snapshot.next_file_number = Some(next_file);
     snapshot.last_sequence = Some(last_seq);
+    // 0: a database created before ids existed keeps having none.
+    snapshot.db_id = (recovered.db_id != 0).then_some(recovered.db_id);
     let manifest_path = dir.join(manifest_name(manifest_number));
     let mut manifest = LogWriter::new(LogFile(env.create(&manifest_path, IoClass::Manifest)?));
     manifest.add_record(&snapshot.encode())?;
@@ -150,6 +162,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
             wal_number,
         }),
         version,
+        recovered.db_id,
         Arc::new(Memtable::new()),
         next_file,
         last_seq,
@@ -169,6 +182,8 @@ pub(crate) fn open_read_only(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
     opts.validate()?;
     let current = dir.join(CURRENT);
     if !current.exists() {
+        // Corruption (naming the manifest) if a database lost its CURRENT.
+        creation::inspect(dir)?;
         return Err(if dir.is_dir() {
             Error::invalid("no database here (no CURRENT file)").with_file(dir)
         } else {
@@ -194,6 +209,7 @@ pub(crate) fn open_read_only(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
         lock,
         None,
         recovered.version,
+        recovered.db_id,
         replayed.mem,
         next_file,
         replayed.last_seq,
@@ -326,6 +342,7 @@ fn build_inner(
     lock: Option<DirLock>,
     writable: Option<Writable>,
     version: Version,
+    db_id: u64,
     mem: Arc<Memtable>,
     next_file: u64,
     last_seq: SeqNo,
@@ -336,6 +353,7 @@ fn build_inner(
         env.clone(),
         opts.max_open_tables,
         block_cache,
+        db_id,
     ));
     let version = Arc::new(version);
     let (manifest, manifest_number, wal, wal_number) = match writable {
@@ -355,6 +373,7 @@ fn build_inner(
     Arc::new(Inner {
         popts: opts.picker_options(),
         dir: dir.clone(),
+        db_id,
         opts,
         env,
         _lock: lock,
@@ -407,6 +426,9 @@ struct Recovered {
     wals: WalSet,
     next_file: u64,
     last_seq: SeqNo,
+    /// 0 when the manifest has none (a database created before ids
+    /// existed): table ids are then not compared.
+    db_id: u64,
 }
 
 /// Replays the manifest named by CURRENT. A torn last record is an edit
@@ -458,6 +480,8 @@ fn read_manifest(dir: &Path) -> Result<Recovered> {
         if let Some(n) = edit.last_sequence {
             r.last_seq = n;
         }
+        r.db_id = crate::table::identity::db_id_after_edit(r.db_id, edit.db_id)
+            .map_err(|e| e.with_file(&path).with_offset(offset))?;
         edits += 1;
     }
     if edits == 0 {
@@ -495,14 +519,15 @@ fn list(dir: &Path) -> Result<Vec<FileKind>> {
         .collect())
 }
 
-/// Writes a memtable as table `number` (FlushWrite class), synced, and
-/// returns its metadata (None for an empty memtable).
+/// Writes a memtable as table `number` of database `db_id` (FlushWrite
+/// class), synced, and returns its metadata (None for an empty memtable).
 pub(crate) fn write_l0(
     env: &IoEnv,
     dir: &Path,
     opts: &Options,
     mem: &Arc<Memtable>,
     number: u64,
+    db_id: u64,
 ) -> Result<Option<FileMeta>> {
     if mem.is_empty() {
         return Ok(None);
@@ -510,7 +535,8 @@ pub(crate) fn write_l0(
     let path = table_path(dir, number);
     let result = (|| {
         let file = env.create(&path, IoClass::FlushWrite)?;
-        let mut builder = TableBuilder::new(TableFile(file), opts.table_options());
+        let mut builder =
+            TableBuilder::new(TableFile(file), opts.table_options()).with_identity(number, db_id);
         let mut it = mem.iter();
         it.seek_to_first()?;
         while it.valid() {
@@ -538,5 +564,23 @@ pub(crate) fn meta_from(number: u64, s: &crate::table::TableSummary) -> FileMeta
         largest_seq: s.largest_seq,
         num_entries: s.num_entries,
         num_deletes: s.num_deletes,
+    }
+}
+
+/// A random, nonzero id for a new database (0 means "unknown"), from the
+/// kernel's random source.
+fn new_db_id() -> Result<u64> {
+    let path = Path::new("/dev/urandom");
+    let mut f = fs::File::open(path).map_err(|e| {
+        Error::io(e, "cannot open the random source for a database id").with_file(path)
+    })?;
+    loop {
+        let mut b = [0u8; 8];
+        std::io::Read::read_exact(&mut f, &mut b)
+            .map_err(|e| Error::io(e, "cannot read a database id").with_file(path))?;
+        let id = u64::from_le_bytes(b);
+        if id != 0 {
+            return Ok(id);
+        }
     }
 }

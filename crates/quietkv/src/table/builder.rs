@@ -94,6 +94,15 @@ impl<S: TableSink> TableBuilder<S> {
         }
     }
 
+    /// Records the table's file number and its database's id in the
+    /// properties, so a reader can tell this table from another one (see
+    /// [`crate::table::identity`]). Without it both are 0 (unknown).
+    pub fn with_identity(mut self, file_number: u64, db_id: u64) -> Self {
+        self.props.file_number = file_number;
+        self.props.db_id = db_id;
+        self
+    }
+
     fn check_ok(&self) -> Result<()> {
         if self.failed {
             Err(Error::invalid(

@@ -104,6 +104,13 @@ impl<'a> Decoder<'a> {
         Ok(v)
     }
 
+    pub fn fixed64(&mut self) -> Result<u64> {
+        let v = read_u64_le(self.buf, 0)
+            .ok_or_else(|| Error::corruption(format!("truncated 8-byte field in {}", self.what)))?;
+        self.buf = &self.buf[8..];
+        Ok(v)
+    }
+
     pub fn len_prefixed(&mut self) -> Result<&'a [u8]> {
         let len = self.varint()?;
         let len = usize::try_from(len)

@@ -3,8 +3,12 @@
 //!
 //! Payload: varints num_entries, num_deletes, num_data_blocks,
 //! raw_key_bytes, raw_value_bytes, data_size, smallest_seq, largest_seq,
-//! then length-prefixed smallest_key and largest_key. Decoders ignore
-//! trailing bytes so later versions may append fields.
+//! then length-prefixed smallest_key and largest_key, then varint
+//! file_number and fixed 8-byte LE db_id (the table's identity, see
+//! [`crate::table::identity`]). Decoders ignore trailing bytes so later
+//! versions may append fields; a table written before the identity fields
+//! existed decodes with both as 0 (unknown). The id has a fixed width so
+//! that tables with the same content have the same size in every database.
 
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
@@ -26,6 +30,11 @@ pub struct TableProperties {
     /// Internal keys; empty when the table is empty.
     pub smallest_key: Vec<u8>,
     pub largest_key: Vec<u8>,
+    /// The file number the table was written as; 0 = unknown (a table
+    /// written before this field existed, or outside a database).
+    pub file_number: u64,
+    /// The id of the database that wrote the table; 0 = unknown.
+    pub db_id: u64,
 }
 
 impl TableProperties {
@@ -47,6 +56,8 @@ impl TableProperties {
             put_varint(&mut out, k.len() as u64);
             out.extend_from_slice(k);
         }
+        put_varint(&mut out, self.file_number);
+        out.extend_from_slice(&self.db_id.to_le_bytes());
         out
     }
 
@@ -65,6 +76,11 @@ impl TableProperties {
         };
         p.smallest_key = d.len_prefixed()?.to_vec();
         p.largest_key = d.len_prefixed()?.to_vec();
+        // Older tables end here: their identity stays unknown (0).
+        if !d.is_empty() {
+            p.file_number = d.varint()?;
+            p.db_id = d.fixed64()?;
+        }
         if p.num_deletes > p.num_entries || p.smallest_seq > p.largest_seq {
             return Err(Error::corruption("inconsistent table properties"));
         }
@@ -89,11 +105,22 @@ mod tests {
             largest_seq: 99,
             smallest_key: b"aaaaaaaaaaaa".to_vec(),
             largest_key: b"zzzzzzzzzzzz".to_vec(),
+            file_number: 300,
+            db_id: u64::MAX - 5,
         };
         let enc = p.encode();
         assert_eq!(TableProperties::decode(&enc).unwrap(), p);
-        for n in 0..enc.len() {
-            assert!(TableProperties::decode(&enc[..n]).is_err());
+        // The layout before the identity fields: it decodes as unknown.
+        let old_len = enc.len() - 2 - 8;
+        let old = TableProperties::decode(&enc[..old_len]).unwrap();
+        assert_eq!((old.file_number, old.db_id), (0, 0));
+        assert_eq!(old.largest_key, p.largest_key);
+        for n in (0..enc.len()).filter(|&n| n != old_len) {
+            assert!(TableProperties::decode(&enc[..n]).is_err(), "{n}");
         }
+        // Fields a later version appends are ignored.
+        let mut longer = enc.clone();
+        longer.extend_from_slice(&[1, 2, 3]);
+        assert_eq!(TableProperties::decode(&longer).unwrap(), p);
     }
 }

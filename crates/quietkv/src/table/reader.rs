@@ -11,6 +11,7 @@ use crate::key::{compare_internal, parse_internal_key, seek_key, SeqNo, ValueKin
 use crate::table::block::{Block, BlockIter};
 use crate::table::filter::BloomFilter;
 use crate::table::format::{decode_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
+use crate::table::identity::ExpectedTable;
 use crate::table::properties::TableProperties;
 use crate::table::source::RandomSource;
 
@@ -110,6 +111,20 @@ impl TableReader {
             props,
             file_size,
         })
+    }
+
+    /// Opens table `expected.number` for the engine: like [`Self::open`],
+    /// and Corruption if the file is not the table the manifest names (see
+    /// [`crate::table::identity`]).
+    pub fn open_verified(
+        source: Arc<dyn RandomSource>,
+        expected: &ExpectedTable,
+        cache: Option<Arc<BlockCache>>,
+    ) -> Result<TableReader> {
+        expected.verify_size(source.path(), source.size())?;
+        let table = Self::open(source, expected.number, cache)?;
+        expected.verify_properties(table.path(), &table.props)?;
+        Ok(table)
     }
 
     /// Decodes and cross-checks the index against the properties.

@@ -204,6 +204,62 @@ fn empty_table_is_valid() {
 }
 
 #[test]
+fn open_verified_checks_size_number_and_database() {
+    let entries = sample_entries(200);
+    let mut b = TableBuilder::new(Vec::new(), TableOptions::default()).with_identity(42, 0xfeed);
+    for (k, v) in &entries {
+        b.add(k, v).unwrap();
+    }
+    let (s, bytes) = b.finish().unwrap();
+    let src = || Arc::new(MemSource::new(bytes.clone(), PATH)) as Arc<dyn RandomSource>;
+    let good = ExpectedTable {
+        number: 42,
+        size: s.file_size,
+        db_id: 0xfeed,
+    };
+    let t = TableReader::open_verified(src(), &good, None).unwrap();
+    assert_eq!(
+        (t.properties().file_number, t.properties().db_id),
+        (42, 0xfeed)
+    );
+    check_table(&entries, &Arc::new(t));
+    for (bad, expect) in [
+        (
+            ExpectedTable { number: 43, ..good },
+            "holds table 000042.sst",
+        ),
+        (
+            ExpectedTable {
+                size: s.file_size + 1,
+                ..good
+            },
+            "bytes but the manifest recorded",
+        ),
+        (
+            ExpectedTable {
+                db_id: 0xbeef,
+                ..good
+            },
+            "written by database",
+        ),
+    ] {
+        let e = TableReader::open_verified(src(), &bad, None).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Corruption);
+        assert_eq!(e.file(), Some(std::path::Path::new(PATH)));
+        assert!(e.to_string().contains(expect), "{e}");
+    }
+    // A table built without an identity (as before identities existed)
+    // passes on size alone.
+    let (old, s) = build(&entries, TableOptions::default());
+    let old_src = Arc::new(MemSource::new(old, PATH));
+    let expected = ExpectedTable {
+        size: s.file_size,
+        ..good
+    };
+    TableReader::open_verified(old_src, &expected, None).unwrap();
+}
+
+#[test]
 fn builder_rejects_bad_input() {
     let mut b = TableBuilder::new(Vec::new(), TableOptions::default());
     let k5 = make_internal_key(b"k", 5, ValueKind::Put);
