@@ -369,7 +369,10 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("so it is not recommended"), "{md}");
-        assert!(md.contains("compacting at 279 MiB/s or more"), "{md}");
+        assert!(
+            md.contains("make direct compact at 279 MiB/s or more"),
+            "{md}"
+        );
         assert!(
             md.contains("auto: the same work (compact_all 300 MiB/s, -3% against buffered)"),
             "{md}"

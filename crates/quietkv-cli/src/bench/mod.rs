@@ -539,6 +539,9 @@ fn run_e0(args: BenchArgs, experiment: String) -> Result<(), String> {
             println!("Not the same work: {line}");
         }
     }
+    for line in report::readers_behind(&report.experiments[0]) {
+        println!("Readers fell behind: {line}");
+    }
     for n in runner.notes() {
         println!("note: {n}");
     }

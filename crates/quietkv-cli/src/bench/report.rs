@@ -406,6 +406,25 @@ pub fn markdown_table(e: &ExperimentReport) -> String {
 /// behind their schedule.
 pub const READER_LATE_US: f64 = 1000.0;
 
+/// The instrument's own floor: modes whose readers issued reads late (p99
+/// lateness from [`READER_LATE_US`]), whose latencies then include the load
+/// generator's own delay.
+pub fn readers_behind(e: &ExperimentReport) -> Vec<String> {
+    e.modes
+        .iter()
+        .filter_map(|md| {
+            let l = md.stats().get("reader_lateness_us.p99")?.median;
+            (l >= READER_LATE_US).then(|| {
+                format!(
+                    "{}: reader lateness p99 {} (scheduled to issued); its latencies include the load generator's own delay (CPU contention, or too few --readers).",
+                    md.name,
+                    fmt_value(l, Fmt::Us)
+                )
+            })
+        })
+        .collect()
+}
+
 /// The whole `report.md`.
 pub fn render_markdown(r: &Report) -> String {
     let m = &r.machine;
@@ -441,17 +460,8 @@ pub fn render_markdown(r: &Report) -> String {
                 out.push_str(&format!("\n**Not the same work:** {line}\n"));
             }
         }
-        // The instrument's own floor: a reader that issued reads late adds
-        // its lateness to every latency it measured.
-        for md in &e.modes {
-            let late = md.stats().get("reader_lateness_us.p99").map(|s| s.median);
-            if let Some(l) = late.filter(|l| *l >= READER_LATE_US) {
-                out.push_str(&format!(
-                    "\n**Readers fell behind:** {}: reader lateness p99 {} (scheduled to issued); its latencies include the load generator's own delay (CPU contention, or too few --readers).\n",
-                    md.name,
-                    fmt_value(l, Fmt::Us)
-                ));
-            }
+        for line in readers_behind(e) {
+            out.push_str(&format!("\n**Readers fell behind:** {line}\n"));
         }
         let mut run_notes = Vec::new();
         for md in &e.modes {

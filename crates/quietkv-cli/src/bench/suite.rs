@@ -332,6 +332,9 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
                 println!("Not the same work: {line}");
             }
         }
+        for line in report::readers_behind(e) {
+            println!("Readers fell behind: {line}");
+        }
     }
     let mut notes: Vec<&String> = report.experiments.iter().flat_map(|e| &e.notes).collect();
     notes.dedup();

@@ -14,7 +14,7 @@
 //! [`figures_of`] extracts a section's figures from a report; everything
 //! after it ([`judge`], [`verdict_text`]) is a pure function of them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::report::ExperimentReport;
 use super::result::ModeSpec;
@@ -155,25 +155,25 @@ pub fn remedy(work: &Work, reference: &ModeFigures, m: &ModeFigures) -> String {
             )
         }
         Work::Writer { write_rate_mib_s } => format!(
-            "a write rate {} keeps up with: rerun with --write-rate {:.1} ({:.0}% of {:.1} MiB/s, the share of buffered's background work it did), or a compaction as fast as buffered's",
-            m.name,
+            "rerun with --write-rate {:.1} ({:.0}% of {:.1} MiB/s: the share of buffered's background work {} kept up with), or make its compaction as fast as buffered's",
             write_rate_mib_s * share,
             share * 100.0,
-            write_rate_mib_s
+            write_rate_mib_s,
+            m.name
         ),
         Work::Streams {
             read_mib_s,
             write_mib_s,
         } => format!(
-            "streams held to the rates {} reached: rerun with --bg-read-rate {} --bg-write-rate {} (asked for {} and {})",
-            m.name,
+            "rerun with --bg-read-rate {} --bg-write-rate {} (the rates {}'s streams reached; asked for {} and {})",
             (m.background_read_mib_s.floor() as u64).max(1),
             (m.background_write_mib_s.floor() as u64).max(1),
+            m.name,
             rate_text(*read_mib_s),
             rate_text(*write_mib_s)
         ),
         Work::Flat => format!(
-            "{} compacting at {:.0} MiB/s or more ({:.0}% of buffered's {:.0} MiB/s); `quietkv doctor` shows what the device does",
+            "make {} compact at {:.0} MiB/s or more ({:.0}% of buffered's {:.0} MiB/s); `quietkv doctor` shows what the device does",
             m.name,
             (1.0 - SAME_WORK_TOLERANCE) * reference.background_mib_s,
             (1.0 - SAME_WORK_TOLERANCE) * 100.0,
@@ -229,7 +229,7 @@ pub fn judge(s: &SectionFigures) -> SectionJudgement {
                 Standing::NotSameWork {
                     shortfall_pct: (1.0 - m.background_mib / r.background_mib.max(1e-9)) * 100.0,
                     remedy: format!(
-                        "the same bytes moved: {} moved {:.0} MiB against buffered's {:.0} MiB (a compaction cut off by the --duration cap?)",
+                        "the same bytes moved: {} moved {:.0} MiB against buffered's {:.0} MiB (raise --duration if the cap cut its compaction off)",
                         m.name, m.background_mib, r.background_mib
                     ),
                 }
@@ -271,7 +271,7 @@ pub fn not_same_work_line(j: &SectionJudgement, m: &ModeJudgement) -> Option<Str
         return None;
     };
     Some(format!(
-        "{} did {:.0} MiB/s of background work, {shortfall_pct:.0}% below buffered's {:.0} MiB/s (more than {:.0}%), so {}it is not recommended{}. To compare it would take {remedy}.",
+        "{} did {:.0} MiB/s of background work, {shortfall_pct:.0}% below buffered's {:.0} MiB/s (more than {:.0}%), so {}it is not recommended{}. To compare: {remedy}.",
         m.name,
         m.background_mib_s,
         j.reference_mib_s.unwrap_or(0.0),
@@ -370,19 +370,19 @@ pub fn verdict_text(sections: &[SectionJudgement]) -> String {
     let mut wins: BTreeMap<String, usize> = BTreeMap::new();
     let mut e3 = Vec::new();
     let e3_sections = sections.iter().filter(|j| j.experiment == "E3").count();
+    // A mode that fell short of buffered's work anywhere is recommended
+    // nowhere: its wins elsewhere were not bought with the same work.
+    let short_anywhere: BTreeSet<&str> = sections
+        .iter()
+        .flat_map(|j| j.not_same_work().map(|m| m.name.as_str()))
+        .collect();
+    let mut excluded = BTreeSet::new();
     for j in sections {
         let short: Vec<String> = j
             .not_same_work()
             .map(|m| {
-                let Standing::NotSameWork {
-                    shortfall_pct,
-                    remedy,
-                } = &m.standing
-                else {
-                    unreachable!("filtered on NotSameWork")
-                };
                 format!(
-                    "{} ({:.0} MiB/s, {shortfall_pct:.0}% below buffered's {:.0} MiB/s{}; to compare: {remedy})",
+                    "{} ({:.0} MiB/s against buffered's {:.0}{})",
                     m.name,
                     m.background_mib_s,
                     j.reference_mib_s.unwrap_or(0.0),
@@ -393,13 +393,19 @@ pub fn verdict_text(sections: &[SectionJudgement]) -> String {
                 )
             })
             .collect();
-        let short_text = if short.is_empty() {
-            String::new()
-        } else {
-            format!(
-                " Not the same work, so not recommended: {}.",
-                short.join("; ")
-            )
+        // The slowest one's remedy brings every mode of the section to the
+        // same work (E1: all held to its compaction speed).
+        let slowest = j
+            .not_same_work()
+            .min_by(|a, b| a.background_mib_s.total_cmp(&b.background_mib_s));
+        let short_text = match slowest.map(|m| &m.standing) {
+            Some(Standing::NotSameWork { remedy, .. }) => format!(
+                " Not the same work (more than {:.0}% below buffered's background MiB/s), so not recommended: {}. To compare {}: {remedy}.",
+                SAME_WORK_TOLERANCE * 100.0,
+                short.join(", "),
+                if short.len() > 1 { "them" } else { "it" }
+            ),
+            _ => String::new(),
         };
         let Some(best) = j.best.as_ref().and_then(|b| j.mode(b)) else {
             parts.push(format!(
@@ -413,7 +419,11 @@ pub fn verdict_text(sections: &[SectionJudgement]) -> String {
             e3.push((j.hot_bytes, j.memory_limit_bytes, best.name.clone(), r99));
         }
         if r99 >= 1.2 {
-            *wins.entry(best.name.clone()).or_default() += 1;
+            if short_anywhere.contains(best.name.as_str()) {
+                excluded.insert(best.name.clone());
+            } else {
+                *wins.entry(best.name.clone()).or_default() += 1;
+            }
         }
         parts.push(format!(
             "{}: best {} with the same work ({}, {}, background work {}{:.0}% {}).{short_text}",
@@ -452,9 +462,17 @@ pub fn verdict_text(sections: &[SectionJudgement]) -> String {
                 sections.len()
             ));
         }
-        None => out.push_str(
-            "No mode that did the same background work cut p99 by 1.2x or more against buffered here, so none is recommended over buffered on this machine at these sizes. ",
-        ),
+        None => out.push_str(&format!(
+            "No mode that did the same background work as buffered in every section cut p99 by 1.2x or more, so none is recommended over buffered on this machine at these sizes{}. ",
+            if excluded.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " ({} did best somewhere but fell short of buffered's work elsewhere)",
+                    excluded.iter().cloned().collect::<Vec<_>>().join(", ")
+                )
+            }
+        )),
     }
     out.push_str(&parts.join(" "));
     let mut out = out.trim_end().to_string();
@@ -594,7 +612,7 @@ mod tests {
         let line = not_same_work_line(&j, wd).unwrap();
         assert!(line.contains("69% below buffered's 548 MiB/s"), "{line}");
         assert!(
-            line.contains("not recommended (even with its p99 291.0x lower)"),
+            line.contains("not recommended (even with its p99 291.0x lower). To compare: rerun with --throttle 169"),
             "{line}"
         );
         let v = verdict_text(&[j]);
@@ -604,10 +622,9 @@ mod tests {
             "{v}"
         );
         assert!(
-            v.contains("Not the same work, so not recommended: write-direct (169 MiB/s"),
+            v.contains("so not recommended: write-direct (169 MiB/s against buffered's 548, though its p99 was 291.0x lower). To compare it: rerun with --throttle 169"),
             "{v}"
         );
-        assert!(v.contains("--throttle 169"), "{v}");
     }
 
     #[test]
@@ -626,6 +643,11 @@ mod tests {
         );
         assert!(v.contains("none is recommended"), "{v}");
         assert!(v.contains("both-direct (221 MiB/s"), "{v}");
+        // One throttle brings all of them to the same work: the slowest's.
+        assert!(
+            v.contains("To compare them: rerun with --throttle 169"),
+            "{v}"
+        );
     }
 
     #[test]
@@ -670,6 +692,41 @@ mod tests {
             Standing::NotSameWork { .. }
         ));
         assert_eq!(j.best, None);
+    }
+
+    #[test]
+    fn a_mode_short_of_work_in_one_section_is_not_recommended_for_winning_another() {
+        // Quick E1 + E2 at 21f6731-like figures: dontcache best in E2 with
+        // the same work, but 21% short of buffered's compaction in E1.
+        let e1_sec = e1(vec![
+            mode("buffered", 231_000.0, 413.0),
+            mode("dontcache", 22_000.0, 324.0),
+        ]);
+        let e2_sec = SectionFigures {
+            id: "E2".into(),
+            experiment: "E2".into(),
+            work: Work::Writer {
+                write_rate_mib_s: 16.0,
+            },
+            hot_bytes: 30 << 20,
+            memory_limit_bytes: Some(256 << 20),
+            modes: vec![
+                mode("buffered", 43_900.0, 147.0),
+                mode("dontcache", 21_500.0, 180.0),
+            ],
+        };
+        let v = verdict_text(&[judge(&e1_sec), judge(&e2_sec)]);
+        assert!(!v.contains("**dontcache**"), "{v}");
+        assert!(
+            v.contains("E2: best dontcache with the same work (p99 2.0x lower"),
+            "{v}"
+        );
+        assert!(
+            v.contains(
+                "(dontcache did best somewhere but fell short of buffered's work elsewhere)"
+            ),
+            "{v}"
+        );
     }
 
     #[test]
