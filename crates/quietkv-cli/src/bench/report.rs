@@ -416,7 +416,7 @@ pub fn readers_behind(e: &ExperimentReport) -> Vec<String> {
             let l = md.stats().get("reader_lateness_us.p99")?.median;
             (l >= READER_LATE_US).then(|| {
                 format!(
-                    "{}: reader lateness p99 {} (scheduled to issued); its latencies include the load generator's own delay (CPU contention, or too few --readers).",
+                    "{}: reader lateness p99 {} (scheduled to issued): reads were issued late, because every reader was busy with a slow read (see the service-time rows) or waiting for a CPU; raising --readers tells the two apart.",
                     md.name,
                     fmt_value(l, Fmt::Us)
                 )
