@@ -75,7 +75,7 @@ fn e0_tiny_run_writes_a_complete_report_and_cleans_up() {
         "Background (compaction) throughput",
         "CPU user",
         "Reader lateness p99",
-        "from a pool of 8 reader thread(s)",
+        "from a pool of 8 reader threads",
         "## Verdict",
     ] {
         assert!(md.contains(s), "report.md lacks {s:?}:\n{md}");

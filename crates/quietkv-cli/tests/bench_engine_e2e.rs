@@ -41,7 +41,7 @@ fn check_report(out: &Path, id: &str, modes: &[&str], extra_rows: &[&str]) -> se
         "Background seconds".into(),
         "CPU user".into(),
         "Reader lateness p99".into(),
-        "from a pool of 8 reader thread(s)".into(),
+        "from a pool of 8 reader threads".into(),
         format!("| Metric | {} |", modes.join(" | ")),
         "## Verdict".into(),
     ]

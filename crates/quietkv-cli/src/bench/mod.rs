@@ -254,9 +254,17 @@ pub(crate) fn describe_modes(dir: &Path, modes: &[ModeSpec]) -> String {
 
 /// The header line of the user reads' load generator.
 pub(crate) fn readers_text(common: &CommonParams) -> String {
+    let pool = if common.reader_threads > 1 {
+        format!(
+            "from a pool of {} reader threads: each takes the next scheduled read, so a slow read does not hold back the ones scheduled after it",
+            common.reader_threads
+        )
+    } else {
+        "from a single reader thread (--readers 1): a slow read delays every read scheduled after it".to_string()
+    };
     format!(
-        "open loop at {} reads/s from a pool of {} reader thread(s): each takes the next scheduled read, so a slow read does not hold back the ones scheduled after it; latency runs from the scheduled time, and the readers' own lateness (scheduled to issued) has its own rows",
-        common.read_rate, common.reader_threads
+        "open loop at {} reads/s {pool}; latency runs from the scheduled time, and the readers' own lateness (scheduled to issued) has its own rows",
+        common.read_rate
     )
 }
 
@@ -660,4 +668,33 @@ fn run_throughput(args: &BenchArgs) -> Result<(), String> {
     println!("{md}");
     println!("report: {}", out.join("report.md").display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_header_states_the_reader_pool() {
+        let mut c = CommonParams {
+            read_rate: 2000.0,
+            reader_threads: 8,
+            warmup_s: 1.0,
+            baseline_s: 1.0,
+            duration_s: 1.0,
+            memory_limit_bytes: None,
+        };
+        let t = readers_text(&c);
+        assert!(
+            t.starts_with("open loop at 2000 reads/s from a pool of 8 reader threads"),
+            "{t}"
+        );
+        c.reader_threads = 1;
+        let t = readers_text(&c);
+        assert!(
+            t.contains("from a single reader thread (--readers 1)"),
+            "{t}"
+        );
+        assert!(!t.contains("pool"), "{t}");
+    }
 }
