@@ -48,6 +48,11 @@ pub struct LoadResult {
     /// Scheduled-to-issue time, us: the generator's own lateness (a reader
     /// that woke late or was still busy with an earlier request).
     pub lateness: Histogram<u64>,
+    /// Seconds the reader threads spent runnable but waiting for a CPU
+    /// (`/proc/thread-self/schedstat`), all readers together; `None` where
+    /// the kernel does not report it. Set against the lateness, it says
+    /// whether late reads waited for a CPU or for the readers' earlier reads.
+    pub reader_run_delay_s: Option<f64>,
     /// One latency histogram per second of schedule.
     pub per_second: Vec<Histogram<u64>>,
     pub scheduled: u64,
@@ -114,6 +119,17 @@ fn wait_until(t: Instant) {
     }
 }
 
+/// `/proc/thread-self/schedstat`: nanoseconds on a CPU, nanoseconds
+/// runnable but waiting on a run queue, and time slices; returns the wait.
+pub fn parse_run_delay_ns(schedstat: &str) -> Option<u64> {
+    schedstat.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The calling thread's run-queue wait so far, ns.
+fn thread_run_delay_ns() -> Option<u64> {
+    parse_run_delay_ns(&std::fs::read_to_string("/proc/thread-self/schedstat").ok()?)
+}
+
 fn micros(d: Duration) -> u64 {
     (d.as_micros() as u64).max(1)
 }
@@ -175,6 +191,7 @@ fn empty_result(seconds: usize) -> LoadResult {
         latency: new_histogram(),
         service: new_histogram(),
         lateness: new_histogram(),
+        reader_run_delay_s: None,
         per_second: (0..seconds).map(|_| new_histogram()).collect(),
         scheduled: 0,
         done: 0,
@@ -221,6 +238,7 @@ where
             .map(|mut r| {
                 s.spawn(move || {
                     tighten_timer_slack();
+                    let delay_at_start = thread_run_delay_ns();
                     loop {
                         if stop.load(Ordering::Relaxed) {
                             break;
@@ -272,6 +290,9 @@ where
                             }
                         }
                     }
+                    r.reader_run_delay_s = delay_at_start
+                        .zip(thread_run_delay_ns())
+                        .map(|(a, b)| b.saturating_sub(a) as f64 / 1e9);
                     r
                 })
             })
@@ -296,6 +317,9 @@ where
         out.latency.add(&p.latency).expect("same bounds");
         out.service.add(&p.service).expect("same bounds");
         out.lateness.add(&p.lateness).expect("same bounds");
+        if let Some(d) = p.reader_run_delay_s {
+            *out.reader_run_delay_s.get_or_insert(0.0) += d;
+        }
         for (a, b) in out.per_second.iter_mut().zip(&p.per_second) {
             a.add(b).expect("same bounds");
         }
@@ -546,6 +570,38 @@ mod tests {
         assert_eq!(quick.lateness.len(), 100);
         let q = LatencySummary::of(&quick.lateness);
         assert!(q.p50 < 500.0, "lateness p50 {} us", q.p50);
+    }
+
+    #[test]
+    fn readers_waiting_for_a_cpu_are_counted() {
+        assert_eq!(parse_run_delay_ns("708189 77755 4\n"), Some(77755));
+        assert_eq!(parse_run_delay_ns("garbage"), None);
+        // Spinning threads, more than there are CPUs, keep the readers
+        // waiting on the run queue now and then.
+        let spin_stop = AtomicBool::new(false);
+        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let cfg = LoadConfig {
+            rate_per_s: 2000.0,
+            threads: 4,
+            duration: Duration::from_millis(300),
+            keys: 10,
+            seed: 2,
+            grace: Duration::from_secs(2),
+        };
+        let r = std::thread::scope(|s| {
+            for _ in 0..cpus * 2 {
+                s.spawn(|| {
+                    while !spin_stop.load(Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                });
+            }
+            let r = run_open_loop(&cfg, |_| Ok(None), &AtomicBool::new(false));
+            spin_stop.store(true, Ordering::Relaxed);
+            r
+        });
+        let waited = r.reader_run_delay_s.expect("schedstat on Linux");
+        assert!(waited > 0.0005, "readers waited only {waited} s for a CPU");
     }
 
     #[test]

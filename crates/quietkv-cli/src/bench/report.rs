@@ -176,6 +176,13 @@ pub fn standard_rows() -> Vec<Row> {
         ),
         row("Reader lateness p99", "reader_lateness_us.p99", Us, None),
         row("Reader lateness max", "reader_lateness_us.max", Us, None),
+        row("Reader lateness mean", "reader_lateness_us.mean", Us, None),
+        row(
+            "Reader CPU wait per read (run queue)",
+            "reader_cpu_wait_us_per_read",
+            Us,
+            None,
+        ),
         row(
             "Baseline p50 (no background work)",
             "baseline_read_latency_us.p50",
@@ -416,9 +423,20 @@ pub fn readers_behind(e: &ExperimentReport) -> Vec<String> {
             let l = md.stats().get("reader_lateness_us.p99")?.median;
             (l >= READER_LATE_US).then(|| {
                 format!(
-                    "{}: reader lateness p99 {} (scheduled to issued): reads were issued late, because every reader was busy with a slow read (see the service-time rows) or waiting for a CPU; raising --readers tells the two apart.",
+                    "{}: reader lateness p99 {} (scheduled to issued): reads were issued late, because every reader was busy with a slow read (see the service-time rows) or waiting for a CPU{}.",
                     md.name,
-                    fmt_value(l, Fmt::Us)
+                    fmt_value(l, Fmt::Us),
+                    match (
+                        md.stats().get("reader_cpu_wait_us_per_read"),
+                        md.stats().get("reader_lateness_us.mean"),
+                    ) {
+                        (Some(w), Some(m)) => format!(
+                            " (the readers waited {} per read for a CPU against a mean lateness of {})",
+                            fmt_value(w.median, Fmt::Us),
+                            fmt_value(m.median, Fmt::Us)
+                        ),
+                        _ => "; raising --readers tells the two apart".to_string(),
+                    }
                 )
             })
         })
@@ -806,8 +824,10 @@ mod tests {
                     p50: 3.0,
                     p99: if i == 1 { 4_000.0 } else { 40.0 },
                     max: 9_000.0,
+                    mean: if i == 1 { 300.0 } else { 5.0 },
                     ..Default::default()
                 };
+                run.measured.reader_cpu_wait_us_per_read = (i == 1).then_some(250.0);
             }
         }
         let md = render_markdown(&r);
@@ -824,7 +844,25 @@ mod tests {
             "{md}"
         );
         assert!(!md.contains("**Readers fell behind:** buffered"), "{md}");
+        // Whether they waited for a CPU: the run-queue wait beside the
+        // mean lateness.
+        assert!(
+            md.contains(
+                "(the readers waited 250 us per read for a CPU against a mean lateness of 300 us)"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "| Reader CPU wait per read (run queue) | n/a | 250 us (250 us..250 us) | n/a |"
+            ),
+            "{md}"
+        );
         let j = render_json(&r);
+        assert_eq!(
+            j["experiments"][0]["modes"][1]["reader_cpu_wait_us_per_read"],
+            250.0
+        );
         assert_eq!(
             j["experiments"][0]["modes"][1]["reader_lateness_us"]["p99"],
             4000.0

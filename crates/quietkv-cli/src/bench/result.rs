@@ -157,6 +157,9 @@ pub struct PhaseResult {
     /// Scheduled-to-issue time: the load generator's own lateness.
     #[serde(default)]
     pub lateness: LatencySummary,
+    /// The readers' run-queue wait (runnable, no CPU) per issued read, us.
+    #[serde(default)]
+    pub reader_cpu_wait_us_per_read: Option<f64>,
     pub scheduled: u64,
     pub done: u64,
     pub errors: u64,
@@ -174,6 +177,10 @@ impl PhaseResult {
             latency: LatencySummary::of(&load.latency),
             service: LatencySummary::of(&load.service),
             lateness: LatencySummary::of(&load.lateness),
+            reader_cpu_wait_us_per_read: load
+                .reader_run_delay_s
+                .filter(|_| load.done + load.errors > 0)
+                .map(|s| s * 1e6 / (load.done + load.errors) as f64),
             scheduled: load.scheduled,
             done: load.done,
             errors: load.errors,
@@ -282,6 +289,9 @@ impl RunResult {
         lat(&mut m, "read_latency_us", &p.latency);
         lat(&mut m, "service_time_us", &p.service);
         lat(&mut m, "reader_lateness_us", &p.lateness);
+        if let Some(w) = p.reader_cpu_wait_us_per_read {
+            m.insert("reader_cpu_wait_us_per_read".into(), w);
+        }
         m.insert("reads.scheduled".into(), p.scheduled as f64);
         m.insert("reads.done".into(), p.done as f64);
         m.insert("reads.errors".into(), p.errors as f64);
