@@ -12,7 +12,7 @@ use super::report::{self, ExperimentReport, ModeReport, Report};
 use super::result::{CommonParams, ModeSpec, WorkerSpec};
 use super::runner::{Runner, RunnerOptions};
 use super::sampler::SamplerConfig;
-use super::scale::{parse_size, preset, Overrides, Preset, Scale, MIB, VALUE_SIZE};
+use super::scale::{mib, parse_size, preset, Overrides, Preset, Scale, MIB, VALUE_SIZE};
 use super::source::{self, Manifest, SourceSpec};
 use super::verdict;
 use super::{
@@ -54,15 +54,6 @@ fn title(exp: &str) -> &'static str {
             "reads over keys [0, H) while one writer overwrites random keys at a fixed byte rate"
         }
         _ => "E1 at hot-set sizes of about 1/30, 1/3 and 3x the page cache",
-    }
-}
-
-fn mib(b: u64) -> String {
-    let m = b as f64 / MIB as f64;
-    if m >= 1024.0 {
-        format!("{:.1} GiB", m / 1024.0)
-    } else {
-        format!("{m:.0} MiB")
     }
 }
 

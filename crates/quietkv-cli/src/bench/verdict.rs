@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::report::ExperimentReport;
 use super::result::ModeSpec;
+use super::scale::mib;
 
 /// How far below buffered's background throughput a mode may fall and
 /// still count as doing the same work.
@@ -350,15 +351,6 @@ fn ratio_text(r: f64, what: &str) -> String {
         format!("{what} {:.1}x higher", 1.0 / r)
     } else {
         format!("{what} about the same")
-    }
-}
-
-fn mib(b: u64) -> String {
-    let m = b as f64 / (1u64 << 20) as f64;
-    if m >= 1024.0 {
-        format!("{:.1} GiB", m / 1024.0)
-    } else {
-        format!("{m:.0} MiB")
     }
 }
 
