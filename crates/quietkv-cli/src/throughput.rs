@@ -8,6 +8,10 @@ use std::time::Instant;
 use quietkv::{AccessMode, Db, IoClass, Options, WriteBatch, WriteOptions};
 use serde::Serialize;
 
+use crate::bench::verdict::{
+    judge, not_same_work_line, ModeFigures, SectionFigures, SectionJudgement, Standing, Work,
+};
+
 #[derive(Debug, Clone)]
 pub struct Params {
     pub keys: u64,
@@ -184,6 +188,66 @@ fn median(mut v: Vec<f64>) -> (f64, f64, f64) {
     (med, v[0], v[n - 1])
 }
 
+/// The same-work rule applied to `compact_all`: a mode whose compaction
+/// MiB/s fell more than 10% below buffered's is not the same work.
+pub fn judge_compaction(p: &Params, runs: &[Run]) -> SectionJudgement {
+    let modes = p
+        .modes
+        .iter()
+        .filter_map(|m| {
+            let rates: Vec<f64> = runs
+                .iter()
+                .filter(|r| r.mode == m.name())
+                .map(|r| r.compact_mib_s)
+                .collect();
+            let written: Vec<f64> = runs
+                .iter()
+                .filter(|r| r.mode == m.name())
+                .map(|r| r.compact_written_mib)
+                .collect();
+            if rates.is_empty() {
+                return None;
+            }
+            let rate = median(rates).0;
+            Some(ModeFigures {
+                name: m.name().into(),
+                p99_us: None,
+                p999_us: None,
+                background_mib_s: rate,
+                background_read_mib_s: 0.0,
+                background_write_mib_s: rate,
+                background_mib: median(written).0,
+            })
+        })
+        .collect();
+    judge(&SectionFigures {
+        id: "throughput".into(),
+        experiment: "throughput".into(),
+        work: Work::Flat,
+        hot_bytes: 0,
+        memory_limit_bytes: None,
+        modes,
+    })
+}
+
+/// One line per mode other than buffered: the same work or not, and what it
+/// would take.
+pub fn same_work_lines(j: &SectionJudgement) -> Vec<String> {
+    j.modes
+        .iter()
+        .filter_map(|m| match &m.standing {
+            Standing::Reference => None,
+            Standing::SameWork => Some(format!(
+                "{}: the same work (compact_all {:.0} MiB/s, {:+.0}% against buffered).",
+                m.name, m.background_mib_s, m.speed_pct
+            )),
+            Standing::NotSameWork { .. } => {
+                not_same_work_line(j, m).map(|l| format!("**Not the same work:** {l}"))
+            }
+        })
+        .collect()
+}
+
 /// A Markdown table: one row per metric, one column per mode, median with
 /// min..max when repeated.
 pub fn markdown(p: &Params, runs: &[Run], header: &str) -> String {
@@ -241,5 +305,77 @@ pub fn markdown(p: &Params, runs: &[Run], header: &str) -> String {
         }
         out.push('\n');
     }
+    let lines = same_work_lines(&judge_compaction(p, runs));
+    if !lines.is_empty() {
+        out.push_str("\nSame work (compact_all MiB/s within 10% of buffered's or above):\n\n");
+        for l in lines {
+            out.push_str(&format!("- {l}\n"));
+        }
+    }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(mode: &str, repeat: u32, compact_mib_s: f64) -> Run {
+        Run {
+            mode: mode.into(),
+            repeat,
+            fill_seconds: 10.0,
+            fill_mib_s: 400.0,
+            fill_ops_s: 100_000.0,
+            settle_seconds: 1.0,
+            read_ops_s: 5000.0,
+            read_p50_us: 100.0,
+            read_p99_us: 900.0,
+            compact_seconds: 4096.0 / compact_mib_s,
+            compact_mib_s,
+            compact_read_mib: 4096.0,
+            compact_written_mib: 4096.0,
+            cpu_user_s: 10.0,
+            cpu_sys_s: 5.0,
+        }
+    }
+
+    #[test]
+    fn a_compaction_more_than_ten_percent_slower_is_not_the_same_work() {
+        let p = Params {
+            keys: 1000,
+            value_size: 4096,
+            reads: 10,
+            modes: vec![AccessMode::Buffered, AccessMode::Direct, AccessMode::Auto],
+            repeats: 2,
+            dir: PathBuf::from("/nonexistent"),
+        };
+        let runs = vec![
+            run("buffered", 0, 300.0),
+            run("direct", 0, 200.0),
+            run("auto", 0, 290.0),
+            run("buffered", 1, 320.0),
+            run("direct", 1, 220.0),
+            run("auto", 1, 310.0),
+        ];
+        let j = judge_compaction(&p, &runs);
+        assert!(matches!(
+            j.mode("direct").unwrap().standing,
+            Standing::NotSameWork { .. }
+        ));
+        assert_eq!(j.mode("auto").unwrap().standing, Standing::SameWork);
+        let md = markdown(&p, &runs, "# t\n");
+        assert!(
+            md.contains("**Not the same work:** direct did 210 MiB/s of background work, 32% below buffered's 310 MiB/s"),
+            "{md}"
+        );
+        assert!(md.contains("so it is not recommended"), "{md}");
+        assert!(
+            md.contains("make direct compact at 279 MiB/s or more"),
+            "{md}"
+        );
+        assert!(
+            md.contains("auto: the same work (compact_all 300 MiB/s, -3% against buffered)"),
+            "{md}"
+        );
+    }
 }

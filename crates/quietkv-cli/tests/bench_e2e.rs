@@ -74,6 +74,9 @@ fn e0_tiny_run_writes_a_complete_report_and_cleans_up() {
         "aqu-sz",
         "Background (compaction) throughput",
         "CPU user",
+        "Reader lateness p99",
+        "from a pool of 8 reader threads",
+        "## Verdict",
     ] {
         assert!(md.contains(s), "report.md lacks {s:?}:\n{md}");
     }
@@ -81,6 +84,7 @@ fn e0_tiny_run_writes_a_complete_report_and_cleans_up() {
     let j: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     assert!(j["machine"]["kernel"].is_string());
+    assert!(j["verdict"].as_str().unwrap().len() > 20);
     let e = &j["experiments"][0];
     assert_eq!(e["id"], "E0");
     assert!(e["params"]["hot_bytes"].is_number());
@@ -124,6 +128,8 @@ fn e0_tiny_run_writes_a_complete_report_and_cleans_up() {
             assert!(m["device"].get(k).is_some(), "device.{k}");
         }
         assert!(m["cpu"].get("user_s").is_some() && m["cpu"].get("sys_s").is_some());
+        assert!(m["reader_lateness_us"]["p99"].is_number(), "{m}");
+        assert!(m["same_work"].is_boolean(), "{m}");
         assert!(!m["timeline"].as_array().unwrap().is_empty());
     }
     for png in ["e0-percentiles.png", "e0-p99-over-time.png"] {

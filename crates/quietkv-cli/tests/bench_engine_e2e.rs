@@ -40,6 +40,8 @@ fn check_report(out: &Path, id: &str, modes: &[&str], extra_rows: &[&str]) -> se
         "Background (compaction) throughput".into(),
         "Background seconds".into(),
         "CPU user".into(),
+        "Reader lateness p99".into(),
+        "from a pool of 8 reader threads".into(),
         format!("| Metric | {} |", modes.join(" | ")),
         "## Verdict".into(),
     ]
@@ -72,7 +74,8 @@ fn check_report(out: &Path, id: &str, modes: &[&str], extra_rows: &[&str]) -> se
         assert!(m["compaction_seconds"].as_f64().unwrap() > 0.0);
         // The background work really happened: bytes moved.
         assert!(m["compaction_mib_s"].as_f64().unwrap() > 0.0, "{m}");
-        assert!(m.get("same_work").is_some());
+        assert!(m["same_work"].is_boolean());
+        assert!(m["reader_lateness_us"]["p99"].is_number(), "{m}");
     }
     for png in ["percentiles", "p99-over-time"] {
         let p = out.join(format!("{}-{png}.png", id.to_lowercase()));
@@ -95,7 +98,7 @@ fn e1_then_e2_tiny_runs_reuse_the_source_and_clean_up() {
             "--experiment",
             "E1",
             "--modes",
-            "buffered,both-direct",
+            "buffered,both-direct,auto",
             "--duration",
             "5",
             "--keep-source",
@@ -112,9 +115,17 @@ fn e1_then_e2_tiny_runs_reuse_the_source_and_clean_up() {
     let j = check_report(
         &out1,
         "E1",
-        &["buffered", "both-direct"],
-        &["compaction_wall_s"],
+        &["buffered", "both-direct", "auto"],
+        &[
+            "compaction_wall_s",
+            // The engine's defaults, and what they resolved to here.
+            "auto = compaction read auto (",
+        ],
     );
+    assert!(stderr.contains("[E1 auto 1/1]"), "{stderr}");
+    let same_work = &j["experiments"][0]["same_work_check"];
+    assert_eq!(same_work["reference"], "buffered");
+    assert!(same_work["not_same_work"].is_array());
     assert_eq!(j["experiments"][0]["params"]["source_reused"], false);
     common::assert_no_cgroups_left(pid);
     let sources: Vec<_> = std::fs::read_dir(&dir)

@@ -1,13 +1,17 @@
 //! The open-loop load generator.
 //!
 //! Request `k` of a phase is scheduled at `k / rate` seconds after the
-//! start; reader thread `t` serves requests `t, t + T, t + 2T, ...`. A
-//! request's latency runs from its *scheduled* time to its completion, so a
-//! stall that delays the requests behind it shows up in the percentiles
-//! (coordinated omission corrected). The time from actually issuing a
-//! request to its completion is kept too, as "service time".
+//! start. A pool of reader threads serves the schedule: each takes the next
+//! unserved request from a shared index, waits for its scheduled instant and
+//! issues it, so one slow read holds back only its own thread, not the
+//! requests scheduled after it (as open-loop generators such as wrk2 do).
+//! A request's latency runs from its *scheduled* time to its completion, so
+//! a stall that delays requests still shows up in the percentiles
+//! (coordinated omission corrected). Kept beside it: the time from issuing a
+//! request to its completion ("service time") and from its scheduled instant
+//! to its issue (the reader's own lateness, which should stay near zero).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -41,6 +45,14 @@ pub struct LoadResult {
     pub latency: Histogram<u64>,
     /// Issue-to-completion time, us.
     pub service: Histogram<u64>,
+    /// Scheduled-to-issue time, us: the generator's own lateness (a reader
+    /// that woke late or was still busy with an earlier request).
+    pub lateness: Histogram<u64>,
+    /// Seconds the reader threads spent runnable but waiting for a CPU
+    /// (`/proc/thread-self/schedstat`), all readers together; `None` where
+    /// the kernel does not report it. Set against the lateness, it says
+    /// whether late reads waited for a CPU or for the readers' earlier reads.
+    pub reader_run_delay_s: Option<f64>,
     /// One latency histogram per second of schedule.
     pub per_second: Vec<Histogram<u64>>,
     pub scheduled: u64,
@@ -83,8 +95,50 @@ fn tighten_timer_slack() {
     }
 }
 
+/// The last stretch before a request's scheduled instant is spun instead of
+/// slept: a sleeping thread wakes up late by the scheduler's wake-up latency
+/// (tens of us on a busy VM), which would be counted as the read's own
+/// latency. Short, so that spinning costs little CPU at the protocol's rates
+/// (2,000 reads/s x 60 us = 12% of one core at most).
+pub const SPIN_BEFORE_DEADLINE: Duration = Duration::from_micros(60);
+
+/// Returns at `t` or just after it: sleeps until [`SPIN_BEFORE_DEADLINE`]
+/// before `t`, then spins.
+fn wait_until(t: Instant) {
+    loop {
+        let now = Instant::now();
+        if now >= t {
+            return;
+        }
+        let left = t - now;
+        if left > SPIN_BEFORE_DEADLINE {
+            std::thread::sleep(left - SPIN_BEFORE_DEADLINE);
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// `/proc/thread-self/schedstat`: nanoseconds on a CPU, nanoseconds
+/// runnable but waiting on a run queue, and time slices; returns the wait.
+pub fn parse_run_delay_ns(schedstat: &str) -> Option<u64> {
+    schedstat.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The calling thread's run-queue wait so far, ns.
+fn thread_run_delay_ns() -> Option<u64> {
+    parse_run_delay_ns(&std::fs::read_to_string("/proc/thread-self/schedstat").ok()?)
+}
+
 fn micros(d: Duration) -> u64 {
     (d.as_micros() as u64).max(1)
+}
+
+/// The key of request `k`: the `k+1`-th draw of a splitmix64 stream seeded
+/// with `seed`, so the key sequence does not depend on which reader thread
+/// serves which request.
+fn key_of(seed: u64, k: u64, keys: u64) -> u64 {
+    SplitMix64::new(seed.wrapping_add(k.wrapping_mul(0x9E37_79B9_7F4A_7C15))).below(keys)
 }
 
 /// Ends a phase early at a point on its schedule: requests scheduled before
@@ -132,6 +186,23 @@ where
     run_open_loop_until(cfg, read, stop, &PhaseEnd::default())
 }
 
+fn empty_result(seconds: usize) -> LoadResult {
+    LoadResult {
+        latency: new_histogram(),
+        service: new_histogram(),
+        lateness: new_histogram(),
+        reader_run_delay_s: None,
+        per_second: (0..seconds).map(|_| new_histogram()).collect(),
+        scheduled: 0,
+        done: 0,
+        errors: 0,
+        first_error: None,
+        hits: 0,
+        misses: 0,
+        elapsed_s: 0.0,
+    }
+}
+
 /// [`run_open_loop`] that also ends where `end` says (see [`PhaseEnd`]);
 /// `scheduled` then counts only the requests scheduled before the end.
 pub fn run_open_loop_until<F>(
@@ -150,38 +221,30 @@ where
     // Every histogram is made before the clock starts: 900 per-second
     // histograms (E1's cap) take ~100 ms to create, which used to delay
     // the first reads of every phase and showed up as a stall in all modes.
-    let fresh: Vec<LoadResult> = (0..threads)
-        .map(|_| LoadResult {
-            latency: new_histogram(),
-            service: new_histogram(),
-            per_second: (0..seconds).map(|_| new_histogram()).collect(),
-            scheduled: 0,
-            done: 0,
-            errors: 0,
-            first_error: None,
-            hits: 0,
-            misses: 0,
-            elapsed_s: 0.0,
-        })
-        .collect();
+    let fresh: Vec<LoadResult> = (0..threads).map(|_| empty_result(seconds)).collect();
     let start = *end
         .start
         .get_or_init(|| Instant::now() + Duration::from_millis(5));
     let deadline = start + cfg.duration + cfg.grace;
     let keys = cfg.keys.max(1);
     let read = &read;
+    // The schedule index every reader takes its next request from: a reader
+    // stuck in a slow read leaves the requests behind it to the others.
+    let next = AtomicU64::new(0);
+    let next = &next;
     let parts: Vec<LoadResult> = std::thread::scope(|s| {
         let handles: Vec<_> = fresh
             .into_iter()
-            .enumerate()
-            .map(|(t, mut r)| {
+            .map(|mut r| {
                 s.spawn(move || {
                     tighten_timer_slack();
-                    let mut rng =
-                        SplitMix64::new(cfg.seed ^ (t as u64 + 1).wrapping_mul(0x9E37_79B9));
-                    let mut k = t as u64;
-                    while k < total {
+                    let delay_at_start = thread_run_delay_ns();
+                    loop {
                         if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let k = next.fetch_add(1, Ordering::Relaxed);
+                        if k >= total {
                             break;
                         }
                         let offset_ns = (k as f64 * interval_ns) as u64;
@@ -189,17 +252,14 @@ where
                             break;
                         }
                         let sched = start + Duration::from_nanos(offset_ns);
-                        let now = Instant::now();
-                        if now > deadline {
+                        if Instant::now() > deadline {
                             break;
                         }
-                        if sched > now {
-                            std::thread::sleep(sched - now);
-                            if offset_ns >= end.ended_at() {
-                                break;
-                            }
+                        wait_until(sched);
+                        if offset_ns >= end.ended_at() {
+                            break;
                         }
-                        let key = rng.below(keys);
+                        let key = key_of(cfg.seed, k, keys);
                         let issued = Instant::now();
                         let res = read(key);
                         let end = Instant::now();
@@ -208,7 +268,10 @@ where
                                 let lat = micros(end.saturating_duration_since(sched));
                                 r.latency.saturating_record(lat);
                                 r.service.saturating_record(micros(end - issued));
-                                let sec = ((k as f64 * interval_ns) / 1e9) as usize;
+                                r.lateness.saturating_record(
+                                    issued.saturating_duration_since(sched).as_micros() as u64,
+                                );
+                                let sec = (offset_ns / 1_000_000_000) as usize;
                                 if let Some(h) = r.per_second.get_mut(sec.min(seconds - 1)) {
                                     h.saturating_record(lat);
                                 }
@@ -226,8 +289,10 @@ where
                                 }
                             }
                         }
-                        k += threads as u64;
                     }
+                    r.reader_run_delay_s = delay_at_start
+                        .zip(thread_run_delay_ns())
+                        .map(|(a, b)| b.saturating_sub(a) as f64 / 1e9);
                     r
                 })
             })
@@ -245,21 +310,16 @@ where
         let secs = ((ended as f64 / 1e9).ceil() as usize).clamp(1, seconds);
         (n.min(total), secs)
     };
-    let mut out = LoadResult {
-        latency: new_histogram(),
-        service: new_histogram(),
-        per_second: (0..seconds).map(|_| new_histogram()).collect(),
-        scheduled,
-        done: 0,
-        errors: 0,
-        first_error: None,
-        hits: 0,
-        misses: 0,
-        elapsed_s: start.elapsed().as_secs_f64(),
-    };
+    let mut out = empty_result(seconds);
+    out.scheduled = scheduled;
+    out.elapsed_s = start.elapsed().as_secs_f64();
     for p in parts {
         out.latency.add(&p.latency).expect("same bounds");
         out.service.add(&p.service).expect("same bounds");
+        out.lateness.add(&p.lateness).expect("same bounds");
+        if let Some(d) = p.reader_run_delay_s {
+            *out.reader_run_delay_s.get_or_insert(0.0) += d;
+        }
         for (a, b) in out.per_second.iter_mut().zip(&p.per_second) {
             a.add(b).expect("same bounds");
         }
@@ -330,7 +390,6 @@ pub fn percentile_curve(h: &Histogram<u64>) -> Vec<[f64; 2]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicU64;
 
     #[test]
     fn prng_is_uniform_enough() {
@@ -384,6 +443,195 @@ mod tests {
         assert!(s.p90 >= 5_000.0, "p90 {}", s.p90);
         let per_sec_total: u64 = r.per_second.iter().map(|h| h.len()).sum();
         assert_eq!(per_sec_total, 400);
+    }
+
+    /// What one run with a single slow request shows.
+    struct SlowRun {
+        result: LoadResult,
+        /// Requests other than the slow one that took more than 20 ms from
+        /// their scheduled time.
+        late_behind: u64,
+        /// Requests issued while the slow one was in progress.
+        issued_during_stall: usize,
+    }
+
+    /// 1000 requests/s for 400 ms; the 101st request issued sleeps 100 ms.
+    fn one_slow_request(threads: usize) -> SlowRun {
+        let n = AtomicU64::new(0);
+        let issued = std::sync::Mutex::new(Vec::with_capacity(400));
+        let stall = std::sync::Mutex::new(None);
+        let cfg = LoadConfig {
+            rate_per_s: 1000.0,
+            threads,
+            duration: Duration::from_millis(400),
+            keys: 1000,
+            seed: 9,
+            grace: Duration::from_secs(2),
+        };
+        let stop = AtomicBool::new(false);
+        let result = run_open_loop(
+            &cfg,
+            |_k| {
+                let t = Instant::now();
+                if n.fetch_add(1, Ordering::SeqCst) == 100 {
+                    std::thread::sleep(Duration::from_millis(100));
+                    *stall.lock().unwrap() = Some((t, Instant::now()));
+                } else {
+                    issued.lock().unwrap().push(t);
+                }
+                Ok(None)
+            },
+            &stop,
+        );
+        let (from, to) = stall.into_inner().unwrap().expect("the slow request ran");
+        let issued_during_stall = issued
+            .into_inner()
+            .unwrap()
+            .iter()
+            .filter(|t| **t > from && **t < to)
+            .count();
+        let late = result.latency.count_between(20_000, 3_600_000_000);
+        SlowRun {
+            result,
+            late_behind: late.saturating_sub(1),
+            issued_during_stall,
+        }
+    }
+
+    #[test]
+    fn a_pool_of_readers_keeps_one_slow_read_from_delaying_the_next() {
+        // One reader: every request scheduled during the slow one waits for
+        // it (~100 of them, ~80 by more than 20 ms), and is issued late.
+        let one = one_slow_request(1);
+        assert_eq!(one.result.done, 400);
+        assert_eq!(one.issued_during_stall, 0);
+        assert!(
+            one.late_behind >= 60,
+            "only {} requests behind the slow one were late with 1 reader",
+            one.late_behind
+        );
+        assert!(one.result.lateness.count_between(20_000, 3_600_000_000) >= 60);
+        // Four readers taking the next request from a shared schedule: the
+        // other three issue the requests scheduled during the slow one
+        // while it is still in progress, so they stay on time. (Had each
+        // reader its fixed quarter of the schedule, the ~25 in the slow
+        // reader's quarter would wait for it.) The bounds leave room for a
+        // machine so busy that a thread misses its turn now and then.
+        let pool = one_slow_request(4);
+        assert_eq!(pool.result.done, 400);
+        assert!(pool.result.latency.max() >= 100_000);
+        assert!(
+            pool.issued_during_stall >= 80,
+            "only {} requests issued during the slow one with 4 readers",
+            pool.issued_during_stall
+        );
+        assert!(
+            pool.late_behind * 3 <= one.late_behind,
+            "{} requests behind the slow one were late with 4 readers, {} with 1",
+            pool.late_behind,
+            one.late_behind
+        );
+    }
+
+    #[test]
+    fn lateness_is_reported_and_stays_small_on_schedule() {
+        // Reads that take 2 ms on one reader at 1000/s: the reader falls
+        // further behind with every request, and its lateness says so.
+        let cfg = LoadConfig {
+            rate_per_s: 1000.0,
+            threads: 1,
+            duration: Duration::from_millis(100),
+            keys: 10,
+            seed: 4,
+            grace: Duration::from_secs(2),
+        };
+        let stop = AtomicBool::new(false);
+        let slow = run_open_loop(
+            &cfg,
+            |_| {
+                std::thread::sleep(Duration::from_millis(2));
+                Ok(None)
+            },
+            &stop,
+        );
+        assert_eq!(slow.lateness.len(), 100);
+        assert!(
+            slow.lateness.max() >= 50_000,
+            "lateness max {}",
+            slow.lateness.max()
+        );
+        let s = LatencySummary::of(&slow.lateness);
+        assert!(s.p50 >= 20_000.0, "lateness p50 {}", s.p50);
+        // Fast reads from a pool: issued on time, well under a millisecond
+        // late at the median (timer slack 1 ns and a spin before the
+        // deadline; the bound leaves room for a busy machine).
+        let cfg = LoadConfig { threads: 4, ..cfg };
+        let quick = run_open_loop(&cfg, |_| Ok(None), &stop);
+        assert_eq!(quick.lateness.len(), 100);
+        let q = LatencySummary::of(&quick.lateness);
+        assert!(q.p50 < 500.0, "lateness p50 {} us", q.p50);
+    }
+
+    #[test]
+    fn readers_waiting_for_a_cpu_are_counted() {
+        assert_eq!(parse_run_delay_ns("708189 77755 4\n"), Some(77755));
+        assert_eq!(parse_run_delay_ns("garbage"), None);
+        // Spinning threads, more than there are CPUs, keep the readers
+        // waiting on the run queue now and then.
+        let spin_stop = AtomicBool::new(false);
+        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let cfg = LoadConfig {
+            rate_per_s: 2000.0,
+            threads: 4,
+            duration: Duration::from_millis(300),
+            keys: 10,
+            seed: 2,
+            grace: Duration::from_secs(2),
+        };
+        let r = std::thread::scope(|s| {
+            for _ in 0..cpus * 2 {
+                s.spawn(|| {
+                    while !spin_stop.load(Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                });
+            }
+            let r = run_open_loop(&cfg, |_| Ok(None), &AtomicBool::new(false));
+            spin_stop.store(true, Ordering::Relaxed);
+            r
+        });
+        let waited = r.reader_run_delay_s.expect("schedstat on Linux");
+        assert!(waited > 0.0005, "readers waited only {waited} s for a CPU");
+    }
+
+    #[test]
+    fn keys_do_not_depend_on_the_thread_that_serves_them() {
+        let seen = |threads: usize| {
+            let keys = std::sync::Mutex::new(Vec::new());
+            let cfg = LoadConfig {
+                rate_per_s: 2000.0,
+                threads,
+                duration: Duration::from_millis(50),
+                keys: 1_000_000,
+                seed: 11,
+                grace: Duration::from_secs(2),
+            };
+            run_open_loop(
+                &cfg,
+                |k| {
+                    keys.lock().unwrap().push(k);
+                    Ok(None)
+                },
+                &AtomicBool::new(false),
+            );
+            let mut v = keys.into_inner().unwrap();
+            v.sort_unstable();
+            v
+        };
+        let one = seen(1);
+        assert_eq!(one.len(), 100);
+        assert_eq!(one, seen(8));
+        assert!(one.windows(2).filter(|w| w[0] == w[1]).count() < 3);
     }
 
     #[test]

@@ -4,10 +4,11 @@
 //! - [`metrics`]: parsers of /proc and /sys text, device lookup, iostat math
 //! - [`sampler`]: per-second samples and per-phase deltas/rates
 //! - [`cgroup`]: memory cgroup, PSI cgroup, interrupt flag
-//! - [`loadgen`]: open-loop reader with HdrHistogram
+//! - [`loadgen`]: open-loop readers (a pool on one schedule) with HdrHistogram
 //! - [`result`]: `ModeSpec`, `WorkerSpec`, `RunResult` (shared by experiments)
 //! - [`runner`]: worker process in the cgroup, experiment registry
 //! - [`report`], [`plot`]: report.md, report.json, PNGs
+//! - [`verdict`]: the same-work rule and the recommendation, from figures
 //! - [`e0`]: the no-engine reference experiment
 //!
 //! Adding an experiment (E1, E2, ...): write a worker function
@@ -38,6 +39,7 @@ pub mod sampler;
 pub mod scale;
 pub mod source;
 pub mod suite;
+pub mod verdict;
 
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -58,9 +60,10 @@ pub struct BenchArgs {
     #[arg(long)]
     pub experiment: Option<String>,
     /// Modes to compare, run in turn (A B C, A B C, ...): buffered, direct,
-    /// dontcache, fadvise, write-direct, read-direct, both-direct, all-direct.
-    /// Default: buffered,write-direct,both-direct,dontcache (E0:
-    /// buffered,direct,dontcache).
+    /// dontcache, fadvise, write-direct, read-direct, both-direct, all-direct,
+    /// auto (the engine's defaults). Default:
+    /// buffered,write-direct,both-direct,dontcache,auto (E0:
+    /// buffered,direct,dontcache; throughput: buffered,direct).
     #[arg(long, value_delimiter = ',')]
     pub modes: Option<Vec<String>>,
     /// Preset sizes of E1/E2/E3 (PROTOCOL.md): quick (2 GiB db, 256 MiB
@@ -125,8 +128,10 @@ pub struct BenchArgs {
     /// Keep the source database in --dir after the run (else removed).
     #[arg(long = "keep-source")]
     pub keep_source: bool,
-    /// Reader threads.
-    #[arg(long, default_value_t = 1)]
+    /// Reader threads of the open-loop load generator: a pool in which each
+    /// thread takes the next scheduled read (1 = a single reader, where one
+    /// slow read delays every read scheduled behind it).
+    #[arg(long, default_value_t = 8)]
     pub readers: usize,
     /// E0: size of the hot file in MiB.
     #[arg(long = "hot-mib", default_value_t = 30)]
@@ -225,6 +230,42 @@ pub(crate) fn machine(dir: &Path) -> Machine {
         device: metrics::block_device_of(dir),
         dir: dir.display().to_string(),
     }
+}
+
+/// Each mode's classes as `name = compaction read ... / ... / user read
+/// ...`, joined by `; `, with what `auto` resolves to in `dir`.
+pub(crate) fn describe_modes(dir: &Path, modes: &[ModeSpec]) -> String {
+    let env = quietio::IoEnv::open(dir, quietio::IoOptions::default()).ok();
+    let resolve = |c: IoClass, m: quietio::AccessMode| {
+        Some(
+            env.as_ref()?
+                .resolve_explicit(c, m)
+                .ok()?
+                .name()
+                .to_string(),
+        )
+    };
+    modes
+        .iter()
+        .map(|m| format!("{} = {}", m.name, m.describe(&resolve)))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The header line of the user reads' load generator.
+pub(crate) fn readers_text(common: &CommonParams) -> String {
+    let pool = if common.reader_threads > 1 {
+        format!(
+            "from a pool of {} reader threads: each takes the next scheduled read, so a slow read does not hold back the ones scheduled after it",
+            common.reader_threads
+        )
+    } else {
+        "from a single reader thread (--readers 1): a slow read delays every read scheduled after it".to_string()
+    };
+    format!(
+        "open loop at {} reads/s {pool}; latency runs from the scheduled time, and the readers' own lateness (scheduled to issued) has its own rows",
+        common.read_rate
+    )
 }
 
 /// Fails before any run if a mode cannot work in `dir`.
@@ -355,6 +396,7 @@ fn run_e0(args: BenchArgs, experiment: String) -> Result<(), String> {
     );
 
     let params = serde_json::json!({
+        "experiment": "E0",
         "hot_bytes": p.hot_bytes,
         "bg_file_bytes": p.bg_file_bytes,
         "bg_read_files": p.bg_read_files,
@@ -443,7 +485,7 @@ fn run_e0(args: BenchArgs, experiment: String) -> Result<(), String> {
         ("Hot set".into(), format!("{} MiB file, {} B random reads ({} blocks), buffered, pre-warmed", args.hot_mib, p.block_size, (p.hot_bytes / p.block_size).max(1))),
         (
             "User reads".into(),
-            format!("{} reads/s open loop over {} thread(s), uniform keys", common.read_rate, common.reader_threads),
+            format!("{}, uniform keys", readers_text(&common)),
         ),
         (
             "Background work".into(),
@@ -471,14 +513,7 @@ fn run_e0(args: BenchArgs, experiment: String) -> Result<(), String> {
                 format!("{} per mode, interleaved; cells show median (min..max)", args.repeats)
             },
         ),
-        (
-            "Modes".into(),
-            modes
-                .iter()
-                .map(|m| format!("{} = read {} / write {} / user {}", m.name, m.compaction_read, m.compaction_write, m.user_read))
-                .collect::<Vec<_>>()
-                .join("; "),
-        ),
+        ("Modes".into(), describe_modes(&scratch.0, &modes)),
     ];
     header.push((
         "Load average (1 min) at start / end".into(),
@@ -500,11 +535,25 @@ fn run_e0(args: BenchArgs, experiment: String) -> Result<(), String> {
         machine: mach,
         experiments: vec![exp],
     };
-    write_outputs(&report, &out)?;
+    let verdict = write_outputs_with_verdict(
+        &report,
+        &out,
+        "E0 has no engine: it shows what the kernel allows, the ceiling of the engine experiments.",
+    )?;
     println!("{}", report::markdown_table(&report.experiments[0]));
+    let j = verdict::judge(&verdict::figures_of(&report.experiments[0]));
+    for m in j.not_same_work() {
+        if let Some(line) = verdict::not_same_work_line(&j, m) {
+            println!("Not the same work: {line}");
+        }
+    }
+    for line in report::readers_behind(&report.experiments[0]) {
+        println!("Readers fell behind: {line}");
+    }
     for n in runner.notes() {
         println!("note: {n}");
     }
+    println!("\nVerdict: {verdict}\n");
     println!("report: {}", out.join("report.md").display());
     println!("json:   {}", out.join("report.json").display());
     Ok(())
@@ -538,6 +587,29 @@ pub fn write_outputs(report: &Report, out: &Path) -> Result<(), String> {
         plot::timeline_chart(e, &out.join(format!("{id}-p99-over-time.png")))?;
     }
     Ok(())
+}
+
+/// [`write_outputs`], then the verdict (same-work rule included) appended
+/// to report.md as its own section, followed by `tail`, and to report.json
+/// under `verdict`. Returns the verdict.
+pub fn write_outputs_with_verdict(
+    report: &Report,
+    out: &Path,
+    tail: &str,
+) -> Result<String, String> {
+    write_outputs(report, out)?;
+    let verdict = verdict::verdict(&report.experiments);
+    let mut md = report::render_markdown(report);
+    md.push_str(&format!("\n## Verdict\n\n{verdict}\n\n{tail}\n"));
+    std::fs::write(out.join("report.md"), md).map_err(|e| e.to_string())?;
+    let mut j = report::render_json(report);
+    j["verdict"] = serde_json::json!(verdict);
+    std::fs::write(
+        out.join("report.json"),
+        serde_json::to_string_pretty(&j).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(verdict)
 }
 
 /// The engine throughput experiment (fill, random reads, compact_all per
@@ -580,7 +652,14 @@ fn run_throughput(args: &BenchArgs) -> Result<(), String> {
     );
     let md = crate::throughput::markdown(&params, &runs, &header);
     std::fs::write(out.join("report.md"), &md).map_err(|e| e.to_string())?;
-    let json = serde_json::json!({"machine": mach, "experiment": "throughput", "runs": runs});
+    let same_work =
+        crate::throughput::same_work_lines(&crate::throughput::judge_compaction(&params, &runs));
+    let json = serde_json::json!({
+        "machine": mach,
+        "experiment": "throughput",
+        "runs": runs,
+        "same_work": same_work,
+    });
     std::fs::write(
         out.join("report.json"),
         serde_json::to_string_pretty(&json).unwrap(),
@@ -589,4 +668,33 @@ fn run_throughput(args: &BenchArgs) -> Result<(), String> {
     println!("{md}");
     println!("report: {}", out.join("report.md").display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_header_states_the_reader_pool() {
+        let mut c = CommonParams {
+            read_rate: 2000.0,
+            reader_threads: 8,
+            warmup_s: 1.0,
+            baseline_s: 1.0,
+            duration_s: 1.0,
+            memory_limit_bytes: None,
+        };
+        let t = readers_text(&c);
+        assert!(
+            t.starts_with("open loop at 2000 reads/s from a pool of 8 reader threads"),
+            "{t}"
+        );
+        c.reader_threads = 1;
+        let t = readers_text(&c);
+        assert!(
+            t.contains("from a single reader thread (--readers 1)"),
+            "{t}"
+        );
+        assert!(!t.contains("pool"), "{t}");
+    }
 }

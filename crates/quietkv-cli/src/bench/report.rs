@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::result::RunResult;
+use super::verdict::{self, Standing};
 
 /// The machine the benchmark ran on.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -167,6 +168,21 @@ pub fn standard_rows() -> Vec<Row> {
             Lower,
         ),
         row("p99.9 service time", "service_time_us.p999", Us, Lower),
+        row(
+            "Reader lateness p50 (scheduled to issued)",
+            "reader_lateness_us.p50",
+            Us,
+            None,
+        ),
+        row("Reader lateness p99", "reader_lateness_us.p99", Us, None),
+        row("Reader lateness max", "reader_lateness_us.max", Us, None),
+        row("Reader lateness mean", "reader_lateness_us.mean", Us, None),
+        row(
+            "Reader CPU wait per read (run queue)",
+            "reader_cpu_wait_us_per_read",
+            Us,
+            None,
+        ),
         row(
             "Baseline p50 (no background work)",
             "baseline_read_latency_us.p50",
@@ -332,21 +348,6 @@ fn reference(e: &ExperimentReport) -> Option<&ModeReport> {
         .or_else(|| e.modes.first())
 }
 
-/// Modes whose background work fell more than 10% short of the best one.
-pub fn short_of_work(e: &ExperimentReport) -> Vec<(String, f64, f64)> {
-    let rates: Vec<(String, f64)> = e
-        .modes
-        .iter()
-        .filter_map(|m| Some((m.name.clone(), m.stats().get("compaction_mib_s")?.median)))
-        .collect();
-    let best = rates.iter().map(|r| r.1).fold(0.0, f64::max);
-    rates
-        .into_iter()
-        .filter(|(_, r)| best > 0.0 && *r < 0.9 * best)
-        .map(|(n, r)| (n, r, best))
-        .collect()
-}
-
 /// The experiment's Markdown table (no header).
 pub fn markdown_table(e: &ExperimentReport) -> String {
     let stats: Vec<BTreeMap<String, Stat>> = e.modes.iter().map(|m| m.stats()).collect();
@@ -408,6 +409,40 @@ pub fn markdown_table(e: &ExperimentReport) -> String {
     out
 }
 
+/// A reader lateness p99 from which the report warns that the readers fell
+/// behind their schedule.
+pub const READER_LATE_US: f64 = 1000.0;
+
+/// The instrument's own floor: modes whose readers issued reads late (p99
+/// lateness from [`READER_LATE_US`]), whose latencies then include the load
+/// generator's own delay.
+pub fn readers_behind(e: &ExperimentReport) -> Vec<String> {
+    e.modes
+        .iter()
+        .filter_map(|md| {
+            let l = md.stats().get("reader_lateness_us.p99")?.median;
+            (l >= READER_LATE_US).then(|| {
+                format!(
+                    "{}: reader lateness p99 {} (scheduled to issued): reads were issued late, because every reader was busy with a slow read (see the service-time rows) or waiting for a CPU{}.",
+                    md.name,
+                    fmt_value(l, Fmt::Us),
+                    match (
+                        md.stats().get("reader_cpu_wait_us_per_read"),
+                        md.stats().get("reader_lateness_us.mean"),
+                    ) {
+                        (Some(w), Some(m)) => format!(
+                            " (the readers waited {} per read for a CPU against a mean lateness of {})",
+                            fmt_value(w.median, Fmt::Us),
+                            fmt_value(m.median, Fmt::Us)
+                        ),
+                        _ => "; raising --readers tells the two apart".to_string(),
+                    }
+                )
+            })
+        })
+        .collect()
+}
+
 /// The whole `report.md`.
 pub fn render_markdown(r: &Report) -> String {
     let m = &r.machine;
@@ -435,19 +470,16 @@ pub fn render_markdown(r: &Report) -> String {
         }
         out.push('\n');
         out.push_str(&markdown_table(e));
-        // E1/E3 run one fixed job (a full compaction): every mode moves the
-        // same bytes, so a slower mode did the same work over a longer phase.
-        let fixed_job = matches!(e.params["experiment"].as_str(), Some("E1" | "E3"));
-        for (name, rate, best) in short_of_work(e) {
-            if fixed_job {
-                out.push_str(&format!(
-                    "\n**Slower background work:** {name} compacted at {rate:.0} MiB/s, more than 10% below {best:.0} MiB/s; every mode rewrote the same bytes, so its latencies cover a longer compaction.\n"
-                ));
-            } else {
-                out.push_str(&format!(
-                    "\n**Not the same work:** {name} did {rate:.0} MiB/s of background work, more than 10% short of {best:.0} MiB/s; its latencies do not compare.\n"
-                ));
+        // The same-work rule of every experiment (verdict.rs): a mode short
+        // of buffered's background work does not compare.
+        let j = verdict::judge(&verdict::figures_of(e));
+        for m in j.not_same_work() {
+            if let Some(line) = verdict::not_same_work_line(&j, m) {
+                out.push_str(&format!("\n**Not the same work:** {line}\n"));
             }
+        }
+        for line in readers_behind(e) {
+            out.push_str(&format!("\n**Readers fell behind:** {line}\n"));
         }
         let mut run_notes = Vec::new();
         for md in &e.modes {
@@ -528,7 +560,7 @@ pub fn render_json(r: &Report) -> Value {
         .experiments
         .iter()
         .map(|e| {
-            let short: Vec<String> = short_of_work(e).into_iter().map(|s| s.0).collect();
+            let judged = verdict::judge(&verdict::figures_of(e));
             let modes: Vec<Value> = e
                 .modes
                 .iter()
@@ -546,7 +578,11 @@ pub fn render_json(r: &Report) -> Value {
                         set_path(&mut range, k, json!([s.min, s.max]));
                     }
                     o.insert("range".into(), Value::Object(range));
-                    o.insert("same_work".into(), json!(!short.contains(&m.name)));
+                    let standing = judged.mode(&m.name).map(|j| &j.standing);
+                    o.insert(
+                        "same_work".into(),
+                        json!(!matches!(standing, Some(Standing::NotSameWork { .. }))),
+                    );
                     o.insert(
                         "runs_detail".into(),
                         Value::Array(m.runs.iter().map(|r| json!(r.flat_metrics())).collect()),
@@ -572,6 +608,21 @@ pub fn render_json(r: &Report) -> Value {
                 "header": e.header.iter().map(|(k, v)| json!({"name": k, "value": v})).collect::<Vec<_>>(),
                 "could_not_be_done": e.notes,
                 "modes": modes,
+                "same_work_check": {
+                    "reference": verdict::REFERENCE,
+                    "reference_mib_s": judged.reference_mib_s,
+                    "tolerance": verdict::SAME_WORK_TOLERANCE,
+                    "best_same_work": judged.best,
+                    "not_same_work": judged.not_same_work().map(|m| match &m.standing {
+                        Standing::NotSameWork { shortfall_pct, remedy } => json!({
+                            "mode": m.name,
+                            "background_mib_s": m.background_mib_s,
+                            "shortfall_pct": shortfall_pct,
+                            "to_compare": remedy,
+                        }),
+                        _ => Value::Null,
+                    }).collect::<Vec<_>>(),
+                },
             })
         })
         .collect();
@@ -688,7 +739,7 @@ mod tests {
         e.params =
             json!({"experiment": "E3", "hot_bytes": 3u64 << 30, "memory_limit_bytes": 1u64 << 30});
         e.modes.truncate(2);
-        let v = crate::bench::suite::verdict(&r);
+        let v = crate::bench::verdict::verdict(&r.experiments);
         assert!(
             v.contains("at a 3.0 GiB hot set (3.00x the cgroup limit)"),
             "{v}"
@@ -701,7 +752,7 @@ mod tests {
         for run in &mut r.experiments[0].modes[1].runs {
             run.measured.latency.p99 = 15_600.0;
         }
-        let v = crate::bench::suite::verdict(&r);
+        let v = crate::bench::verdict::verdict(&r.experiments);
         assert!(
             v.contains("Once the hot set outgrows the page cache it stops helping"),
             "{v}"
@@ -730,13 +781,92 @@ mod tests {
     }
 
     #[test]
-    fn a_fixed_job_that_ran_slower_is_not_called_different_work() {
+    fn a_fixed_job_that_ran_slower_is_not_the_same_work_either() {
+        // E1: every mode rewrites the same bytes, so a slower compaction
+        // spread them thinner: it did less work per second.
         let mut r = fixed();
-        r.experiments[0].params["experiment"] = serde_json::json!("E1");
+        r.experiments[0].params = json!({"experiment": "E1", "throttle_mib_s": 0});
+        for run in &mut r.experiments[0].modes[2].runs {
+            run.background = BackgroundWork {
+                read_bytes: 400 << 20,
+                write_bytes: 0,
+                seconds: 4.0,
+            };
+        }
         let md = render_markdown(&r);
-        assert!(!md.contains("**Not the same work:**"), "{md}");
-        assert!(md.contains("**Slower background work:** dontcache"), "{md}");
-        assert!(md.contains("rewrote the same bytes"), "{md}");
+        assert!(
+            md.contains("**Not the same work:** dontcache did 100 MiB/s"),
+            "{md}"
+        );
+        assert!(md.contains("75% below buffered's 400 MiB/s"), "{md}");
+        assert!(md.contains("--throttle 100"), "{md}");
+        assert!(!md.contains("**Not the same work:** direct"), "{md}");
+        let j = render_json(&r);
+        let e = &j["experiments"][0];
+        assert_eq!(e["modes"][1]["same_work"], true);
+        assert_eq!(e["modes"][2]["same_work"], false);
+        let short = &e["same_work_check"]["not_same_work"][0];
+        assert_eq!(short["mode"], "dontcache");
+        assert!(short["to_compare"]
+            .as_str()
+            .unwrap()
+            .contains("--throttle 100"));
+        assert_eq!(e["same_work_check"]["best_same_work"], "direct");
+    }
+
+    #[test]
+    fn reader_lateness_has_its_rows_and_a_warning_when_late() {
+        let mut r = fixed();
+        for (i, m) in r.experiments[0].modes.iter_mut().enumerate() {
+            for run in &mut m.runs {
+                run.measured.lateness = LatencySummary {
+                    count: 1000,
+                    p50: 3.0,
+                    p99: if i == 1 { 4_000.0 } else { 40.0 },
+                    max: 9_000.0,
+                    mean: if i == 1 { 300.0 } else { 5.0 },
+                    ..Default::default()
+                };
+                run.measured.reader_cpu_wait_us_per_read = (i == 1).then_some(250.0);
+            }
+        }
+        let md = render_markdown(&r);
+        assert!(
+            md.contains("| Reader lateness p99 | 40 us (40 us..40 us) | 4.00 ms (4.00 ms..4.00 ms) | 40 us |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("Reader lateness p50 (scheduled to issued)"),
+            "{md}"
+        );
+        assert!(
+            md.contains("**Readers fell behind:** direct: reader lateness p99 4.00 ms"),
+            "{md}"
+        );
+        assert!(!md.contains("**Readers fell behind:** buffered"), "{md}");
+        // Whether they waited for a CPU: the run-queue wait beside the
+        // mean lateness.
+        assert!(
+            md.contains(
+                "(the readers waited 250 us per read for a CPU against a mean lateness of 300 us)"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "| Reader CPU wait per read (run queue) | n/a | 250 us (250 us..250 us) | n/a |"
+            ),
+            "{md}"
+        );
+        let j = render_json(&r);
+        assert_eq!(
+            j["experiments"][0]["modes"][1]["reader_cpu_wait_us_per_read"],
+            250.0
+        );
+        assert_eq!(
+            j["experiments"][0]["modes"][1]["reader_lateness_us"]["p99"],
+            4000.0
+        );
     }
 
     #[test]

@@ -11,6 +11,10 @@ use serde::{Deserialize, Serialize};
 use super::loadgen::{LatencySummary, LoadResult};
 use super::sampler::{PhaseMetrics, Sample, SamplerConfig};
 
+fn buffered() -> String {
+    "buffered".into()
+}
+
 /// A named configuration: the access mode of each I/O class
 /// (PROTOCOL.md, "Modes").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,6 +24,9 @@ pub struct ModeSpec {
     pub compaction_read: String,
     pub compaction_write: String,
     pub flush_write: String,
+    /// The WAL and the manifest.
+    #[serde(default = "buffered")]
+    pub wal_write: String,
     /// `+warm`: `Options::warm_compaction_output`.
     #[serde(default)]
     pub warm_output: bool,
@@ -27,7 +34,10 @@ pub struct ModeSpec {
 
 impl ModeSpec {
     /// `buffered`, `direct` (= `both-direct`), `dontcache`, `fadvise`,
-    /// `write-direct`, `read-direct`, `both-direct`, `all-direct`.
+    /// `write-direct`, `read-direct`, `both-direct`, `all-direct`, and
+    /// `auto`: the engine's own defaults (every class `Auto`: compaction
+    /// direct where the probe allows, flush, WAL and user reads buffered),
+    /// what a user gets without configuring anything.
     /// A `+warm` suffix (`both-direct+warm`) also turns on warming of
     /// compaction output.
     pub fn parse(name: &str) -> Result<ModeSpec, String> {
@@ -36,17 +46,18 @@ impl ModeSpec {
             Some(b) => (b, true),
             None => (n.as_str(), false),
         };
-        let (u, r, w) = match base {
-            "buffered" => ("buffered", "buffered", "buffered"),
-            "direct" | "both-direct" => ("buffered", "direct", "direct"),
-            "dontcache" => ("buffered", "dontcache", "dontcache"),
-            "fadvise" => ("buffered", "fadvise", "fadvise"),
-            "write-direct" => ("buffered", "buffered", "direct"),
-            "read-direct" => ("buffered", "direct", "buffered"),
-            "all-direct" => ("direct", "direct", "direct"),
+        let (u, r, w, f) = match base {
+            "buffered" => ("buffered", "buffered", "buffered", "buffered"),
+            "direct" | "both-direct" => ("buffered", "direct", "direct", "direct"),
+            "dontcache" => ("buffered", "dontcache", "dontcache", "dontcache"),
+            "fadvise" => ("buffered", "fadvise", "fadvise", "fadvise"),
+            "write-direct" => ("buffered", "buffered", "direct", "direct"),
+            "read-direct" => ("buffered", "direct", "buffered", "buffered"),
+            "all-direct" => ("direct", "direct", "direct", "direct"),
+            "auto" => ("auto", "auto", "auto", "auto"),
             _ => {
                 return Err(format!(
-                    "unknown mode '{name}' (expected buffered, direct, dontcache, fadvise, write-direct, read-direct, both-direct or all-direct, optionally with +warm)"
+                    "unknown mode '{name}' (expected buffered, direct, dontcache, fadvise, write-direct, read-direct, both-direct, all-direct or auto, optionally with +warm)"
                 ))
             }
         };
@@ -55,9 +66,34 @@ impl ModeSpec {
             user_read: u.into(),
             compaction_read: r.into(),
             compaction_write: w.into(),
-            flush_write: w.into(),
+            flush_write: f.into(),
+            wal_write: if base == "auto" { "auto" } else { "buffered" }.into(),
             warm_output,
         })
+    }
+
+    /// `compaction read direct / compaction+flush write direct / user read
+    /// buffered`; a class left to `auto` also says what it resolved to
+    /// (`resolve`, from the directory's probe), e.g. `auto (direct here)`.
+    pub fn describe(&self, resolve: &dyn Fn(IoClass, AccessMode) -> Option<String>) -> String {
+        let show = |class: IoClass| {
+            let requested = self.access(class);
+            match (requested, resolve(class, requested)) {
+                (AccessMode::Auto, Some(eff)) => format!("auto ({eff} here)"),
+                _ => requested.name().to_string(),
+            }
+        };
+        let (cw, fw) = (show(IoClass::CompactionWrite), show(IoClass::FlushWrite));
+        let writes = if cw == fw {
+            format!("compaction+flush write {cw}")
+        } else {
+            format!("compaction write {cw} / flush write {fw}")
+        };
+        format!(
+            "compaction read {} / {writes} / user read {}",
+            show(IoClass::CompactionRead),
+            show(IoClass::UserRead)
+        )
     }
 
     /// The requested access mode of `class` in this configuration.
@@ -67,7 +103,7 @@ impl ModeSpec {
             IoClass::CompactionRead => &self.compaction_read,
             IoClass::CompactionWrite => &self.compaction_write,
             IoClass::FlushWrite => &self.flush_write,
-            IoClass::WalWrite | IoClass::Manifest => "buffered",
+            IoClass::WalWrite | IoClass::Manifest => &self.wal_write,
         };
         s.parse().unwrap_or(AccessMode::Buffered)
     }
@@ -118,6 +154,12 @@ impl WorkerSpec {
 pub struct PhaseResult {
     pub latency: LatencySummary,
     pub service: LatencySummary,
+    /// Scheduled-to-issue time: the load generator's own lateness.
+    #[serde(default)]
+    pub lateness: LatencySummary,
+    /// The readers' run-queue wait (runnable, no CPU) per issued read, us.
+    #[serde(default)]
+    pub reader_cpu_wait_us_per_read: Option<f64>,
     pub scheduled: u64,
     pub done: u64,
     pub errors: u64,
@@ -134,6 +176,11 @@ impl PhaseResult {
         PhaseResult {
             latency: LatencySummary::of(&load.latency),
             service: LatencySummary::of(&load.service),
+            lateness: LatencySummary::of(&load.lateness),
+            reader_cpu_wait_us_per_read: load
+                .reader_run_delay_s
+                .filter(|_| load.done + load.errors > 0)
+                .map(|s| s * 1e6 / (load.done + load.errors) as f64),
             scheduled: load.scheduled,
             done: load.done,
             errors: load.errors,
@@ -241,6 +288,10 @@ impl RunResult {
         let p = &self.measured;
         lat(&mut m, "read_latency_us", &p.latency);
         lat(&mut m, "service_time_us", &p.service);
+        lat(&mut m, "reader_lateness_us", &p.lateness);
+        if let Some(w) = p.reader_cpu_wait_us_per_read {
+            m.insert("reader_cpu_wait_us_per_read".into(), w);
+        }
         m.insert("reads.scheduled".into(), p.scheduled as f64);
         m.insert("reads.done".into(), p.done as f64);
         m.insert("reads.errors".into(), p.errors as f64);
@@ -307,6 +358,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn auto_is_described_by_what_it_resolved_to() {
+        // As on a filesystem where direct I/O works.
+        let probe = |c: IoClass, m: AccessMode| {
+            (m == AccessMode::Auto).then(|| {
+                if matches!(c, IoClass::CompactionRead | IoClass::CompactionWrite) {
+                    "direct".to_string()
+                } else {
+                    "buffered".to_string()
+                }
+            })
+        };
+        assert_eq!(
+            ModeSpec::parse("auto").unwrap().describe(&probe),
+            "compaction read auto (direct here) / compaction write auto (direct here) / flush write auto (buffered here) / user read auto (buffered here)"
+        );
+        assert_eq!(
+            ModeSpec::parse("write-direct").unwrap().describe(&probe),
+            "compaction read buffered / compaction+flush write direct / user read buffered"
+        );
+    }
+
+    #[test]
     fn modes_map_to_classes() {
         let m = ModeSpec::parse("write-direct").unwrap();
         assert_eq!(m.access(IoClass::CompactionWrite), AccessMode::Direct);
@@ -327,6 +400,24 @@ mod tests {
         assert_eq!(m.access(IoClass::CompactionWrite), AccessMode::Direct);
         assert!(!ModeSpec::parse("both-direct").unwrap().warm_output);
         assert!(ModeSpec::parse("turbo+warm").is_err());
+        // auto: every class left to the engine, as `Options::default()`.
+        let m = ModeSpec::parse("auto").unwrap();
+        for c in [
+            IoClass::UserRead,
+            IoClass::CompactionRead,
+            IoClass::CompactionWrite,
+            IoClass::FlushWrite,
+            IoClass::WalWrite,
+            IoClass::Manifest,
+        ] {
+            assert_eq!(m.access(c), AccessMode::Auto, "{c}");
+        }
+        assert_eq!(
+            ModeSpec::parse("write-direct")
+                .unwrap()
+                .access(IoClass::WalWrite),
+            AccessMode::Buffered
+        );
         assert!(ModeSpec::parse("turbo")
             .unwrap_err()
             .contains("unknown mode"));

@@ -41,6 +41,16 @@ pub struct Preset {
     pub baseline_s: f64,
 }
 
+/// `512 MiB`, `2.0 GiB`.
+pub fn mib(b: u64) -> String {
+    let m = b as f64 / MIB as f64;
+    if m >= 1024.0 {
+        format!("{:.1} GiB", m / 1024.0)
+    } else {
+        format!("{m:.0} MiB")
+    }
+}
+
 /// Keys of 4 KiB values that make up `bytes`.
 pub fn keys_for(bytes: u64) -> u64 {
     (bytes / VALUE_SIZE as u64).max(1)

@@ -1,6 +1,6 @@
 //! The parent side of E1, E2 and E3: presets, the source database, the
-//! interleaved runs (copy, sync, drop caches, worker in its cgroup), the
-//! report sections, and the verdict.
+//! interleaved runs (copy, sync, drop caches, worker in its cgroup) and the
+//! report sections (the verdict is drawn in [`super::verdict`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -12,13 +12,22 @@ use super::report::{self, ExperimentReport, ModeReport, Report};
 use super::result::{CommonParams, ModeSpec, WorkerSpec};
 use super::runner::{Runner, RunnerOptions};
 use super::sampler::SamplerConfig;
-use super::scale::{parse_size, preset, Overrides, Preset, Scale, MIB, VALUE_SIZE};
+use super::scale::{mib, parse_size, preset, Overrides, Preset, Scale, MIB, VALUE_SIZE};
 use super::source::{self, Manifest, SourceSpec};
+use super::verdict;
 use super::{
-    check_modes, fmt_secs, loadavg, machine, timestamp, write_outputs, BenchArgs, Scratch,
+    check_modes, describe_modes, fmt_secs, loadavg, machine, readers_text, timestamp,
+    write_outputs_with_verdict, BenchArgs, Scratch,
 };
 
-const DEFAULT_MODES: [&str; 4] = ["buffered", "write-direct", "both-direct", "dontcache"];
+/// `auto` is what a user gets without configuring anything.
+const DEFAULT_MODES: [&str; 5] = [
+    "buffered",
+    "write-direct",
+    "both-direct",
+    "dontcache",
+    "auto",
+];
 
 /// Removes the source databases built or reused by this run unless
 /// `--keep-source`, however the benchmark ends.
@@ -45,15 +54,6 @@ fn title(exp: &str) -> &'static str {
             "reads over keys [0, H) while one writer overwrites random keys at a fixed byte rate"
         }
         _ => "E1 at hot-set sizes of about 1/30, 1/3 and 3x the page cache",
-    }
-}
-
-fn mib(b: u64) -> String {
-    let m = b as f64 / MIB as f64;
-    if m >= 1024.0 {
-        format!("{:.1} GiB", m / 1024.0)
-    } else {
-        format!("{m:.0} MiB")
     }
 }
 
@@ -104,6 +104,7 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
         .map_err(|e| format!("cannot create {}: {e}", scratch_dir.display()))?;
     let scratch = Scratch(scratch_dir);
     check_modes(&scratch.0, &modes)?;
+    let modes_text = describe_modes(&scratch.0, &modes);
     let out = args
         .out
         .clone()
@@ -268,7 +269,7 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
             args,
             manifest,
             *reused,
-            &modes,
+            &modes_text,
             &runner,
         );
         experiments.push(ExperimentReport {
@@ -305,26 +306,25 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
         machine: mach,
         experiments,
     };
-    write_outputs(&report, &out)?;
-    let verdict = verdict(&report);
-    let mut md = std::fs::read_to_string(out.join("report.md")).map_err(|e| e.to_string())?;
-    md.push_str(&format!(
-        "\n## Verdict\n\n{verdict}\n\nLoad average (1 min) at start / end: {load_start} / {}.\n",
-        loadavg()
-    ));
-    std::fs::write(out.join("report.md"), md).map_err(|e| e.to_string())?;
-    let mut j = report::render_json(&report);
-    j["verdict"] = serde_json::json!(verdict);
-    std::fs::write(
-        out.join("report.json"),
-        serde_json::to_string_pretty(&j).map_err(|e| e.to_string())?,
-    )
-    .map_err(|e| e.to_string())?;
+    let verdict = write_outputs_with_verdict(
+        &report,
+        &out,
+        &format!(
+            "Load average (1 min) at start / end: {load_start} / {}.",
+            loadavg()
+        ),
+    )?;
     for e in &report.experiments {
         println!("\n## {}: {}\n", e.id, e.title);
         println!("{}", report::markdown_table(e));
-        for (name, rate, best) in report::short_of_work(e) {
-            println!("Not the same work: {name} did {rate:.0} MiB/s of background work, more than 10% short of {best:.0} MiB/s.");
+        let j = verdict::judge(&verdict::figures_of(e));
+        for m in j.not_same_work() {
+            if let Some(line) = verdict::not_same_work_line(&j, m) {
+                println!("Not the same work: {line}");
+            }
+        }
+        for line in report::readers_behind(e) {
+            println!("Readers fell behind: {line}");
         }
     }
     let mut notes: Vec<&String> = report.experiments.iter().flat_map(|e| &e.notes).collect();
@@ -354,7 +354,7 @@ fn section_header(
     args: &BenchArgs,
     m: &Manifest,
     reused: bool,
-    modes: &[ModeSpec],
+    modes: &str,
     runner: &Runner,
 ) -> Vec<(String, String)> {
     let hot_b = hot * VALUE_SIZE as u64;
@@ -393,8 +393,8 @@ fn section_header(
         (
             "User reads".into(),
             format!(
-                "{} gets/s open loop over {} thread(s), uniform over the hot set; engine block cache {} MiB (small, so reads depend on the page cache)",
-                common.read_rate, common.reader_threads, args.block_cache_mib
+                "{}; gets uniform over the hot set; engine block cache {} MiB (small, so reads depend on the page cache)",
+                readers_text(common), args.block_cache_mib
             ),
         ),
     ];
@@ -443,187 +443,7 @@ fn section_header(
             )
         },
     ));
-    h.push((
-        "Modes".into(),
-        modes
-            .iter()
-            .map(|m| {
-                format!(
-                    "{} = compaction read {} / compaction+flush write {} / user read {}",
-                    m.name, m.compaction_read, m.compaction_write, m.user_read
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("; "),
-    ));
+    h.push(("Modes".into(), modes.to_string()));
     h.push(("Finished".into(), timestamp() + " UTC"));
     h
-}
-
-/// Median of a metric of a mode.
-fn med(e: &ExperimentReport, mode: &str, key: &str) -> Option<f64> {
-    e.modes
-        .iter()
-        .find(|m| m.name == mode)?
-        .stats()
-        .get(key)
-        .map(|s| s.median)
-}
-
-/// The best non-buffered mode of a section that did the same work: (mode,
-/// p99 ratio buffered/mode, p99.9 ratio, background speed change in %).
-fn best_mode(e: &ExperimentReport) -> Option<(String, f64, f64, f64)> {
-    // E2: the background rate is the work, so a mode that fell short does
-    // not compare. E1/E3: every mode rewrites the same bytes (checked
-    // here); a slower compaction is a cost shown beside the gain.
-    let short: Vec<String> = if e.params["experiment"] == "E2" {
-        report::short_of_work(e).into_iter().map(|s| s.0).collect()
-    } else {
-        let bytes =
-            |m: &str| Some(med(e, m, "compaction_read_mib")? + med(e, m, "compaction_write_mib")?);
-        let b = bytes("buffered").unwrap_or(0.0);
-        e.modes
-            .iter()
-            .filter(|m| bytes(&m.name).is_none_or(|x| (x - b).abs() > 0.1 * b))
-            .map(|m| m.name.clone())
-            .collect()
-    };
-    let b99 = med(e, "buffered", "read_latency_us.p99")?;
-    let b999 = med(e, "buffered", "read_latency_us.p999")?;
-    let bbg = med(e, "buffered", "compaction_mib_s").unwrap_or(0.0);
-    e.modes
-        .iter()
-        .filter(|m| m.name != "buffered" && !short.contains(&m.name))
-        .filter_map(|m| {
-            let p99 = med(e, &m.name, "read_latency_us.p99")?;
-            let p999 = med(e, &m.name, "read_latency_us.p999")?;
-            let bg = med(e, &m.name, "compaction_mib_s").unwrap_or(0.0);
-            let speed = if bbg > 0.0 {
-                (bg - bbg) / bbg * 100.0
-            } else {
-                0.0
-            };
-            Some((
-                m.name.clone(),
-                b99 / p99.max(1.0),
-                b999 / p999.max(1.0),
-                speed,
-            ))
-        })
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-}
-
-fn ratio_text(r: f64, what: &str) -> String {
-    if r >= 1.05 {
-        format!("{what} {r:.1}x lower")
-    } else if r <= 0.95 {
-        format!("{what} {:.1}x higher", 1.0 / r)
-    } else {
-        format!("{what} about the same")
-    }
-}
-
-/// A short paragraph drawn from the figures: which mode the background
-/// classes should use, what it bought, and when it stops helping.
-pub fn verdict(r: &Report) -> String {
-    let mut parts = Vec::new();
-    let mut wins: BTreeMap<String, usize> = BTreeMap::new();
-    let mut e3 = Vec::new();
-    for e in &r.experiments {
-        let Some((mode, r99, r999, speed)) = best_mode(e) else {
-            parts.push(format!(
-                "{}: no other mode did the same background work as buffered, so none compares.",
-                e.id
-            ));
-            continue;
-        };
-        let hot = e.params["hot_bytes"].as_u64().unwrap_or(0);
-        let limit = e.params["memory_limit_bytes"].as_u64();
-        if e.params["experiment"] == "E3" {
-            e3.push((hot, limit, mode.clone(), r99));
-        }
-        if r99 >= 1.2 {
-            *wins.entry(mode.clone()).or_default() += 1;
-        }
-        parts.push(format!(
-            "{}: best {} ({}, {}, background work {}{:.0}% {}).",
-            e.id,
-            mode,
-            ratio_text(r99, "p99"),
-            ratio_text(r999, "p99.9"),
-            if speed >= 0.0 { "+" } else { "" },
-            speed,
-            if e.params["experiment"] == "E2" {
-                "throughput"
-            } else {
-                "compaction speed"
-            }
-        ));
-    }
-    let mut out = String::new();
-    match wins.iter().max_by_key(|(_, n)| **n) {
-        Some((mode, n)) => {
-            let m = ModeSpec::parse(mode).ok();
-            out.push_str(&format!(
-                "This machine should run background I/O as **{mode}**{} (it cut p99 by 1.2x or more in {n} of {} section(s)). ",
-                m.map(|m| format!(
-                    " (compaction reads {}, compaction and flush writes {}; user reads stay {}{})",
-                    m.compaction_read,
-                    m.compaction_write,
-                    m.user_read,
-                    if m.warm_output { "; warm_compaction_output on" } else { "" }
-                ))
-                .unwrap_or_default(),
-                r.experiments.len()
-            ));
-        }
-        None => out.push_str(
-            "No mode cut p99 by 1.2x or more against buffered here, so the background classes may as well stay buffered on this machine at these sizes. ",
-        ),
-    }
-    out.push_str(&parts.join(" "));
-    let out = out.trim_end().to_string();
-    let mut out = out;
-    if !e3.is_empty() {
-        e3.sort_by_key(|x| x.0);
-        let share = |hot: u64, limit: Option<u64>| {
-            limit
-                .map(|l| format!(" ({:.2}x the cgroup limit)", hot as f64 / l as f64))
-                .unwrap_or_default()
-        };
-        let sizes: Vec<String> = e3
-            .iter()
-            .map(|(hot, limit, mode, r99)| {
-                format!(
-                    "{} with {mode} at a {} hot set{}",
-                    ratio_text(*r99, "p99"),
-                    mib(*hot),
-                    share(*hot, *limit)
-                )
-            })
-            .collect();
-        out.push_str(&format!(" In E3: {}.", sizes.join("; ")));
-        // Where does it stop helping? Look at the hot sets larger than the cache.
-        let over: Vec<_> = e3
-            .iter()
-            .filter(|(hot, limit, _, _)| limit.is_some_and(|l| *hot > l))
-            .collect();
-        match over.iter().find(|x| x.3 < 1.2) {
-            Some((hot, limit, _, r99)) => out.push_str(&format!(
-                " Once the hot set outgrows the page cache it stops helping: at {}{} {}.",
-                mib(*hot),
-                share(*hot, *limit),
-                ratio_text(*r99, "p99")
-            )),
-            None if !over.is_empty() => {
-                out.push_str(" It still helped with a hot set larger than the page cache.")
-            }
-            None => out.push_str(" No E3 hot set was larger than the page cache."),
-        }
-    } else {
-        out.push_str(
-            " Published measurements expect the gain to vanish once the hot set is larger than the page cache (run --experiment E3 to see whether it does here).",
-        );
-    }
-    out
 }
