@@ -2,6 +2,9 @@
 //! on the real kernel: direct and dontcache leave (almost) nothing, buffered
 //! leaves (almost) everything.
 
+#[path = "support/skip.rs"]
+mod skip;
+
 use quietio::{residency, AccessMode, IoClass, IoEnv, IoOptions};
 
 const SIZE: usize = 64 << 20;
@@ -94,7 +97,7 @@ fn direct_reader_reports_what_was_cached_before_it() {
     let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let env = IoEnv::open(d.path(), IoOptions::default()).unwrap();
     if !env.capabilities().direct.supported {
-        eprintln!("skipped: no O_DIRECT under {}", d.path().display());
+        skip::skip(&format!("no O_DIRECT under {}", d.path().display()));
         return;
     }
     const LEN: usize = 8 << 20;

@@ -2,6 +2,9 @@
 //! names the file (and offset where it applies), and loses no
 //! acknowledged write.
 
+#[path = "support/skip.rs"]
+mod skip;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -234,7 +237,7 @@ impl Drop for SmallFs {
 #[test]
 fn full_disk_keeps_acknowledged_writes_and_reopens() {
     let Some(fs_) = SmallFs::mount("6m") else {
-        eprintln!("cannot mount a tmpfs here (not root?); skipping the full-disk test");
+        skip::skip("cannot mount a tmpfs here (not root?): no full-disk test");
         return;
     };
     let opts = Options {

@@ -2,6 +2,9 @@
 //! deletes, batches, flushes, compactions, reopens and snapshots, under
 //! random access modes for every I/O class.
 
+#[path = "support/skip.rs"]
+mod skip;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -249,7 +252,7 @@ fn every_background_mode_combination_passes_the_same_workload() {
 fn tmpfs_works_under_auto_and_refuses_explicit_direct() {
     let shm = Path::new("/dev/shm");
     if !shm.is_dir() {
-        eprintln!("no /dev/shm; skipping");
+        skip::skip("no /dev/shm (tmpfs) here");
         return;
     }
     let d = tempfile::tempdir_in(shm).unwrap();

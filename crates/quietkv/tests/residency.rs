@@ -3,6 +3,8 @@
 //! with buffered compaction they are present.
 
 mod common;
+#[path = "support/skip.rs"]
+mod skip;
 
 use std::path::{Path, PathBuf};
 
@@ -80,11 +82,11 @@ fn compact_and_measure(mode: AccessMode) -> f64 {
 fn direct_compaction_leaves_new_tables_uncached_and_buffered_does_not() {
     let caps = quietio::probe(Path::new(env!("CARGO_TARGET_TMPDIR"))).unwrap();
     if !caps.direct.supported {
-        eprintln!(
-            "no O_DIRECT in {}: {:?}; skipping",
+        skip::skip(&format!(
+            "no O_DIRECT in {}: {:?}",
             caps.dir.display(),
             caps.direct.reason
-        );
+        ));
         return;
     }
     let direct = compact_and_measure(AccessMode::Direct);

@@ -5,6 +5,9 @@
 
 mod common;
 
+#[path = "support/skip.rs"]
+mod skip;
+
 use std::path::PathBuf;
 
 use common::tables;
@@ -67,13 +70,13 @@ fn run(warm: bool, user_read: AccessMode, block_cache_bytes: usize) -> Option<Ou
     .io_mode(IoClass::CompactionWrite, AccessMode::Auto);
     let db = Db::open(d.path(), opts).unwrap();
     if db.io_env().mode(IoClass::CompactionRead) != EffectiveMode::Direct {
-        eprintln!("skipped: no O_DIRECT under {}", d.path().display());
+        skip::skip(&format!("no O_DIRECT under {}", d.path().display()));
         return None;
     }
     if user_read == AccessMode::Direct
         && db.io_env().mode(IoClass::UserRead) != EffectiveMode::Direct
     {
-        eprintln!("skipped: no O_DIRECT user reads");
+        skip::skip("no O_DIRECT user reads");
         return None;
     }
     let mut value = vec![0u8; VALUE];
