@@ -6,6 +6,7 @@ mod doctor;
 mod kv;
 mod logger;
 mod stats_cmd;
+mod stress;
 mod throughput;
 
 use std::path::PathBuf;
@@ -49,6 +50,14 @@ enum Command {
     /// Internal: one benchmark run, started by `quietkv bench`.
     #[command(name = "bench-worker", hide = true)]
     BenchWorker,
+    /// Stress and crash test: worker processes with random options write,
+    /// read and scan against an expected state and are killed with SIGKILL
+    /// at random moments; every restart checks every key. Prints one
+    /// summary line; exit 2 on any violation.
+    Stress(stress::StressArgs),
+    /// Internal: the process `quietkv stress` kills.
+    #[command(name = "stress-worker", hide = true)]
+    StressWorker(stress::WorkerArgs),
 }
 
 fn main() -> ExitCode {
@@ -74,6 +83,11 @@ fn main() -> ExitCode {
         Command::Kv(cmd) => return kv::main(cli.db, cmd),
         Command::Bench(args) => bench::run(*args),
         Command::BenchWorker => return bench::runner::worker_main(),
+        Command::Stress(args) => match stress::run(args) {
+            Ok(code) => return code,
+            Err(e) => Err(e),
+        },
+        Command::StressWorker(args) => return stress::worker_main(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
