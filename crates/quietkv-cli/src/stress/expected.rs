@@ -100,7 +100,7 @@ pub fn value(i: u32, version: u32) -> Option<Vec<u8>> {
         return None;
     }
     let h = mix((u64::from(i) << 32) | u64::from(version));
-    if h % 8 == 0 {
+    if h & 7 == 0 {
         return None; // a delete
     }
     let len = 16 + (h >> 8) as usize % 300;
