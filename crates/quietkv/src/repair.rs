@@ -19,22 +19,26 @@
 //!    database is dropped. A table whose footer, index or properties are
 //!    unreadable is dropped; one with damaged data blocks is *salvaged*:
 //!    its intact blocks are rewritten as a table with the same number (so
-//!    its place in the tree is unchanged) and the damaged original kept in
-//!    `lost/`.
+//!    its place in the tree is unchanged; written under a temporary name
+//!    and renamed over it) and the damaged original kept in `lost/`.
 //! 4. Arranges the tables:
-//!    * with a usable manifest, tables it names keep their level (the
-//!      manifest's tree is consistent, so their ordering is proven); a
-//!      table it does not name is kept at level 0 only if all its entries
-//!      are newer than everything the manifest accounts for (a flush whose
-//!      edit was lost); any other unnamed table is a leftover the manifest
-//!      superseded (an obsolete compaction input, an uninstalled output)
-//!      and is dropped: keeping it could bring back deleted keys;
-//!    * with no usable manifest, the order of tables from different levels
-//!      cannot be known from their file numbers (a compaction output has a
-//!      higher number than newer level-0 tables), so every intact table is
-//!      merged into new, non-overlapping level-0 tables ordered by internal
-//!      key, each entry kept once; the originals go to `lost/`. As in
-//!      LevelDB, a leftover obsolete table then contributes its entries.
+//!    * with a usable manifest whose tables are all present, the tables it
+//!      names keep their levels (its tree is consistent, so their order is
+//!      proven). A table it does not name is kept only if it is newer than
+//!      every table it names, by sequence numbers and by file number (a
+//!      flush whose edit was lost): alone it goes to level 0 as it is,
+//!      several are merged (see below). Any other unnamed table is a
+//!      leftover the manifest superseded (an obsolete compaction input, an
+//!      uninstalled output) and is dropped: it could bring back deleted
+//!      keys;
+//!    * with no usable manifest, or one naming tables that are gone (a
+//!      later compaction whose edit is lost replaced them), the order of
+//!      tables from different levels cannot be known from their file
+//!      numbers (a compaction output has a higher number than newer
+//!      level-0 tables), so every intact table is merged into new,
+//!      non-overlapping level-0 tables ordered by internal key, each entry
+//!      kept once; the originals go to `lost/`. As in LevelDB, a leftover
+//!      obsolete table then contributes its entries.
 //! 5. Replays every WAL at or after the manifest's log number leniently
 //!    (records after a damaged one are salvaged; see [`wal`]) into new
 //!    level-0 tables; entries already in a kept table are skipped. WALs
@@ -341,6 +345,24 @@ impl Repair<'_> {
                     .collect()
             })
             .unwrap_or_default();
+        // A named table that is gone was most likely replaced by a
+        // compaction whose edit is in the unusable part of the manifest:
+        // the manifest's levels then describe a tree that no longer
+        // exists, so the tables are merged as if there were no manifest.
+        let mut missing: Vec<u64> = named
+            .keys()
+            .copied()
+            .filter(|n| files.tables.binary_search(n).is_err())
+            .collect();
+        missing.sort_unstable();
+        let placed = old.is_some() && missing.is_empty();
+        if !missing.is_empty() {
+            self.report.manifest_notes.push(format!(
+                "the manifest names {} table(s) missing from the directory ({}): its levels cannot be trusted, so the intact tables were merged afresh",
+                missing.len(),
+                missing.iter().map(|n| format!("{n:06}.sst")).collect::<Vec<_>>().join(", ")
+            ));
+        }
         // A table the manifest does not name is only kept if it is newer
         // than every table it names, by sequence numbers and by file
         // number: an output of a flush whose edit was lost. (The manifest's
@@ -366,7 +388,7 @@ impl Repair<'_> {
                     continue;
                 }
             }
-            let level = if old.is_some() {
+            let level = if placed {
                 match named.get(&n) {
                     Some((l, _)) => Some(*l),
                     None => {
@@ -411,16 +433,6 @@ impl Repair<'_> {
                     }
                 }
                 Scanned::Unreadable { why } => self.drop_table(&path, why)?,
-            }
-        }
-        for (n, (_, meta)) in &named {
-            if !files.tables.contains(n) {
-                let path = table_path(self.dir, *n);
-                self.report.tables_dropped.push(Dropped::whole(
-                    &path,
-                    meta.size,
-                    "named by the manifest but missing from the directory",
-                ));
             }
         }
         // Several tables newer than the manifest: their relative order is
@@ -536,12 +548,11 @@ impl Repair<'_> {
     ) -> Result<Option<FileMeta>> {
         let path = table_path(self.dir, n);
         let copy = self.lost.preserve(&path)?;
-        fs::remove_file(&path)
-            .map_err(|e| Error::io(e, "cannot replace a damaged table").with_file(&path))?;
         let s = match tables::salvage(self.env, self.dir, self.opts, &copy, n, db_id) {
             Ok(s) => s,
             Err(e) => {
                 let bytes = fs::metadata(&copy).map_or(0, |m| m.len());
+                self.lost.retire_later(&path);
                 let reason = format!("{why}; nothing could be salvaged: {}", describe(&e));
                 self.report
                     .tables_dropped
@@ -550,6 +561,7 @@ impl Repair<'_> {
             }
         };
         let Some(meta) = s.meta else {
+            self.lost.retire_later(&path);
             let bytes = fs::metadata(&copy).map_or(0, |m| m.len());
             let reason = format!("{why}; no data block was intact");
             self.report

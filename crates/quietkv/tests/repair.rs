@@ -207,17 +207,46 @@ fn a_damaged_mid_wal_record_is_dropped_and_the_rest_salvaged() {
     assert_repaired(d.path(), &model);
 }
 
-/// The manifest offset of the last edit that adds a table.
-fn last_table_edit(manifest: &Path) -> u64 {
+/// The manifest offsets of the edits that add tables, in order.
+fn table_edits(manifest: &Path) -> Vec<u64> {
     let data = fs::read(manifest).unwrap();
     let mut reader = LogReader::new(manifest, &data);
-    let mut found = None;
+    let mut found = Vec::new();
     while let Some(rec) = reader.read_record().unwrap() {
         if !VersionEdit::decode(rec).unwrap().new_files.is_empty() {
-            found = Some(reader.last_record_offset());
+            found.push(reader.last_record_offset());
         }
     }
-    found.unwrap()
+    found
+}
+
+fn last_table_edit(manifest: &Path) -> u64 {
+    *table_edits(manifest).last().unwrap()
+}
+
+/// Two flushes after the damage: both tables are newer than the usable
+/// prefix names, so both are kept (merged into one sorted run), newest
+/// values winning.
+#[test]
+fn tables_of_several_lost_flush_edits_are_kept() {
+    let d = dir();
+    let model = make_db(d.path());
+    let m = manifest(d.path());
+    let edits = table_edits(&m);
+    let at = edits[edits.len() - 2];
+    flip(&m, at + 20);
+    assert!(Db::open(d.path(), opts()).is_err());
+
+    let r = repair(d.path());
+    assert_eq!(r.manifest_damage.as_ref().unwrap().offset, Some(at));
+    assert_eq!(
+        r.tables_kept.iter().filter(|t| t.level.is_none()).count(),
+        2,
+        "{r:?}"
+    );
+    assert!(!r.merged_into.is_empty(), "{r:?}");
+    assert!(r.tables_dropped.is_empty(), "{r:?}");
+    assert_repaired(d.path(), &model);
 }
 
 #[test]
@@ -241,6 +270,42 @@ fn a_damaged_last_manifest_edit_keeps_every_table() {
     // The table the lost edit added is kept, at level 0.
     assert!(r.tables_kept.iter().any(|t| t.level == Some(0)), "{r:?}");
     assert!(d.path().join("lost").join(m.file_name().unwrap()).exists());
+    assert_repaired(d.path(), &model);
+}
+
+/// The manifest offset of the first edit that deletes a table (a
+/// compaction's).
+fn first_compaction_edit(manifest: &Path) -> u64 {
+    let data = fs::read(manifest).unwrap();
+    let mut reader = LogReader::new(manifest, &data);
+    while let Some(rec) = reader.read_record().unwrap() {
+        if !VersionEdit::decode(rec).unwrap().deleted_files.is_empty() {
+            return reader.last_record_offset();
+        }
+    }
+    panic!("no compaction edit");
+}
+
+/// The usable prefix names the compaction's input, which the compaction
+/// deleted; its outputs are not named. Placing tables by that prefix would
+/// lose the compacted data, so they are merged instead.
+#[test]
+fn a_damaged_compaction_edit_merges_instead_of_losing_its_outputs() {
+    let d = dir();
+    let model = make_db(d.path());
+    let m = manifest(d.path());
+    let at = first_compaction_edit(&m);
+    flip(&m, at + 20);
+    assert!(Db::open(d.path(), opts()).is_err());
+
+    let r = repair(d.path());
+    assert_eq!(r.manifest_damage.as_ref().unwrap().offset, Some(at));
+    assert!(
+        r.manifest_notes.iter().any(|n| n.contains("missing")),
+        "{r:?}"
+    );
+    assert!(!r.merged_into.is_empty(), "{r:?}");
+    assert!(r.tables_dropped.is_empty(), "{r:?}");
     assert_repaired(d.path(), &model);
 }
 

@@ -75,6 +75,11 @@ impl Lost {
         Ok(copy)
     }
 
+    /// Unlinks `path` (already preserved) once the repair is installed.
+    pub fn retire_later(&mut self, path: &Path) {
+        self.to_retire.push(path.to_path_buf());
+    }
+
     /// Unlinks every original [`Lost::move_later`] was given (their copies
     /// stay in `lost/`).
     pub fn retire_all(&mut self) -> Result<()> {

@@ -1,7 +1,7 @@
 //! Writing tables during a repair: salvaging the intact blocks of a damaged
 //! table, and merging tables whose levels are unknown into one sorted run.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use quietio::{IoClass, IoEnv};
@@ -21,23 +21,29 @@ use crate::version::FileMeta;
 /// One table being written, with the file removed again if it fails.
 struct Output {
     number: u64,
+    path: PathBuf,
     builder: TableBuilder<TableFile>,
 }
 
 impl Output {
-    fn create(env: &IoEnv, dir: &Path, opts: &Options, number: u64, db_id: u64) -> Result<Output> {
-        let file = env.create(&table_path(dir, number), IoClass::FlushWrite)?;
+    /// Table `number`, written at `path` (its final name, or a temporary
+    /// one the caller renames).
+    fn create(env: &IoEnv, path: &Path, opts: &Options, number: u64, db_id: u64) -> Result<Output> {
+        let file = env.create(path, IoClass::FlushWrite)?;
         let builder =
             TableBuilder::new(TableFile(file), opts.table_options()).with_identity(number, db_id);
-        Ok(Output { number, builder })
+        Ok(Output {
+            number,
+            path: path.to_path_buf(),
+            builder,
+        })
     }
 
     /// Finishes and syncs the table; `None` (and no file) if it is empty.
-    fn finish(self, env: &IoEnv, dir: &Path) -> Result<Option<FileMeta>> {
-        let path = table_path(dir, self.number);
+    fn finish(self, env: &IoEnv) -> Result<Option<FileMeta>> {
         if self.builder.num_entries() == 0 {
             drop(self.builder);
-            let _ = std::fs::remove_file(&path);
+            let _ = std::fs::remove_file(&self.path);
             return Ok(None);
         }
         let (summary, sink) = self.builder.finish()?;
@@ -57,7 +63,9 @@ pub(super) struct Salvage {
 }
 
 /// Rewrites the readable data blocks of the damaged table at `src` (the
-/// copy kept in `lost/`) as table `number` of database `db_id`. A block is
+/// copy kept in `lost/`) as table `number` of database `db_id`: written
+/// under a temporary name and renamed over the damaged file, so a crash
+/// leaves one or the other under the table's name. A block is
 /// kept whole or not at all: its checksum covers it whole, and its keys must
 /// parse and follow the previous kept block's. `Err` if the table's footer,
 /// index or properties are unreadable (then nothing can be located).
@@ -71,7 +79,9 @@ pub(super) fn salvage(
 ) -> Result<Salvage> {
     let source = Arc::new(FileSource::open(src)?);
     let table = TableReader::open(source.clone(), number, None)?;
-    let mut out = Output::create(env, dir, opts, number, db_id)?;
+    let final_path = table_path(dir, number);
+    let tmp = final_path.with_extension("sst.tmp");
+    let mut out = Output::create(env, &tmp, opts, number, db_id)?;
     let mut last: Vec<u8> = Vec::new();
     let mut blocks_lost = 0;
     let result = (|| {
@@ -97,11 +107,17 @@ pub(super) fn salvage(
         Ok(())
     })();
     if let Err(e) = result {
-        let _ = std::fs::remove_file(table_path(dir, number));
+        let _ = std::fs::remove_file(&tmp);
         return Err(e);
     }
+    let meta = out.finish(env)?;
+    if meta.is_some() {
+        std::fs::rename(&tmp, &final_path)
+            .map_err(|e| Error::io(e, "cannot install a salvaged table").with_file(&final_path))?;
+        env.sync_dir()?;
+    }
     Ok(Salvage {
-        meta: out.finish(env, dir)?,
+        meta,
         blocks_lost,
         entries_expected: table.properties().num_entries,
     })
@@ -168,12 +184,13 @@ pub(super) fn merge(
             .as_ref()
             .is_some_and(|o| o.builder.estimated_size() >= opts.target_file_size);
         if full && user_key(key) != user_key(&prev) {
-            if let Some(meta) = out.take().expect("full output").finish(env, dir)? {
+            if let Some(meta) = out.take().expect("full output").finish(env)? {
                 metas.push(meta);
             }
         }
         if out.is_none() {
-            out = Some(Output::create(env, dir, opts, *next_file, db_id)?);
+            let path = table_path(dir, *next_file);
+            out = Some(Output::create(env, &path, opts, *next_file, db_id)?);
             *next_file += 1;
         }
         out.as_mut()
@@ -185,7 +202,7 @@ pub(super) fn merge(
         it.next()?;
     }
     if let Some(o) = out {
-        if let Some(meta) = o.finish(env, dir)? {
+        if let Some(meta) = o.finish(env)? {
             metas.push(meta);
         }
     }
