@@ -116,6 +116,7 @@ fn user_errors_exit_1_with_one_line() {
         &["scan"],
         &["stats"],
         &["check"],
+        &["repair"],
         &["flush"],
     ] {
         let o = qkv(&missing, args);

@@ -400,6 +400,30 @@ fn a_damaged_table_block_is_salvaged_around() {
     assert!(check_dir(d.path()).unwrap().is_ok());
 }
 
+/// A table whose footer is gone cannot be located block by block: it is
+/// dropped whole (kept in lost/), the rest of the tree stays readable.
+#[test]
+fn a_truncated_table_is_dropped_whole() {
+    let d = dir();
+    make_db(d.path());
+    let newest = files(d.path(), "sst").pop().unwrap();
+    let data = fs::read(&newest).unwrap();
+    fs::write(&newest, &data[..data.len() - 30]).unwrap();
+    let r = repair(d.path());
+    assert_eq!(r.tables_dropped.len(), 1, "{r:?}");
+    let dropped = &r.tables_dropped[0];
+    assert_eq!(dropped.file, newest);
+    assert_eq!(dropped.bytes, data.len() as u64 - 30);
+    assert!(r.tables_salvaged.is_empty(), "{r:?}");
+    assert_eq!(
+        fs::read(d.path().join("lost").join(newest.file_name().unwrap())).unwrap(),
+        &data[..data.len() - 30]
+    );
+    assert!(check_dir(d.path()).unwrap().is_ok());
+    let db = Db::open(d.path(), opts()).unwrap();
+    assert!(!contents(&db).is_empty());
+}
+
 #[test]
 fn a_table_from_elsewhere_is_dropped() {
     let d = dir();
