@@ -19,7 +19,7 @@ use super::{Dropped, RepairReport};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::filenames::wal_path;
-use crate::key::SeqNo;
+use crate::key::{SeqNo, MAX_SEQ};
 use crate::log::salvage::{salvage_records, Salvaged};
 use crate::log::HEADER_LEN;
 use crate::memtable::Memtable;
@@ -102,6 +102,22 @@ impl<'a> Replay<'a> {
                     if batch.is_empty() {
                         continue;
                     }
+                    let in_range = batch
+                        .sequence()
+                        .checked_add(batch.len() as u64 - 1)
+                        .is_some_and(|last| last <= MAX_SEQ);
+                    if !in_range {
+                        let len = (HEADER_LEN + payload.len()) as u64;
+                        let reason = format!(
+                            "record's sequence numbers (from {}, {} entries) exceed the largest",
+                            batch.sequence(),
+                            batch.len()
+                        );
+                        report
+                            .wal_damage
+                            .push(Dropped::at(&path, offset, len, reason));
+                        continue;
+                    }
                     if self.add(&batch)? {
                         report.wal_records_salvaged += 1;
                         if damage_before {
@@ -146,5 +162,40 @@ impl<'a> Replay<'a> {
             self.tables.push(meta);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::LogWriter;
+
+    /// A record that passes its checksums but carries sequence numbers
+    /// past the largest is dropped and reported, not a failed repair.
+    #[test]
+    fn a_record_with_sequences_out_of_range_is_dropped() {
+        let d = tempfile::tempdir().unwrap();
+        let env = IoEnv::open(d.path(), Options::default().io_options()).unwrap();
+        let mut wal = LogWriter::new(Vec::new());
+        for (seq, key) in [(1, b"a"), (MAX_SEQ, b"b"), (u64::MAX, b"c"), (2, b"d")] {
+            let mut b = WriteBatch::new();
+            b.put(key, b"v").unwrap();
+            b.put(b"z", b"v").unwrap();
+            b.set_sequence(seq);
+            wal.add_record(b.data()).unwrap();
+        }
+        std::fs::write(wal_path(d.path(), 7), wal.into_inner()).unwrap();
+        let opts = Options::default();
+        let mut next = 10;
+        let mut report = RepairReport::default();
+        let mut replay = Replay::new(&env, d.path(), &opts, 1, 0, &mut next);
+        replay.wal(7, &mut report).unwrap();
+        replay.flush().unwrap();
+        assert_eq!(report.wal_records_salvaged, 2);
+        assert_eq!(report.wal_damage.len(), 2, "{:?}", report.wal_damage);
+        assert!(report.wal_damage[0].reason.contains("exceed"));
+        assert_eq!(replay.last_seq, 3);
+        assert_eq!(replay.tables.len(), 1);
+        assert_eq!(replay.tables[0].num_entries, 4);
     }
 }
