@@ -154,3 +154,90 @@ fn read_prefix(path: &Path) -> std::result::Result<OldManifest, String> {
         .map_err(|e| format!("its edits describe an invalid tree: {}", e.message()))?;
     Ok(m)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::LogWriter;
+    use crate::version::tests::meta;
+
+    fn write_manifest(dir: &Path, number: u64, edits: &[VersionEdit]) -> Vec<u64> {
+        let mut w = LogWriter::new(Vec::new());
+        let mut offsets = Vec::new();
+        for e in edits {
+            offsets.push(w.bytes_written());
+            w.add_record(&e.encode()).unwrap();
+            w.sync().unwrap();
+        }
+        fs::write(dir.join(manifest_name(number)), w.into_inner()).unwrap();
+        offsets
+    }
+
+    fn edits() -> Vec<VersionEdit> {
+        let mut first = VersionEdit {
+            log_number: Some(4),
+            next_file_number: Some(6),
+            last_sequence: Some(10),
+            db_id: Some(42),
+            ..Default::default()
+        };
+        first.add_file(0, meta(5, "a", "m", 100));
+        let mut second = VersionEdit {
+            log_number: Some(8),
+            last_sequence: Some(20),
+            ..Default::default()
+        };
+        second.add_file(0, meta(7, "b", "z", 100));
+        vec![first, second]
+    }
+
+    #[test]
+    fn uses_the_prefix_before_a_damaged_edit() {
+        let d = tempfile::tempdir().unwrap();
+        let offsets = write_manifest(d.path(), 3, &edits());
+        let path = d.path().join(manifest_name(3));
+        let mut data = fs::read(&path).unwrap();
+        data[offsets[1] as usize + 20] ^= 1;
+        fs::write(&path, data).unwrap();
+        fs::write(d.path().join(CURRENT), "MANIFEST-000003\n").unwrap();
+        let (m, notes) = read_best(d.path(), &[3]);
+        let m = m.unwrap();
+        assert!(notes.is_empty(), "{notes:?}");
+        assert_eq!(m.edits, 1);
+        assert_eq!(m.version.all_file_numbers(), vec![5]);
+        assert_eq!(
+            (m.log_number, m.next_file, m.last_seq, m.db_id),
+            (4, 6, 10, 42)
+        );
+        let damage = m.damage.unwrap();
+        assert_eq!(damage.offset, Some(offsets[1]));
+    }
+
+    #[test]
+    fn falls_back_to_the_newest_usable_manifest() {
+        let d = tempfile::tempdir().unwrap();
+        write_manifest(d.path(), 3, &edits()[..1]);
+        write_manifest(d.path(), 9, &edits());
+        // The newest one's first edit is damaged: unusable.
+        let offsets = write_manifest(d.path(), 12, &edits());
+        let p12 = d.path().join(manifest_name(12));
+        let mut data = fs::read(&p12).unwrap();
+        data[offsets[0] as usize + 20] ^= 1;
+        fs::write(&p12, data).unwrap();
+        // CURRENT names a manifest that is gone.
+        fs::write(d.path().join(CURRENT), "MANIFEST-000005\n").unwrap();
+        let (m, notes) = read_best(d.path(), &[3, 9, 12]);
+        let m = m.unwrap();
+        assert_eq!(m.path, d.path().join(manifest_name(9)));
+        assert_eq!(m.edits, 2);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].contains("MANIFEST-000005, which is missing"));
+        assert!(notes[1].contains("MANIFEST-000012"));
+
+        // No CURRENT and no usable manifest at all.
+        fs::remove_file(d.path().join(CURRENT)).unwrap();
+        let (m, notes) = read_best(d.path(), &[12]);
+        assert!(m.is_none());
+        assert!(notes[0].contains("cannot read CURRENT"), "{notes:?}");
+    }
+}
