@@ -7,7 +7,11 @@
 //! so after a damaged region the scanner can resynchronise: it slides one
 //! byte at a time until a header whose checksum matches is followed by a
 //! payload whose checksum matches. A false resync needs both 32-bit
-//! checksums to match by accident over arbitrary bytes.
+//! checksums to match by accident over arbitrary bytes, or a value that
+//! itself holds a log record image inside the damaged region (the scan
+//! only looks for records there): then that inner record is salvaged as
+//! if it had been written, which is why repair reports every damaged
+//! region rather than only the records it lost.
 
 use super::{decode_header, record_crc, RecordType, HEADER_LEN};
 
