@@ -1,5 +1,5 @@
 //! The key-value commands: put, get, delete, scan, load, flush, compact,
-//! stats and check.
+//! stats, check and repair.
 //!
 //! Keys and values are bytes: arguments are taken as given by the OS (no
 //! UTF-8 requirement) and printed raw. `scan` and `load` use one
@@ -8,7 +8,7 @@
 //!
 //! Exit codes: 0 success, 1 user error (bad argument, no database, database
 //! busy, `get` of a missing key, I/O error), 2 damage (a Corruption error,
-//! or `check` found problems).
+//! `check` found problems, or `repair` could not install a database).
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -68,6 +68,9 @@ pub enum KvCommand {
         #[arg(long)]
         force: bool,
     },
+    /// Salvage what is intact into a consistent database; replaced and
+    /// dropped files are kept in DIR/lost/.
+    Repair,
 }
 
 /// A failure: exit code and a one-line message.
@@ -136,6 +139,9 @@ fn run(db: Option<PathBuf>, cmd: KvCommand) -> Result<ExitCode, Failure> {
     if let KvCommand::Check { force } = cmd {
         return crate::check_cmd::run(&dir, force);
     }
+    if let KvCommand::Repair = cmd {
+        return crate::repair_cmd::run(&dir);
+    }
     let db = open(&dir, access)?;
     let mut out = BufWriter::new(io::stdout().lock());
     match cmd {
@@ -182,7 +188,7 @@ fn run(db: Option<PathBuf>, cmd: KvCommand) -> Result<ExitCode, Failure> {
                 crate::stats_cmd::print_human(&mut out, &stats)?;
             }
         }
-        KvCommand::Check { .. } => unreachable!("handled above"),
+        KvCommand::Check { .. } | KvCommand::Repair => unreachable!("handled above"),
     }
     out.flush()?;
     db.close()?;

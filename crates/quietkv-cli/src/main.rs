@@ -5,6 +5,7 @@ mod check_cmd;
 mod doctor;
 mod kv;
 mod logger;
+mod repair_cmd;
 mod stats_cmd;
 mod stress;
 mod throughput;

@@ -116,6 +116,7 @@ fn user_errors_exit_1_with_one_line() {
         &["scan"],
         &["stats"],
         &["check"],
+        &["repair"],
         &["flush"],
     ] {
         let o = qkv(&missing, args);
@@ -338,6 +339,40 @@ fn check_finds_a_damaged_middle_wal_record() {
     let out = stdout(&o);
     let prefix = format!("DAMAGED {} offset ", wal.display());
     assert!(out.lines().any(|l| l.starts_with(&prefix)), "{out}");
+}
+
+/// `repair` turns a database that refuses to open (a damaged mid-WAL
+/// record) into one that opens, naming what it dropped.
+#[test]
+fn repair_salvages_around_a_damaged_wal_record() {
+    let d = tmp();
+    let db = d.path().join("db");
+    let input: String = (0..5).map(|i| format!("wal{i}\tvalue{i}\n")).collect();
+    let o = qkv_in(&db, &["load", "--batch", "1"], Some(input.as_bytes()));
+    assert!(o.status.success());
+    let wal = files(&db, "log")
+        .into_iter()
+        .max_by_key(|p| fs::metadata(p).unwrap().len())
+        .unwrap();
+    let len = fs::metadata(&wal).unwrap().len();
+    flip(&wal, len / 2);
+    assert_eq!(qkv(&db, &["get", "wal0"]).status.code(), Some(2));
+
+    let out = ok(&db, &["repair"]);
+    let prefix = format!("DROPPED {} offset ", wal.display());
+    assert!(out.lines().any(|l| l.starts_with(&prefix)), "{out}");
+    assert!(out.contains("wal: 4 records salvaged"), "{out}");
+    let last = out.lines().last().unwrap();
+    assert!(last.starts_with("repaired: "), "{out}");
+    assert!(last.ends_with("some data was dropped, see above)"), "{out}");
+    assert!(db.join("lost").join(wal.file_name().unwrap()).exists());
+
+    ok(&db, &["check"]);
+    let found = (0..5)
+        .filter(|i| qkv(&db, &["get", &format!("wal{i}")]).status.success())
+        .count();
+    assert_eq!(found, 4);
+    assert_eq!(ok(&db, &["get", "wal0"]), "value0\n");
 }
 
 #[test]

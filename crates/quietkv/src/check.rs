@@ -475,16 +475,16 @@ impl Checker<'_> {
     }
 }
 
-struct TableScan {
-    size: u64,
-    props: TableProperties,
-    blocks: u64,
-    entries: u64,
+pub(crate) struct TableScan {
+    pub(crate) size: u64,
+    pub(crate) props: TableProperties,
+    pub(crate) blocks: u64,
+    pub(crate) entries: u64,
 }
 
 /// Opens a table and reads every data block; on error also returns how
 /// many blocks were verified before it.
-fn scan_table(path: &Path, number: u64) -> std::result::Result<TableScan, (Error, u64)> {
+pub(crate) fn scan_table(path: &Path, number: u64) -> std::result::Result<TableScan, (Error, u64)> {
     let source = FileSource::open(path).map_err(|e| (e, 0))?;
     let size = source.size;
     let table = TableReader::open(Arc::new(source), number, None).map_err(|e| (e, 0))?;
@@ -541,14 +541,14 @@ fn scan_table(path: &Path, number: u64) -> std::result::Result<TableScan, (Error
 }
 
 /// Positional reads of a table with plain `pread`.
-struct FileSource {
+pub(crate) struct FileSource {
     file: File,
     path: PathBuf,
     size: u64,
 }
 
 impl FileSource {
-    fn open(path: &Path) -> Result<FileSource> {
+    pub(crate) fn open(path: &Path) -> Result<FileSource> {
         let file =
             File::open(path).map_err(|e| Error::io(e, "cannot open table").with_file(path))?;
         let size = file

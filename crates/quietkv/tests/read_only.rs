@@ -52,6 +52,8 @@ fn make_db(d: &Path, crash: bool) {
     }
     db.delete(&key(5)).unwrap();
     if crash {
+        // No background work may touch the files once they are copied.
+        db.wait_idle().unwrap();
         std::mem::forget(db);
     } else {
         db.close().unwrap();

@@ -31,7 +31,7 @@ use crate::table_cache::TableCache;
 use crate::version::{Version, VersionEdit};
 
 pub use iter::DbIter;
-pub(crate) use recovery::missing_wal;
+pub(crate) use recovery::{meta_from, missing_wal, new_db_id, set_current, write_l0};
 pub use stats::{CompactionStats, DbStats, LevelStats, WriteStallStats};
 
 /// What readers need to see one consistent state: the memtables and the

@@ -569,7 +569,7 @@ pub(crate) fn meta_from(number: u64, s: &crate::table::TableSummary) -> FileMeta
 
 /// A random, nonzero id for a new database (0 means "unknown"), from the
 /// kernel's random source.
-fn new_db_id() -> Result<u64> {
+pub(crate) fn new_db_id() -> Result<u64> {
     let path = Path::new("/dev/urandom");
     let mut f = fs::File::open(path).map_err(|e| {
         Error::io(e, "cannot open the random source for a database id").with_file(path)

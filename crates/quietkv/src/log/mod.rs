@@ -40,6 +40,7 @@
 //! [`LogReader`].
 
 mod reader;
+pub(crate) mod salvage;
 mod writer;
 
 pub use reader::{LogReader, TailState};

@@ -1,0 +1,695 @@
+//! `repair`: salvages what is intact in a damaged database directory into a
+//! consistent database, and reports what it dropped (the counterpart of
+//! LevelDB's and RocksDB's `RepairDB`).
+//!
+//! Recovery refuses a database with any damage it cannot prove harmless
+//! (a damaged WAL record or manifest edit, a missing CURRENT), because it
+//! must never drop an acknowledged write silently. Repair is the explicit,
+//! lossy way out: it keeps every byte that verifies and says what it lost.
+//!
+//! What it does, in order:
+//!
+//! 1. Takes the LOCK exclusively: Busy if the database is in use.
+//! 2. Reads the *usable prefix* of the old manifest: the one CURRENT names,
+//!    else the newest manifest with a usable edit (see [`manifest`]). It
+//!    gives the tables' levels, the WAL log number, the database id.
+//! 3. Verifies every table fully (footer, index, properties, every data
+//!    block, key order, entry count, as `check` does). A table whose
+//!    properties name another file number (a copy or rename) or another
+//!    database is dropped. A table whose footer, index or properties are
+//!    unreadable is dropped; one with damaged data blocks is *salvaged*:
+//!    its intact blocks are rewritten as a table with the same number (so
+//!    its place in the tree is unchanged; written under a temporary name
+//!    and renamed over it) and the damaged original kept in `lost/`.
+//! 4. Arranges the tables:
+//!    * with a usable manifest whose tables are all present, the tables it
+//!      names keep their levels (its tree is consistent, so their order is
+//!      proven). A table it does not name is kept only if it is newer than
+//!      every table it names, by sequence numbers and by file number (a
+//!      flush whose edit was lost): alone it goes to level 0 as it is,
+//!      several are merged (see below). Any other unnamed table is a
+//!      leftover the manifest superseded (an obsolete compaction input, an
+//!      uninstalled output) and is dropped: it could bring back deleted
+//!      keys;
+//!    * with no usable manifest, or one naming tables that are gone (a
+//!      later compaction whose edit is lost replaced them), the order of
+//!      tables from different levels cannot be known from their file
+//!      numbers (a compaction output has a higher number than newer
+//!      level-0 tables), so every intact table is merged into new,
+//!      non-overlapping level-0 tables ordered by internal key, each entry
+//!      kept once; the originals go to `lost/`. As in LevelDB, a leftover
+//!      obsolete table then contributes its entries.
+//! 5. Replays every WAL at or after the manifest's log number leniently
+//!    (records after a damaged one are salvaged; see [`wal`]) into new
+//!    level-0 tables; entries already in a kept table are skipped. WALs
+//!    older than the log number are not replayed (their writes are in
+//!    tables; replaying them could bring back compacted-away deletes).
+//! 6. Writes a fresh manifest (every kept table, `next_file_number` and
+//!    `last_sequence` beyond everything seen, the old database id or a new
+//!    one, a new empty live WAL), then CURRENT (temporary file, sync,
+//!    rename, directory sync), then moves the old manifests, CURRENT, WALs
+//!    and dropped tables out of the directory into `lost/`.
+//!
+//! Nothing is deleted: every replaced or dropped file is hard-linked into
+//! `DIR/lost/` before the repair changes anything (see [`lost`]). A crash
+//! during repair leaves the old files in place or in `lost/`; running
+//! repair again finishes the job.
+
+mod lost;
+mod manifest;
+mod tables;
+mod wal;
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use quietio::{IoClass, IoEnv};
+
+use crate::check::scan_table;
+use crate::error::{Error, ErrorKind, Result};
+use crate::fileio::LogFile;
+use crate::filenames::{self, manifest_name, table_path, wal_path, FileKind, CURRENT};
+use crate::key::SeqNo;
+use crate::log::LogWriter;
+use crate::options::Options;
+use crate::table::TableProperties;
+use crate::version::{FileMeta, VersionEdit, NUM_LEVELS};
+
+/// How to repair.
+#[derive(Debug, Clone, Default)]
+pub struct RepairOptions {
+    /// Table format, sizes and I/O modes of the tables repair writes.
+    pub db: Options,
+}
+
+/// A file (or part of one) that repair did not keep, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dropped {
+    pub file: PathBuf,
+    /// Where in the file the dropped bytes start, when only part of it is.
+    pub offset: Option<u64>,
+    pub bytes: u64,
+    pub reason: String,
+}
+
+impl Dropped {
+    fn at(file: &Path, offset: u64, bytes: u64, reason: impl Into<String>) -> Dropped {
+        Dropped {
+            file: file.to_path_buf(),
+            offset: Some(offset),
+            bytes,
+            reason: reason.into(),
+        }
+    }
+
+    fn whole(file: &Path, bytes: u64, reason: impl Into<String>) -> Dropped {
+        Dropped {
+            file: file.to_path_buf(),
+            offset: None,
+            bytes,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// An intact table the repaired database holds as it was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptTable {
+    pub number: u64,
+    /// Its level in the repaired database (`None`: merged into the new
+    /// tables listed in [`RepairReport::merged_into`]).
+    pub level: Option<usize>,
+    pub entries: u64,
+    pub bytes: u64,
+}
+
+/// A damaged table whose intact blocks were rewritten under its number.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SalvagedTable {
+    pub number: u64,
+    pub level: Option<usize>,
+    pub entries_kept: u64,
+    /// Entries its properties promised that were in damaged blocks.
+    pub entries_lost: u64,
+    pub blocks_lost: u64,
+    /// The damage found, with the file offset when known.
+    pub reason: String,
+}
+
+/// What [`repair_dir`] did.
+#[derive(Debug, Clone, Default)]
+pub struct RepairReport {
+    pub dir: PathBuf,
+    /// Where replaced and dropped files were moved.
+    pub lost_dir: PathBuf,
+    /// The old manifest whose edits placed the tables; `None` if no
+    /// manifest was usable (tables were merged afresh).
+    pub manifest: Option<PathBuf>,
+    /// Edits of that manifest that were used.
+    pub manifest_edits: u64,
+    /// The first part of the manifest that could not be used.
+    pub manifest_damage: Option<Dropped>,
+    /// Why CURRENT or other manifests were not used.
+    pub manifest_notes: Vec<String>,
+    /// The database id the repaired database has.
+    pub db_id: u64,
+    /// Whether that id was recovered (from the manifest or the tables)
+    /// rather than made up.
+    pub db_id_recovered: bool,
+    pub tables_kept: Vec<KeptTable>,
+    pub tables_salvaged: Vec<SalvagedTable>,
+    pub tables_dropped: Vec<Dropped>,
+    /// New tables holding the merged data when no manifest was usable.
+    pub merged_into: Vec<u64>,
+    pub wal_files: u64,
+    /// WAL records (write batches) whose entries went into new tables.
+    pub wal_records_salvaged: u64,
+    /// Of those, records that came after a damaged region.
+    pub wal_records_after_damage: u64,
+    /// WAL records whose entries were all already in a kept table.
+    pub wal_records_in_tables: u64,
+    /// WALs older than the manifest's log number, not replayed.
+    pub wals_skipped: Vec<PathBuf>,
+    /// Damaged or undecodable WAL regions.
+    pub wal_damage: Vec<Dropped>,
+    /// New level-0 tables holding the salvaged WAL records.
+    pub wal_tables: Vec<u64>,
+    /// Every file moved (or copied) into `lost/`, at its new path.
+    pub moved_to_lost: Vec<PathBuf>,
+    pub new_manifest: PathBuf,
+    pub last_sequence: SeqNo,
+    /// Bytes of data the repaired database holds in tables.
+    pub table_bytes: u64,
+}
+
+impl RepairReport {
+    /// Whether anything was dropped (a table, part of one, WAL bytes or a
+    /// manifest edit).
+    pub fn lost_anything(&self) -> bool {
+        !self.tables_dropped.is_empty()
+            || !self.tables_salvaged.is_empty()
+            || !self.wal_damage.is_empty()
+            || self.manifest_damage.is_some()
+    }
+}
+
+/// Repairs the database in `dir`; see the module docs. `Err` if the
+/// repair could not run or could not install a consistent database
+/// (Busy if the database is in use, InvalidArgument if `dir` holds no
+/// database files); on `Ok` the directory holds a database that opens.
+pub fn repair_dir(dir: impl AsRef<Path>, opts: &RepairOptions) -> Result<RepairReport> {
+    let dir = dir.as_ref();
+    opts.db.validate()?;
+    if !dir.is_dir() {
+        return Err(Error::invalid("database directory does not exist").with_file(dir));
+    }
+    let _lock = crate::lockfile::lock_exclusive(dir)?;
+    let files = list(dir)?;
+    if files.tables.is_empty() && files.wals.is_empty() && files.manifests.is_empty() {
+        return Err(Error::invalid(
+            "no quietkv database here (no table, WAL or manifest to repair)",
+        )
+        .with_file(dir));
+    }
+    let env = IoEnv::open(dir, opts.db.io_options())?;
+    let dir = env.dir().to_path_buf();
+    Repair {
+        env: &env,
+        dir: &dir,
+        opts: &opts.db,
+        lost: lost::Lost::new(&dir),
+        report: RepairReport {
+            dir: dir.clone(),
+            lost_dir: dir.join(lost::LOST_DIR),
+            ..RepairReport::default()
+        },
+        next_file: files.max_number + 1,
+    }
+    .run(&files)
+}
+
+/// The database files in the directory.
+struct Files {
+    tables: Vec<u64>,
+    wals: Vec<u64>,
+    manifests: Vec<u64>,
+    has_current: bool,
+    max_number: u64,
+}
+
+fn list(dir: &Path) -> Result<Files> {
+    let entries = fs::read_dir(dir)
+        .map_err(|e| Error::io(e, "cannot list the database directory").with_file(dir))?;
+    let mut f = Files {
+        tables: Vec::new(),
+        wals: Vec::new(),
+        manifests: Vec::new(),
+        has_current: false,
+        max_number: 0,
+    };
+    for entry in entries {
+        let entry =
+            entry.map_err(|e| Error::io(e, "cannot list the database directory").with_file(dir))?;
+        let n = match entry.file_name().to_str().and_then(filenames::parse) {
+            Some(FileKind::Table(n)) => {
+                f.tables.push(n);
+                n
+            }
+            Some(FileKind::Wal(n)) => {
+                f.wals.push(n);
+                n
+            }
+            Some(FileKind::Manifest(n)) => {
+                f.manifests.push(n);
+                n
+            }
+            Some(FileKind::Current) => {
+                f.has_current = true;
+                0
+            }
+            _ => 0,
+        };
+        f.max_number = f.max_number.max(n);
+    }
+    f.tables.sort_unstable();
+    f.wals.sort_unstable();
+    f.manifests.sort_unstable();
+    Ok(f)
+}
+
+/// One table file after verification.
+enum Scanned {
+    Intact {
+        size: u64,
+        props: TableProperties,
+    },
+    /// Footer, index and properties read, but a data block (or the key
+    /// order or entry count) is damaged.
+    Damaged {
+        props: TableProperties,
+        why: String,
+    },
+    Unreadable {
+        why: String,
+    },
+}
+
+struct Repair<'a> {
+    env: &'a IoEnv,
+    dir: &'a Path,
+    opts: &'a Options,
+    lost: lost::Lost,
+    report: RepairReport,
+    next_file: u64,
+}
+
+impl Repair<'_> {
+    fn run(mut self, files: &Files) -> Result<RepairReport> {
+        let (old, notes) = manifest::read_best(self.dir, &files.manifests);
+        self.report.manifest_notes = notes;
+        if let Some(m) = &old {
+            self.report.manifest = Some(m.path.clone());
+            self.report.manifest_edits = m.edits;
+            self.report.manifest_damage = m.damage.clone();
+            self.next_file = self.next_file.max(m.next_file);
+        }
+        self.next_file = self.next_file.max(2);
+
+        let scanned: Vec<(u64, Scanned)> =
+            files.tables.iter().map(|&n| (n, self.scan(n))).collect();
+        let (db_id, recovered) = match old.as_ref().map_or(0, |m| m.db_id) {
+            0 => match majority_db_id(&scanned) {
+                0 => (crate::db::new_db_id()?, false),
+                id => (id, true),
+            },
+            id => (id, true),
+        };
+        self.report.db_id = db_id;
+        self.report.db_id_recovered = recovered;
+
+        // Tables: (level, meta) of everything the new manifest will list.
+        let mut kept: Vec<(usize, FileMeta)> = Vec::new();
+        let mut to_merge: Vec<u64> = Vec::new();
+        let mut max_seq_seen: SeqNo = old.as_ref().map_or(0, |m| m.last_seq);
+        let named: HashMap<u64, (usize, FileMeta)> = old
+            .as_ref()
+            .map(|m| {
+                (0..NUM_LEVELS)
+                    .flat_map(|l| {
+                        m.version
+                            .files(l)
+                            .iter()
+                            .map(move |f| (f.number, (l, (**f).clone())))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        // A named table that is gone was most likely replaced by a
+        // compaction whose edit is in the unusable part of the manifest:
+        // the manifest's levels then describe a tree that no longer
+        // exists, so the tables are merged as if there were no manifest.
+        let mut missing: Vec<u64> = named
+            .keys()
+            .copied()
+            .filter(|n| files.tables.binary_search(n).is_err())
+            .collect();
+        missing.sort_unstable();
+        let placed = old.is_some() && missing.is_empty();
+        if !missing.is_empty() {
+            self.report.manifest_notes.push(format!(
+                "the manifest names {} table(s) missing from the directory ({}): its levels cannot be trusted, so the intact tables were merged afresh",
+                missing.len(),
+                missing.iter().map(|n| format!("{n:06}.sst")).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        // A table the manifest does not name is only kept if it is newer
+        // than every table it names, by sequence numbers and by file
+        // number: an output of a flush whose edit was lost. (The manifest's
+        // last_sequence cannot serve: a memtable switch records it before
+        // the data is flushed.)
+        let named_seq = named
+            .values()
+            .map(|(_, f)| f.largest_seq)
+            .max()
+            .unwrap_or(0);
+        let named_number = named.keys().copied().max().unwrap_or(0);
+        let mut newer_orphans: Vec<(u64, u64, TableProperties)> = Vec::new();
+        for (n, scan) in scanned {
+            let path = table_path(self.dir, n);
+            let props = match &scan {
+                Scanned::Intact { props, .. } | Scanned::Damaged { props, .. } => Some(props),
+                Scanned::Unreadable { .. } => None,
+            };
+            if let Some(p) = props {
+                max_seq_seen = max_seq_seen.max(p.largest_seq);
+                if let Some(why) = foreign(n, p, db_id) {
+                    self.drop_table(&path, why)?;
+                    continue;
+                }
+            }
+            let level = if placed {
+                match named.get(&n) {
+                    Some((l, _)) => Some(*l),
+                    None => {
+                        match scan {
+                            Scanned::Intact { size, props }
+                                if props.num_entries > 0
+                                    && props.smallest_seq > named_seq
+                                    && n > named_number =>
+                            {
+                                newer_orphans.push((n, size, props));
+                            }
+                            _ => self.drop_table(
+                                &path,
+                                "not named by the manifest and not newer than every table it names (a leftover the manifest superseded, or damaged)".into(),
+                            )?,
+                        }
+                        continue;
+                    }
+                }
+            } else {
+                None
+            };
+            match scan {
+                Scanned::Intact { size, props } => {
+                    self.report.tables_kept.push(KeptTable {
+                        number: n,
+                        level,
+                        entries: props.num_entries,
+                        bytes: size,
+                    });
+                    match level {
+                        Some(l) => kept.push((l, meta_of(n, size, &props))),
+                        None => to_merge.push(n),
+                    }
+                }
+                Scanned::Damaged { props: _, why } => {
+                    if let Some(meta) = self.salvage(n, level, why, db_id)? {
+                        match level {
+                            Some(l) => kept.push((l, meta)),
+                            None => to_merge.push(n),
+                        }
+                    }
+                }
+                Scanned::Unreadable { why } => self.drop_table(&path, why)?,
+            }
+        }
+        // Several tables newer than the manifest: their relative order is
+        // not proven by their numbers (one may be a compaction output), so
+        // they are merged; one alone goes to level 0 as it is.
+        let alone = newer_orphans.len() == 1;
+        for (n, size, props) in newer_orphans {
+            self.report.tables_kept.push(KeptTable {
+                number: n,
+                level: alone.then_some(0),
+                entries: props.num_entries,
+                bytes: size,
+            });
+            if alone {
+                kept.push((0, meta_of(n, size, &props)));
+            } else {
+                to_merge.push(n);
+            }
+        }
+        if !to_merge.is_empty() {
+            for &n in &to_merge {
+                self.lost.move_later(&table_path(self.dir, n))?;
+            }
+            let merged = tables::merge(
+                self.env,
+                self.dir,
+                self.opts,
+                &to_merge,
+                &mut self.next_file,
+                db_id,
+            )?;
+            self.report.merged_into = merged.iter().map(|m| m.number).collect();
+            kept.extend(merged.into_iter().map(|m| (0, m)));
+        }
+
+        // WALs: everything newer than the kept tables.
+        let covered_seq = kept.iter().map(|(_, m)| m.largest_seq).max().unwrap_or(0);
+        let log_number = old.as_ref().map_or(0, |m| m.log_number);
+        let mut next_file = self.next_file;
+        let mut replay = wal::Replay::new(
+            self.env,
+            self.dir,
+            self.opts,
+            db_id,
+            covered_seq,
+            &mut next_file,
+        );
+        for &n in &files.wals {
+            let path = wal_path(self.dir, n);
+            if n < log_number {
+                self.report.wals_skipped.push(path.clone());
+            } else {
+                replay.wal(n, &mut self.report)?;
+            }
+            self.lost.move_later(&path)?;
+        }
+        replay.flush()?;
+        let wal_seq = replay.last_seq;
+        let wal_tables = std::mem::take(&mut replay.tables);
+        drop(replay);
+        self.next_file = next_file;
+        self.report.wal_tables = wal_tables.iter().map(|m| m.number).collect();
+        kept.extend(wal_tables.into_iter().map(|m| (0, m)));
+
+        let last_seq = max_seq_seen.max(covered_seq).max(wal_seq);
+        self.install(&kept, files, last_seq, db_id)?;
+        self.report.table_bytes = kept.iter().map(|(_, m)| m.size).sum();
+        self.report.last_sequence = last_seq;
+        self.report.moved_to_lost = std::mem::take(&mut self.lost.kept);
+        Ok(self.report)
+    }
+
+    fn scan(&self, n: u64) -> Scanned {
+        let path = table_path(self.dir, n);
+        match scan_table(&path, n) {
+            Ok(s) => Scanned::Intact {
+                size: s.size,
+                props: s.props,
+            },
+            Err((e, _)) => {
+                let why = describe(&e);
+                // Can its blocks be located at all?
+                match crate::check::FileSource::open(&path).and_then(|src| {
+                    crate::table::TableReader::open(std::sync::Arc::new(src), n, None)
+                }) {
+                    Ok(t) => Scanned::Damaged {
+                        props: t.properties().clone(),
+                        why,
+                    },
+                    Err(_) => Scanned::Unreadable { why },
+                }
+            }
+        }
+    }
+
+    fn drop_table(&mut self, path: &Path, reason: String) -> Result<()> {
+        let bytes = fs::metadata(path).map_or(0, |m| m.len());
+        self.lost.move_later(path)?;
+        self.report
+            .tables_dropped
+            .push(Dropped::whole(path, bytes, reason));
+        Ok(())
+    }
+
+    /// Replaces damaged table `n` by its intact blocks (same number); the
+    /// original goes to `lost/`.
+    fn salvage(
+        &mut self,
+        n: u64,
+        level: Option<usize>,
+        why: String,
+        db_id: u64,
+    ) -> Result<Option<FileMeta>> {
+        let path = table_path(self.dir, n);
+        let copy = self.lost.preserve(&path)?;
+        let s = match tables::salvage(self.env, self.dir, self.opts, &copy, n, db_id) {
+            Ok(s) => s,
+            Err(e) => {
+                let bytes = fs::metadata(&copy).map_or(0, |m| m.len());
+                self.lost.retire_later(&path);
+                let reason = format!("{why}; nothing could be salvaged: {}", describe(&e));
+                self.report
+                    .tables_dropped
+                    .push(Dropped::whole(&path, bytes, reason));
+                return Ok(None);
+            }
+        };
+        let Some(meta) = s.meta else {
+            self.lost.retire_later(&path);
+            let bytes = fs::metadata(&copy).map_or(0, |m| m.len());
+            let reason = format!("{why}; no data block was intact");
+            self.report
+                .tables_dropped
+                .push(Dropped::whole(&path, bytes, reason));
+            return Ok(None);
+        };
+        self.report.tables_salvaged.push(SalvagedTable {
+            number: n,
+            level,
+            entries_kept: meta.num_entries,
+            entries_lost: s.entries_expected.saturating_sub(meta.num_entries),
+            blocks_lost: s.blocks_lost,
+            reason: why,
+        });
+        Ok(Some(meta))
+    }
+
+    /// Writes the new manifest and WAL, points CURRENT at them, then moves
+    /// the old state into `lost/`.
+    fn install(
+        &mut self,
+        kept: &[(usize, FileMeta)],
+        files: &Files,
+        last_seq: SeqNo,
+        db_id: u64,
+    ) -> Result<()> {
+        let wal_number = self.next_file;
+        let manifest_number = self.next_file + 1;
+        self.next_file += 2;
+        let mut edit = VersionEdit::new();
+        for (level, meta) in kept {
+            edit.add_file(*level, meta.clone());
+        }
+        edit.log_number = Some(wal_number);
+        edit.live_wal = Some(wal_number);
+        edit.next_file_number = Some(self.next_file);
+        edit.last_sequence = Some(last_seq);
+        edit.db_id = Some(db_id);
+        // The tree must be one recovery accepts before anything is replaced.
+        crate::version::Version::new().apply(&edit).map_err(|e| {
+            Error::caused_by(
+                ErrorKind::Corruption,
+                "repair could not arrange the kept tables into a valid tree",
+                e,
+            )
+        })?;
+
+        for &n in &files.manifests {
+            self.lost.move_later(&self.dir.join(manifest_name(n)))?;
+        }
+        if files.has_current {
+            // Renaming the new CURRENT over it unlinks this name; the copy
+            // in lost/ keeps the old contents.
+            self.lost.preserve(&self.dir.join(CURRENT))?;
+        }
+
+        let manifest_path = self.dir.join(manifest_name(manifest_number));
+        let mut manifest =
+            LogWriter::new(LogFile(self.env.create(&manifest_path, IoClass::Manifest)?));
+        manifest.add_record(&edit.encode())?;
+        manifest.sync()?;
+        manifest.into_inner().0.finish(true)?;
+        self.env
+            .create(&wal_path(self.dir, wal_number), IoClass::WalWrite)?
+            .finish(true)?;
+        crate::db::set_current(self.env, self.dir, manifest_number)?;
+        self.lost.retire_all()?;
+        self.env.sync_dir()?;
+        self.report.new_manifest = manifest_path;
+        Ok(())
+    }
+}
+
+/// Why table `n` is not this database's table, if it is not.
+fn foreign(n: u64, props: &TableProperties, db_id: u64) -> Option<String> {
+    if props.file_number != 0 && props.file_number != n {
+        return Some(format!(
+            "its properties say it is table {:06}.sst: a copy or rename of another table",
+            props.file_number
+        ));
+    }
+    if props.db_id != 0 && props.db_id != db_id {
+        return Some(format!(
+            "written by database {:016x}, not this one ({db_id:016x})",
+            props.db_id
+        ));
+    }
+    None
+}
+
+/// The database id most intact tables record (0 if none records one).
+fn majority_db_id(scanned: &[(u64, Scanned)]) -> u64 {
+    let mut counts: HashMap<u64, usize> = HashMap::new();
+    for (_, s) in scanned {
+        if let Scanned::Intact { props, .. } | Scanned::Damaged { props, .. } = s {
+            if props.db_id != 0 {
+                *counts.entry(props.db_id).or_default() += 1;
+            }
+        }
+    }
+    counts
+        .into_iter()
+        .max_by_key(|&(id, c)| (c, std::cmp::Reverse(id)))
+        .map_or(0, |(id, _)| id)
+}
+
+fn meta_of(number: u64, size: u64, p: &TableProperties) -> FileMeta {
+    FileMeta {
+        number,
+        size,
+        smallest: p.smallest_key.clone(),
+        largest: p.largest_key.clone(),
+        smallest_seq: p.smallest_seq,
+        largest_seq: p.largest_seq,
+        num_entries: p.num_entries,
+        num_deletes: p.num_deletes,
+    }
+}
+
+/// An error as one line with its offset, for the report.
+fn describe(e: &Error) -> String {
+    let mut s = e.message().to_string();
+    if let Some(src) = std::error::Error::source(e) {
+        s.push_str(&format!(": {src}"));
+    }
+    if let Some(o) = e.offset() {
+        s.push_str(&format!(" (offset {o})"));
+    }
+    s
+}

@@ -1,0 +1,243 @@
+//! Reading the readable part of an old manifest, for `repair`.
+//!
+//! Recovery refuses a manifest with any damaged edit; repair uses the
+//! longest prefix of edits that are intact, decode and apply. Edits are
+//! deltas, so nothing after the first bad one can be used. The manifest
+//! CURRENT names is preferred; if CURRENT is missing, unreadable or names a
+//! manifest that yields no edit, the other manifests are tried newest first.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::Dropped;
+use crate::filenames::{self, manifest_name, FileKind, CURRENT};
+use crate::key::SeqNo;
+use crate::log::salvage::{salvage_records, Salvaged};
+use crate::table::identity::db_id_after_edit;
+use crate::version::{Version, VersionBuilder, VersionEdit};
+
+/// What the usable edits of one manifest say.
+pub(super) struct OldManifest {
+    pub path: PathBuf,
+    pub edits: u64,
+    pub version: Version,
+    pub log_number: u64,
+    pub next_file: u64,
+    pub last_seq: SeqNo,
+    /// 0 = the manifest records none.
+    pub db_id: u64,
+    /// The first edit that could not be used, if any.
+    pub damage: Option<Dropped>,
+}
+
+/// The best manifest to guide the repair, and why others were passed over.
+pub(super) fn read_best(dir: &Path, manifests: &[u64]) -> (Option<OldManifest>, Vec<String>) {
+    let mut notes = Vec::new();
+    let mut candidates: Vec<u64> = manifests.to_vec();
+    candidates.sort_unstable_by(|a, b| b.cmp(a));
+    match named_by_current(dir) {
+        Ok(n) if candidates.contains(&n) => {
+            candidates.retain(|&c| c != n);
+            candidates.insert(0, n);
+        }
+        Ok(n) => notes.push(format!(
+            "CURRENT names {}, which is missing",
+            manifest_name(n)
+        )),
+        Err(why) => notes.push(why),
+    }
+    for n in candidates {
+        let path = dir.join(manifest_name(n));
+        match read_prefix(&path) {
+            Ok(m) => return (Some(m), notes),
+            Err(why) => notes.push(format!("{}: {why}", path.display())),
+        }
+    }
+    (None, notes)
+}
+
+fn named_by_current(dir: &Path) -> std::result::Result<u64, String> {
+    let path = dir.join(CURRENT);
+    let data = fs::read(&path).map_err(|e| format!("cannot read CURRENT: {e}"))?;
+    let name = String::from_utf8_lossy(&data);
+    match filenames::parse(name.trim_end_matches('\n')) {
+        Some(FileKind::Manifest(n)) => Ok(n),
+        _ => Err(format!("CURRENT does not name a manifest: {name:?}")),
+    }
+}
+
+/// The usable prefix of one manifest; `Err` (why) if not even its first
+/// edit is usable.
+fn read_prefix(path: &Path) -> std::result::Result<OldManifest, String> {
+    let data = fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
+    let mut m = OldManifest {
+        path: path.to_path_buf(),
+        edits: 0,
+        version: Version::new(),
+        log_number: 0,
+        next_file: 0,
+        last_seq: 0,
+        db_id: 0,
+        damage: None,
+    };
+    let mut builder = VersionBuilder::new(&Version::new());
+    let mut applied: Vec<VersionEdit> = Vec::new();
+    for item in salvage_records(&data) {
+        let problem = match item {
+            Salvaged::Damaged {
+                offset,
+                len,
+                to_end,
+            } => {
+                let what = if to_end {
+                    "damaged or torn, with no intact edit after it"
+                } else {
+                    "damaged; the edits after it are not used (edits are deltas)"
+                };
+                m.damage = Some(Dropped::at(path, offset, len, what));
+                break;
+            }
+            Salvaged::Record { offset, payload } => {
+                let result = VersionEdit::decode(payload).and_then(|e| {
+                    let id = db_id_after_edit(m.db_id, e.db_id)?;
+                    builder.apply(&e)?;
+                    Ok((e, id))
+                });
+                match result {
+                    Ok((edit, id)) => {
+                        m.db_id = id;
+                        if let Some(n) = edit.log_number {
+                            m.log_number = n;
+                        }
+                        if let Some(n) = edit.next_file_number {
+                            m.next_file = n;
+                        }
+                        if let Some(n) = edit.last_sequence {
+                            m.last_seq = n;
+                        }
+                        applied.push(edit);
+                        m.edits += 1;
+                        continue;
+                    }
+                    Err(e) => Dropped::at(
+                        path,
+                        offset,
+                        payload.len() as u64,
+                        format!("unusable edit: {}", e.message()),
+                    ),
+                }
+            }
+        };
+        // A failed apply leaves the builder half-updated: rebuild it from
+        // the edits that applied.
+        m.damage = Some(problem);
+        builder = VersionBuilder::new(&Version::new());
+        for e in &applied {
+            builder
+                .apply(e)
+                .map_err(|e| format!("edits that applied once no longer apply: {e}"))?;
+        }
+        break;
+    }
+    if m.edits == 0 {
+        return Err(match &m.damage {
+            Some(d) => format!(
+                "no usable edit (offset {}: {})",
+                d.offset.unwrap_or(0),
+                d.reason
+            ),
+            None => "no edit".to_string(),
+        });
+    }
+    m.version = builder
+        .build()
+        .map_err(|e| format!("its edits describe an invalid tree: {}", e.message()))?;
+    Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::LogWriter;
+    use crate::version::tests::meta;
+
+    fn write_manifest(dir: &Path, number: u64, edits: &[VersionEdit]) -> Vec<u64> {
+        let mut w = LogWriter::new(Vec::new());
+        let mut offsets = Vec::new();
+        for e in edits {
+            offsets.push(w.bytes_written());
+            w.add_record(&e.encode()).unwrap();
+            w.sync().unwrap();
+        }
+        fs::write(dir.join(manifest_name(number)), w.into_inner()).unwrap();
+        offsets
+    }
+
+    fn edits() -> Vec<VersionEdit> {
+        let mut first = VersionEdit {
+            log_number: Some(4),
+            next_file_number: Some(6),
+            last_sequence: Some(10),
+            db_id: Some(42),
+            ..Default::default()
+        };
+        first.add_file(0, meta(5, "a", "m", 100));
+        let mut second = VersionEdit {
+            log_number: Some(8),
+            last_sequence: Some(20),
+            ..Default::default()
+        };
+        second.add_file(0, meta(7, "b", "z", 100));
+        vec![first, second]
+    }
+
+    #[test]
+    fn uses_the_prefix_before_a_damaged_edit() {
+        let d = tempfile::tempdir().unwrap();
+        let offsets = write_manifest(d.path(), 3, &edits());
+        let path = d.path().join(manifest_name(3));
+        let mut data = fs::read(&path).unwrap();
+        data[offsets[1] as usize + 20] ^= 1;
+        fs::write(&path, data).unwrap();
+        fs::write(d.path().join(CURRENT), "MANIFEST-000003\n").unwrap();
+        let (m, notes) = read_best(d.path(), &[3]);
+        let m = m.unwrap();
+        assert!(notes.is_empty(), "{notes:?}");
+        assert_eq!(m.edits, 1);
+        assert_eq!(m.version.all_file_numbers(), vec![5]);
+        assert_eq!(
+            (m.log_number, m.next_file, m.last_seq, m.db_id),
+            (4, 6, 10, 42)
+        );
+        let damage = m.damage.unwrap();
+        assert_eq!(damage.offset, Some(offsets[1]));
+    }
+
+    #[test]
+    fn falls_back_to_the_newest_usable_manifest() {
+        let d = tempfile::tempdir().unwrap();
+        write_manifest(d.path(), 3, &edits()[..1]);
+        write_manifest(d.path(), 9, &edits());
+        // The newest one's first edit is damaged: unusable.
+        let offsets = write_manifest(d.path(), 12, &edits());
+        let p12 = d.path().join(manifest_name(12));
+        let mut data = fs::read(&p12).unwrap();
+        data[offsets[0] as usize + 20] ^= 1;
+        fs::write(&p12, data).unwrap();
+        // CURRENT names a manifest that is gone.
+        fs::write(d.path().join(CURRENT), "MANIFEST-000005\n").unwrap();
+        let (m, notes) = read_best(d.path(), &[3, 9, 12]);
+        let m = m.unwrap();
+        assert_eq!(m.path, d.path().join(manifest_name(9)));
+        assert_eq!(m.edits, 2);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].contains("MANIFEST-000005, which is missing"));
+        assert!(notes[1].contains("MANIFEST-000012"));
+
+        // No CURRENT and no usable manifest at all.
+        fs::remove_file(d.path().join(CURRENT)).unwrap();
+        let (m, notes) = read_best(d.path(), &[12]);
+        assert!(m.is_none());
+        assert!(notes[0].contains("cannot read CURRENT"), "{notes:?}");
+    }
+}
