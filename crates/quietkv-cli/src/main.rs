@@ -1,12 +1,10 @@
 //! The `quietkv` command.
 
-mod bench;
 mod check_cmd;
 mod doctor;
 mod kv;
 mod logger;
 mod stats_cmd;
-mod throughput;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -45,8 +43,10 @@ enum Command {
     Kv(kv::KvCommand),
     /// Benchmark: user-read latency beside background I/O in each mode,
     /// in a memory cgroup (see PROTOCOL.md).
-    Bench(Box<bench::BenchArgs>),
+    #[cfg(feature = "bench")]
+    Bench(Box<quietkv_bench::BenchArgs>),
     /// Internal: one benchmark run, started by `quietkv bench`.
+    #[cfg(feature = "bench")]
     #[command(name = "bench-worker", hide = true)]
     BenchWorker,
 }
@@ -72,8 +72,10 @@ fn main() -> ExitCode {
             })
         }
         Command::Kv(cmd) => return kv::main(cli.db, cmd),
-        Command::Bench(args) => bench::run(*args),
-        Command::BenchWorker => return bench::runner::worker_main(),
+        #[cfg(feature = "bench")]
+        Command::Bench(args) => quietkv_bench::run(*args),
+        #[cfg(feature = "bench")]
+        Command::BenchWorker => return quietkv_bench::runner::worker_main(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -22,14 +22,14 @@ use std::time::{Duration, Instant};
 use quietkv::{Db, DbStats, IoClass, Options, WriteBatch, WriteOptions};
 use serde::{Deserialize, Serialize};
 
-use super::loadgen::{
+use crate::loadgen::{
     percentile_curve, run_open_loop, run_open_loop_until, LoadConfig, PhaseEnd, SplitMix64,
 };
-use super::result::{timeline, BackgroundWork, PhaseResult, RunResult, WorkerSpec};
-use super::sampler::{phase_metrics, ExtraFn, Sampler};
-use super::source::{fill_value, key, layout_options};
+use crate::result::{timeline, BackgroundWork, PhaseResult, RunResult, WorkerSpec};
+use crate::sampler::{phase_metrics, ExtraFn, Sampler};
+use crate::source::{fill_value, key, layout_options};
 
-/// What one engine run needs beyond [`super::result::CommonParams`].
+/// What one engine run needs beyond [`crate::result::CommonParams`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EngineParams {
     pub keys: u64,
@@ -143,7 +143,7 @@ pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String>
     let c = &spec.common;
     let hot = p.hot_keys.clamp(1, p.keys.max(1));
     let value_size = p.value_size;
-    let read = |k: u64| -> super::loadgen::ReadResult {
+    let read = |k: u64| -> crate::loadgen::ReadResult {
         match db.get(&key(k)) {
             Ok(Some(v)) if v.len() == value_size && v[..8] == k.to_le_bytes() => Ok(None),
             Ok(Some(_)) => Err(format!("key {k}: wrong value")),
@@ -353,7 +353,7 @@ fn write_paced(
     stop: &AtomicBool,
 ) -> Result<(u64, f64), String> {
     let per_batch = 16u64;
-    let entry = (p.value_size + super::source::KEY_SIZE) as u64;
+    let entry = (p.value_size + crate::source::KEY_SIZE) as u64;
     let rate = p.write_bytes_per_s.max(1) as f64;
     let mut rng = SplitMix64::new(0xE2);
     let mut value = vec![0u8; p.value_size];

@@ -12,7 +12,7 @@ use std::time::Instant;
 use quietkv::{AccessMode, Db, IoClass, Options, WriteBatch, WriteOptions};
 use serde::{Deserialize, Serialize};
 
-use super::cgroup::interrupted;
+use crate::cgroup::interrupted;
 
 pub const MANIFEST: &str = "bench-source.json";
 pub const KEY_SIZE: usize = 16;

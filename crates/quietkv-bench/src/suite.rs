@@ -1,21 +1,21 @@
 //! The parent side of E1, E2 and E3: presets, the source database, the
 //! interleaved runs (copy, sync, drop caches, worker in its cgroup) and the
-//! report sections (the verdict is drawn in [`super::verdict`]).
+//! report sections (the verdict is drawn in [`crate::verdict`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use super::cgroup::interrupted;
-use super::engine::EngineParams;
-use super::report::{self, ExperimentReport, ModeReport, Report};
-use super::result::{CommonParams, ModeSpec, WorkerSpec};
-use super::runner::{Runner, RunnerOptions};
-use super::sampler::SamplerConfig;
-use super::scale::{mib, parse_size, preset, Overrides, Preset, Scale, MIB, VALUE_SIZE};
-use super::source::{self, Manifest, SourceSpec};
-use super::verdict;
-use super::{
+use crate::cgroup::interrupted;
+use crate::engine::EngineParams;
+use crate::report::{self, ExperimentReport, ModeReport, Report};
+use crate::result::{CommonParams, ModeSpec, WorkerSpec};
+use crate::runner::{Runner, RunnerOptions};
+use crate::sampler::SamplerConfig;
+use crate::scale::{mib, parse_size, preset, Overrides, Preset, Scale, MIB, VALUE_SIZE};
+use crate::source::{self, Manifest, SourceSpec};
+use crate::verdict;
+use crate::{
     check_modes, describe_modes, fmt_secs, loadavg, machine, readers_text, timestamp,
     write_outputs_with_verdict, BenchArgs, Scratch,
 };
@@ -111,7 +111,7 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
         .unwrap_or_else(|| PathBuf::from("bench-results").join(timestamp()));
     std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let mach = machine(&scratch.0);
-    let block_device = super::metrics::block_device_of(&scratch.0);
+    let block_device = crate::metrics::block_device_of(&scratch.0);
     let progress = |m: &str| crate::progress_line!("quietkv bench: {m}");
 
     // Every source database first (the slow part), reused across
@@ -231,7 +231,7 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
                     fmt_secs(left),
                     runs_left
                 );
-                super::progress::start_run(
+                crate::progress::start_run(
                     format!("[{} {} {repeat}/{}]", s.id, mode.name, args.repeats),
                     left,
                 );

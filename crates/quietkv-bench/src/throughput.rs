@@ -8,7 +8,7 @@ use std::time::Instant;
 use quietkv::{AccessMode, Db, IoClass, Options, WriteBatch, WriteOptions};
 use serde::Serialize;
 
-use crate::bench::verdict::{
+use crate::verdict::{
     judge, not_same_work_line, ModeFigures, SectionFigures, SectionJudgement, Standing, Work,
 };
 

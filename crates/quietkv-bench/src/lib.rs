@@ -1,4 +1,6 @@
-//! `quietkv bench`: the page-cache benchmark of PROTOCOL.md.
+//! `quietkv bench`: the page-cache benchmark of PROTOCOL.md, as a library;
+//! the `quietkv` command's `bench` and `bench-worker` are a thin front on
+//! [`run`] and [`runner::worker_main`].
 //!
 //! Layout:
 //! - [`metrics`]: parsers of /proc and /sys text, device lookup, iostat math
@@ -39,6 +41,7 @@ pub mod sampler;
 pub mod scale;
 pub mod source;
 pub mod suite;
+pub mod throughput;
 pub mod verdict;
 
 use std::path::{Path, PathBuf};
@@ -627,7 +630,7 @@ fn run_throughput(args: &BenchArgs) -> Result<(), String> {
         None => std::env::current_dir().map_err(|e| e.to_string())?,
     };
     let scratch = Scratch(base.join(format!("quietkv-throughput-scratch-{}", std::process::id())));
-    let params = crate::throughput::Params {
+    let params = throughput::Params {
         keys: args.keys,
         value_size: args.value_size,
         reads: args.point_reads,
@@ -644,16 +647,15 @@ fn run_throughput(args: &BenchArgs) -> Result<(), String> {
         .unwrap_or_else(|| PathBuf::from("bench-results").join(timestamp()));
     std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let progress = |msg: &str| crate::progress_line!("[throughput] {msg}");
-    let runs = crate::throughput::run(&params, &progress)?;
+    let runs = throughput::run(&params, &progress)?;
     let mach = machine(&scratch.0);
     let header = format!(
         "# quietkv engine throughput\n\nMachine: {}\n",
         serde_json::to_string(&mach).unwrap_or_default()
     );
-    let md = crate::throughput::markdown(&params, &runs, &header);
+    let md = throughput::markdown(&params, &runs, &header);
     std::fs::write(out.join("report.md"), &md).map_err(|e| e.to_string())?;
-    let same_work =
-        crate::throughput::same_work_lines(&crate::throughput::judge_compaction(&params, &runs));
+    let same_work = throughput::same_work_lines(&throughput::judge_compaction(&params, &runs));
     let json = serde_json::json!({
         "machine": mach,
         "experiment": "throughput",

@@ -16,9 +16,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::report::ExperimentReport;
-use super::result::ModeSpec;
-use super::scale::mib;
+use crate::report::ExperimentReport;
+use crate::result::ModeSpec;
+use crate::scale::mib;
 
 /// How far below buffered's background throughput a mode may fall and
 /// still count as doing the same work.

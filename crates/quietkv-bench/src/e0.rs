@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 use quietio::{IoClass, IoEnv, IoOptions, RateLimiter};
 use serde::{Deserialize, Serialize};
 
-use super::cgroup::interrupted;
-use super::loadgen::{percentile_curve, run_open_loop, LoadConfig};
-use super::result::{timeline, BackgroundWork, PhaseResult, RunResult, WorkerSpec};
-use super::sampler::{phase_metrics, Sampler};
+use crate::cgroup::interrupted;
+use crate::loadgen::{percentile_curve, run_open_loop, LoadConfig};
+use crate::result::{timeline, BackgroundWork, PhaseResult, RunResult, WorkerSpec};
+use crate::sampler::{phase_metrics, Sampler};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct E0Params {
@@ -45,7 +45,7 @@ pub fn prepare(dir: &Path, p: &E0Params) -> Result<(), String> {
         files.push((dir.join(read_file_name(i)), p.bg_file_bytes));
     }
     let mut buf = vec![0u8; CHUNK];
-    let mut rng = super::loadgen::SplitMix64::new(42);
+    let mut rng = crate::loadgen::SplitMix64::new(42);
     for (path, size) in files {
         let mut f = std::fs::File::create(&path)
             .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
@@ -132,7 +132,7 @@ impl Streams {
             );
             threads.push(std::thread::spawn(move || -> Result<(), String> {
                 let limiter = RateLimiter::new(p.bg_write_rate);
-                let mut rng = super::loadgen::SplitMix64::new(7);
+                let mut rng = crate::loadgen::SplitMix64::new(7);
                 let mut buf = vec![0u8; CHUNK];
                 for w in buf.chunks_exact_mut(8) {
                     w.copy_from_slice(&rng.next_u64().to_le_bytes());
@@ -204,7 +204,7 @@ pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String>
         .map_err(|e| e.to_string())?;
     let bs = p.block_size.max(512);
     let blocks = (p.hot_bytes / bs).max(1);
-    let read = |k: u64| -> super::loadgen::ReadResult {
+    let read = |k: u64| -> crate::loadgen::ReadResult {
         let mut b = [0u8; 4096];
         let n = (bs as usize).min(b.len());
         hot.read_exact_at(k * bs, &mut b[..n])

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use quietio::{AccessMode, IoClass};
 use serde::{Deserialize, Serialize};
 
-use super::loadgen::{LatencySummary, LoadResult};
-use super::sampler::{PhaseMetrics, Sample, SamplerConfig};
+use crate::loadgen::{LatencySummary, LoadResult};
+use crate::sampler::{PhaseMetrics, Sample, SamplerConfig};
 
 fn buffered() -> String {
     "buffered".into()

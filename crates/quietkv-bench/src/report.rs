@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use super::result::RunResult;
-use super::verdict::{self, Standing};
+use crate::result::RunResult;
+use crate::verdict::{self, Standing};
 
 /// The machine the benchmark ran on.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -632,10 +632,10 @@ pub fn render_json(r: &Report) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::loadgen::LatencySummary;
-    use crate::bench::metrics::DeviceRates;
-    use crate::bench::result::{BackgroundWork, PhaseResult};
-    use crate::bench::sampler::PhaseMetrics;
+    use crate::loadgen::LatencySummary;
+    use crate::metrics::DeviceRates;
+    use crate::result::{BackgroundWork, PhaseResult};
+    use crate::sampler::PhaseMetrics;
 
     fn run(mode: &str, repeat: u32, p99: f64, dirty: f64, bg_mib: u64) -> RunResult {
         let lat = LatencySummary {
@@ -739,7 +739,7 @@ mod tests {
         e.params =
             json!({"experiment": "E3", "hot_bytes": 3u64 << 30, "memory_limit_bytes": 1u64 << 30});
         e.modes.truncate(2);
-        let v = crate::bench::verdict::verdict(&r.experiments);
+        let v = crate::verdict::verdict(&r.experiments);
         assert!(
             v.contains("at a 3.0 GiB hot set (3.00x the cgroup limit)"),
             "{v}"
@@ -752,7 +752,7 @@ mod tests {
         for run in &mut r.experiments[0].modes[1].runs {
             run.measured.latency.p99 = 15_600.0;
         }
-        let v = crate::bench::verdict::verdict(&r.experiments);
+        let v = crate::verdict::verdict(&r.experiments);
         assert!(
             v.contains("Once the hot set outgrows the page cache it stops helping"),
             "{v}"
