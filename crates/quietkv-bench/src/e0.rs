@@ -13,6 +13,7 @@ use quietio::{IoClass, IoEnv, IoOptions, RateLimiter};
 use serde::{Deserialize, Serialize};
 
 use crate::cgroup::interrupted;
+use crate::engines::{EngineMode, QuietkvConfig};
 use crate::loadgen::{percentile_curve, run_open_loop, LoadConfig};
 use crate::result::{timeline, BackgroundWork, PhaseResult, RunResult, WorkerSpec};
 use crate::sampler::{phase_metrics, Sampler};
@@ -85,13 +86,13 @@ struct Streams {
 }
 
 impl Streams {
-    fn start(env: &Arc<IoEnv>, dir: &Path, spec: &WorkerSpec, p: &E0Params) -> Streams {
+    fn start(env: &Arc<IoEnv>, dir: &Path, modes: &QuietkvConfig, p: &E0Params) -> Streams {
         let stop = Arc::new(AtomicBool::new(false));
         let read_bytes = Arc::new(AtomicU64::new(0));
         let write_bytes = Arc::new(AtomicU64::new(0));
         let mut threads = Vec::new();
-        let rmode = spec.mode.access(IoClass::CompactionRead);
-        let wmode = spec.mode.access(IoClass::CompactionWrite);
+        let rmode = modes.access(IoClass::CompactionRead);
+        let wmode = modes.access(IoClass::CompactionWrite);
         if p.bg_read_files > 0 {
             let (env, stop, bytes, dir, p) = (
                 env.clone(),
@@ -198,7 +199,10 @@ pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String>
         )
         .map_err(|e| e.to_string())?,
     );
-    let umode = spec.mode.access(IoClass::UserRead);
+    // No engine runs here: the streams use quietio's access modes per
+    // class, as quietkv's configuration of the same name sets them.
+    let EngineMode::Quietkv(modes) = &spec.mode;
+    let umode = modes.access(IoClass::UserRead);
     let hot = env
         .open_random_with_mode(&dir.join(HOT), IoClass::UserRead, umode)
         .map_err(|e| e.to_string())?;
@@ -257,7 +261,7 @@ pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String>
     } else {
         sampler.mark("measured")
     };
-    let streams = Streams::start(&env, &dir, spec, &p);
+    let streams = Streams::start(&env, &dir, modes, &p);
     let h0 = hits();
     let r = run_open_loop(&load(c.duration_s, 3), read, stop);
     let h1 = hits();
@@ -279,7 +283,7 @@ pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String>
         notes.push(format!("{} user reads failed, first: {e}", measured.errors));
     }
     Ok(RunResult {
-        mode: spec.mode.name.clone(),
+        mode: spec.name.clone(),
         repeat: spec.repeat,
         curve: percentile_curve(&r.latency),
         measured,

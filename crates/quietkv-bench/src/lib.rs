@@ -7,7 +7,10 @@
 //! - [`sampler`]: per-second samples and per-phase deltas/rates
 //! - [`cgroup`]: memory cgroup, PSI cgroup, interrupt flag
 //! - [`loadgen`]: open-loop readers (a pool on one schedule) with HdrHistogram
-//! - [`result`]: `ModeSpec`, `WorkerSpec`, `RunResult` (shared by experiments)
+//! - [`engines`]: the [`engines::BenchEngine`] trait every experiment drives
+//!   an engine through, each engine's configuration type and what it does
+//!   to the page cache; [`keys`]: the keys and values every engine stores
+//! - [`result`]: `WorkerSpec`, `RunResult` (shared by experiments)
 //! - [`runner`]: worker process in the cgroup, experiment registry
 //! - [`report`], [`plot`]: report.md, report.json, PNGs
 //! - [`verdict`]: the same-work rule and the recommendation, from figures
@@ -15,7 +18,7 @@
 //!
 //! Adding an experiment (E1, E2, ...): write a worker function
 //! `fn(&WorkerSpec, &AtomicBool) -> Result<RunResult, String>` that opens
-//! the engine in `spec.dir` with `spec.mode.access(class)` per I/O class,
+//! the engine of `spec.mode` in `spec.dir` through [`engines::BenchEngine`],
 //! starts a [`sampler::Sampler`] with `spec.sampler` (plus an `ExtraFn` for
 //! engine counters), marks phases, drives reads with
 //! [`loadgen::run_open_loop`], and fills a [`result::RunResult`] (see
@@ -30,6 +33,8 @@
 pub mod cgroup;
 pub mod e0;
 pub mod engine;
+pub mod engines;
+pub mod keys;
 pub mod loadgen;
 pub mod metrics;
 pub mod plot;
@@ -48,11 +53,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Args;
-use quietio::IoClass;
 
 use self::cgroup::{install_interrupt_handler, interrupted};
+use self::engines::{engine_count, EngineMode, QuietkvConfig};
 use self::report::{ExperimentReport, Machine, ModeReport, Report};
-use self::result::{CommonParams, ModeSpec, WorkerSpec};
+use self::result::{CommonParams, WorkerSpec};
 use self::runner::{Runner, RunnerOptions};
 use self::sampler::SamplerConfig;
 
@@ -235,24 +240,48 @@ pub(crate) fn machine(dir: &Path) -> Machine {
     }
 }
 
-/// Each mode's classes as `name = compaction read ... / ... / user read
-/// ...`, joined by `; `, with what `auto` resolves to in `dir`.
-pub(crate) fn describe_modes(dir: &Path, modes: &[ModeSpec]) -> String {
-    let env = quietio::IoEnv::open(dir, quietio::IoOptions::default()).ok();
-    let resolve = |c: IoClass, m: quietio::AccessMode| {
-        Some(
-            env.as_ref()?
-                .resolve_explicit(c, m)
-                .ok()?
-                .name()
-                .to_string(),
-        )
-    };
+/// Each mode's page-cache use as `name = compaction read ... / ... / user
+/// read ...`, joined by `; `, with what a choice left to the engine
+/// resolves to in `dir`.
+pub(crate) fn describe_modes(dir: &Path, modes: &[EngineMode]) -> String {
+    let engines = engine_count(modes);
     modes
         .iter()
-        .map(|m| format!("{} = {}", m.name, m.describe(&resolve)))
+        .map(|m| {
+            format!(
+                "{} = {}",
+                m.report_name(engines),
+                m.page_cache(dir).describe()
+            )
+        })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// The modes' report names, in order.
+pub(crate) fn report_names(modes: &[EngineMode]) -> Vec<String> {
+    let engines = engine_count(modes);
+    modes.iter().map(|m| m.report_name(engines)).collect()
+}
+
+/// Each mode's page-cache use in `dir`, by report name, for the verdict.
+pub(crate) fn page_cache_by_name(
+    dir: &Path,
+    modes: &[EngineMode],
+) -> std::collections::BTreeMap<String, engines::PageCacheUse> {
+    report_names(modes)
+        .into_iter()
+        .zip(modes.iter().map(|m| m.page_cache(dir)))
+        .collect()
+}
+
+/// Parses `--modes` (`config` or `engine:config`), skipping empty names.
+pub(crate) fn parse_modes(names: &[String]) -> Result<Vec<EngineMode>, String> {
+    names
+        .iter()
+        .filter(|m| !m.trim().is_empty())
+        .map(|m| EngineMode::parse(m))
+        .collect()
 }
 
 /// The header line of the user reads' load generator.
@@ -272,20 +301,8 @@ pub(crate) fn readers_text(common: &CommonParams) -> String {
 }
 
 /// Fails before any run if a mode cannot work in `dir`.
-pub(crate) fn check_modes(dir: &Path, modes: &[ModeSpec]) -> Result<(), String> {
-    let env =
-        quietio::IoEnv::open(dir, quietio::IoOptions::default()).map_err(|e| e.to_string())?;
-    for m in modes {
-        for class in [
-            IoClass::UserRead,
-            IoClass::CompactionRead,
-            IoClass::CompactionWrite,
-        ] {
-            env.resolve_explicit(class, m.access(class))
-                .map_err(|e| format!("mode {}: {e}", m.name))?;
-        }
-    }
-    Ok(())
+pub(crate) fn check_modes(dir: &Path, modes: &[EngineMode]) -> Result<(), String> {
+    modes.iter().try_for_each(|m| m.check(dir))
 }
 
 pub(crate) fn fmt_secs(s: f64) -> String {
@@ -332,13 +349,14 @@ fn run_e0(args: BenchArgs, experiment: String) -> Result<(), String> {
     let read_rate = args.read_rate.unwrap_or(2000.0);
     let memory_limit_mib = args.memory_limit_mib.unwrap_or(256);
     let warmup = args.warmup.unwrap_or(5.0);
-    let modes: Vec<ModeSpec> = args
-        .modes
-        .iter()
-        .flatten()
-        .filter(|m| !m.trim().is_empty())
-        .map(|m| ModeSpec::parse(m))
-        .collect::<Result<_, _>>()?;
+    let modes = parse_modes(args.modes.as_deref().unwrap_or_default())?;
+    if modes.iter().any(|m| !matches!(m, EngineMode::Quietkv(_))) {
+        return Err(
+            "E0 has no engine: its modes are quietio's access modes (quietkv's configurations)"
+                .into(),
+        );
+    }
+    let names = report_names(&modes);
     if modes.is_empty() {
         return Err("no modes given".into());
     }
@@ -413,15 +431,17 @@ fn run_e0(args: BenchArgs, experiment: String) -> Result<(), String> {
         "duration_s": common.duration_s,
         "memory_limit_bytes": common.memory_limit_bytes,
         "repeats": args.repeats,
-        "modes": modes,
+        "modes": modes.iter().map(EngineMode::config_json).collect::<Vec<_>>(),
     });
     let per_run = common.warmup_s + common.baseline_s + common.duration_s + 3.0;
     let total_runs = modes.len() as u32 * args.repeats;
-    let mut reports: Vec<ModeReport> = modes
+    let page_cache = page_cache_by_name(&scratch.0, &modes);
+    let mut reports: Vec<ModeReport> = names
         .iter()
-        .map(|m| ModeReport {
-            name: m.name.clone(),
+        .map(|n| ModeReport {
+            name: n.clone(),
             runs: Vec::new(),
+            page_cache: page_cache.get(n).cloned(),
         })
         .collect();
     let block_device = metrics::block_device_of(&scratch.0);
@@ -434,6 +454,7 @@ fn run_e0(args: BenchArgs, experiment: String) -> Result<(), String> {
             let spec = WorkerSpec {
                 experiment: experiment.clone(),
                 mode: mode.clone(),
+                name: names[mi].clone(),
                 repeat,
                 repeats: args.repeats,
                 dir: scratch.0.clone(),
@@ -464,7 +485,7 @@ fn run_e0(args: BenchArgs, experiment: String) -> Result<(), String> {
             })?;
             crate::progress_line!(
                 "[{experiment} {} {repeat}/{}] done: p99 {:.0} us, p99.9 {:.0} us, reads {}/{}, background {:.0} MiB/s",
-                mode.name,
+                names[mi],
                 args.repeats,
                 r.measured.latency.p99,
                 r.measured.latency.p999,
@@ -618,12 +639,12 @@ pub fn write_outputs_with_verdict(
 /// The engine throughput experiment (fill, random reads, compact_all per
 /// compaction mode); no cgroup: it measures the engine, not the cache.
 fn run_throughput(args: &BenchArgs) -> Result<(), String> {
-    let modes: Vec<quietkv::AccessMode> = args
+    let modes: Vec<QuietkvConfig> = args
         .modes
         .clone()
         .unwrap_or_else(|| vec!["buffered".into(), "direct".into()])
         .iter()
-        .map(|m| m.parse::<quietkv::AccessMode>().map_err(|e| e.to_string()))
+        .map(|m| QuietkvConfig::parse_compaction_only(m))
         .collect::<Result<_, _>>()?;
     let base = match &args.dir {
         Some(d) => d.clone(),
@@ -647,7 +668,7 @@ fn run_throughput(args: &BenchArgs) -> Result<(), String> {
         .unwrap_or_else(|| PathBuf::from("bench-results").join(timestamp()));
     std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let progress = |msg: &str| crate::progress_line!("[throughput] {msg}");
-    let runs = throughput::run(&params, &progress)?;
+    let runs = throughput::run::<engines::QuietkvEngine>(&params, &progress)?;
     let mach = machine(&scratch.0);
     let header = format!(
         "# quietkv engine throughput\n\nMachine: {}\n",

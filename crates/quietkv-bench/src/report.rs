@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+use crate::engines::PageCacheUse;
 use crate::result::RunResult;
 use crate::verdict::{self, Standing};
 
@@ -27,6 +28,10 @@ pub struct Machine {
 pub struct ModeReport {
     pub name: String,
     pub runs: Vec<RunResult>,
+    /// What the mode's configuration does to the page cache (for the
+    /// verdict's recommendation); `None` where no engine was configured.
+    #[serde(default)]
+    pub page_cache: Option<PageCacheUse>,
 }
 
 /// Median, min and max of one metric over a mode's runs.
@@ -714,6 +719,7 @@ mod tests {
                             run("buffered", 1, 16200.0, 42862.0, 400),
                             run("buffered", 2, 15000.0, 40000.0, 400),
                         ],
+                        page_cache: None,
                     },
                     ModeReport {
                         name: "direct".into(),
@@ -721,10 +727,12 @@ mod tests {
                             run("direct", 1, 1900.0, 1038.0, 400),
                             run("direct", 2, 1900.0, 1038.0, 400),
                         ],
+                        page_cache: None,
                     },
                     ModeReport {
                         name: "dontcache".into(),
                         runs: vec![run("dontcache", 1, 1800.0, 874.0, 100)],
+                        page_cache: None,
                     },
                 ],
             }],

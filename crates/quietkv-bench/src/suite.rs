@@ -8,16 +8,17 @@ use std::time::Instant;
 
 use crate::cgroup::interrupted;
 use crate::engine::EngineParams;
+use crate::engines::{EngineMode, QuietkvConfig, QuietkvEngine};
 use crate::report::{self, ExperimentReport, ModeReport, Report};
-use crate::result::{CommonParams, ModeSpec, WorkerSpec};
+use crate::result::{CommonParams, WorkerSpec};
 use crate::runner::{Runner, RunnerOptions};
 use crate::sampler::SamplerConfig;
 use crate::scale::{mib, parse_size, preset, Overrides, Preset, Scale, MIB, VALUE_SIZE};
 use crate::source::{self, Manifest, SourceSpec};
 use crate::verdict;
 use crate::{
-    check_modes, describe_modes, fmt_secs, loadavg, machine, readers_text, timestamp,
-    write_outputs_with_verdict, BenchArgs, Scratch,
+    check_modes, describe_modes, fmt_secs, loadavg, machine, page_cache_by_name, parse_modes,
+    readers_text, report_names, timestamp, write_outputs_with_verdict, BenchArgs, Scratch,
 };
 
 /// `auto` is what a user gets without configuring anything.
@@ -60,14 +61,11 @@ fn title(exp: &str) -> &'static str {
 /// Runs the engine experiments `exps` (E1, E2, E3).
 pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
     let scale = Scale::parse(&args.scale)?;
-    let modes: Vec<ModeSpec> = match &args.modes {
+    let modes = parse_modes(&match &args.modes {
         Some(m) => m.clone(),
         None => DEFAULT_MODES.map(String::from).to_vec(),
-    }
-    .iter()
-    .filter(|m| !m.trim().is_empty())
-    .map(|m| ModeSpec::parse(m))
-    .collect::<Result<_, _>>()?;
+    })?;
+    let names = report_names(&modes);
     if modes.is_empty() {
         return Err("no modes given".into());
     }
@@ -105,6 +103,7 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
     let scratch = Scratch(scratch_dir);
     check_modes(&scratch.0, &modes)?;
     let modes_text = describe_modes(&scratch.0, &modes);
+    let page_cache = page_cache_by_name(&scratch.0, &modes);
     let out = args
         .out
         .clone()
@@ -125,9 +124,11 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
         if built.contains_key(&p.db_bytes) {
             continue;
         }
-        let spec = SourceSpec::new(p.db_bytes, VALUE_SIZE);
+        let spec = SourceSpec::new::<QuietkvEngine>(p.db_bytes, VALUE_SIZE);
         let reuse = args.reuse_source && !args.rebuild_source;
-        let (dir, m, reused) = source::prepare(&base, &spec, reuse, &progress)?;
+        let buffered = QuietkvConfig::parse("buffered")?;
+        let (dir, m, reused) =
+            source::prepare::<QuietkvEngine>(&base, &spec, &buffered, reuse, &progress)?;
         sources.dirs.push(dir.clone());
         built.insert(p.db_bytes, (dir, m, reused));
     }
@@ -194,11 +195,12 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
             write_bytes_per_s: (s.preset.write_rate_mib * MIB as f64) as u64,
             min_phase_s: args.min_phase,
         };
-        let mut reports: Vec<ModeReport> = modes
+        let mut reports: Vec<ModeReport> = names
             .iter()
-            .map(|m| ModeReport {
-                name: m.name.clone(),
+            .map(|n| ModeReport {
+                name: n.clone(),
                 runs: Vec::new(),
+                page_cache: page_cache.get(n).cloned(),
             })
             .collect();
         for repeat in 1..=args.repeats {
@@ -211,6 +213,7 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
                 let spec = WorkerSpec {
                     experiment: s.exp.clone(),
                     mode: mode.clone(),
+                    name: names[mi].clone(),
                     repeat,
                     repeats: args.repeats,
                     dir: run_db.clone(),
@@ -225,14 +228,14 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
                 crate::progress_line!(
                     "[{} {} {repeat}/{}] copied the source in {:.1} s; cold cache, warm-up, baseline, measured (ETA {} for {} runs left)",
                     s.id,
-                    mode.name,
+                    names[mi],
                     args.repeats,
                     t.elapsed().as_secs_f64(),
                     fmt_secs(left),
                     runs_left
                 );
                 crate::progress::start_run(
-                    format!("[{} {} {repeat}/{}]", s.id, mode.name, args.repeats),
+                    format!("[{} {} {repeat}/{}]", s.id, names[mi], args.repeats),
                     left,
                 );
                 let r = runner.run(spec).map_err(|e| {
@@ -246,7 +249,7 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
                 crate::progress_line!(
                     "[{} {} {repeat}/{}] done: p99 {:.0} us, p99.9 {:.0} us, reads {}/{}, background {:.0} MiB/s for {:.1} s",
                     s.id,
-                    mode.name,
+                    names[mi],
                     args.repeats,
                     r.measured.latency.p99,
                     r.measured.latency.p999,
@@ -294,7 +297,7 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
                 "block_cache_bytes": params.block_cache_bytes,
                 "memtable_bytes": params.memtable_bytes,
                 "repeats": args.repeats,
-                "modes": modes,
+                "modes": modes.iter().map(EngineMode::config_json).collect::<Vec<_>>(),
                 "source_reused": reused,
             }),
             header,
