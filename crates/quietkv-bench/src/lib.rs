@@ -14,7 +14,19 @@
 //! - [`runner`]: worker process in the cgroup, experiment registry
 //! - [`report`], [`plot`]: report.md, report.json, PNGs
 //! - [`verdict`]: the same-work rule and the recommendation, from figures
-//! - [`e0`]: the no-engine reference experiment
+//! - [`engine`]: the worker of E1/E2/E3, generic over the engine;
+//!   [`suite`]: their parent side; [`source`]: each engine's source database
+//! - [`e0`]: the no-engine reference experiment (quietio files in the access
+//!   modes of quietkv's configuration of the same name: no engine to seam)
+//! - [`throughput`]: fill, cold reads and a full compaction per
+//!   configuration, generic over the engine
+//!
+//! The worker process re-executes the binary as `<exe> bench-worker`: a
+//! front must route that hidden subcommand to [`runner::worker_main`].
+//!
+//! Adding an engine: implement [`engines::BenchEngine`] and its
+//! [`engines::EngineConfig`], add a variant to [`engines::EngineMode`]; the
+//! compiler then points at every dispatch (worker, source, E0).
 //!
 //! Adding an experiment (E1, E2, ...): write a worker function
 //! `fn(&WorkerSpec, &AtomicBool) -> Result<RunResult, String>` that opens

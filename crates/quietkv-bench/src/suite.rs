@@ -8,13 +8,13 @@ use std::time::Instant;
 
 use crate::cgroup::interrupted;
 use crate::engine::EngineParams;
-use crate::engines::{EngineMode, QuietkvConfig, QuietkvEngine};
+use crate::engines::EngineMode;
 use crate::report::{self, ExperimentReport, ModeReport, Report};
 use crate::result::{CommonParams, WorkerSpec};
 use crate::runner::{Runner, RunnerOptions};
 use crate::sampler::SamplerConfig;
 use crate::scale::{mib, parse_size, preset, Overrides, Preset, Scale, MIB, VALUE_SIZE};
-use crate::source::{self, Manifest, SourceSpec};
+use crate::source::{self, Manifest};
 use crate::verdict;
 use crate::{
     check_modes, describe_modes, fmt_secs, loadavg, machine, page_cache_by_name, parse_modes,
@@ -119,18 +119,20 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
         dirs: Vec::new(),
         keep: args.keep_source,
     };
-    let mut built: BTreeMap<u64, (PathBuf, Manifest, bool)> = BTreeMap::new();
+    // One per engine and size: each engine's tree from the same keys and
+    // values in the same order.
+    let mut built: BTreeMap<(&str, u64), (PathBuf, Manifest, bool)> = BTreeMap::new();
     for (_, p) in &plans {
-        if built.contains_key(&p.db_bytes) {
-            continue;
+        for mode in &modes {
+            if built.contains_key(&(mode.engine(), p.db_bytes)) {
+                continue;
+            }
+            let reuse = args.reuse_source && !args.rebuild_source;
+            let (dir, m, reused) =
+                mode.prepare_source(&base, p.db_bytes, VALUE_SIZE, reuse, &progress)?;
+            sources.dirs.push(dir.clone());
+            built.insert((mode.engine(), p.db_bytes), (dir, m, reused));
         }
-        let spec = SourceSpec::new::<QuietkvEngine>(p.db_bytes, VALUE_SIZE);
-        let reuse = args.reuse_source && !args.rebuild_source;
-        let buffered = QuietkvConfig::parse("buffered")?;
-        let (dir, m, reused) =
-            source::prepare::<QuietkvEngine>(&base, &spec, &buffered, reuse, &progress)?;
-        sources.dirs.push(dir.clone());
-        built.insert(p.db_bytes, (dir, m, reused));
     }
 
     // Sections and their runs.
@@ -171,7 +173,9 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
     let mut experiments = Vec::new();
     let run_db = scratch.0.join("db");
     for s in &sections {
-        let (src_dir, manifest, reused) = &built[&s.preset.db_bytes];
+        // The section's figures name the first engine's source; each run
+        // copies its own engine's.
+        let (_, manifest, reused) = &built[&(modes[0].engine(), s.preset.db_bytes)];
         let limit = (s.preset.memory_limit_mib > 0).then_some(s.preset.memory_limit_mib * MIB);
         let mut runner = Runner::new(RunnerOptions {
             memory_limit: limit,
@@ -209,7 +213,8 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
                     return Err("interrupted; cgroups and scratch files removed".into());
                 }
                 let t = Instant::now();
-                source::copy_to(src_dir, manifest, &run_db)?;
+                let (src_dir, src_manifest, _) = &built[&(mode.engine(), s.preset.db_bytes)];
+                source::copy_to(src_dir, src_manifest, &run_db)?;
                 let spec = WorkerSpec {
                     experiment: s.exp.clone(),
                     mode: mode.clone(),

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use quietkv_bench::engines::{
-    Batch, BenchEngine, EngineConfig, QuietkvConfig, QuietkvEngine, Tuning,
+    Batch, BenchEngine, CacheUse, EngineConfig, QuietkvConfig, QuietkvEngine, Tuning,
 };
 use quietkv_bench::keys::{fill_value, is_value_of, key};
 
@@ -137,9 +137,27 @@ fn contract<E: BenchEngine>(config: &E::Config) {
     db.close().unwrap();
 }
 
+/// Sources are built with a configuration that keeps the page cache in
+/// every direction, so no engine's source build depends on a probe.
+fn source_config_keeps_the_cache<E: BenchEngine>() {
+    let dir = scratch("source-config");
+    let config = E::source_config();
+    config.check(dir.path()).unwrap();
+    let u = config.page_cache(dir.path());
+    for d in [
+        &u.compaction_reads,
+        &u.compaction_writes,
+        &u.flush_writes,
+        &u.user_reads,
+    ] {
+        assert_eq!(d.effect, CacheUse::Cached, "{}: {u:?}", E::NAME);
+    }
+}
+
 #[test]
-fn quietkv_keeps_the_contract_buffered() {
-    contract::<QuietkvEngine>(&QuietkvConfig::parse("buffered").unwrap());
+fn quietkv_keeps_the_contract_with_its_source_configuration() {
+    source_config_keeps_the_cache::<QuietkvEngine>();
+    contract::<QuietkvEngine>(&QuietkvEngine::source_config());
 }
 
 #[test]

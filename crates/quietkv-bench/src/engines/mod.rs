@@ -244,6 +244,9 @@ pub trait BenchEngine: Sized + Send + Sync {
 
     /// The tree's shape of every source database and run of this engine.
     fn bench_layout() -> Layout;
+    /// The configuration source databases are built with (the page cache
+    /// kept, the engine's plainest I/O).
+    fn source_config() -> Self::Config;
     /// Opens the database in `dir` with `config`.
     fn open(dir: &Path, config: &Self::Config, tuning: &Tuning) -> Result<Self, String>;
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, String>;
@@ -323,6 +326,33 @@ impl EngineMode {
     pub fn warms_output(&self) -> bool {
         match self {
             EngineMode::Quietkv(c) => c.warm_output,
+        }
+    }
+
+    /// Finds or builds this engine's source database of about `db_bytes`
+    /// of `value_size` values in `base` (see [`crate::source::prepare`]).
+    pub fn prepare_source(
+        &self,
+        base: &Path,
+        db_bytes: u64,
+        value_size: usize,
+        reuse: bool,
+        progress: &dyn Fn(&str),
+    ) -> Result<(std::path::PathBuf, crate::source::Manifest, bool), String> {
+        fn prepare<E: BenchEngine>(
+            base: &Path,
+            db_bytes: u64,
+            value_size: usize,
+            reuse: bool,
+            progress: &dyn Fn(&str),
+        ) -> Result<(std::path::PathBuf, crate::source::Manifest, bool), String> {
+            let spec = crate::source::SourceSpec::new::<E>(db_bytes, value_size);
+            crate::source::prepare::<E>(base, &spec, &E::source_config(), reuse, progress)
+        }
+        match self {
+            EngineMode::Quietkv(_) => {
+                prepare::<QuietkvEngine>(base, db_bytes, value_size, reuse, progress)
+            }
         }
     }
 

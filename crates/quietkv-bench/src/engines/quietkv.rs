@@ -236,6 +236,10 @@ impl BenchEngine for QuietkvEngine {
         }
     }
 
+    fn source_config() -> QuietkvConfig {
+        QuietkvConfig::parse("buffered").expect("a known mode")
+    }
+
     fn open(dir: &Path, config: &QuietkvConfig, tuning: &Tuning) -> Result<Self, String> {
         let mut o = config.options();
         if let Some(l) = &tuning.layout {
