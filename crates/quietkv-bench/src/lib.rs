@@ -710,6 +710,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_modes_line_reads_as_before_the_engine_seam() {
+        // The README's results quote these lines; a quietkv-only run keeps
+        // its bare mode names and its per-direction wording.
+        let dir = tempfile::tempdir().unwrap();
+        let modes =
+            parse_modes(&["buffered".into(), " ".into(), "write-direct+warm".into()]).unwrap();
+        assert_eq!(report_names(&modes), ["buffered", "write-direct+warm"]);
+        assert_eq!(
+            describe_modes(dir.path(), &modes),
+            "buffered = compaction read buffered / compaction+flush write buffered / user read buffered; write-direct+warm = compaction read buffered / compaction+flush write direct / user read buffered"
+        );
+        let page_cache = page_cache_by_name(dir.path(), &modes);
+        assert_eq!(
+            page_cache["write-direct+warm"].also,
+            ["warm_compaction_output on"]
+        );
+        assert!(parse_modes(&["quietkv:turbo".into()]).is_err());
+    }
+
+    #[test]
     fn the_header_states_the_reader_pool() {
         let mut c = CommonParams {
             read_rate: 2000.0,
