@@ -1,6 +1,5 @@
 //! The `quietkv` command.
 
-mod bench;
 mod check_cmd;
 mod doctor;
 mod kv;
@@ -8,7 +7,6 @@ mod logger;
 mod repair_cmd;
 mod stats_cmd;
 mod stress;
-mod throughput;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -47,8 +45,10 @@ enum Command {
     Kv(kv::KvCommand),
     /// Benchmark: user-read latency beside background I/O in each mode,
     /// in a memory cgroup (see PROTOCOL.md).
-    Bench(Box<bench::BenchArgs>),
+    #[cfg(feature = "bench")]
+    Bench(Box<quietkv_bench::BenchArgs>),
     /// Internal: one benchmark run, started by `quietkv bench`.
+    #[cfg(feature = "bench")]
     #[command(name = "bench-worker", hide = true)]
     BenchWorker,
     /// Stress and crash test: worker processes with random options write,
@@ -82,8 +82,10 @@ fn main() -> ExitCode {
             })
         }
         Command::Kv(cmd) => return kv::main(cli.db, cmd),
-        Command::Bench(args) => bench::run(*args),
-        Command::BenchWorker => return bench::runner::worker_main(),
+        #[cfg(feature = "bench")]
+        Command::Bench(args) => quietkv_bench::run(*args),
+        #[cfg(feature = "bench")]
+        Command::BenchWorker => return quietkv_bench::runner::worker_main(),
         Command::Stress(args) => match stress::run(args) {
             Ok(code) => return code,
             Err(e) => Err(e),

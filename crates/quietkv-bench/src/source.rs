@@ -9,18 +9,31 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use quietkv::{AccessMode, Db, IoClass, Options, WriteBatch, WriteOptions};
 use serde::{Deserialize, Serialize};
 
-use super::cgroup::interrupted;
+use crate::cgroup::interrupted;
+use crate::engines::{Batch, BenchEngine, Layout, Tuning};
+use crate::keys::{fill_value, key, scatter, KEY_SIZE};
 
 pub const MANIFEST: &str = "bench-source.json";
-pub const KEY_SIZE: usize = 16;
+
+fn quietkv() -> String {
+    "quietkv".into()
+}
+
+fn is_quietkv(s: &str) -> bool {
+    s == "quietkv"
+}
 
 /// What determines the source database's contents and layout.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SourceSpec {
     pub format: u32,
+    /// The engine that built it; left out of quietkv's manifest, so that
+    /// sources built before engines were named keep their hash.
+    #[serde(default = "quietkv", skip_serializing_if = "is_quietkv")]
+    pub engine: String,
+    /// The engine's version (the field's name predates other engines).
     pub quietkv_version: String,
     pub keys: u64,
     pub key_size: usize,
@@ -35,21 +48,34 @@ pub struct SourceSpec {
 }
 
 impl SourceSpec {
-    /// The spec of a database of about `db_bytes` of `value_size` values.
-    pub fn new(db_bytes: u64, value_size: usize) -> SourceSpec {
-        let o = layout_options();
+    /// The spec of an `E` database of about `db_bytes` of `value_size`
+    /// values.
+    pub fn new<E: BenchEngine>(db_bytes: u64, value_size: usize) -> SourceSpec {
+        let l = E::bench_layout();
         SourceSpec {
             format: 1,
-            quietkv_version: env!("CARGO_PKG_VERSION").to_string(),
+            engine: E::NAME.to_string(),
+            quietkv_version: E::VERSION.to_string(),
             keys: (db_bytes / value_size.max(1) as u64).max(1),
             key_size: KEY_SIZE,
             value_size,
-            block_size: o.block_size,
-            target_file_size: o.target_file_size,
-            level_base_bytes: o.level_base_bytes,
-            bloom_bits_per_key: o.bloom_bits_per_key,
-            compression: "none".into(),
+            block_size: l.block_size,
+            target_file_size: l.target_file_size,
+            level_base_bytes: l.level_base_bytes,
+            bloom_bits_per_key: l.bloom_bits_per_key,
+            compression: l.compression,
             fully_compacted: true,
+        }
+    }
+
+    /// The tree's shape the spec asks for.
+    pub fn layout(&self) -> Layout {
+        Layout {
+            block_size: self.block_size,
+            target_file_size: self.target_file_size,
+            level_base_bytes: self.level_base_bytes,
+            bloom_bits_per_key: self.bloom_bits_per_key,
+            compression: self.compression.clone(),
         }
     }
 
@@ -78,47 +104,6 @@ pub struct Manifest {
     pub files: Vec<(String, u64)>,
     pub total_bytes: u64,
     pub build_seconds: f64,
-}
-
-/// Options that shape the tree on disk (the source's and every run's).
-pub fn layout_options() -> Options {
-    Options {
-        target_file_size: 32 << 20,
-        compression: quietkv::Compression::None,
-        ..Options::default()
-    }
-}
-
-/// The key of index `k`: 16 ASCII digits.
-pub fn key(k: u64) -> [u8; KEY_SIZE] {
-    let mut out = [0u8; KEY_SIZE];
-    out.copy_from_slice(format!("{k:016}").as_bytes());
-    out
-}
-
-/// The value of key `k` at `version` (0 = as built); its first 16 bytes
-/// identify both, the rest is incompressible-looking filler.
-pub fn fill_value(buf: &mut [u8], k: u64, version: u64) {
-    let mut x = k.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ version.wrapping_mul(0xD6E8_FEB8_6659_FD93);
-    for w in buf.chunks_mut(8) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let b = x.to_le_bytes();
-        w.copy_from_slice(&b[..w.len()]);
-    }
-    if buf.len() >= 16 {
-        buf[..8].copy_from_slice(&k.to_le_bytes());
-        buf[8..16].copy_from_slice(&version.to_le_bytes());
-    }
-}
-
-/// A permutation of `0..n`, so the fill writes keys in scattered order and
-/// the tree goes through real compactions while it is built.
-fn scatter(i: u64, n: u64) -> u64 {
-    const P: u64 = 2_654_435_761; // prime
-    let p = if n.is_multiple_of(P) { 1_000_003 } else { P };
-    ((i % n) as u128 * (p % n) as u128 % n as u128) as u64
 }
 
 /// The files of a database directory with their sizes, sorted by name.
@@ -162,29 +147,26 @@ pub fn mismatch(dir: &Path, spec: &SourceSpec) -> Option<String> {
     None
 }
 
-/// Builds the source database into `dir` (which must not exist): fill with
-/// buffered I/O in scattered order, then one full compaction, so every mode
-/// starts from the same fully compacted tree.
-pub fn build(dir: &Path, spec: &SourceSpec, progress: &dyn Fn(&str)) -> Result<Manifest, String> {
+/// Builds the source database into `dir` (which must not exist) with
+/// `buffered`, `E`'s configuration that keeps the page cache: fill in
+/// scattered order, then one full compaction, so every mode starts from the
+/// same fully compacted tree.
+pub fn build<E: BenchEngine>(
+    dir: &Path,
+    spec: &SourceSpec,
+    buffered: &E::Config,
+    progress: &dyn Fn(&str),
+) -> Result<Manifest, String> {
     let t = Instant::now();
     let tmp = dir.with_extension("building");
     let _ = std::fs::remove_dir_all(&tmp);
-    let mut opts = layout_options();
-    for c in [
-        IoClass::UserRead,
-        IoClass::CompactionRead,
-        IoClass::CompactionWrite,
-        IoClass::FlushWrite,
-    ] {
-        opts = opts.io_mode(c, AccessMode::Buffered);
-    }
-    opts.block_size = spec.block_size;
-    opts.target_file_size = spec.target_file_size;
-    opts.level_base_bytes = spec.level_base_bytes;
-    opts.bloom_bits_per_key = spec.bloom_bits_per_key;
-    let e = |e: quietkv::Error| e.to_string();
-    let db = Db::open(&tmp, opts).map_err(e)?;
+    let tuning = Tuning {
+        layout: Some(spec.layout()),
+        ..Tuning::engine_defaults()
+    };
+    let db = E::open(&tmp, buffered, &tuning)?;
     let mut value = vec![0u8; spec.value_size];
+    let mut batch = Batch::new();
     let per_batch = 16;
     let mut i = 0;
     let mut next_report = Instant::now();
@@ -194,13 +176,13 @@ pub fn build(dir: &Path, spec: &SourceSpec, progress: &dyn Fn(&str)) -> Result<M
             let _ = std::fs::remove_dir_all(&tmp);
             return Err("interrupted".into());
         }
-        let mut b = WriteBatch::new();
+        batch.clear();
         for j in i..(i + per_batch).min(spec.keys) {
             let k = scatter(j, spec.keys);
             fill_value(&mut value, k, 0);
-            b.put(&key(k), &value).map_err(e)?;
+            batch.put(&key(k), &value);
         }
-        db.write(b, WriteOptions::default()).map_err(e)?;
+        db.put_batch(&batch)?;
         i += per_batch;
         if next_report.elapsed().as_secs_f64() >= 10.0 {
             progress(&format!(
@@ -216,10 +198,10 @@ pub fn build(dir: &Path, spec: &SourceSpec, progress: &dyn Fn(&str)) -> Result<M
         spec.keys,
         t.elapsed().as_secs_f64()
     ));
-    db.flush().map_err(e)?;
-    db.compact_all().map_err(e)?;
-    db.wait_idle().map_err(e)?;
-    db.close().map_err(e)?;
+    db.flush()?;
+    db.compact_all()?;
+    db.wait_idle()?;
+    db.close()?;
     let files = list_files(&tmp)?;
     let total_bytes = files.iter().map(|f| f.1).sum();
     let m = Manifest {
@@ -237,11 +219,12 @@ pub fn build(dir: &Path, spec: &SourceSpec, progress: &dyn Fn(&str)) -> Result<M
     Ok(m)
 }
 
-/// Finds a matching source in `base` or builds one. Returns its directory,
-/// manifest and whether it was reused.
-pub fn prepare(
+/// Finds a matching source in `base` or builds one (with `buffered`).
+/// Returns its directory, manifest and whether it was reused.
+pub fn prepare<E: BenchEngine>(
     base: &Path,
     spec: &SourceSpec,
+    buffered: &E::Config,
     reuse: bool,
     progress: &dyn Fn(&str),
 ) -> Result<(PathBuf, Manifest, bool), String> {
@@ -274,7 +257,7 @@ pub fn prepare(
         spec.value_size,
         (spec.keys * spec.value_size as u64) as f64 / (1 << 20) as f64
     ));
-    let m = build(&dir, spec, progress)?;
+    let m = build::<E>(&dir, spec, buffered, progress)?;
     progress(&format!(
         "source: built in {:.0} s, {} files, {:.0} MiB",
         m.build_seconds,
@@ -313,27 +296,29 @@ pub fn copy_to(src: &Path, m: &Manifest, to: &Path) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engines::QuietkvEngine;
 
-    #[test]
-    fn scatter_is_a_permutation() {
-        for n in [1u64, 7, 16, 1000, 4096] {
-            let mut seen = vec![false; n as usize];
-            for i in 0..n {
-                seen[scatter(i, n) as usize] = true;
-            }
-            assert!(seen.iter().all(|&s| s), "n = {n}");
-        }
+    fn quietkv_spec(db_bytes: u64) -> SourceSpec {
+        SourceSpec::new::<QuietkvEngine>(db_bytes, 4096)
     }
 
     #[test]
     fn spec_hash_follows_sizes_and_options() {
-        let a = SourceSpec::new(16 << 20, 4096);
+        let a = quietkv_spec(16 << 20);
         assert_eq!(a.keys, 4096);
-        assert_eq!(a.hash(), SourceSpec::new(16 << 20, 4096).hash());
-        assert_ne!(a.hash(), SourceSpec::new(32 << 20, 4096).hash());
+        assert_eq!(a.hash(), quietkv_spec(16 << 20).hash());
+        assert_ne!(a.hash(), quietkv_spec(32 << 20).hash());
         let mut b = a.clone();
         b.block_size = 8192;
         assert_ne!(a.hash(), b.hash());
+        // quietkv's manifest reads as before engines were named, so the
+        // sources kept on disk keep their hash; another engine's differs.
+        assert!(!serde_json::to_string(&a).unwrap().contains("engine"));
+        let mut other = a.clone();
+        other.engine = "rocksdb".into();
+        assert_ne!(a.hash(), other.hash());
+        let back: SourceSpec = serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
+        assert_eq!(back, a);
     }
 
     #[test]
@@ -341,7 +326,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("src");
         std::fs::create_dir_all(&dir).unwrap();
-        let spec = SourceSpec::new(16 << 20, 4096);
+        let spec = quietkv_spec(16 << 20);
         assert!(mismatch(&dir, &spec).unwrap().contains("no manifest"));
         std::fs::write(dir.join("000001.sst"), b"abc").unwrap();
         let m = Manifest {
@@ -353,7 +338,7 @@ mod tests {
         std::fs::write(dir.join(MANIFEST), serde_json::to_string(&m).unwrap()).unwrap();
         assert_eq!(mismatch(&dir, &spec), None);
         // Other sizes or options.
-        let other = SourceSpec::new(32 << 20, 4096);
+        let other = quietkv_spec(32 << 20);
         assert!(mismatch(&dir, &other).unwrap().contains("other sizes"));
         let mut v = spec.clone();
         v.quietkv_version = "0.0.0".into();
@@ -374,7 +359,7 @@ mod tests {
         std::fs::write(src.join("000007.sst"), vec![7u8; 10_000]).unwrap();
         std::fs::write(src.join("CURRENT"), b"MANIFEST-000001\n").unwrap();
         let m = Manifest {
-            spec: SourceSpec::new(1 << 20, 4096),
+            spec: quietkv_spec(1 << 20),
             files: list_files(&src).unwrap(),
             total_bytes: 10_016,
             build_seconds: 0.0,

@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use super::result::RunResult;
-use super::verdict::{self, Standing};
+use crate::engines::PageCacheUse;
+use crate::result::RunResult;
+use crate::verdict::{self, Standing};
 
 /// The machine the benchmark ran on.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -27,6 +28,10 @@ pub struct Machine {
 pub struct ModeReport {
     pub name: String,
     pub runs: Vec<RunResult>,
+    /// What the mode's configuration does to the page cache (for the
+    /// verdict's recommendation); `None` where no engine was configured.
+    #[serde(default)]
+    pub page_cache: Option<PageCacheUse>,
 }
 
 /// Median, min and max of one metric over a mode's runs.
@@ -632,10 +637,10 @@ pub fn render_json(r: &Report) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::loadgen::LatencySummary;
-    use crate::bench::metrics::DeviceRates;
-    use crate::bench::result::{BackgroundWork, PhaseResult};
-    use crate::bench::sampler::PhaseMetrics;
+    use crate::loadgen::LatencySummary;
+    use crate::metrics::DeviceRates;
+    use crate::result::{BackgroundWork, PhaseResult};
+    use crate::sampler::PhaseMetrics;
 
     fn run(mode: &str, repeat: u32, p99: f64, dirty: f64, bg_mib: u64) -> RunResult {
         let lat = LatencySummary {
@@ -714,6 +719,7 @@ mod tests {
                             run("buffered", 1, 16200.0, 42862.0, 400),
                             run("buffered", 2, 15000.0, 40000.0, 400),
                         ],
+                        page_cache: None,
                     },
                     ModeReport {
                         name: "direct".into(),
@@ -721,10 +727,12 @@ mod tests {
                             run("direct", 1, 1900.0, 1038.0, 400),
                             run("direct", 2, 1900.0, 1038.0, 400),
                         ],
+                        page_cache: None,
                     },
                     ModeReport {
                         name: "dontcache".into(),
                         runs: vec![run("dontcache", 1, 1800.0, 874.0, 100)],
+                        page_cache: None,
                     },
                 ],
             }],
@@ -739,7 +747,7 @@ mod tests {
         e.params =
             json!({"experiment": "E3", "hot_bytes": 3u64 << 30, "memory_limit_bytes": 1u64 << 30});
         e.modes.truncate(2);
-        let v = crate::bench::verdict::verdict(&r.experiments);
+        let v = crate::verdict::verdict(&r.experiments);
         assert!(
             v.contains("at a 3.0 GiB hot set (3.00x the cgroup limit)"),
             "{v}"
@@ -752,7 +760,7 @@ mod tests {
         for run in &mut r.experiments[0].modes[1].runs {
             run.measured.latency.p99 = 15_600.0;
         }
-        let v = crate::bench::verdict::verdict(&r.experiments);
+        let v = crate::verdict::verdict(&r.experiments);
         assert!(
             v.contains("Once the hot set outgrows the page cache it stops helping"),
             "{v}"

@@ -1,23 +1,24 @@
 //! The parent side of E1, E2 and E3: presets, the source database, the
 //! interleaved runs (copy, sync, drop caches, worker in its cgroup) and the
-//! report sections (the verdict is drawn in [`super::verdict`]).
+//! report sections (the verdict is drawn in [`crate::verdict`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use super::cgroup::interrupted;
-use super::engine::EngineParams;
-use super::report::{self, ExperimentReport, ModeReport, Report};
-use super::result::{CommonParams, ModeSpec, WorkerSpec};
-use super::runner::{Runner, RunnerOptions};
-use super::sampler::SamplerConfig;
-use super::scale::{mib, parse_size, preset, Overrides, Preset, Scale, MIB, VALUE_SIZE};
-use super::source::{self, Manifest, SourceSpec};
-use super::verdict;
-use super::{
-    check_modes, describe_modes, fmt_secs, loadavg, machine, readers_text, timestamp,
-    write_outputs_with_verdict, BenchArgs, Scratch,
+use crate::cgroup::interrupted;
+use crate::engine::EngineParams;
+use crate::engines::EngineMode;
+use crate::report::{self, ExperimentReport, ModeReport, Report};
+use crate::result::{CommonParams, WorkerSpec};
+use crate::runner::{Runner, RunnerOptions};
+use crate::sampler::SamplerConfig;
+use crate::scale::{mib, parse_size, preset, Overrides, Preset, Scale, MIB, VALUE_SIZE};
+use crate::source::{self, Manifest};
+use crate::verdict;
+use crate::{
+    check_modes, describe_modes, fmt_secs, loadavg, machine, page_cache_by_name, parse_modes,
+    readers_text, report_names, timestamp, write_outputs_with_verdict, BenchArgs, Scratch,
 };
 
 /// `auto` is what a user gets without configuring anything.
@@ -60,14 +61,11 @@ fn title(exp: &str) -> &'static str {
 /// Runs the engine experiments `exps` (E1, E2, E3).
 pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
     let scale = Scale::parse(&args.scale)?;
-    let modes: Vec<ModeSpec> = match &args.modes {
+    let modes = parse_modes(&match &args.modes {
         Some(m) => m.clone(),
         None => DEFAULT_MODES.map(String::from).to_vec(),
-    }
-    .iter()
-    .filter(|m| !m.trim().is_empty())
-    .map(|m| ModeSpec::parse(m))
-    .collect::<Result<_, _>>()?;
+    })?;
+    let names = report_names(&modes);
     if modes.is_empty() {
         return Err("no modes given".into());
     }
@@ -105,13 +103,14 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
     let scratch = Scratch(scratch_dir);
     check_modes(&scratch.0, &modes)?;
     let modes_text = describe_modes(&scratch.0, &modes);
+    let page_cache = page_cache_by_name(&scratch.0, &modes);
     let out = args
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("bench-results").join(timestamp()));
     std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let mach = machine(&scratch.0);
-    let block_device = super::metrics::block_device_of(&scratch.0);
+    let block_device = crate::metrics::block_device_of(&scratch.0);
     let progress = |m: &str| crate::progress_line!("quietkv bench: {m}");
 
     // Every source database first (the slow part), reused across
@@ -120,16 +119,20 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
         dirs: Vec::new(),
         keep: args.keep_source,
     };
-    let mut built: BTreeMap<u64, (PathBuf, Manifest, bool)> = BTreeMap::new();
+    // One per engine and size: each engine's tree from the same keys and
+    // values in the same order.
+    let mut built: BTreeMap<(&str, u64), (PathBuf, Manifest, bool)> = BTreeMap::new();
     for (_, p) in &plans {
-        if built.contains_key(&p.db_bytes) {
-            continue;
+        for mode in &modes {
+            if built.contains_key(&(mode.engine(), p.db_bytes)) {
+                continue;
+            }
+            let reuse = args.reuse_source && !args.rebuild_source;
+            let (dir, m, reused) =
+                mode.prepare_source(&base, p.db_bytes, VALUE_SIZE, reuse, &progress)?;
+            sources.dirs.push(dir.clone());
+            built.insert((mode.engine(), p.db_bytes), (dir, m, reused));
         }
-        let spec = SourceSpec::new(p.db_bytes, VALUE_SIZE);
-        let reuse = args.reuse_source && !args.rebuild_source;
-        let (dir, m, reused) = source::prepare(&base, &spec, reuse, &progress)?;
-        sources.dirs.push(dir.clone());
-        built.insert(p.db_bytes, (dir, m, reused));
     }
 
     // Sections and their runs.
@@ -170,7 +173,9 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
     let mut experiments = Vec::new();
     let run_db = scratch.0.join("db");
     for s in &sections {
-        let (src_dir, manifest, reused) = &built[&s.preset.db_bytes];
+        // The section's figures name the first engine's source; each run
+        // copies its own engine's.
+        let (_, manifest, reused) = &built[&(modes[0].engine(), s.preset.db_bytes)];
         let limit = (s.preset.memory_limit_mib > 0).then_some(s.preset.memory_limit_mib * MIB);
         let mut runner = Runner::new(RunnerOptions {
             memory_limit: limit,
@@ -194,11 +199,12 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
             write_bytes_per_s: (s.preset.write_rate_mib * MIB as f64) as u64,
             min_phase_s: args.min_phase,
         };
-        let mut reports: Vec<ModeReport> = modes
+        let mut reports: Vec<ModeReport> = names
             .iter()
-            .map(|m| ModeReport {
-                name: m.name.clone(),
+            .map(|n| ModeReport {
+                name: n.clone(),
                 runs: Vec::new(),
+                page_cache: page_cache.get(n).cloned(),
             })
             .collect();
         for repeat in 1..=args.repeats {
@@ -207,10 +213,12 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
                     return Err("interrupted; cgroups and scratch files removed".into());
                 }
                 let t = Instant::now();
-                source::copy_to(src_dir, manifest, &run_db)?;
+                let (src_dir, src_manifest, _) = &built[&(mode.engine(), s.preset.db_bytes)];
+                source::copy_to(src_dir, src_manifest, &run_db)?;
                 let spec = WorkerSpec {
                     experiment: s.exp.clone(),
                     mode: mode.clone(),
+                    name: names[mi].clone(),
                     repeat,
                     repeats: args.repeats,
                     dir: run_db.clone(),
@@ -225,14 +233,14 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
                 crate::progress_line!(
                     "[{} {} {repeat}/{}] copied the source in {:.1} s; cold cache, warm-up, baseline, measured (ETA {} for {} runs left)",
                     s.id,
-                    mode.name,
+                    names[mi],
                     args.repeats,
                     t.elapsed().as_secs_f64(),
                     fmt_secs(left),
                     runs_left
                 );
-                super::progress::start_run(
-                    format!("[{} {} {repeat}/{}]", s.id, mode.name, args.repeats),
+                crate::progress::start_run(
+                    format!("[{} {} {repeat}/{}]", s.id, names[mi], args.repeats),
                     left,
                 );
                 let r = runner.run(spec).map_err(|e| {
@@ -246,7 +254,7 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
                 crate::progress_line!(
                     "[{} {} {repeat}/{}] done: p99 {:.0} us, p99.9 {:.0} us, reads {}/{}, background {:.0} MiB/s for {:.1} s",
                     s.id,
-                    mode.name,
+                    names[mi],
                     args.repeats,
                     r.measured.latency.p99,
                     r.measured.latency.p999,
@@ -294,7 +302,7 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
                 "block_cache_bytes": params.block_cache_bytes,
                 "memtable_bytes": params.memtable_bytes,
                 "repeats": args.repeats,
-                "modes": modes,
+                "modes": modes.iter().map(EngineMode::config_json).collect::<Vec<_>>(),
                 "source_reused": reused,
             }),
             header,

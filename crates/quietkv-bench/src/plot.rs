@@ -7,7 +7,7 @@ use std::sync::Once;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
 
-use super::report::ExperimentReport;
+use crate::report::ExperimentReport;
 
 const FONT: &str = "sans-serif";
 const COLORS: [RGBColor; 8] = [
@@ -143,7 +143,7 @@ pub fn percentile_chart(e: &ExperimentReport, path: &Path) -> Result<(), String>
 /// interval shaded.
 pub fn timeline_chart(e: &ExperimentReport, path: &Path) -> Result<(), String> {
     register_font();
-    let runs: Vec<(String, &super::result::RunResult)> = e
+    let runs: Vec<(String, &crate::result::RunResult)> = e
         .modes
         .iter()
         .filter_map(|m| Some((m.name.clone(), m.median_run()?)))

@@ -16,9 +16,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::report::ExperimentReport;
-use super::result::ModeSpec;
-use super::scale::mib;
+use crate::engines::PageCacheUse;
+use crate::report::ExperimentReport;
+use crate::scale::mib;
 
 /// How far below buffered's background throughput a mode may fall and
 /// still count as doing the same work.
@@ -357,7 +357,12 @@ fn ratio_text(r: f64, what: &str) -> String {
 /// A short paragraph: which mode the background classes should use, what
 /// it bought with the same work, which modes did not do the same work and
 /// what it would take to compare them, and when it stops helping (E3).
-pub fn verdict_text(sections: &[SectionJudgement]) -> String {
+/// `page_cache` says what the mode of a name does to the page cache, for
+/// the recommendation's how-to.
+pub fn verdict_text(
+    sections: &[SectionJudgement],
+    page_cache: &dyn Fn(&str) -> Option<PageCacheUse>,
+) -> String {
     let mut parts = Vec::new();
     let mut wins: BTreeMap<String, usize> = BTreeMap::new();
     let mut e3 = Vec::new();
@@ -435,22 +440,11 @@ pub fn verdict_text(sections: &[SectionJudgement]) -> String {
     let mut out = String::new();
     match wins.iter().max_by_key(|(_, n)| **n) {
         Some((mode, n)) => {
-            let m = ModeSpec::parse(mode).ok();
             out.push_str(&format!(
                 "This machine should run background I/O as **{mode}**{} (with the same background work as buffered, it cut p99 by 1.2x or more in {n} of {} section(s)). ",
-                m.map(|m| if m.compaction_read == "auto" {
-                    " (the engine's defaults: nothing to configure)".to_string()
-                } else {
-                    format!(
-                        " (compaction reads {}, compaction writes {}, flush writes {}; user reads stay {}{})",
-                        m.compaction_read,
-                        m.compaction_write,
-                        m.flush_write,
-                        m.user_read,
-                        if m.warm_output { "; warm_compaction_output on" } else { "" }
-                    )
-                })
-                .unwrap_or_default(),
+                page_cache(mode)
+                    .map(|u| format!(" ({})", u.how_to_configure()))
+                    .unwrap_or_default(),
                 sections.len()
             ));
         }
@@ -519,12 +513,28 @@ pub fn verdict_text(sections: &[SectionJudgement]) -> String {
 /// The verdict of a whole report.
 pub fn verdict(experiments: &[ExperimentReport]) -> String {
     let judged: Vec<SectionJudgement> = experiments.iter().map(|e| judge(&figures_of(e))).collect();
-    verdict_text(&judged)
+    let page_cache: BTreeMap<&str, &PageCacheUse> = experiments
+        .iter()
+        .flat_map(|e| &e.modes)
+        .filter_map(|m| Some((m.name.as_str(), m.page_cache.as_ref()?)))
+        .collect();
+    verdict_text(&judged, &|name| page_cache.get(name).map(|u| (*u).clone()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engines::{EngineConfig, QuietkvConfig};
+
+    fn no_config(_: &str) -> Option<PageCacheUse> {
+        None
+    }
+
+    /// quietkv's configuration of a mode name, as the report carries it.
+    fn quietkv(name: &str) -> Option<PageCacheUse> {
+        let dir = tempfile::tempdir().ok()?;
+        Some(QuietkvConfig::parse(name).ok()?.page_cache(dir.path()))
+    }
 
     fn mode(name: &str, p99: f64, mib_s: f64) -> ModeFigures {
         ModeFigures {
@@ -568,7 +578,7 @@ mod tests {
         assert_eq!(j.mode("buffered").unwrap().standing, Standing::Reference);
         assert_eq!(j.mode("both-direct").unwrap().standing, Standing::SameWork);
         assert_eq!(j.best.as_deref(), Some("both-direct"));
-        let v = verdict_text(&[j]);
+        let v = verdict_text(&[j], &no_config);
         assert!(
             v.contains("should run background I/O as **both-direct**"),
             "{v}"
@@ -607,10 +617,16 @@ mod tests {
             line.contains("not recommended (even with its p99 291.0x lower). To compare: rerun with --throttle 169"),
             "{line}"
         );
-        let v = verdict_text(&[j]);
+        let v = verdict_text(std::slice::from_ref(&j), &no_config);
         assert!(!v.contains("**write-direct**"), "{v}");
         assert!(
-            v.contains("should run background I/O as **dontcache**"),
+            v.contains("should run background I/O as **dontcache** (with the same"),
+            "{v}"
+        );
+        // With the mode's configuration known, the verdict says how to set it.
+        let v = verdict_text(&[j], &quietkv);
+        assert!(
+            v.contains("should run background I/O as **dontcache** (compaction reads dontcache, compaction writes dontcache, flush writes dontcache; user reads stay buffered) (with the same"),
             "{v}"
         );
         assert!(
@@ -628,7 +644,7 @@ mod tests {
         ]));
         assert_eq!(j.best, None);
         assert_eq!(j.not_same_work().count(), 2);
-        let v = verdict_text(&[j]);
+        let v = verdict_text(&[j], &no_config);
         assert!(
             v.starts_with("No mode that did the same background work"),
             "{v}"
@@ -707,7 +723,7 @@ mod tests {
                 mode("dontcache", 21_500.0, 180.0),
             ],
         };
-        let v = verdict_text(&[judge(&e1_sec), judge(&e2_sec)]);
+        let v = verdict_text(&[judge(&e1_sec), judge(&e2_sec)], &no_config);
         assert!(!v.contains("**dontcache**"), "{v}");
         assert!(
             v.contains("E2: best dontcache with the same work (p99 2.0x lower"),
@@ -728,7 +744,7 @@ mod tests {
             mode("both-direct", 100.0, 200.0),
         ]);
         s.experiment = "E3".into();
-        let v = verdict_text(&[judge(&s)]);
+        let v = verdict_text(&[judge(&s)], &no_config);
         assert!(
             v.contains(
                 "In E3: no mode did the same background work as buffered at any hot-set size"
@@ -743,7 +759,7 @@ mod tests {
             mode("buffered", 29_100.0, 548.0),
             mode("auto", 200.0, 560.0),
         ]));
-        let v = verdict_text(&[j]);
+        let v = verdict_text(&[j], &quietkv);
         assert!(
             v.contains("**auto** (the engine's defaults: nothing to configure)"),
             "{v}"

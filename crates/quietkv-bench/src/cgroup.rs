@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
-use super::metrics::{parse_memory_stat, parse_psi, MemoryStat, Psi};
+use crate::metrics::{parse_memory_stat, parse_psi, MemoryStat, Psi};
 
 /// Prefix of every directory the benchmark creates; followed by the
 /// creating process's pid and a counter.

@@ -334,17 +334,17 @@ pub fn system_psi_path() -> PathBuf {
 mod tests {
     use super::*;
 
-    const VMSTAT: &str = include_str!("../../tests/data/vmstat");
-    const MEMSTAT_V1: &str = include_str!("../../tests/data/memory.stat.v1");
-    const MEMSTAT_V2: &str = include_str!("../../tests/data/memory.stat.v2");
-    const PSI_CG2: &str = include_str!("../../tests/data/cgroup2.memory.pressure");
-    const PSI_PROC: &str = include_str!("../../tests/data/proc.pressure.memory");
-    const PSI_BUSY: &str = include_str!("../../tests/data/memory.pressure.busy");
-    const BLOCK: &str = include_str!("../../tests/data/block.vda.stat");
-    const BLOCK_LATER: &str = include_str!("../../tests/data/block.vda.stat.later");
-    const PROC_STAT: &str = include_str!("../../tests/data/proc.self.stat");
-    const PROC_STAT_ODD: &str = include_str!("../../tests/data/proc.stat.oddname");
-    const PROC_IO: &str = include_str!("../../tests/data/proc.self.io");
+    const VMSTAT: &str = include_str!("../tests/data/vmstat");
+    const MEMSTAT_V1: &str = include_str!("../tests/data/memory.stat.v1");
+    const MEMSTAT_V2: &str = include_str!("../tests/data/memory.stat.v2");
+    const PSI_CG2: &str = include_str!("../tests/data/cgroup2.memory.pressure");
+    const PSI_PROC: &str = include_str!("../tests/data/proc.pressure.memory");
+    const PSI_BUSY: &str = include_str!("../tests/data/memory.pressure.busy");
+    const BLOCK: &str = include_str!("../tests/data/block.vda.stat");
+    const BLOCK_LATER: &str = include_str!("../tests/data/block.vda.stat.later");
+    const PROC_STAT: &str = include_str!("../tests/data/proc.self.stat");
+    const PROC_STAT_ODD: &str = include_str!("../tests/data/proc.stat.oddname");
+    const PROC_IO: &str = include_str!("../tests/data/proc.self.io");
 
     #[test]
     fn vmstat_sample() {

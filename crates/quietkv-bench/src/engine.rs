@@ -19,17 +19,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use quietkv::{Db, DbStats, IoClass, Options, WriteBatch, WriteOptions};
 use serde::{Deserialize, Serialize};
 
-use super::loadgen::{
+use crate::engines::{Batch, BenchEngine, Counters, EngineMode, QuietkvEngine, Tuning};
+use crate::keys::{fill_value, is_value_of, key, KEY_SIZE};
+use crate::loadgen::{
     percentile_curve, run_open_loop, run_open_loop_until, LoadConfig, PhaseEnd, SplitMix64,
 };
-use super::result::{timeline, BackgroundWork, PhaseResult, RunResult, WorkerSpec};
-use super::sampler::{phase_metrics, ExtraFn, Sampler};
-use super::source::{fill_value, key, layout_options};
+use crate::result::{timeline, BackgroundWork, PhaseResult, RunResult, WorkerSpec};
+use crate::sampler::{phase_metrics, ExtraFn, Sampler};
 
-/// What one engine run needs beyond [`super::result::CommonParams`].
+/// What one engine run needs beyond [`crate::result::CommonParams`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EngineParams {
     pub keys: u64,
@@ -50,105 +50,65 @@ fn progress(spec: &WorkerSpec, what: &str) {
     crate::progress_line!("{} {what}", spec.label());
 }
 
-fn open(spec: &WorkerSpec, p: &EngineParams) -> Result<Db, String> {
-    let mut o: Options = layout_options();
-    for c in [
-        IoClass::UserRead,
-        IoClass::CompactionRead,
-        IoClass::CompactionWrite,
-        IoClass::FlushWrite,
-        IoClass::WalWrite,
-        IoClass::Manifest,
-    ] {
-        o = o.io_mode(c, spec.mode.access(c));
-    }
-    o.create_if_missing = false;
-    o.background_threads = 1;
-    o.background_rate_limit_mib = p.throttle_mib;
-    o.block_cache_bytes = p.block_cache_bytes;
-    o.memtable_size = p.memtable_bytes.max(4096);
-    o.attribute_cache_hits = true;
-    o.warm_compaction_output = spec.mode.warm_output;
-    Db::open(&spec.dir, o).map_err(|e| format!("cannot open the run's database: {e}"))
-}
-
-fn class(s: &DbStats, c: IoClass) -> quietio::ClassStats {
-    s.io.iter()
-        .find(|(k, _)| *k == c)
-        .map(|(_, v)| *v)
-        .unwrap_or_default()
-}
-
 /// Engine counters the sampler records each second.
-fn extra_fn(db: &Arc<Db>) -> ExtraFn {
+fn extra_fn<E: BenchEngine + 'static>(db: &Arc<E>) -> ExtraFn {
     let db = db.clone();
     Arc::new(move || {
-        let s = db.stats();
+        let s = db.counters();
         serde_json::json!({
-            "compaction_bytes_read": s.compaction.bytes_read,
-            "compaction_bytes_written": s.compaction.bytes_written,
-            "compaction_seconds": s.compaction.seconds,
-            "compactions_running": s.compaction.running,
-            "flush_bytes": s.flush_bytes,
-            "write_bytes": s.write_bytes,
-            "stall_seconds": s.stalls.stall_seconds,
+            "compaction_bytes_read": s.compaction_read_bytes,
+            "compaction_bytes_written": s.compaction_write_bytes,
+            "compaction_seconds": s.compaction_seconds,
+            "compactions_running": s.compactions_running,
+            "flush_bytes": s.flush_write_bytes,
+            "write_bytes": s.user_write_bytes,
+            "stall_seconds": s.write_stall_seconds,
         })
     })
 }
 
-/// Snapshot of the counters a phase reports as deltas.
-#[derive(Clone)]
-struct Counters {
-    comp_read: u64,
-    comp_write: u64,
-    flush_write: u64,
-    hits: u64,
-    misses: u64,
-    bc_hits: u64,
-    bc_misses: u64,
-    compactions: u64,
-    write_bytes: u64,
-    stall_s: f64,
-    warmed_bytes: u64,
+fn hit_delta(a: &Counters, b: &Counters) -> Option<(u64, u64)> {
+    let d = b.user_read_page_cache?.since(&a.user_read_page_cache?);
+    Some((d.hits, d.misses))
 }
 
-fn counters(db: &Db) -> Counters {
-    let s = db.stats();
-    let u = class(&s, IoClass::UserRead);
-    Counters {
-        comp_read: class(&s, IoClass::CompactionRead).read_bytes,
-        comp_write: class(&s, IoClass::CompactionWrite).write_bytes,
-        flush_write: class(&s, IoClass::FlushWrite).write_bytes,
-        hits: u.cache_hits,
-        misses: u.cache_misses,
-        bc_hits: s.block_cache.hits,
-        bc_misses: s.block_cache.misses,
-        compactions: s.compaction.count,
-        write_bytes: s.write_bytes,
-        stall_s: s.stalls.stall_seconds,
-        warmed_bytes: s.compaction.warmed_bytes,
+/// The worker of E1, E2 and E3, for the engine of `spec.mode`.
+pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String> {
+    match &spec.mode {
+        EngineMode::Quietkv(c) => run::<QuietkvEngine>(spec, c, stop),
     }
 }
 
-fn hit_delta(a: &Counters, b: &Counters) -> Option<(u64, u64)> {
-    Some((b.hits - a.hits, b.misses - a.misses))
-}
-
-/// The worker of E1 and E3 (compaction) and E2 (writer).
-pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String> {
+/// One run of E1 and E3 (compaction) or E2 (writer) with engine `E`.
+fn run<E: BenchEngine + 'static>(
+    spec: &WorkerSpec,
+    config: &E::Config,
+    stop: &AtomicBool,
+) -> Result<RunResult, String> {
     let p: EngineParams = serde_json::from_value(spec.params.clone())
         .map_err(|e| format!("bad {} params: {e}", spec.experiment))?;
     let writer = spec.experiment.starts_with("E2");
-    let db = Arc::new(open(spec, &p)?);
+    let tuning = Tuning {
+        create: false,
+        layout: Some(E::bench_layout()),
+        block_cache_bytes: Some(p.block_cache_bytes),
+        memtable_bytes: Some(p.memtable_bytes),
+        background_threads: Some(1),
+        background_rate_limit_mib: p.throttle_mib,
+    };
+    let db = Arc::new(
+        E::open(&spec.dir, config, &tuning)
+            .map_err(|e| format!("cannot open the run's database: {e}"))?,
+    );
     let c = &spec.common;
     let hot = p.hot_keys.clamp(1, p.keys.max(1));
     let value_size = p.value_size;
-    let read = |k: u64| -> super::loadgen::ReadResult {
+    let read = |k: u64| -> crate::loadgen::ReadResult {
         match db.get(&key(k)) {
-            Ok(Some(v)) if v.len() == value_size && v[..8] == k.to_le_bytes() => Ok(None),
+            Ok(Some(v)) if is_value_of(&v, k, value_size) => Ok(None),
             Ok(Some(_)) => Err(format!("key {k}: wrong value")),
             Ok(None) => Err(format!("key {k}: not found")),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e),
         }
     };
     let load = |secs: f64, seed: u64| LoadConfig {
@@ -187,9 +147,9 @@ pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String>
             &format!("baseline (no background work) {} s", c.baseline_s),
         );
         let i = sampler.mark("baseline");
-        let a = counters(&db);
+        let a = db.counters();
         let r = run_open_loop(&load(c.baseline_s, 2), read, stop);
-        let b = counters(&db);
+        let b = db.counters();
         let j = sampler.mark("baseline-end");
         tl.extend(timeline(&r, 0.0, false));
         offset = r.per_second.len() as f64;
@@ -199,7 +159,7 @@ pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String>
     let mut notes = Vec::new();
     let mut extra = BTreeMap::new();
     let i = sampler.mark("measured");
-    let a = counters(&db);
+    let a = db.counters();
     let t0 = Instant::now();
     let (r, background, bg_secs) = if writer {
         progress(
@@ -213,13 +173,13 @@ pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String>
         );
         let wstop = AtomicBool::new(false);
         let (r, written) = std::thread::scope(|s| {
-            let w = s.spawn(|| write_paced(&db, &p, &wstop, stop));
+            let w = s.spawn(|| write_paced(&*db, &p, &wstop, stop));
             let r = run_open_loop(&load(c.duration_s, 3), read, stop);
             wstop.store(true, Ordering::Relaxed);
             (r, w.join().unwrap_or(Err("writer panicked".into())))
         });
         let (batches_bytes, wsecs) = written?;
-        let b = counters(&db);
+        let b = db.counters();
         let secs = t0.elapsed().as_secs_f64();
         let achieved = batches_bytes as f64 / wsecs.max(1e-9) / (1 << 20) as f64;
         let target = p.write_bytes_per_s as f64 / (1 << 20) as f64;
@@ -227,19 +187,23 @@ pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String>
         extra.insert("write_target_mib_s".into(), target);
         extra.insert(
             "flush_mib".into(),
-            (b.flush_write - a.flush_write) as f64 / (1 << 20) as f64,
+            (b.flush_write_bytes - a.flush_write_bytes) as f64 / (1 << 20) as f64,
         );
         extra.insert("compactions".into(), (b.compactions - a.compactions) as f64);
-        extra.insert("write_stall_s".into(), b.stall_s - a.stall_s);
+        extra.insert(
+            "write_stall_s".into(),
+            b.write_stall_seconds - a.write_stall_seconds,
+        );
         if achieved < 0.9 * target {
             notes.push(format!(
                 "the writer fell short: {achieved:.1} of {target:.1} MiB/s (write stalls {:.1} s); not the same work",
-                b.stall_s - a.stall_s
+                b.write_stall_seconds - a.write_stall_seconds
             ));
         }
         let bg = BackgroundWork {
-            read_bytes: b.comp_read - a.comp_read,
-            write_bytes: (b.comp_write - a.comp_write) + (b.flush_write - a.flush_write),
+            read_bytes: b.compaction_read_bytes - a.compaction_read_bytes,
+            write_bytes: (b.compaction_write_bytes - a.compaction_write_bytes)
+                + (b.flush_write_bytes - a.flush_write_bytes),
             seconds: secs,
         };
         (r, bg, secs)
@@ -261,7 +225,7 @@ pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String>
         let (r, compaction) = std::thread::scope(|s| {
             let comp = s.spawn(|| {
                 let t = Instant::now();
-                let res = db.compact_all().map_err(|e| e.to_string());
+                let res = db.compact_all();
                 let took = t.elapsed();
                 if took < min_phase {
                     std::thread::sleep(min_phase - took);
@@ -277,7 +241,7 @@ pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String>
         });
         let comp_secs = compaction?;
         let phase_s = comp_secs.max(min_phase.as_secs_f64()).min(c.duration_s);
-        let b = counters(&db);
+        let b = db.counters();
         if comp_secs > c.duration_s {
             notes.push(format!(
                 "compaction took {comp_secs:.1} s, longer than the {:.0} s cap: reads covered only its first {:.0} s",
@@ -287,8 +251,8 @@ pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String>
         extra.insert("compaction_wall_s".into(), comp_secs);
         extra.insert("measured_phase_s".into(), phase_s);
         let bg = BackgroundWork {
-            read_bytes: b.comp_read - a.comp_read,
-            write_bytes: b.comp_write - a.comp_write,
+            read_bytes: b.compaction_read_bytes - a.compaction_read_bytes,
+            write_bytes: b.compaction_write_bytes - a.compaction_write_bytes,
             seconds: comp_secs,
         };
         (r, bg, comp_secs)
@@ -296,23 +260,25 @@ pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String>
     // The scope above waited for the background thread, so take the
     // boundary sample right after the reads are accounted.
     let j = sampler.mark("end");
-    let z = counters(&db);
+    let z = db.counters();
     let samples = sampler.stop();
     if stop.load(Ordering::Relaxed) {
         return Err("stopped".into());
     }
-    if spec.mode.warm_output {
+    if z.warmed_bytes > a.warmed_bytes || spec.mode.warms_output() {
         extra.insert(
             "warmed_mib".into(),
             (z.warmed_bytes - a.warmed_bytes) as f64 / (1 << 20) as f64,
         );
     }
-    let bc = (z.bc_hits - a.bc_hits, z.bc_misses - a.bc_misses);
-    if bc.0 + bc.1 > 0 {
-        extra.insert(
-            "block_cache_hit_ratio".into(),
-            bc.0 as f64 / (bc.0 + bc.1) as f64,
-        );
+    if let (Some(za), Some(aa)) = (z.block_cache, a.block_cache) {
+        let bc = za.since(&aa);
+        if bc.hits + bc.misses > 0 {
+            extra.insert(
+                "block_cache_hit_ratio".into(),
+                bc.hits as f64 / (bc.hits + bc.misses) as f64,
+            );
+        }
     }
     tl.extend(timeline(&r, offset, true));
     for t in tl.iter_mut().filter(|t| t.background) {
@@ -325,11 +291,11 @@ pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String>
         notes.push(format!("{} user reads failed, first: {e}", measured.errors));
     }
     match Arc::try_unwrap(db) {
-        Ok(db) => db.close().map_err(|e| e.to_string())?,
+        Ok(db) => db.close()?,
         Err(_) => return Err("database still shared at the end of the run".into()),
     }
     Ok(RunResult {
-        mode: spec.mode.name.clone(),
+        mode: spec.name.clone(),
         repeat: spec.repeat,
         curve: percentile_curve(&r.latency),
         measured,
@@ -346,17 +312,18 @@ pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String>
 /// E2's writer: batches of 16 overwrites of random keys in `[0, keys)`,
 /// each batch due at `bytes so far / rate` (paced, not flat out). Returns
 /// the bytes written and the seconds it ran.
-fn write_paced(
-    db: &Db,
+fn write_paced<E: BenchEngine>(
+    db: &E,
     p: &EngineParams,
     wstop: &AtomicBool,
     stop: &AtomicBool,
 ) -> Result<(u64, f64), String> {
     let per_batch = 16u64;
-    let entry = (p.value_size + super::source::KEY_SIZE) as u64;
+    let entry = (p.value_size + KEY_SIZE) as u64;
     let rate = p.write_bytes_per_s.max(1) as f64;
     let mut rng = SplitMix64::new(0xE2);
     let mut value = vec![0u8; p.value_size];
+    let mut batch = Batch::new();
     let start = Instant::now();
     let mut bytes = 0u64;
     let mut version = 1u64;
@@ -367,15 +334,14 @@ fn write_paced(
             std::thread::sleep((due - now).min(Duration::from_millis(100)));
             continue;
         }
-        let mut b = WriteBatch::new();
+        batch.clear();
         for _ in 0..per_batch {
             let k = rng.below(p.keys.max(1));
             fill_value(&mut value, k, version);
-            b.put(&key(k), &value).map_err(|e| e.to_string())?;
+            batch.put(&key(k), &value);
         }
         version += 1;
-        db.write(b, WriteOptions::default())
-            .map_err(|e| format!("write failed: {e}"))?;
+        db.put_batch(&batch)?;
         bytes += per_batch * entry;
     }
     Ok((bytes, start.elapsed().as_secs_f64()))

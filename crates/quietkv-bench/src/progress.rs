@@ -71,7 +71,7 @@ pub fn tick() {
         "\r\x1b[K{} [{bar}] {:.0} s in this run, about {} left",
         run.label,
         elapsed,
-        super::fmt_secs(left)
+        crate::fmt_secs(left)
     );
     let _ = err.flush();
 }
@@ -88,6 +88,6 @@ pub fn end_run() {
 #[macro_export]
 macro_rules! progress_line {
     ($($arg:tt)*) => {
-        $crate::bench::progress::line(&format!($($arg)*))
+        $crate::progress::line(&format!($($arg)*))
     };
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::metrics::{
+use crate::metrics::{
     clock_ticks_per_sec, device_rates, read_block_stat, read_memory_stat, read_psi, read_self_cpu,
     read_vmstat, BlockStat, DeviceRates, MemoryStat, ProcCpu, ProcIo, Psi, Vmstat,
 };
@@ -69,7 +69,7 @@ pub struct Sampler {
 fn take(cfg: &SamplerConfig, start: Instant, phase: &str, extra: &Option<ExtraFn>) -> Sample {
     let psi = match &cfg.psi_file {
         Some(p) => read_psi(p),
-        None => read_psi(&super::metrics::system_psi_path()),
+        None => read_psi(&crate::metrics::system_psi_path()),
     };
     Sample {
         t_s: start.elapsed().as_secs_f64(),
@@ -79,7 +79,7 @@ fn take(cfg: &SamplerConfig, start: Instant, phase: &str, extra: &Option<ExtraFn
         psi,
         block: cfg.block_device.as_deref().and_then(read_block_stat),
         cpu: read_self_cpu(),
-        io: super::metrics::read_self_io(),
+        io: crate::metrics::read_self_io(),
         extra: extra
             .as_ref()
             .map(|f| f())

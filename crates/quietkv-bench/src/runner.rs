@@ -14,8 +14,8 @@ use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use super::cgroup::{cgroups_usable, interrupted, MemoryCgroup, PsiCgroup};
-use super::result::{RunResult, WorkerSpec};
+use crate::cgroup::{cgroups_usable, interrupted, MemoryCgroup, PsiCgroup};
+use crate::result::{RunResult, WorkerSpec};
 
 /// The function that performs one run of an experiment inside the worker
 /// process. `stop` is set when the run should end early.
@@ -24,8 +24,8 @@ pub type WorkerFn = fn(&WorkerSpec, &AtomicBool) -> Result<RunResult, String>;
 /// The worker function of each experiment id. E1/E2 register here.
 pub fn worker_fn(experiment: &str) -> Option<WorkerFn> {
     match experiment {
-        "E0" => Some(super::e0::worker),
-        "E1" | "E2" | "E3" => Some(super::engine::worker),
+        "E0" => Some(crate::e0::worker),
+        "E1" | "E2" | "E3" => Some(crate::engine::worker),
         _ => None,
     }
 }
@@ -200,13 +200,13 @@ impl Runner {
             match child.try_wait() {
                 Ok(Some(st)) => break st,
                 Ok(None) => {
-                    super::progress::tick();
+                    crate::progress::tick();
                     std::thread::sleep(Duration::from_millis(50))
                 }
                 Err(e) => return Err(format!("waiting for the worker: {e}")),
             }
         };
-        super::progress::end_run();
+        crate::progress::end_run();
         let out = reader.join().unwrap_or_default();
         drop(memcg.take());
         drop(psi.take());

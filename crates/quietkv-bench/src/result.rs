@@ -5,109 +5,11 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use quietio::{AccessMode, IoClass};
 use serde::{Deserialize, Serialize};
 
-use super::loadgen::{LatencySummary, LoadResult};
-use super::sampler::{PhaseMetrics, Sample, SamplerConfig};
-
-fn buffered() -> String {
-    "buffered".into()
-}
-
-/// A named configuration: the access mode of each I/O class
-/// (PROTOCOL.md, "Modes").
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ModeSpec {
-    pub name: String,
-    pub user_read: String,
-    pub compaction_read: String,
-    pub compaction_write: String,
-    pub flush_write: String,
-    /// The WAL and the manifest.
-    #[serde(default = "buffered")]
-    pub wal_write: String,
-    /// `+warm`: `Options::warm_compaction_output`.
-    #[serde(default)]
-    pub warm_output: bool,
-}
-
-impl ModeSpec {
-    /// `buffered`, `direct` (= `both-direct`), `dontcache`, `fadvise`,
-    /// `write-direct`, `read-direct`, `both-direct`, `all-direct`, and
-    /// `auto`: the engine's own defaults (every class `Auto`: compaction
-    /// direct where the probe allows, flush, WAL and user reads buffered),
-    /// what a user gets without configuring anything.
-    /// A `+warm` suffix (`both-direct+warm`) also turns on warming of
-    /// compaction output.
-    pub fn parse(name: &str) -> Result<ModeSpec, String> {
-        let n = name.trim().to_ascii_lowercase();
-        let (base, warm_output) = match n.strip_suffix("+warm") {
-            Some(b) => (b, true),
-            None => (n.as_str(), false),
-        };
-        let (u, r, w, f) = match base {
-            "buffered" => ("buffered", "buffered", "buffered", "buffered"),
-            "direct" | "both-direct" => ("buffered", "direct", "direct", "direct"),
-            "dontcache" => ("buffered", "dontcache", "dontcache", "dontcache"),
-            "fadvise" => ("buffered", "fadvise", "fadvise", "fadvise"),
-            "write-direct" => ("buffered", "buffered", "direct", "direct"),
-            "read-direct" => ("buffered", "direct", "buffered", "buffered"),
-            "all-direct" => ("direct", "direct", "direct", "direct"),
-            "auto" => ("auto", "auto", "auto", "auto"),
-            _ => {
-                return Err(format!(
-                    "unknown mode '{name}' (expected buffered, direct, dontcache, fadvise, write-direct, read-direct, both-direct, all-direct or auto, optionally with +warm)"
-                ))
-            }
-        };
-        Ok(ModeSpec {
-            name: n.clone(),
-            user_read: u.into(),
-            compaction_read: r.into(),
-            compaction_write: w.into(),
-            flush_write: f.into(),
-            wal_write: if base == "auto" { "auto" } else { "buffered" }.into(),
-            warm_output,
-        })
-    }
-
-    /// `compaction read direct / compaction+flush write direct / user read
-    /// buffered`; a class left to `auto` also says what it resolved to
-    /// (`resolve`, from the directory's probe), e.g. `auto (direct here)`.
-    pub fn describe(&self, resolve: &dyn Fn(IoClass, AccessMode) -> Option<String>) -> String {
-        let show = |class: IoClass| {
-            let requested = self.access(class);
-            match (requested, resolve(class, requested)) {
-                (AccessMode::Auto, Some(eff)) => format!("auto ({eff} here)"),
-                _ => requested.name().to_string(),
-            }
-        };
-        let (cw, fw) = (show(IoClass::CompactionWrite), show(IoClass::FlushWrite));
-        let writes = if cw == fw {
-            format!("compaction+flush write {cw}")
-        } else {
-            format!("compaction write {cw} / flush write {fw}")
-        };
-        format!(
-            "compaction read {} / {writes} / user read {}",
-            show(IoClass::CompactionRead),
-            show(IoClass::UserRead)
-        )
-    }
-
-    /// The requested access mode of `class` in this configuration.
-    pub fn access(&self, class: IoClass) -> AccessMode {
-        let s = match class {
-            IoClass::UserRead => &self.user_read,
-            IoClass::CompactionRead => &self.compaction_read,
-            IoClass::CompactionWrite => &self.compaction_write,
-            IoClass::FlushWrite => &self.flush_write,
-            IoClass::WalWrite | IoClass::Manifest => &self.wal_write,
-        };
-        s.parse().unwrap_or(AccessMode::Buffered)
-    }
-}
+use crate::engines::EngineMode;
+use crate::loadgen::{LatencySummary, LoadResult};
+use crate::sampler::{PhaseMetrics, Sample, SamplerConfig};
 
 /// Parameters every experiment shares.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -126,7 +28,10 @@ pub struct CommonParams {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WorkerSpec {
     pub experiment: String,
-    pub mode: ModeSpec,
+    /// The engine and its configuration.
+    pub mode: EngineMode,
+    /// The mode's name in the report.
+    pub name: String,
     /// 1-based.
     pub repeat: u32,
     pub repeats: u32,
@@ -144,7 +49,7 @@ impl WorkerSpec {
     pub fn label(&self) -> String {
         format!(
             "[{} {} {}/{}]",
-            self.experiment, self.mode.name, self.repeat, self.repeats
+            self.experiment, self.name, self.repeat, self.repeats
         )
     }
 }
@@ -350,76 +255,5 @@ impl RunResult {
             m.insert(format!("extra.{k}"), *v);
         }
         m
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn auto_is_described_by_what_it_resolved_to() {
-        // As on a filesystem where direct I/O works.
-        let probe = |c: IoClass, m: AccessMode| {
-            (m == AccessMode::Auto).then(|| {
-                if matches!(c, IoClass::CompactionRead | IoClass::CompactionWrite) {
-                    "direct".to_string()
-                } else {
-                    "buffered".to_string()
-                }
-            })
-        };
-        assert_eq!(
-            ModeSpec::parse("auto").unwrap().describe(&probe),
-            "compaction read auto (direct here) / compaction write auto (direct here) / flush write auto (buffered here) / user read auto (buffered here)"
-        );
-        assert_eq!(
-            ModeSpec::parse("write-direct").unwrap().describe(&probe),
-            "compaction read buffered / compaction+flush write direct / user read buffered"
-        );
-    }
-
-    #[test]
-    fn modes_map_to_classes() {
-        let m = ModeSpec::parse("write-direct").unwrap();
-        assert_eq!(m.access(IoClass::CompactionWrite), AccessMode::Direct);
-        assert_eq!(m.access(IoClass::CompactionRead), AccessMode::Buffered);
-        assert_eq!(m.access(IoClass::UserRead), AccessMode::Buffered);
-        let m = ModeSpec::parse("DontCache").unwrap();
-        assert_eq!(m.name, "dontcache");
-        assert_eq!(m.access(IoClass::CompactionRead), AccessMode::DontCache);
-        assert_eq!(
-            ModeSpec::parse("all-direct")
-                .unwrap()
-                .access(IoClass::UserRead),
-            AccessMode::Direct
-        );
-        let m = ModeSpec::parse("both-direct+warm").unwrap();
-        assert!(m.warm_output);
-        assert_eq!(m.name, "both-direct+warm");
-        assert_eq!(m.access(IoClass::CompactionWrite), AccessMode::Direct);
-        assert!(!ModeSpec::parse("both-direct").unwrap().warm_output);
-        assert!(ModeSpec::parse("turbo+warm").is_err());
-        // auto: every class left to the engine, as `Options::default()`.
-        let m = ModeSpec::parse("auto").unwrap();
-        for c in [
-            IoClass::UserRead,
-            IoClass::CompactionRead,
-            IoClass::CompactionWrite,
-            IoClass::FlushWrite,
-            IoClass::WalWrite,
-            IoClass::Manifest,
-        ] {
-            assert_eq!(m.access(c), AccessMode::Auto, "{c}");
-        }
-        assert_eq!(
-            ModeSpec::parse("write-direct")
-                .unwrap()
-                .access(IoClass::WalWrite),
-            AccessMode::Buffered
-        );
-        assert!(ModeSpec::parse("turbo")
-            .unwrap_err()
-            .contains("unknown mode"));
     }
 }

@@ -5,19 +5,23 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use quietkv::{AccessMode, Db, IoClass, Options, WriteBatch, WriteOptions};
 use serde::Serialize;
 
-use crate::bench::verdict::{
+use crate::engines::{Batch, BenchEngine, EngineConfig, Tuning};
+use crate::keys::{key, scatter, KEY_SIZE};
+use crate::runner::drop_page_cache;
+use crate::verdict::{
     judge, not_same_work_line, ModeFigures, SectionFigures, SectionJudgement, Standing, Work,
 };
 
 #[derive(Debug, Clone)]
-pub struct Params {
+pub struct Params<C> {
     pub keys: u64,
     pub value_size: usize,
     pub reads: u64,
-    pub modes: Vec<AccessMode>,
+    /// The engine's configurations, each run on the engine's defaults
+    /// otherwise.
+    pub modes: Vec<C>,
     pub repeats: u32,
     pub dir: PathBuf,
 }
@@ -43,19 +47,6 @@ pub struct Run {
     pub cpu_sys_s: f64,
 }
 
-fn key(k: u64) -> [u8; 16] {
-    let mut out = [0u8; 16];
-    out.copy_from_slice(format!("{k:016}").as_bytes());
-    out
-}
-
-/// A permutation of 0..n (multiplying by a prime that does not divide n).
-fn scatter(i: u64, n: u64) -> u64 {
-    const P: u64 = 2_654_435_761; // prime
-    let p = if n.is_multiple_of(P) { 1_000_003 } else { P };
-    (i % n) * (p % n) % n
-}
-
 fn cpu_times() -> (f64, f64) {
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
@@ -63,25 +54,17 @@ fn cpu_times() -> (f64, f64) {
     (t(ru.ru_utime), t(ru.ru_stime))
 }
 
-fn drop_caches() {
-    unsafe { libc::sync() };
-    let _ = std::fs::write("/proc/sys/vm/drop_caches", "3");
-}
-
-pub fn run_one(
-    p: &Params,
-    mode: AccessMode,
+pub fn run_one<E: BenchEngine>(
+    p: &Params<E::Config>,
+    config: &E::Config,
     repeat: u32,
     progress: &dyn Fn(&str),
 ) -> Result<Run, String> {
-    let dir = p.dir.join(format!("throughput-{}-{repeat}", mode.name()));
+    let mode = config.name();
+    let dir = p.dir.join(format!("throughput-{mode}-{repeat}"));
     let _ = std::fs::remove_dir_all(&dir);
-    let opts = Options::default()
-        .io_mode(IoClass::CompactionRead, mode)
-        .io_mode(IoClass::CompactionWrite, mode);
-    let e = |e: quietkv::Error| e.to_string();
     let (u0, s0) = cpu_times();
-    let db = Db::open(&dir, opts).map_err(e)?;
+    let db = E::open(&dir, config, &Tuning::engine_defaults())?;
     let mut value = vec![0u8; p.value_size];
     for (i, b) in value.iter_mut().enumerate() {
         *b = (i * 131 % 251) as u8;
@@ -89,18 +72,19 @@ pub fn run_one(
     progress(&format!("{mode} #{repeat}: fill {} keys", p.keys));
     let t = Instant::now();
     let per_batch = 16;
+    let mut batch = Batch::new();
     let mut i = 0;
     while i < p.keys {
-        let mut b = WriteBatch::new();
+        batch.clear();
         for j in i..(i + per_batch).min(p.keys) {
             let k = scatter(j, p.keys);
             value[..8].copy_from_slice(&k.to_le_bytes());
-            b.put(&key(k), &value).map_err(e)?;
+            batch.put(&key(k), &value);
         }
-        db.write(b, WriteOptions::default()).map_err(e)?;
+        db.put_batch(&batch)?;
         i += per_batch;
     }
-    db.flush().map_err(e)?;
+    db.flush()?;
     let fill = t.elapsed().as_secs_f64();
     // Reads are measured on a quiet tree: compaction still catching up
     // would compete for the disk and replace tables mid-phase.
@@ -108,11 +92,12 @@ pub fn run_one(
         "{mode} #{repeat}: waiting for background compaction"
     ));
     let t = Instant::now();
-    db.wait_idle().map_err(e)?;
+    db.wait_idle()?;
     let settle = t.elapsed().as_secs_f64();
 
     progress(&format!("{mode} #{repeat}: {} random reads", p.reads));
-    drop_caches();
+    // Cold reads: a machine that refuses only loses that (as before).
+    let _ = drop_page_cache();
     let mut lat = Vec::with_capacity(p.reads as usize);
     let mut x: u64 = 0x2545_F491_4F6C_DD1D ^ repeat as u64;
     let t = Instant::now();
@@ -122,7 +107,7 @@ pub fn run_one(
         x ^= x << 17;
         let k = x % p.keys;
         let s = Instant::now();
-        let v = db.get(&key(k)).map_err(e)?;
+        let v = db.get(&key(k))?;
         lat.push(s.elapsed().as_secs_f64() * 1e6);
         match v {
             Some(v) if v.len() == p.value_size && v[..8] == k.to_le_bytes() => {}
@@ -134,19 +119,19 @@ pub fn run_one(
     let pct = |q: f64| lat[((lat.len() as f64 - 1.0) * q) as usize];
 
     progress(&format!("{mode} #{repeat}: compact_all"));
-    let before = db.stats().compaction;
+    let before = db.counters();
     let t = Instant::now();
-    db.compact_all().map_err(e)?;
+    db.compact_all()?;
     let compact = t.elapsed().as_secs_f64();
-    let after = db.stats().compaction;
-    db.close().map_err(e)?;
+    let after = db.counters();
+    db.close()?;
     let (u1, s1) = cpu_times();
     let _ = std::fs::remove_dir_all(&dir);
     let mib = |b: u64| b as f64 / (1 << 20) as f64;
-    let written = after.bytes_written - before.bytes_written;
-    let bytes = p.keys as f64 * (p.value_size + 16) as f64;
+    let written = after.compaction_write_bytes - before.compaction_write_bytes;
+    let bytes = p.keys as f64 * (p.value_size + KEY_SIZE) as f64;
     Ok(Run {
-        mode: mode.name().into(),
+        mode: mode.into(),
         repeat,
         fill_seconds: fill,
         fill_mib_s: bytes / (1 << 20) as f64 / fill,
@@ -157,7 +142,7 @@ pub fn run_one(
         read_p99_us: pct(0.99),
         compact_seconds: compact,
         compact_mib_s: mib(written) / compact,
-        compact_read_mib: mib(after.bytes_read - before.bytes_read),
+        compact_read_mib: mib(after.compaction_read_bytes - before.compaction_read_bytes),
         compact_written_mib: mib(written),
         cpu_user_s: u1 - u0,
         cpu_sys_s: s1 - s0,
@@ -165,13 +150,16 @@ pub fn run_one(
 }
 
 /// Runs every mode `repeats` times, interleaved (A B, A B, ...).
-pub fn run(p: &Params, progress: &dyn Fn(&str)) -> Result<Vec<Run>, String> {
+pub fn run<E: BenchEngine>(
+    p: &Params<E::Config>,
+    progress: &dyn Fn(&str),
+) -> Result<Vec<Run>, String> {
     std::fs::create_dir_all(&p.dir)
         .map_err(|e| format!("cannot create {}: {e}", p.dir.display()))?;
     let mut runs = Vec::new();
     for r in 0..p.repeats {
         for m in &p.modes {
-            runs.push(run_one(p, *m, r, progress)?);
+            runs.push(run_one::<E>(p, m, r, progress)?);
         }
     }
     Ok(runs)
@@ -190,7 +178,7 @@ fn median(mut v: Vec<f64>) -> (f64, f64, f64) {
 
 /// The same-work rule applied to `compact_all`: a mode whose compaction
 /// MiB/s fell more than 10% below buffered's is not the same work.
-pub fn judge_compaction(p: &Params, runs: &[Run]) -> SectionJudgement {
+pub fn judge_compaction<C: EngineConfig>(p: &Params<C>, runs: &[Run]) -> SectionJudgement {
     let modes = p
         .modes
         .iter()
@@ -210,7 +198,7 @@ pub fn judge_compaction(p: &Params, runs: &[Run]) -> SectionJudgement {
             }
             let rate = median(rates).0;
             Some(ModeFigures {
-                name: m.name().into(),
+                name: m.name().to_string(),
                 p99_us: None,
                 p999_us: None,
                 background_mib_s: rate,
@@ -250,7 +238,7 @@ pub fn same_work_lines(j: &SectionJudgement) -> Vec<String> {
 
 /// A Markdown table: one row per metric, one column per mode, median with
 /// min..max when repeated.
-pub fn markdown(p: &Params, runs: &[Run], header: &str) -> String {
+pub fn markdown<C: EngineConfig>(p: &Params<C>, runs: &[Run], header: &str) -> String {
     let mut out = String::new();
     out.push_str(header);
     out.push_str(&format!(
@@ -264,7 +252,7 @@ pub fn markdown(p: &Params, runs: &[Run], header: &str) -> String {
     ));
     out.push_str("| metric |");
     for m in &p.modes {
-        out.push_str(&format!(" {m} |"));
+        out.push_str(&format!(" {} |", m.name()));
     }
     out.push_str("\n|---|");
     for _ in &p.modes {
@@ -318,6 +306,7 @@ pub fn markdown(p: &Params, runs: &[Run], header: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engines::QuietkvConfig;
 
     fn run(mode: &str, repeat: u32, compact_mib_s: f64) -> Run {
         Run {
@@ -345,7 +334,9 @@ mod tests {
             keys: 1000,
             value_size: 4096,
             reads: 10,
-            modes: vec![AccessMode::Buffered, AccessMode::Direct, AccessMode::Auto],
+            modes: ["buffered", "direct", "auto"]
+                .map(|m| QuietkvConfig::parse_compaction_only(m).unwrap())
+                .to_vec(),
             repeats: 2,
             dir: PathBuf::from("/nonexistent"),
         };

@@ -12,10 +12,11 @@ use std::time::{Duration, Instant};
 use quietio::{IoClass, IoEnv, IoOptions, RateLimiter};
 use serde::{Deserialize, Serialize};
 
-use super::cgroup::interrupted;
-use super::loadgen::{percentile_curve, run_open_loop, LoadConfig};
-use super::result::{timeline, BackgroundWork, PhaseResult, RunResult, WorkerSpec};
-use super::sampler::{phase_metrics, Sampler};
+use crate::cgroup::interrupted;
+use crate::engines::{EngineMode, QuietkvConfig};
+use crate::loadgen::{percentile_curve, run_open_loop, LoadConfig};
+use crate::result::{timeline, BackgroundWork, PhaseResult, RunResult, WorkerSpec};
+use crate::sampler::{phase_metrics, Sampler};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct E0Params {
@@ -45,7 +46,7 @@ pub fn prepare(dir: &Path, p: &E0Params) -> Result<(), String> {
         files.push((dir.join(read_file_name(i)), p.bg_file_bytes));
     }
     let mut buf = vec![0u8; CHUNK];
-    let mut rng = super::loadgen::SplitMix64::new(42);
+    let mut rng = crate::loadgen::SplitMix64::new(42);
     for (path, size) in files {
         let mut f = std::fs::File::create(&path)
             .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
@@ -85,13 +86,13 @@ struct Streams {
 }
 
 impl Streams {
-    fn start(env: &Arc<IoEnv>, dir: &Path, spec: &WorkerSpec, p: &E0Params) -> Streams {
+    fn start(env: &Arc<IoEnv>, dir: &Path, modes: &QuietkvConfig, p: &E0Params) -> Streams {
         let stop = Arc::new(AtomicBool::new(false));
         let read_bytes = Arc::new(AtomicU64::new(0));
         let write_bytes = Arc::new(AtomicU64::new(0));
         let mut threads = Vec::new();
-        let rmode = spec.mode.access(IoClass::CompactionRead);
-        let wmode = spec.mode.access(IoClass::CompactionWrite);
+        let rmode = modes.access(IoClass::CompactionRead);
+        let wmode = modes.access(IoClass::CompactionWrite);
         if p.bg_read_files > 0 {
             let (env, stop, bytes, dir, p) = (
                 env.clone(),
@@ -132,7 +133,7 @@ impl Streams {
             );
             threads.push(std::thread::spawn(move || -> Result<(), String> {
                 let limiter = RateLimiter::new(p.bg_write_rate);
-                let mut rng = super::loadgen::SplitMix64::new(7);
+                let mut rng = crate::loadgen::SplitMix64::new(7);
                 let mut buf = vec![0u8; CHUNK];
                 for w in buf.chunks_exact_mut(8) {
                     w.copy_from_slice(&rng.next_u64().to_le_bytes());
@@ -198,13 +199,16 @@ pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String>
         )
         .map_err(|e| e.to_string())?,
     );
-    let umode = spec.mode.access(IoClass::UserRead);
+    // No engine runs here: the streams use quietio's access modes per
+    // class, as quietkv's configuration of the same name sets them.
+    let EngineMode::Quietkv(modes) = &spec.mode;
+    let umode = modes.access(IoClass::UserRead);
     let hot = env
         .open_random_with_mode(&dir.join(HOT), IoClass::UserRead, umode)
         .map_err(|e| e.to_string())?;
     let bs = p.block_size.max(512);
     let blocks = (p.hot_bytes / bs).max(1);
-    let read = |k: u64| -> super::loadgen::ReadResult {
+    let read = |k: u64| -> crate::loadgen::ReadResult {
         let mut b = [0u8; 4096];
         let n = (bs as usize).min(b.len());
         hot.read_exact_at(k * bs, &mut b[..n])
@@ -257,7 +261,7 @@ pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String>
     } else {
         sampler.mark("measured")
     };
-    let streams = Streams::start(&env, &dir, spec, &p);
+    let streams = Streams::start(&env, &dir, modes, &p);
     let h0 = hits();
     let r = run_open_loop(&load(c.duration_s, 3), read, stop);
     let h1 = hits();
@@ -279,7 +283,7 @@ pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String>
         notes.push(format!("{} user reads failed, first: {e}", measured.errors));
     }
     Ok(RunResult {
-        mode: spec.mode.name.clone(),
+        mode: spec.name.clone(),
         repeat: spec.repeat,
         curve: percentile_curve(&r.latency),
         measured,

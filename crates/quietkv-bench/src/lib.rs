@@ -1,19 +1,36 @@
-//! `quietkv bench`: the page-cache benchmark of PROTOCOL.md.
+//! `quietkv bench`: the page-cache benchmark of PROTOCOL.md, as a library;
+//! the `quietkv` command's `bench` and `bench-worker` are a thin front on
+//! [`run`] and [`runner::worker_main`].
 //!
 //! Layout:
 //! - [`metrics`]: parsers of /proc and /sys text, device lookup, iostat math
 //! - [`sampler`]: per-second samples and per-phase deltas/rates
 //! - [`cgroup`]: memory cgroup, PSI cgroup, interrupt flag
 //! - [`loadgen`]: open-loop readers (a pool on one schedule) with HdrHistogram
-//! - [`result`]: `ModeSpec`, `WorkerSpec`, `RunResult` (shared by experiments)
+//! - [`engines`]: the [`engines::BenchEngine`] trait every experiment drives
+//!   an engine through, each engine's configuration type and what it does
+//!   to the page cache; [`keys`]: the keys and values every engine stores
+//! - [`result`]: `WorkerSpec`, `RunResult` (shared by experiments)
 //! - [`runner`]: worker process in the cgroup, experiment registry
 //! - [`report`], [`plot`]: report.md, report.json, PNGs
 //! - [`verdict`]: the same-work rule and the recommendation, from figures
-//! - [`e0`]: the no-engine reference experiment
+//! - [`engine`]: the worker of E1/E2/E3, generic over the engine;
+//!   [`suite`]: their parent side; [`source`]: each engine's source database
+//! - [`e0`]: the no-engine reference experiment (quietio files in the access
+//!   modes of quietkv's configuration of the same name: no engine to seam)
+//! - [`throughput`]: fill, cold reads and a full compaction per
+//!   configuration, generic over the engine
+//!
+//! The worker process re-executes the binary as `<exe> bench-worker`: a
+//! front must route that hidden subcommand to [`runner::worker_main`].
+//!
+//! Adding an engine: implement [`engines::BenchEngine`] and its
+//! [`engines::EngineConfig`], add a variant to [`engines::EngineMode`]; the
+//! compiler then points at every dispatch (worker, source, E0).
 //!
 //! Adding an experiment (E1, E2, ...): write a worker function
 //! `fn(&WorkerSpec, &AtomicBool) -> Result<RunResult, String>` that opens
-//! the engine in `spec.dir` with `spec.mode.access(class)` per I/O class,
+//! the engine of `spec.mode` in `spec.dir` through [`engines::BenchEngine`],
 //! starts a [`sampler::Sampler`] with `spec.sampler` (plus an `ExtraFn` for
 //! engine counters), marks phases, drives reads with
 //! [`loadgen::run_open_loop`], and fills a [`result::RunResult`] (see
@@ -28,6 +45,8 @@
 pub mod cgroup;
 pub mod e0;
 pub mod engine;
+pub mod engines;
+pub mod keys;
 pub mod loadgen;
 pub mod metrics;
 pub mod plot;
@@ -39,17 +58,18 @@ pub mod sampler;
 pub mod scale;
 pub mod source;
 pub mod suite;
+pub mod throughput;
 pub mod verdict;
 
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Args;
-use quietio::IoClass;
 
 use self::cgroup::{install_interrupt_handler, interrupted};
+use self::engines::{engine_count, EngineMode, QuietkvConfig};
 use self::report::{ExperimentReport, Machine, ModeReport, Report};
-use self::result::{CommonParams, ModeSpec, WorkerSpec};
+use self::result::{CommonParams, WorkerSpec};
 use self::runner::{Runner, RunnerOptions};
 use self::sampler::SamplerConfig;
 
@@ -232,24 +252,48 @@ pub(crate) fn machine(dir: &Path) -> Machine {
     }
 }
 
-/// Each mode's classes as `name = compaction read ... / ... / user read
-/// ...`, joined by `; `, with what `auto` resolves to in `dir`.
-pub(crate) fn describe_modes(dir: &Path, modes: &[ModeSpec]) -> String {
-    let env = quietio::IoEnv::open(dir, quietio::IoOptions::default()).ok();
-    let resolve = |c: IoClass, m: quietio::AccessMode| {
-        Some(
-            env.as_ref()?
-                .resolve_explicit(c, m)
-                .ok()?
-                .name()
-                .to_string(),
-        )
-    };
+/// Each mode's page-cache use as `name = compaction read ... / ... / user
+/// read ...`, joined by `; `, with what a choice left to the engine
+/// resolves to in `dir`.
+pub(crate) fn describe_modes(dir: &Path, modes: &[EngineMode]) -> String {
+    let engines = engine_count(modes);
     modes
         .iter()
-        .map(|m| format!("{} = {}", m.name, m.describe(&resolve)))
+        .map(|m| {
+            format!(
+                "{} = {}",
+                m.report_name(engines),
+                m.page_cache(dir).describe()
+            )
+        })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// The modes' report names, in order.
+pub(crate) fn report_names(modes: &[EngineMode]) -> Vec<String> {
+    let engines = engine_count(modes);
+    modes.iter().map(|m| m.report_name(engines)).collect()
+}
+
+/// Each mode's page-cache use in `dir`, by report name, for the verdict.
+pub(crate) fn page_cache_by_name(
+    dir: &Path,
+    modes: &[EngineMode],
+) -> std::collections::BTreeMap<String, engines::PageCacheUse> {
+    report_names(modes)
+        .into_iter()
+        .zip(modes.iter().map(|m| m.page_cache(dir)))
+        .collect()
+}
+
+/// Parses `--modes` (`config` or `engine:config`), skipping empty names.
+pub(crate) fn parse_modes(names: &[String]) -> Result<Vec<EngineMode>, String> {
+    names
+        .iter()
+        .filter(|m| !m.trim().is_empty())
+        .map(|m| EngineMode::parse(m))
+        .collect()
 }
 
 /// The header line of the user reads' load generator.
@@ -269,20 +313,8 @@ pub(crate) fn readers_text(common: &CommonParams) -> String {
 }
 
 /// Fails before any run if a mode cannot work in `dir`.
-pub(crate) fn check_modes(dir: &Path, modes: &[ModeSpec]) -> Result<(), String> {
-    let env =
-        quietio::IoEnv::open(dir, quietio::IoOptions::default()).map_err(|e| e.to_string())?;
-    for m in modes {
-        for class in [
-            IoClass::UserRead,
-            IoClass::CompactionRead,
-            IoClass::CompactionWrite,
-        ] {
-            env.resolve_explicit(class, m.access(class))
-                .map_err(|e| format!("mode {}: {e}", m.name))?;
-        }
-    }
-    Ok(())
+pub(crate) fn check_modes(dir: &Path, modes: &[EngineMode]) -> Result<(), String> {
+    modes.iter().try_for_each(|m| m.check(dir))
 }
 
 pub(crate) fn fmt_secs(s: f64) -> String {
@@ -329,13 +361,14 @@ fn run_e0(args: BenchArgs, experiment: String) -> Result<(), String> {
     let read_rate = args.read_rate.unwrap_or(2000.0);
     let memory_limit_mib = args.memory_limit_mib.unwrap_or(256);
     let warmup = args.warmup.unwrap_or(5.0);
-    let modes: Vec<ModeSpec> = args
-        .modes
-        .iter()
-        .flatten()
-        .filter(|m| !m.trim().is_empty())
-        .map(|m| ModeSpec::parse(m))
-        .collect::<Result<_, _>>()?;
+    let modes = parse_modes(args.modes.as_deref().unwrap_or_default())?;
+    if modes.iter().any(|m| !matches!(m, EngineMode::Quietkv(_))) {
+        return Err(
+            "E0 has no engine: its modes are quietio's access modes (quietkv's configurations)"
+                .into(),
+        );
+    }
+    let names = report_names(&modes);
     if modes.is_empty() {
         return Err("no modes given".into());
     }
@@ -410,15 +443,17 @@ fn run_e0(args: BenchArgs, experiment: String) -> Result<(), String> {
         "duration_s": common.duration_s,
         "memory_limit_bytes": common.memory_limit_bytes,
         "repeats": args.repeats,
-        "modes": modes,
+        "modes": modes.iter().map(EngineMode::config_json).collect::<Vec<_>>(),
     });
     let per_run = common.warmup_s + common.baseline_s + common.duration_s + 3.0;
     let total_runs = modes.len() as u32 * args.repeats;
-    let mut reports: Vec<ModeReport> = modes
+    let page_cache = page_cache_by_name(&scratch.0, &modes);
+    let mut reports: Vec<ModeReport> = names
         .iter()
-        .map(|m| ModeReport {
-            name: m.name.clone(),
+        .map(|n| ModeReport {
+            name: n.clone(),
             runs: Vec::new(),
+            page_cache: page_cache.get(n).cloned(),
         })
         .collect();
     let block_device = metrics::block_device_of(&scratch.0);
@@ -431,6 +466,7 @@ fn run_e0(args: BenchArgs, experiment: String) -> Result<(), String> {
             let spec = WorkerSpec {
                 experiment: experiment.clone(),
                 mode: mode.clone(),
+                name: names[mi].clone(),
                 repeat,
                 repeats: args.repeats,
                 dir: scratch.0.clone(),
@@ -461,7 +497,7 @@ fn run_e0(args: BenchArgs, experiment: String) -> Result<(), String> {
             })?;
             crate::progress_line!(
                 "[{experiment} {} {repeat}/{}] done: p99 {:.0} us, p99.9 {:.0} us, reads {}/{}, background {:.0} MiB/s",
-                mode.name,
+                names[mi],
                 args.repeats,
                 r.measured.latency.p99,
                 r.measured.latency.p999,
@@ -615,19 +651,19 @@ pub fn write_outputs_with_verdict(
 /// The engine throughput experiment (fill, random reads, compact_all per
 /// compaction mode); no cgroup: it measures the engine, not the cache.
 fn run_throughput(args: &BenchArgs) -> Result<(), String> {
-    let modes: Vec<quietkv::AccessMode> = args
+    let modes: Vec<QuietkvConfig> = args
         .modes
         .clone()
         .unwrap_or_else(|| vec!["buffered".into(), "direct".into()])
         .iter()
-        .map(|m| m.parse::<quietkv::AccessMode>().map_err(|e| e.to_string()))
+        .map(|m| QuietkvConfig::parse_compaction_only(m))
         .collect::<Result<_, _>>()?;
     let base = match &args.dir {
         Some(d) => d.clone(),
         None => std::env::current_dir().map_err(|e| e.to_string())?,
     };
     let scratch = Scratch(base.join(format!("quietkv-throughput-scratch-{}", std::process::id())));
-    let params = crate::throughput::Params {
+    let params = throughput::Params {
         keys: args.keys,
         value_size: args.value_size,
         reads: args.point_reads,
@@ -644,16 +680,15 @@ fn run_throughput(args: &BenchArgs) -> Result<(), String> {
         .unwrap_or_else(|| PathBuf::from("bench-results").join(timestamp()));
     std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let progress = |msg: &str| crate::progress_line!("[throughput] {msg}");
-    let runs = crate::throughput::run(&params, &progress)?;
+    let runs = throughput::run::<engines::QuietkvEngine>(&params, &progress)?;
     let mach = machine(&scratch.0);
     let header = format!(
         "# quietkv engine throughput\n\nMachine: {}\n",
         serde_json::to_string(&mach).unwrap_or_default()
     );
-    let md = crate::throughput::markdown(&params, &runs, &header);
+    let md = throughput::markdown(&params, &runs, &header);
     std::fs::write(out.join("report.md"), &md).map_err(|e| e.to_string())?;
-    let same_work =
-        crate::throughput::same_work_lines(&crate::throughput::judge_compaction(&params, &runs));
+    let same_work = throughput::same_work_lines(&throughput::judge_compaction(&params, &runs));
     let json = serde_json::json!({
         "machine": mach,
         "experiment": "throughput",
@@ -673,6 +708,26 @@ fn run_throughput(args: &BenchArgs) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_modes_line_reads_as_before_the_engine_seam() {
+        // The README's results quote these lines; a quietkv-only run keeps
+        // its bare mode names and its per-direction wording.
+        let dir = tempfile::tempdir().unwrap();
+        let modes =
+            parse_modes(&["buffered".into(), " ".into(), "write-direct+warm".into()]).unwrap();
+        assert_eq!(report_names(&modes), ["buffered", "write-direct+warm"]);
+        assert_eq!(
+            describe_modes(dir.path(), &modes),
+            "buffered = compaction read buffered / compaction+flush write buffered / user read buffered; write-direct+warm = compaction read buffered / compaction+flush write direct / user read buffered"
+        );
+        let page_cache = page_cache_by_name(dir.path(), &modes);
+        assert_eq!(
+            page_cache["write-direct+warm"].also,
+            ["warm_compaction_output on"]
+        );
+        assert!(parse_modes(&["quietkv:turbo".into()]).is_err());
+    }
 
     #[test]
     fn the_header_states_the_reader_pool() {

@@ -1,0 +1,454 @@
+//! quietkv behind [`BenchEngine`]: its configurations are quietio's access
+//! modes per I/O class (PROTOCOL.md, "Modes").
+
+use std::path::Path;
+
+use quietkv::{AccessMode, Db, DbStats, IoClass, Options, WriteBatch, WriteOptions};
+use serde::{Deserialize, Serialize};
+
+use super::{
+    BenchEngine, CacheUse, Counters, Direction, EngineConfig, HitsMisses, Layout, PageCacheUse,
+    Tuning,
+};
+
+fn buffered() -> String {
+    "buffered".into()
+}
+
+/// A named quietkv configuration: the access mode of each I/O class.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuietkvConfig {
+    pub name: String,
+    pub user_read: String,
+    pub compaction_read: String,
+    pub compaction_write: String,
+    pub flush_write: String,
+    /// The WAL and the manifest.
+    #[serde(default = "buffered")]
+    pub wal_write: String,
+    /// `+warm`: `Options::warm_compaction_output`.
+    #[serde(default)]
+    pub warm_output: bool,
+}
+
+impl QuietkvConfig {
+    /// `buffered`, `direct` (= `both-direct`), `dontcache`, `fadvise`,
+    /// `write-direct`, `read-direct`, `both-direct`, `all-direct`, and
+    /// `auto`: the engine's own defaults (every class `Auto`: compaction
+    /// direct where the probe allows, flush, WAL and user reads buffered),
+    /// what a user gets without configuring anything.
+    /// A `+warm` suffix (`both-direct+warm`) also turns on warming of
+    /// compaction output.
+    pub fn parse(name: &str) -> Result<QuietkvConfig, String> {
+        let n = name.trim().to_ascii_lowercase();
+        let (base, warm_output) = match n.strip_suffix("+warm") {
+            Some(b) => (b, true),
+            None => (n.as_str(), false),
+        };
+        let (u, r, w, f) = match base {
+            "buffered" => ("buffered", "buffered", "buffered", "buffered"),
+            "direct" | "both-direct" => ("buffered", "direct", "direct", "direct"),
+            "dontcache" => ("buffered", "dontcache", "dontcache", "dontcache"),
+            "fadvise" => ("buffered", "fadvise", "fadvise", "fadvise"),
+            "write-direct" => ("buffered", "buffered", "direct", "direct"),
+            "read-direct" => ("buffered", "direct", "buffered", "buffered"),
+            "all-direct" => ("direct", "direct", "direct", "direct"),
+            "auto" => ("auto", "auto", "auto", "auto"),
+            _ => {
+                return Err(format!(
+                    "unknown mode '{name}' (expected buffered, direct, dontcache, fadvise, write-direct, read-direct, both-direct, all-direct or auto, optionally with +warm)"
+                ))
+            }
+        };
+        Ok(QuietkvConfig {
+            name: n.clone(),
+            user_read: u.into(),
+            compaction_read: r.into(),
+            compaction_write: w.into(),
+            flush_write: f.into(),
+            wal_write: if base == "auto" { "auto" } else { "buffered" }.into(),
+            warm_output,
+        })
+    }
+
+    /// The throughput experiment's configurations: `mode` for compaction
+    /// reads and writes, every other class left to the engine (`auto`).
+    pub fn compaction_only(mode: AccessMode) -> QuietkvConfig {
+        QuietkvConfig {
+            name: mode.name().to_string(),
+            user_read: "auto".into(),
+            compaction_read: mode.name().into(),
+            compaction_write: mode.name().into(),
+            flush_write: "auto".into(),
+            wal_write: "auto".into(),
+            warm_output: false,
+        }
+    }
+
+    /// [`QuietkvConfig::compaction_only`] of an access mode's name
+    /// (`buffered`, `direct`, `dontcache`, `fadvise`, `auto`).
+    pub fn parse_compaction_only(name: &str) -> Result<QuietkvConfig, String> {
+        name.trim()
+            .parse::<AccessMode>()
+            .map(QuietkvConfig::compaction_only)
+            .map_err(|e| e.to_string())
+    }
+
+    /// The requested access mode of `class` in this configuration.
+    pub fn access(&self, class: IoClass) -> AccessMode {
+        let s = match class {
+            IoClass::UserRead => &self.user_read,
+            IoClass::CompactionRead => &self.compaction_read,
+            IoClass::CompactionWrite => &self.compaction_write,
+            IoClass::FlushWrite => &self.flush_write,
+            IoClass::WalWrite | IoClass::Manifest => &self.wal_write,
+        };
+        s.parse().unwrap_or(AccessMode::Buffered)
+    }
+
+    /// [`EngineConfig::page_cache`] with `resolve` saying what a class left
+    /// to `auto` becomes (from the directory's probe).
+    pub fn page_cache_with(
+        &self,
+        resolve: &dyn Fn(IoClass, AccessMode) -> Option<quietio::EffectiveMode>,
+    ) -> PageCacheUse {
+        let direction = |class: IoClass| {
+            let requested = self.access(class);
+            let effective = resolve(class, requested);
+            let effect = match effective {
+                Some(e) => effect_of(e),
+                None => match requested {
+                    AccessMode::Buffered | AccessMode::Mmap => CacheUse::Cached,
+                    AccessMode::Direct => CacheUse::Bypassed,
+                    AccessMode::DontCache | AccessMode::Fadvise => CacheUse::DroppedAfterUse,
+                    _ => CacheUse::Unknown,
+                },
+            };
+            let label = match (requested, effective) {
+                (AccessMode::Auto, Some(e)) => format!("auto ({} here)", e.name()),
+                _ => requested.name().to_string(),
+            };
+            Direction { effect, label }
+        };
+        PageCacheUse {
+            compaction_reads: direction(IoClass::CompactionRead),
+            compaction_writes: direction(IoClass::CompactionWrite),
+            flush_writes: direction(IoClass::FlushWrite),
+            user_reads: direction(IoClass::UserRead),
+            also: if self.warm_output {
+                vec!["warm_compaction_output on".into()]
+            } else {
+                Vec::new()
+            },
+            engine_defaults: self.compaction_read == "auto",
+        }
+    }
+
+    fn options(&self) -> Options {
+        let mut o = Options::default();
+        for c in [
+            IoClass::UserRead,
+            IoClass::CompactionRead,
+            IoClass::CompactionWrite,
+            IoClass::FlushWrite,
+            IoClass::WalWrite,
+            IoClass::Manifest,
+        ] {
+            o = o.io_mode(c, self.access(c));
+        }
+        o.warm_compaction_output = self.warm_output;
+        o
+    }
+}
+
+fn effect_of(m: quietio::EffectiveMode) -> CacheUse {
+    use quietio::EffectiveMode as E;
+    match m {
+        E::Buffered | E::Mmap => CacheUse::Cached,
+        E::Direct => CacheUse::Bypassed,
+        E::DontCache | E::Fadvise => CacheUse::DroppedAfterUse,
+    }
+}
+
+impl EngineConfig for QuietkvConfig {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn check(&self, dir: &Path) -> Result<(), String> {
+        let env =
+            quietio::IoEnv::open(dir, quietio::IoOptions::default()).map_err(|e| e.to_string())?;
+        for class in [
+            IoClass::UserRead,
+            IoClass::CompactionRead,
+            IoClass::CompactionWrite,
+        ] {
+            env.resolve_explicit(class, self.access(class))
+                .map_err(|e| format!("mode {}: {e}", self.name))?;
+        }
+        Ok(())
+    }
+
+    fn page_cache(&self, dir: &Path) -> PageCacheUse {
+        let env = quietio::IoEnv::open(dir, quietio::IoOptions::default()).ok();
+        self.page_cache_with(&|c, m| env.as_ref()?.resolve_explicit(c, m).ok())
+    }
+}
+
+/// A quietkv database under test.
+pub struct QuietkvEngine {
+    db: Db,
+}
+
+impl QuietkvEngine {
+    /// The open database, for the tests of this seam.
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+}
+
+fn class(s: &DbStats, c: IoClass) -> quietio::ClassStats {
+    s.io.iter()
+        .find(|(k, _)| *k == c)
+        .map(|(_, v)| *v)
+        .unwrap_or_default()
+}
+
+fn err(e: quietkv::Error) -> String {
+    e.to_string()
+}
+
+impl BenchEngine for QuietkvEngine {
+    type Config = QuietkvConfig;
+    const NAME: &'static str = "quietkv";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+
+    /// 32 MiB tables and no compression (values are incompressible filler);
+    /// the rest as the engine's defaults.
+    fn bench_layout() -> Layout {
+        let o = Options::default();
+        Layout {
+            block_size: o.block_size,
+            target_file_size: 32 << 20,
+            level_base_bytes: o.level_base_bytes,
+            bloom_bits_per_key: o.bloom_bits_per_key,
+            compression: "none".into(),
+        }
+    }
+
+    fn source_config() -> QuietkvConfig {
+        QuietkvConfig::parse("buffered").expect("a known mode")
+    }
+
+    fn open(dir: &Path, config: &QuietkvConfig, tuning: &Tuning) -> Result<Self, String> {
+        let mut o = config.options();
+        if let Some(l) = &tuning.layout {
+            o.block_size = l.block_size;
+            o.target_file_size = l.target_file_size;
+            o.level_base_bytes = l.level_base_bytes;
+            o.bloom_bits_per_key = l.bloom_bits_per_key;
+            o.compression = match l.compression.as_str() {
+                "none" => quietkv::Compression::None,
+                other => return Err(format!("quietkv: unsupported compression '{other}'")),
+            };
+        }
+        o.create_if_missing = tuning.create;
+        if let Some(n) = tuning.background_threads {
+            o.background_threads = n;
+        }
+        o.background_rate_limit_mib = tuning.background_rate_limit_mib;
+        if let Some(b) = tuning.block_cache_bytes {
+            o.block_cache_bytes = b;
+        }
+        if let Some(m) = tuning.memtable_bytes {
+            o.memtable_size = m.max(4096);
+        }
+        // The counters tell page-cache hits of user reads (the default;
+        // set so that it stays on for the benchmark).
+        o.attribute_cache_hits = true;
+        let db = Db::open(dir, o)
+            .map_err(|e| format!("cannot open the database in {}: {e}", dir.display()))?;
+        Ok(QuietkvEngine { db })
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, String> {
+        self.db.get(key).map_err(err)
+    }
+
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<(), String> {
+        self.db.put(key, value).map_err(err)
+    }
+
+    fn put_batch(&self, batch: &super::Batch) -> Result<(), String> {
+        let mut b = WriteBatch::new();
+        for (k, v) in batch.iter() {
+            b.put(k, v).map_err(err)?;
+        }
+        self.db
+            .write(b, WriteOptions::default())
+            .map_err(|e| format!("write failed: {e}"))
+    }
+
+    fn flush(&self) -> Result<(), String> {
+        self.db.flush().map_err(err)
+    }
+
+    fn compact_all(&self) -> Result<(), String> {
+        self.db.compact_all().map_err(err)
+    }
+
+    fn wait_idle(&self) -> Result<(), String> {
+        self.db.wait_idle().map_err(err)
+    }
+
+    /// Compaction and flush bytes as quietio's I/O classes counted them
+    /// (what went through the files, whatever the mode).
+    fn counters(&self) -> Counters {
+        let s = self.db.stats();
+        let u = class(&s, IoClass::UserRead);
+        Counters {
+            compaction_read_bytes: class(&s, IoClass::CompactionRead).read_bytes,
+            compaction_write_bytes: class(&s, IoClass::CompactionWrite).write_bytes,
+            flush_write_bytes: class(&s, IoClass::FlushWrite).write_bytes,
+            compaction_seconds: s.compaction.seconds,
+            flush_seconds: s.flush_seconds,
+            compactions: s.compaction.count,
+            compactions_running: s.compaction.running as u64,
+            user_write_bytes: s.write_bytes,
+            write_stall_seconds: s.stalls.stall_seconds,
+            warmed_bytes: s.compaction.warmed_bytes,
+            user_read_page_cache: Some(HitsMisses {
+                hits: u.cache_hits,
+                misses: u.cache_misses,
+            }),
+            block_cache: Some(HitsMisses {
+                hits: s.block_cache.hits,
+                misses: s.block_cache.misses,
+            }),
+        }
+    }
+
+    fn close(self) -> Result<(), String> {
+        self.db.close().map_err(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_is_described_by_what_it_resolved_to() {
+        // As on a filesystem where direct I/O works.
+        let probe = |c: IoClass, m: AccessMode| {
+            (m == AccessMode::Auto).then_some(
+                if matches!(c, IoClass::CompactionRead | IoClass::CompactionWrite) {
+                    quietio::EffectiveMode::Direct
+                } else {
+                    quietio::EffectiveMode::Buffered
+                },
+            )
+        };
+        let auto = QuietkvConfig::parse("auto")
+            .unwrap()
+            .page_cache_with(&probe);
+        assert_eq!(
+            auto.describe(),
+            "compaction read auto (direct here) / compaction write auto (direct here) / flush write auto (buffered here) / user read auto (buffered here)"
+        );
+        assert_eq!(auto.compaction_reads.effect, CacheUse::Bypassed);
+        assert_eq!(auto.user_reads.effect, CacheUse::Cached);
+        assert!(auto.engine_defaults);
+        let wd = QuietkvConfig::parse("write-direct")
+            .unwrap()
+            .page_cache_with(&probe);
+        assert_eq!(
+            wd.describe(),
+            "compaction read buffered / compaction+flush write direct / user read buffered"
+        );
+        assert_eq!(wd.compaction_writes.effect, CacheUse::Bypassed);
+        assert_eq!(wd.compaction_reads.effect, CacheUse::Cached);
+        let dc = QuietkvConfig::parse("dontcache")
+            .unwrap()
+            .page_cache_with(&|_, _| None);
+        assert_eq!(dc.compaction_reads.effect, CacheUse::DroppedAfterUse);
+        assert_eq!(
+            QuietkvConfig::parse("auto")
+                .unwrap()
+                .page_cache_with(&|_, _| None)
+                .compaction_reads
+                .effect,
+            CacheUse::Unknown
+        );
+    }
+
+    #[test]
+    fn modes_map_to_classes() {
+        let m = QuietkvConfig::parse("write-direct").unwrap();
+        assert_eq!(m.access(IoClass::CompactionWrite), AccessMode::Direct);
+        assert_eq!(m.access(IoClass::CompactionRead), AccessMode::Buffered);
+        assert_eq!(m.access(IoClass::UserRead), AccessMode::Buffered);
+        let m = QuietkvConfig::parse("DontCache").unwrap();
+        assert_eq!(m.name, "dontcache");
+        assert_eq!(m.access(IoClass::CompactionRead), AccessMode::DontCache);
+        assert_eq!(
+            QuietkvConfig::parse("all-direct")
+                .unwrap()
+                .access(IoClass::UserRead),
+            AccessMode::Direct
+        );
+        let m = QuietkvConfig::parse("both-direct+warm").unwrap();
+        assert!(m.warm_output);
+        assert_eq!(m.name, "both-direct+warm");
+        assert_eq!(m.access(IoClass::CompactionWrite), AccessMode::Direct);
+        assert!(!QuietkvConfig::parse("both-direct").unwrap().warm_output);
+        assert!(QuietkvConfig::parse("turbo+warm").is_err());
+        // auto: every class left to the engine, as `Options::default()`.
+        let m = QuietkvConfig::parse("auto").unwrap();
+        for c in [
+            IoClass::UserRead,
+            IoClass::CompactionRead,
+            IoClass::CompactionWrite,
+            IoClass::FlushWrite,
+            IoClass::WalWrite,
+            IoClass::Manifest,
+        ] {
+            assert_eq!(m.access(c), AccessMode::Auto, "{c}");
+        }
+        assert_eq!(
+            QuietkvConfig::parse("write-direct")
+                .unwrap()
+                .access(IoClass::WalWrite),
+            AccessMode::Buffered
+        );
+        assert!(QuietkvConfig::parse("turbo")
+            .unwrap_err()
+            .contains("unknown mode"));
+    }
+
+    #[test]
+    fn the_throughput_configs_set_compaction_alone() {
+        let c = QuietkvConfig::parse_compaction_only("direct").unwrap();
+        assert!(QuietkvConfig::parse_compaction_only("both-direct").is_err());
+        assert_eq!(c.name, "direct");
+        assert_eq!(c.access(IoClass::CompactionRead), AccessMode::Direct);
+        assert_eq!(c.access(IoClass::CompactionWrite), AccessMode::Direct);
+        for other in [IoClass::UserRead, IoClass::FlushWrite, IoClass::WalWrite] {
+            assert_eq!(c.access(other), AccessMode::Auto, "{other}");
+        }
+    }
+
+    #[test]
+    fn the_bench_layout_is_the_one_sources_were_built_with() {
+        // Source databases on disk are identified by these numbers: a
+        // change rebuilds every kept source.
+        let l = QuietkvEngine::bench_layout();
+        assert_eq!(l.target_file_size, 32 << 20);
+        assert_eq!(l.compression, "none");
+        let d = Options::default();
+        assert_eq!(
+            (l.block_size, l.level_base_bytes, l.bloom_bits_per_key),
+            (d.block_size, d.level_base_bytes, d.bloom_bits_per_key)
+        );
+    }
+}
