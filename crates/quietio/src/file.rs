@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::aligned::AlignedBuf;
+use crate::aligned::{direct_io_align, note_direct_io, AlignedBuf};
 use crate::class::{EffectiveMode, IoClass};
 use crate::error::{Error, Result};
 use crate::rate::RateLimiter;
@@ -42,6 +42,12 @@ pub struct FileConfig {
 impl FileConfig {
     fn align(&self) -> usize {
         self.offset_align.max(self.mem_align).max(1)
+    }
+
+    /// A buffer of `size` bytes for this file: page-aligned, its size a
+    /// multiple of the offset alignment.
+    fn buffer(&self, size: usize) -> Result<AlignedBuf> {
+        AlignedBuf::for_direct_io(size, self.mem_align, self.align())
     }
 
     fn is_direct(&self) -> bool {
@@ -130,7 +136,7 @@ impl SeqWriter {
             ))
             .with_path(path));
         }
-        let buf = AlignedBuf::new(size, cfg.mem_align.max(1).next_power_of_two())?;
+        let buf = cfg.buffer(size).map_err(|e| e.with_path(path))?;
         let file = OpenOptions::new()
             .write(true)
             .create(true)
@@ -317,9 +323,18 @@ fn write_fully(file: &File, path: &Path, cfg: &FileConfig, data: &[u8], offset: 
     let mut done = 0usize;
     while done < data.len() {
         let at = offset + done as u64;
+        let bounce;
+        let rest = if cfg.is_direct() {
+            bounce = page_aligned(&data[done..], cfg, path, at)?;
+            let rest = bounce.as_ref().map_or(&data[done..], |b| b.as_slice());
+            note_direct_io(rest.as_ptr(), rest.len(), align);
+            rest
+        } else {
+            &data[done..]
+        };
         let r = match cfg.mode {
-            EffectiveMode::DontCache => sys::pwritev2(fd, &data[done..], at, sys::RWF_DONTCACHE),
-            _ => sys::pwrite(fd, &data[done..], at),
+            EffectiveMode::DontCache => sys::pwritev2(fd, rest, at, sys::RWF_DONTCACHE),
+            _ => sys::pwrite(fd, rest, at),
         };
         let n = r.map_err(|e| io_err(path, at, &format!("write failed ({} mode)", cfg.mode), e))?;
         if n == 0 {
@@ -338,6 +353,22 @@ fn write_fully(file: &File, path: &Path, cfg: &FileConfig, data: &[u8], offset: 
     Ok(())
 }
 
+/// `None` when `data` starts on a page boundary, else a page-aligned copy:
+/// after a short direct transfer the rest of a buffer starts inside a page,
+/// and the kernel is handed a copy rather than a slow address. Short direct
+/// transfers are rare (end of file, a full disk), so the copy costs nothing
+/// in the common case.
+fn page_aligned(data: &[u8], cfg: &FileConfig, path: &Path, at: u64) -> Result<Option<AlignedBuf>> {
+    if (data.as_ptr() as usize).is_multiple_of(direct_io_align(cfg.mem_align)) {
+        return Ok(None);
+    }
+    let mut b = cfg
+        .buffer(data.len())
+        .map_err(|e| e.with_path(path).with_offset(at))?;
+    b.extend_from(data);
+    Ok(Some(b))
+}
+
 /// Reads into all of `buf` from `offset`, retrying short reads; returns
 /// fewer bytes only at end of file. `flags` go to `preadv2` (0 = `pread`).
 /// In direct mode a read that ends off an alignment boundary has hit end of
@@ -354,12 +385,29 @@ fn read_fully(
     let mut got = 0usize;
     while got < buf.len() {
         let at = offset + got as u64;
-        let r = if flags == 0 {
-            sys::pread(fd, &mut buf[got..], at)
+        // A direct read resumed inside a page goes through a page-aligned
+        // copy (see `page_aligned`).
+        let mut bounce = if cfg.is_direct() {
+            page_aligned(&buf[got..], cfg, path, at)?
         } else {
-            sys::preadv2(fd, &mut buf[got..], at, flags)
+            None
+        };
+        let dst: &mut [u8] = match bounce.as_mut() {
+            Some(b) => b.full_mut(),
+            None => &mut buf[got..],
+        };
+        if cfg.is_direct() {
+            note_direct_io(dst.as_ptr(), dst.len(), cfg.align());
+        }
+        let r = if flags == 0 {
+            sys::pread(fd, dst, at)
+        } else {
+            sys::preadv2(fd, dst, at, flags)
         };
         let n = r.map_err(|e| io_err(path, at, &format!("read failed ({} mode)", cfg.mode), e))?;
+        if let Some(b) = &bounce {
+            buf[got..got + n].copy_from_slice(&b.full()[..n]);
+        }
         if n == 0 {
             break;
         }
@@ -434,7 +482,7 @@ impl SeqReader {
         if mode == EffectiveMode::Buffered {
             let _ = sys::fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_SEQUENTIAL);
         }
-        let buf = AlignedBuf::new(chunk, cfg.mem_align.max(1).next_power_of_two())?;
+        let buf = cfg.buffer(chunk).map_err(|e| e.with_path(path))?;
         Ok(SeqReader {
             file,
             path: path.to_path_buf(),
@@ -824,7 +872,7 @@ impl RandomReader {
         let start = offset / align * align;
         let end = (offset + out.len() as u64).next_multiple_of(align);
         let span = (end - start) as usize;
-        let mut buf = AlignedBuf::new(span, self.cfg.mem_align.max(1).next_power_of_two())?;
+        let mut buf = self.cfg.buffer(span)?;
         let got = read_fully(&self.file, &self.path, &self.cfg, buf.full_mut(), start, 0)?;
         let skip = (offset - start) as usize;
         let avail = got.saturating_sub(skip).min(out.len());

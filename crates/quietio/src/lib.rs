@@ -21,7 +21,7 @@ pub mod residency;
 pub mod stats;
 pub mod sys;
 
-pub use aligned::AlignedBuf;
+pub use aligned::{direct_io_align, direct_io_audit, AlignedBuf, DirectIoAudit};
 pub use class::{resolve, AccessMode, ClassModes, EffectiveMode, IoClass, Resolution};
 pub use env::{sync_dir, IoEnv, IoOptions};
 pub use error::{Error, ErrorKind, Result};
