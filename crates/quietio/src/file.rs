@@ -13,8 +13,11 @@ use crate::aligned::{direct_io_align, note_direct_io, AlignedBuf};
 use crate::class::{EffectiveMode, IoClass};
 use crate::error::{Error, Result};
 use crate::rate::RateLimiter;
+use crate::read_ahead::ReadAhead;
 use crate::stats::IoStats;
 use crate::sys;
+use crate::uring::Engine;
+use crate::write_behind::WriteBehind;
 
 /// Everything a file handle needs to know besides its path; built by
 /// [`crate::IoEnv`] from the probe and the options.
@@ -37,16 +40,26 @@ pub struct FileConfig {
     pub cachestat: bool,
     pub stats: Arc<IoStats>,
     pub limiter: Option<Arc<RateLimiter>>,
+    /// How direct sequential files move their bytes.
+    pub engine: Engine,
+    /// Requests a direct sequential file keeps in flight with io_uring.
+    pub io_depth: usize,
+    /// Tests only: in direct mode, the write that starts at this file
+    /// offset is sent to the kernel one byte further on, which O_DIRECT
+    /// refuses (EINVAL) without writing anything, so a real kernel error
+    /// comes back through the real completion path.
+    #[doc(hidden)]
+    pub inject_write_fault_at: Option<u64>,
 }
 
 impl FileConfig {
-    fn align(&self) -> usize {
+    pub(crate) fn align(&self) -> usize {
         self.offset_align.max(self.mem_align).max(1)
     }
 
     /// A buffer of `size` bytes for this file: page-aligned, its size a
     /// multiple of the offset alignment.
-    fn buffer(&self, size: usize) -> Result<AlignedBuf> {
+    pub(crate) fn buffer(&self, size: usize) -> Result<AlignedBuf> {
         AlignedBuf::for_direct_io(size, self.mem_align, self.align())
     }
 
@@ -54,7 +67,22 @@ impl FileConfig {
         self.mode == EffectiveMode::Direct
     }
 
-    fn throttle(&self, bytes: usize) {
+    /// Direct files are pipelined with io_uring.
+    fn uses_uring(&self) -> bool {
+        self.is_direct() && self.engine == Engine::Uring
+    }
+
+    /// The offset a direct write meant for `at` is sent to (see
+    /// `inject_write_fault_at`).
+    pub(crate) fn sent_offset(&self, at: u64) -> u64 {
+        if self.is_direct() && self.inject_write_fault_at == Some(at) {
+            at + 1
+        } else {
+            at
+        }
+    }
+
+    pub(crate) fn throttle(&self, bytes: usize) {
         if let Some(l) = &self.limiter {
             let waited = l.request(bytes as u64);
             if !waited.is_zero() {
@@ -93,7 +121,7 @@ fn open_for_reading(path: &Path, cfg: &FileConfig, mode: EffectiveMode) -> Resul
     Ok((file, len))
 }
 
-fn io_err(path: &Path, offset: u64, what: &str, e: std::io::Error) -> Error {
+pub(crate) fn io_err(path: &Path, offset: u64, what: &str, e: std::io::Error) -> Error {
     Error::io(e, what.to_string())
         .with_path(path)
         .with_offset(offset)
@@ -106,11 +134,24 @@ fn io_err(path: &Path, offset: u64, what: &str, e: std::io::Error) -> Error {
 /// block is written zero-padded by `sync` or `finish`, and the file is then
 /// truncated to its true length before it is synced, so padding never
 /// becomes content, even after a crash.
+///
+/// With the io_uring engine a direct writer keeps up to `io_depth` full
+/// buffers being written while the caller fills the next (write-behind).
+/// The file counts as written only once every one of those writes has
+/// completed: `flush_all`, `sync` and `finish` wait for all of them before
+/// the tail is written. A failed direct write fails the whole file: the
+/// file is cut back to the offset of the first failed write, so what is on
+/// disk is a strict prefix of what was written, never a full-length file
+/// with a hole, and every later call on the writer fails.
 pub struct SeqWriter {
     file: File,
     path: PathBuf,
     cfg: FileConfig,
     buf: AlignedBuf,
+    /// Write-behind (direct mode with io_uring).
+    behind: Option<WriteBehind>,
+    /// A direct write failed at this offset; the file is incomplete.
+    failed_at: Option<u64>,
     /// File offset where `buf[0]` belongs.
     pos: u64,
     /// Fadvise mode: bytes before this offset have had write-back started.
@@ -150,11 +191,29 @@ impl SeqWriter {
                 )
                 .with_path(path)
             })?;
+        let behind = if cfg.uses_uring() {
+            match WriteBehind::new(cfg.io_depth) {
+                Ok(wb) => Some(wb),
+                Err(e) => {
+                    // A ring can fail where the probe's worked (memory,
+                    // too many rings): this file goes the blocking way.
+                    log::warn!(
+                        "quietio: no io_uring ring for {} ({e}); writing it with blocking calls",
+                        path.display()
+                    );
+                    None
+                }
+            }
+        } else {
+            None
+        };
         Ok(SeqWriter {
             file,
             path: path.to_path_buf(),
             cfg,
             buf,
+            behind,
+            failed_at: None,
             pos: 0,
             kicked_upto: 0,
             dropped_upto: 0,
@@ -179,10 +238,17 @@ impl SeqWriter {
         self.len() == 0
     }
 
+    /// Writes handed to the kernel and not yet known to have completed
+    /// (always 0 without write-behind).
+    pub fn writes_in_flight(&self) -> usize {
+        self.behind.as_ref().map_or(0, WriteBehind::in_flight)
+    }
+
     pub fn write_all(&mut self, mut data: &[u8]) -> Result<()> {
         if self.finished {
             return Err(Error::invalid("write after finish").with_path(&self.path));
         }
+        self.check_not_failed()?;
         while !data.is_empty() {
             let n = self.buf.extend_from(data);
             data = &data[n..];
@@ -194,7 +260,9 @@ impl SeqWriter {
     }
 
     /// Hands buffered bytes to the kernel (whole blocks only in direct mode).
+    /// With write-behind they may still be in flight when this returns.
     pub fn flush(&mut self) -> Result<()> {
+        self.check_not_failed()?;
         let n = if self.cfg.is_direct() {
             self.buf.len() / self.cfg.align() * self.cfg.align()
         } else {
@@ -212,6 +280,7 @@ impl SeqWriter {
     /// true length; the block stays buffered and is rewritten later.
     pub fn flush_all(&mut self) -> Result<()> {
         self.flush()?;
+        self.wait_for_writes()?;
         if self.cfg.is_direct() && !self.buf.is_empty() {
             self.write_padded_tail()?;
         }
@@ -228,6 +297,7 @@ impl SeqWriter {
     /// Returns the file's length.
     pub fn finish(mut self, sync: bool) -> Result<u64> {
         self.flush()?;
+        self.wait_for_writes()?;
         if self.cfg.is_direct() && !self.buf.is_empty() {
             self.write_padded_tail()?;
         }
@@ -247,6 +317,48 @@ impl SeqWriter {
         Ok(self.len())
     }
 
+    fn check_not_failed(&self) -> Result<()> {
+        match self.failed_at {
+            None => Ok(()),
+            Some(at) => Err(Error::io(
+                std::io::Error::other("an earlier write failed"),
+                "an earlier write of this file failed; the file is incomplete",
+            )
+            .with_path(&self.path)
+            .with_offset(at)),
+        }
+    }
+
+    /// Waits until every write handed to the kernel has completed; fails
+    /// the file if any of them failed.
+    fn wait_for_writes(&mut self) -> Result<()> {
+        let Some(wb) = &mut self.behind else {
+            return Ok(());
+        };
+        match wb.drain(&self.file, &self.path, &self.cfg) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.fail_file(e)),
+        }
+    }
+
+    /// A direct write failed: waits for the writes still in flight, cuts the
+    /// file back to the first failed offset and refuses any further use.
+    fn fail_file(&mut self, err: Error) -> Error {
+        let mut cut = err.offset().unwrap_or(self.pos);
+        if let Some(wb) = &mut self.behind {
+            let _ = wb.drain(&self.file, &self.path, &self.cfg);
+            cut = cut.min(wb.failed_at().unwrap_or(u64::MAX));
+        }
+        if let Err(e) = sys::ftruncate(self.file.as_raw_fd(), cut) {
+            log::warn!(
+                "quietio: cannot cut {} back to {cut} bytes after a failed write: {e}",
+                self.path.display()
+            );
+        }
+        self.failed_at = Some(cut);
+        err
+    }
+
     fn fdatasync(&mut self) -> Result<()> {
         let t = Instant::now();
         sys::fdatasync(self.file.as_raw_fd())
@@ -264,7 +376,9 @@ impl SeqWriter {
         let padded = self.buf.padded();
         let n = padded.len();
         self.cfg.throttle(n);
-        write_fully(&self.file, &self.path, &self.cfg, padded, self.pos)?;
+        if let Err(e) = write_fully(&self.file, &self.path, &self.cfg, padded, self.pos) {
+            return Err(self.fail_file(e));
+        }
         self.cfg.stats.record_write(self.cfg.class, n, t.elapsed());
         sys::ftruncate(self.file.as_raw_fd(), len)
             .map_err(|e| io_err(&self.path, len, "ftruncate to the true length failed", e))
@@ -272,15 +386,24 @@ impl SeqWriter {
 
     /// Writes the first `n` bytes of the buffer at `pos` and keeps the rest.
     fn write_out(&mut self, n: usize) -> Result<()> {
+        if self.behind.is_some() {
+            return self.start_write_behind(n);
+        }
         self.cfg.throttle(n);
         let t = Instant::now();
-        write_fully(
+        if let Err(e) = write_fully(
             &self.file,
             &self.path,
             &self.cfg,
             &self.buf.as_slice()[..n],
             self.pos,
-        )?;
+        ) {
+            return Err(if self.cfg.is_direct() {
+                self.fail_file(e)
+            } else {
+                e
+            });
+        }
         self.cfg.stats.record_write(self.cfg.class, n, t.elapsed());
         self.pos += n as u64;
         self.buf.consume_front(n);
@@ -288,6 +411,26 @@ impl SeqWriter {
             self.fadvise_progress()?;
         }
         Ok(())
+    }
+
+    /// Write-behind: hands the first `n` bytes of the buffer to the kernel
+    /// and goes on filling another buffer (the rest moved to its front).
+    fn start_write_behind(&mut self, n: usize) -> Result<()> {
+        let wb = self.behind.as_mut().expect("write-behind is on");
+        let result = wb
+            .next_buffer(&self.file, &self.path, &self.cfg)
+            .and_then(|mut next| {
+                next.extend_from(&self.buf.as_slice()[n..]);
+                let full = std::mem::replace(&mut self.buf, next);
+                wb.start(&self.file, &self.path, &self.cfg, full, n, self.pos)
+            });
+        match result {
+            Ok(()) => {
+                self.pos += n as u64;
+                Ok(())
+            }
+            Err(e) => Err(self.fail_file(e)),
+        }
     }
 
     /// Fadvise mode: once a chunk is written, start its write-back; wait for
@@ -317,7 +460,13 @@ impl SeqWriter {
 
 /// Writes all of `data` at `offset`, retrying short writes. In direct mode a
 /// short write is resumed from the last aligned boundary it reached.
-fn write_fully(file: &File, path: &Path, cfg: &FileConfig, data: &[u8], offset: u64) -> Result<()> {
+pub(crate) fn write_fully(
+    file: &File,
+    path: &Path,
+    cfg: &FileConfig,
+    data: &[u8],
+    offset: u64,
+) -> Result<()> {
     let fd = file.as_raw_fd();
     let align = cfg.align();
     let mut done = 0usize;
@@ -334,7 +483,7 @@ fn write_fully(file: &File, path: &Path, cfg: &FileConfig, data: &[u8], offset: 
         };
         let r = match cfg.mode {
             EffectiveMode::DontCache => sys::pwritev2(fd, rest, at, sys::RWF_DONTCACHE),
-            _ => sys::pwrite(fd, rest, at),
+            _ => sys::pwrite(fd, rest, cfg.sent_offset(at)),
         };
         let n = r.map_err(|e| io_err(path, at, &format!("write failed ({} mode)", cfg.mode), e))?;
         if n == 0 {
@@ -373,7 +522,7 @@ fn page_aligned(data: &[u8], cfg: &FileConfig, path: &Path, at: u64) -> Result<O
 /// fewer bytes only at end of file. `flags` go to `preadv2` (0 = `pread`).
 /// In direct mode a read that ends off an alignment boundary has hit end of
 /// file, so the loop stops there.
-fn read_fully(
+pub(crate) fn read_fully(
     file: &File,
     path: &Path,
     cfg: &FileConfig,
@@ -424,12 +573,18 @@ fn read_fully(
 /// Direct mode reads aligned chunks of `readahead_size` (O_DIRECT gets no
 /// kernel readahead); dontcache reads with RWF_DONTCACHE; fadvise drops the
 /// pages behind the cursor as it goes; buffered asks the kernel for
-/// sequential readahead.
+/// sequential readahead. With the io_uring engine a direct reader keeps up
+/// to `io_depth` chunk reads in flight ahead of the chunk being consumed.
 pub struct SeqReader {
     file: File,
     path: PathBuf,
     cfg: FileConfig,
     buf: AlignedBuf,
+    /// Read-ahead (direct mode with io_uring).
+    ahead: Option<ReadAhead>,
+    /// A read-ahead read failed at this offset: the chunks after it must
+    /// not be handed out as if the file went on from there.
+    failed_at: Option<u64>,
     /// Bytes of `buf` already handed out.
     consumed: usize,
     /// File offset of `buf[0]`.
@@ -483,11 +638,27 @@ impl SeqReader {
             let _ = sys::fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_SEQUENTIAL);
         }
         let buf = cfg.buffer(chunk).map_err(|e| e.with_path(path))?;
+        let ahead = if cfg.uses_uring() && file_len > 0 {
+            match ReadAhead::new(cfg.io_depth, chunk, file_len) {
+                Ok(ra) => Some(ra),
+                Err(e) => {
+                    log::warn!(
+                        "quietio: no io_uring ring for {} ({e}); reading it with blocking calls",
+                        path.display()
+                    );
+                    None
+                }
+            }
+        } else {
+            None
+        };
         Ok(SeqReader {
             file,
             path: path.to_path_buf(),
             cfg,
             buf,
+            ahead,
+            failed_at: None,
             consumed: 0,
             buf_offset: 0,
             file_len,
@@ -504,6 +675,9 @@ impl SeqReader {
     pub fn track_page_cache(&mut self) -> bool {
         if self.cfg.mode == EffectiveMode::Direct {
             self.residency.get_or_insert_with(Default::default);
+            if let Some(ra) = &mut self.ahead {
+                ra.track_residency();
+            }
             return true;
         }
         false
@@ -526,6 +700,12 @@ impl SeqReader {
 
     pub fn file_len(&self) -> u64 {
         self.file_len
+    }
+
+    /// Chunk reads handed to the kernel and not yet taken (always 0 without
+    /// read-ahead).
+    pub fn reads_in_flight(&self) -> usize {
+        self.ahead.as_ref().map_or(0, ReadAhead::in_flight)
     }
 
     /// File offset of the next byte `read` returns.
@@ -569,6 +749,9 @@ impl SeqReader {
 
     /// Loads the next chunk; false at end of file.
     fn fill(&mut self) -> Result<bool> {
+        if self.ahead.is_some() {
+            return self.fill_ahead();
+        }
         self.buf_offset += self.buf.len() as u64;
         self.buf.clear();
         self.consumed = 0;
@@ -615,6 +798,42 @@ impl SeqReader {
             self.dropped_upto = self.buf_offset;
         }
         Ok(got > 0)
+    }
+}
+
+impl SeqReader {
+    /// Read-ahead: takes the next chunk, already read or in flight.
+    fn fill_ahead(&mut self) -> Result<bool> {
+        if let Some(at) = self.failed_at {
+            return Err(Error::io(
+                std::io::Error::other("an earlier read failed"),
+                "an earlier read of this file failed",
+            )
+            .with_path(&self.path)
+            .with_offset(at));
+        }
+        let ra = self.ahead.as_mut().expect("read-ahead is on");
+        self.consumed = 0;
+        match ra.next_into(&self.file, &self.path, &self.cfg, &mut self.buf) {
+            Ok(None) => {
+                self.buf_offset += self.buf.len() as u64;
+                self.buf.clear();
+                Ok(false)
+            }
+            Ok(Some((offset, pages))) => {
+                self.buf_offset = offset;
+                if let Some(r) = &mut self.residency {
+                    r.swap(0, 1);
+                    r[1] = ChunkResidency { offset, pages };
+                }
+                Ok(!self.buf.is_empty())
+            }
+            Err(e) => {
+                self.failed_at = Some(e.offset().unwrap_or(self.buf_offset));
+                self.buf.clear();
+                Err(e)
+            }
+        }
     }
 }
 
