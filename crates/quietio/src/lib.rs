@@ -13,6 +13,7 @@
 
 pub mod aligned;
 pub mod class;
+pub mod device;
 pub mod env;
 pub mod error;
 pub mod file;
@@ -27,6 +28,7 @@ mod write_behind;
 
 pub use aligned::{direct_io_align, direct_io_audit, AlignedBuf, DirectIoAudit};
 pub use class::{resolve, AccessMode, ClassModes, EffectiveMode, IoClass, Resolution};
+pub use device::{measure_device, DeviceSpeed};
 pub use env::{sync_dir, IoEnv, IoOptions, MAX_IO_DEPTH};
 pub use error::{Error, ErrorKind, Result};
 pub use file::{FileConfig, RandomReader, SeqReader, SeqWriter};
