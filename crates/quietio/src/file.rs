@@ -152,6 +152,11 @@ pub struct SeqWriter {
     behind: Option<WriteBehind>,
     /// A direct write failed at this offset; the file is incomplete.
     failed_at: Option<u64>,
+    /// Write-behind of a table file: the file is allocated ahead of the
+    /// writes (see `preallocate`).
+    preallocating: bool,
+    /// The file's size as extended by preallocation.
+    preallocated_to: u64,
     /// File offset where `buf[0]` belongs.
     pos: u64,
     /// Fadvise mode: bytes before this offset have had write-back started.
@@ -207,6 +212,10 @@ impl SeqWriter {
         } else {
             None
         };
+        // Only table files, which count only once finished and synced: a WAL
+        // or manifest cut short by a crash must not end in preallocated zeros.
+        let preallocating =
+            behind.is_some() && matches!(cfg.class, IoClass::CompactionWrite | IoClass::FlushWrite);
         Ok(SeqWriter {
             file,
             path: path.to_path_buf(),
@@ -214,6 +223,8 @@ impl SeqWriter {
             buf,
             behind,
             failed_at: None,
+            preallocating,
+            preallocated_to: 0,
             pos: 0,
             kicked_upto: 0,
             dropped_upto: 0,
@@ -284,7 +295,7 @@ impl SeqWriter {
         if self.cfg.is_direct() && !self.buf.is_empty() {
             self.write_padded_tail()?;
         }
-        Ok(())
+        self.trim_preallocation()
     }
 
     /// Makes everything written so far durable (`fdatasync`).
@@ -301,6 +312,7 @@ impl SeqWriter {
         if self.cfg.is_direct() && !self.buf.is_empty() {
             self.write_padded_tail()?;
         }
+        self.trim_preallocation()?;
         if sync {
             self.fdatasync()?;
         }
@@ -356,6 +368,7 @@ impl SeqWriter {
             );
         }
         self.failed_at = Some(cut);
+        self.preallocated_to = self.preallocated_to.min(cut);
         err
     }
 
@@ -381,7 +394,9 @@ impl SeqWriter {
         }
         self.cfg.stats.record_write(self.cfg.class, n, t.elapsed());
         sys::ftruncate(self.file.as_raw_fd(), len)
-            .map_err(|e| io_err(&self.path, len, "ftruncate to the true length failed", e))
+            .map_err(|e| io_err(&self.path, len, "ftruncate to the true length failed", e))?;
+        self.preallocated_to = self.preallocated_to.min(len);
+        Ok(())
     }
 
     /// Writes the first `n` bytes of the buffer at `pos` and keeps the rest.
@@ -413,9 +428,51 @@ impl SeqWriter {
         Ok(())
     }
 
+    /// Write-behind of a table file: allocates the file ahead of the writes
+    /// (and extends its size). ext4 completes an O_DIRECT write that extends
+    /// the file before it takes the next one, so appends get no further
+    /// than one write at the device whatever the depth; writes inside the
+    /// file's size run side by side. Measured on this project's virtio disk
+    /// (fio, 1 MiB at depth 4): about 1.5x. If the file system cannot
+    /// preallocate, the writer simply appends.
+    fn preallocate(&mut self, upto: u64) {
+        if !self.preallocating || upto <= self.preallocated_to {
+            return;
+        }
+        // A few buffers per call: few calls, and at most this much is
+        // allocated and trimmed again at the end.
+        let step =
+            (self.cfg.write_buffer_size as u64 * (self.cfg.io_depth as u64 + 1)).max(8 << 20);
+        let end = upto + step;
+        let from = self.preallocated_to;
+        match sys::fallocate(self.file.as_raw_fd(), from, end - from) {
+            Ok(()) => self.preallocated_to = end,
+            Err(e) => {
+                log::debug!(
+                    "quietio: cannot preallocate {} ({e}); appending instead",
+                    self.path.display()
+                );
+                self.preallocating = false;
+            }
+        }
+    }
+
+    /// Cuts the file back to the bytes accepted once preallocation has run
+    /// past them, so the size is the true length before any sync.
+    fn trim_preallocation(&mut self) -> Result<()> {
+        let len = self.len();
+        if self.preallocated_to > len {
+            sys::ftruncate(self.file.as_raw_fd(), len)
+                .map_err(|e| io_err(&self.path, len, "ftruncate to the true length failed", e))?;
+            self.preallocated_to = len;
+        }
+        Ok(())
+    }
+
     /// Write-behind: hands the first `n` bytes of the buffer to the kernel
     /// and goes on filling another buffer (the rest moved to its front).
     fn start_write_behind(&mut self, n: usize) -> Result<()> {
+        self.preallocate(self.pos + n as u64);
         let wb = self.behind.as_mut().expect("write-behind is on");
         let result = wb
             .next_buffer(&self.file, &self.path, &self.cfg)

@@ -694,3 +694,41 @@ fn sync_engine_is_the_fallback_and_bad_depths_are_refused() {
         assert!(e.to_string().contains("io_depth"), "{e}");
     }
 }
+
+#[test]
+fn table_writers_preallocate_ahead_and_trim_to_the_true_length() {
+    let d = disk_dir();
+    if quietio::uring_unavailable_reason().is_some() {
+        return;
+    }
+    let env = IoEnv::open(d.path(), pipelined(IoEngine::Uring, 4)).unwrap();
+    if env.capabilities().direct_unusable_reason(true).is_some() {
+        return;
+    }
+    let size_on_disk = |p: &Path| std::fs::metadata(p).unwrap().len();
+    let data = pattern(5 * 8192 + 77, 5);
+    for class in [IoClass::CompactionWrite, IoClass::WalWrite] {
+        let p = d.path().join(format!("prealloc-{class}"));
+        let mut w = env.create_with_mode(&p, class, AccessMode::Direct).unwrap();
+        w.write_all(&data).unwrap();
+        let during = size_on_disk(&p);
+        if class == IoClass::CompactionWrite {
+            // Allocated ahead, so the writes in flight do not extend it.
+            assert!(during > data.len() as u64, "{class}: {during}");
+        } else {
+            // A WAL cut short by a crash must not end in zeros.
+            assert!(during <= data.len() as u64, "{class}: {during}");
+        }
+        w.sync().unwrap();
+        assert_eq!(size_on_disk(&p), data.len() as u64, "{class} after sync");
+        w.write_all(&data).unwrap();
+        assert_eq!(w.finish(true).unwrap(), 2 * data.len() as u64);
+        assert_eq!(
+            size_on_disk(&p),
+            2 * data.len() as u64,
+            "{class} after finish"
+        );
+        let back = std::fs::read(&p).unwrap();
+        assert!(back[..data.len()] == data[..] && back[data.len()..] == data[..]);
+    }
+}

@@ -347,8 +347,8 @@ pub fn print_human(r: &Report) {
     }
     if !r.device_reference.is_empty() {
         println!();
-        println!("  device qN: plain O_DIRECT with N 1 MiB requests in flight, a new file");
-        println!("  written (then fdatasync) and read back, like fio --fallocate=none");
+        println!("  device qN: plain O_DIRECT with N 1 MiB requests in flight, a new");
+        println!("  preallocated file written (then fdatasync) and read back, like fio");
     }
     println!();
     match &r.io.fallback {
