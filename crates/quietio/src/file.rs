@@ -127,6 +127,9 @@ pub(crate) fn io_err(path: &Path, offset: u64, what: &str, e: std::io::Error) ->
         .with_offset(offset)
 }
 
+/// How far ahead a pipelined table writer allocates its file.
+const PREALLOCATE_STEP: u64 = 64 << 20;
+
 /// Writes a file front to back in one access mode.
 ///
 /// All modes produce byte-identical files. In direct mode only whole aligned
@@ -439,11 +442,12 @@ impl SeqWriter {
         if !self.preallocating || upto <= self.preallocated_to {
             return;
         }
-        // A few buffers per call: few calls, and at most this much is
-        // allocated and trimmed again at the end.
-        let step =
-            (self.cfg.write_buffer_size as u64 * (self.cfg.io_depth as u64 + 1)).max(8 << 20);
-        let end = upto + step;
+        // fallocate waits for every direct write in flight (ext4 drains
+        // them before it changes the extent tree), so it must be rare: one
+        // call per PREALLOCATE_STEP, about once per default-sized table.
+        // Unwritten extents cost no data I/O, and what runs past the end is
+        // trimmed before the file is synced.
+        let end = upto + PREALLOCATE_STEP;
         let from = self.preallocated_to;
         match sys::fallocate(self.file.as_raw_fd(), from, end - from) {
             Ok(()) => self.preallocated_to = end,
