@@ -44,7 +44,8 @@ pub struct FileConfig {
     pub engine: Engine,
     /// Requests a direct sequential file keeps in flight with io_uring.
     pub io_depth: usize,
-    /// Tests only: in direct mode, the write that starts at this file
+    /// Tests only: in direct mode, the write of whole blocks (a full
+    /// buffer or a flush, not a padded tail) that starts at this file
     /// offset is sent to the kernel one byte further on, which O_DIRECT
     /// refuses (EINVAL) without writing anything, so a real kernel error
     /// comes back through the real completion path.
@@ -155,6 +156,10 @@ pub struct SeqWriter {
     behind: Option<WriteBehind>,
     /// A direct write failed at this offset; the file is incomplete.
     failed_at: Option<u64>,
+    /// The length `flush_all` last left the file at: those bytes are on
+    /// disk (and durable after `sync`), so a later failed write never cuts
+    /// the file below it, even when it was the rewrite of their last block.
+    flushed_len: u64,
     /// Write-behind of a table file: the file is allocated ahead of the
     /// writes (see `preallocate`).
     preallocating: bool,
@@ -226,6 +231,7 @@ impl SeqWriter {
             buf,
             behind,
             failed_at: None,
+            flushed_len: 0,
             preallocating,
             preallocated_to: 0,
             pos: 0,
@@ -298,7 +304,9 @@ impl SeqWriter {
         if self.cfg.is_direct() && !self.buf.is_empty() {
             self.write_padded_tail()?;
         }
-        self.trim_preallocation()
+        self.trim_preallocation()?;
+        self.flushed_len = self.len();
+        Ok(())
     }
 
     /// Makes everything written so far durable (`fdatasync`).
@@ -357,13 +365,15 @@ impl SeqWriter {
     }
 
     /// A direct write failed: waits for the writes still in flight, cuts the
-    /// file back to the first failed offset and refuses any further use.
+    /// file back to the first failed offset (never below what `flush_all`
+    /// already put there) and refuses any further use.
     fn fail_file(&mut self, err: Error) -> Error {
         let mut cut = err.offset().unwrap_or(self.pos);
         if let Some(wb) = &mut self.behind {
             let _ = wb.drain(&self.file, &self.path, &self.cfg);
             cut = cut.min(wb.failed_at().unwrap_or(u64::MAX));
         }
+        let cut = cut.max(self.flushed_len);
         if let Err(e) = sys::ftruncate(self.file.as_raw_fd(), cut) {
             log::warn!(
                 "quietio: cannot cut {} back to {cut} bytes after a failed write: {e}",
@@ -409,13 +419,20 @@ impl SeqWriter {
         }
         self.cfg.throttle(n);
         let t = Instant::now();
+        let sent = self.cfg.sent_offset(self.pos);
         if let Err(e) = write_fully(
             &self.file,
             &self.path,
             &self.cfg,
             &self.buf.as_slice()[..n],
-            self.pos,
+            sent,
         ) {
+            // An injected fault is reported where the write belonged.
+            let e = if sent != self.pos {
+                e.with_offset(self.pos)
+            } else {
+                e
+            };
             return Err(if self.cfg.is_direct() {
                 self.fail_file(e)
             } else {
@@ -544,7 +561,7 @@ pub(crate) fn write_fully(
         };
         let r = match cfg.mode {
             EffectiveMode::DontCache => sys::pwritev2(fd, rest, at, sys::RWF_DONTCACHE),
-            _ => sys::pwrite(fd, rest, cfg.sent_offset(at)),
+            _ => sys::pwrite(fd, rest, at),
         };
         let n = r.map_err(|e| io_err(path, at, &format!("write failed ({} mode)", cfg.mode), e))?;
         if n == 0 {
