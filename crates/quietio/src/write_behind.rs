@@ -38,6 +38,7 @@ pub(crate) struct WriteBehind {
     slots: Vec<Option<Pending>>,
     /// Buffers whose writes have completed, ready to be filled again.
     spare: Vec<AlignedBuf>,
+    /// Buffers in existence, counting the one the writer is filling.
     allocated: usize,
     failure: Option<Failure>,
     /// The ring itself broke (waiting for completions failed): buffers still
@@ -53,7 +54,8 @@ impl WriteBehind {
             depth,
             slots: (0..depth).map(|_| None).collect(),
             spare: Vec::new(),
-            allocated: 0,
+            // The writer starts with a buffer of its own.
+            allocated: 1,
             failure: None,
             ring_broken: false,
         })
@@ -255,6 +257,58 @@ impl Drop for WriteBehind {
             for p in self.slots.iter_mut().filter_map(Option::take) {
                 std::mem::forget(p.buf);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{EffectiveMode, IoClass, IoEnv, IoOptions};
+
+    #[test]
+    fn keeps_depth_plus_one_buffers_and_writes_them_where_they_belong() {
+        if crate::uring::uring_unavailable_reason().is_some() {
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let env = IoEnv::open(
+            d.path(),
+            IoOptions {
+                direct_write_buffer_size: 8192,
+                ..IoOptions::default()
+            },
+        )
+        .unwrap();
+        if env.capabilities().direct_unusable_reason(true).is_some() {
+            return;
+        }
+        let cfg = env.file_config(IoClass::CompactionWrite, EffectiveMode::Direct);
+        let path = d.path().join("wb");
+        let file = std::fs::File::create(&path).unwrap();
+        let depth = 2;
+        let mut wb = WriteBehind::new(depth).unwrap();
+        // The writer's own first buffer.
+        let mut buf = cfg.buffer(8192).unwrap();
+        // Every buffer stays alive, so distinct addresses are distinct buffers.
+        let mut seen = std::collections::HashSet::new();
+        seen.insert(buf.full().as_ptr() as usize);
+        for i in 0..6u8 {
+            buf.extend_from(&[i + 1; 8192]);
+            let next = wb.next_buffer(&file, &path, &cfg).unwrap();
+            seen.insert(next.full().as_ptr() as usize);
+            let full = std::mem::replace(&mut buf, next);
+            wb.start(&file, &path, &cfg, full, 8192, i as u64 * 8192)
+                .unwrap();
+            assert!(wb.in_flight() <= depth);
+            assert!(seen.len() <= depth + 1, "{} buffers", seen.len());
+        }
+        wb.drain(&file, &path, &cfg).unwrap();
+        assert_eq!(wb.in_flight(), 0);
+        let back = std::fs::read(&path).unwrap();
+        assert_eq!(back.len(), 6 * 8192);
+        for (i, block) in back.chunks(8192).enumerate() {
+            assert!(block.iter().all(|&b| b == i as u8 + 1), "block {i}");
         }
     }
 }
