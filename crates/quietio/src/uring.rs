@@ -132,28 +132,10 @@ fn try_uring() -> std::result::Result<(), String> {
     let disabled = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
         .ok()
         .and_then(|s| s.trim().parse::<u32>().ok());
-    let explain = |e: io::Error| -> String {
-        match e.raw_os_error() {
-            Some(libc::ENOSYS) => "the kernel has no io_uring (ENOSYS)".into(),
-            Some(libc::EPERM) | Some(libc::EACCES) => format!(
-                "the kernel refused it ({}){}",
-                if e.raw_os_error() == Some(libc::EPERM) {
-                    "EPERM"
-                } else {
-                    "EACCES"
-                },
-                match disabled {
-                    Some(n) if n > 0 => format!(": kernel.io_uring_disabled = {n}"),
-                    _ => ": a seccomp filter or security module".into(),
-                }
-            ),
-            Some(libc::ENOMEM) => "no memory for a ring (ENOMEM: memlock limit?)".into(),
-            _ => format!("setting up a ring failed ({e})"),
-        }
-    };
     if disabled == Some(2) {
         return Err("kernel.io_uring_disabled = 2".into());
     }
+    let explain = |e: io::Error| refusal_reason(&e, disabled);
     let mut ring = Ring::new(2).map_err(explain)?;
     // SAFETY: a no-op references no memory.
     unsafe { ring.push(opcode::Nop::new().build().user_data(7)) }.map_err(explain)?;
@@ -161,6 +143,28 @@ fn try_uring() -> std::result::Result<(), String> {
         Ok((7, res)) if res >= 0 => Ok(()),
         Ok((_, res)) => Err(explain(io::Error::from_raw_os_error(-res))),
         Err(e) => Err(explain(e)),
+    }
+}
+
+/// Says why setting up or using a ring failed with `e`, given the value of
+/// `kernel.io_uring_disabled` (if readable).
+fn refusal_reason(e: &io::Error, disabled: Option<u32>) -> String {
+    match e.raw_os_error() {
+        Some(libc::ENOSYS) => "the kernel has no io_uring (ENOSYS)".into(),
+        Some(code @ (libc::EPERM | libc::EACCES)) => format!(
+            "the kernel refused it ({}){}",
+            if code == libc::EPERM {
+                "EPERM"
+            } else {
+                "EACCES"
+            },
+            match disabled {
+                Some(n) if n > 0 => format!(": kernel.io_uring_disabled = {n}"),
+                _ => ": a seccomp filter or security module".into(),
+            }
+        ),
+        Some(libc::ENOMEM) => "no memory for a ring (ENOMEM: memlock limit?)".into(),
+        _ => format!("setting up a ring failed ({e})"),
     }
 }
 
@@ -292,6 +296,22 @@ mod tests {
         let r = resolve_engine(IoEngine::Sync, None).unwrap();
         assert_eq!(r.engine, Engine::Sync);
         assert!(r.fallback.is_none());
+    }
+
+    #[test]
+    fn refusals_name_their_cause() {
+        let err = |n| io::Error::from_raw_os_error(n);
+        assert!(refusal_reason(&err(libc::ENOSYS), None).contains("ENOSYS"));
+        let r = refusal_reason(&err(libc::EPERM), Some(1));
+        assert!(
+            r.contains("EPERM") && r.contains("io_uring_disabled = 1"),
+            "{r}"
+        );
+        let r = refusal_reason(&err(libc::EPERM), Some(0));
+        assert!(r.contains("seccomp"), "{r}");
+        assert!(refusal_reason(&err(libc::EACCES), None).contains("EACCES"));
+        assert!(refusal_reason(&err(libc::ENOMEM), None).contains("memlock"));
+        assert!(refusal_reason(&err(libc::EINVAL), None).contains("setting up"));
     }
 
     #[test]
