@@ -12,6 +12,7 @@ use crate::file::{FileConfig, RandomReader, SeqReader, SeqWriter};
 use crate::probe::{probe, Capabilities};
 use crate::rate::RateLimiter;
 use crate::stats::IoStats;
+use crate::uring::{resolve_engine, uring_unavailable_reason, Engine, EngineResolution, IoEngine};
 
 /// How files in a directory are accessed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,7 +33,19 @@ pub struct IoOptions {
     pub attribute_cache_hits: bool,
     /// Background (compaction) bytes per second; 0 = unlimited.
     pub background_bytes_per_sec: u64,
+    /// How direct sequential files move their bytes: io_uring with several
+    /// requests in flight, or blocking calls. Default `auto` (io_uring where
+    /// the kernel allows it).
+    pub io_engine: IoEngine,
+    /// Requests a direct sequential writer or reader keeps in flight with
+    /// io_uring (writes behind the caller, reads ahead of it); 1..=64.
+    /// Each costs one buffer of `direct_write_buffer_size` (writers) or
+    /// `readahead_size` (readers). Default 4.
+    pub io_depth: usize,
 }
+
+/// Largest accepted `io_depth`: beyond it only memory grows.
+pub const MAX_IO_DEPTH: usize = 64;
 
 impl Default for IoOptions {
     fn default() -> Self {
@@ -43,6 +56,8 @@ impl Default for IoOptions {
             fadvise_chunk_size: 4 << 20,
             attribute_cache_hits: true,
             background_bytes_per_sec: 0,
+            io_engine: IoEngine::Auto,
+            io_depth: 4,
         }
     }
 }
@@ -54,6 +69,7 @@ pub struct IoEnv {
     caps: Arc<Capabilities>,
     resolved: Vec<Resolution>,
     opts: IoOptions,
+    engine: EngineResolution,
     stats: Arc<IoStats>,
     limiter: Arc<RateLimiter>,
     /// Opened with [`IoEnv::open_read_only`]: creating files is refused.
@@ -97,6 +113,22 @@ impl IoEnv {
         if opts.fadvise_chunk_size == 0 {
             return Err(Error::invalid("fadvise_chunk_size must be positive"));
         }
+        if !(1..=MAX_IO_DEPTH).contains(&opts.io_depth) {
+            return Err(Error::invalid(format!(
+                "io_depth must be between 1 and {MAX_IO_DEPTH}, got {}",
+                opts.io_depth
+            )));
+        }
+        // Sync needs no probe: a process told not to use io_uring never
+        // touches it.
+        let refused = match opts.io_engine {
+            IoEngine::Sync => None,
+            _ => uring_unavailable_reason(),
+        };
+        let engine = resolve_engine(opts.io_engine, refused)?;
+        if let Some(why) = &engine.fallback {
+            log_engine_fallback_once(why);
+        }
         let mut resolved = Vec::with_capacity(6);
         for class in IoClass::ALL {
             if read_only && !class.is_read() {
@@ -120,6 +152,7 @@ impl IoEnv {
             caps,
             resolved,
             opts,
+            engine,
             stats: Arc::new(IoStats::new()),
             read_only,
         })
@@ -150,6 +183,20 @@ impl IoEnv {
 
     pub fn options(&self) -> &IoOptions {
         &self.opts
+    }
+
+    /// The engine direct sequential files use, and why `auto` fell back.
+    pub fn engine(&self) -> &EngineResolution {
+        &self.engine
+    }
+
+    /// Requests in flight per direct sequential file: `io_depth` with
+    /// io_uring, 1 with blocking calls.
+    pub fn effective_io_depth(&self) -> usize {
+        match self.engine.engine {
+            Engine::Uring => self.opts.io_depth,
+            Engine::Sync => 1,
+        }
     }
 
     /// The mode `class` really uses here.
@@ -195,6 +242,9 @@ impl IoEnv {
             cachestat: self.caps.cachestat,
             stats: self.stats.clone(),
             limiter: class.is_throttled().then(|| self.limiter.clone()),
+            engine: self.engine.engine,
+            io_depth: self.opts.io_depth,
+            inject_write_fault_at: None,
         }
     }
 
@@ -270,6 +320,12 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The engine's fallback is logged once per process.
+fn log_engine_fallback_once(why: &str) {
+    static SEEN: std::sync::Once = std::sync::Once::new();
+    SEEN.call_once(|| log::warn!("quietio: {why}"));
 }
 
 /// A fallback from `auto` is logged once per directory and class, never

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::aligned::AlignedBuf;
+use crate::aligned::{note_direct_io, AlignedBuf};
 use crate::error::{Error, Result};
 use crate::sys;
 
@@ -340,12 +340,13 @@ fn probe_direct(
     // I/O, so an aligned write and read-back must really succeed.
     let block = offset_align.max(mem_align).max(512);
     let check = || -> std::result::Result<(), String> {
-        let mut buf = AlignedBuf::new(block, mem_align.max(1).next_power_of_two())
-            .map_err(|e| e.to_string())?;
+        let mut buf =
+            AlignedBuf::for_direct_io(block, mem_align, offset_align).map_err(|e| e.to_string())?;
         for (i, b) in buf.full_mut().iter_mut().enumerate() {
             *b = (i % 251) as u8;
         }
         buf.set_len(block);
+        note_direct_io(buf.full().as_ptr(), block, offset_align);
         let n = sys::pwrite(direct_file.as_raw_fd(), buf.as_slice(), 0)
             .map_err(|e| format!("an aligned O_DIRECT write failed ({})", errno_name(&e)))?;
         if n != block {
@@ -355,6 +356,7 @@ fn probe_direct(
         }
         let expected = buf.as_slice().to_vec();
         buf.full_mut().fill(0);
+        note_direct_io(buf.full().as_ptr(), block, offset_align);
         let n = sys::pread(direct_file.as_raw_fd(), buf.full_mut(), 0)
             .map_err(|e| format!("an aligned O_DIRECT read failed ({})", errno_name(&e)))?;
         if n != block || buf.full()[..block] != expected[..] {

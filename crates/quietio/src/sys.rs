@@ -78,6 +78,18 @@ pub fn ftruncate(fd: RawFd, len: u64) -> io::Result<()> {
     retry(|| cvt(unsafe { libc::ftruncate64(fd, len as libc::off64_t) } as isize)).map(|_| ())
 }
 
+/// `fallocate` mode 0: allocates `[offset, offset + len)` (unwritten
+/// extents, reading as zeros) and extends the file size to cover it.
+pub fn fallocate(fd: RawFd, offset: u64, len: u64) -> io::Result<()> {
+    retry(|| {
+        cvt(
+            unsafe { libc::fallocate64(fd, 0, offset as libc::off64_t, len as libc::off64_t) }
+                as isize,
+        )
+    })
+    .map(|_| ())
+}
+
 /// Starts (and with `wait`, waits for) write-back of a byte range.
 pub fn sync_file_range(fd: RawFd, offset: u64, len: u64, wait: bool) -> io::Result<()> {
     let flags = if wait {

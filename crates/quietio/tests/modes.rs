@@ -3,7 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use quietio::{AccessMode, ClassModes, EffectiveMode, ErrorKind, IoClass, IoEnv, IoOptions};
+use quietio::{
+    AccessMode, ClassModes, EffectiveMode, Engine, ErrorKind, IoClass, IoEngine, IoEnv, IoOptions,
+};
 
 /// A scratch directory on the disk the repository lives on (ext4 here),
 /// not /tmp, which may be tmpfs elsewhere.
@@ -383,4 +385,387 @@ fn counters_count_bytes_per_class() {
     assert_eq!(s.write_ops, 3);
     assert_eq!(s.sync_ops, 1);
     assert_eq!(env.stats().class(IoClass::CompactionWrite).write_bytes, 0);
+}
+
+#[test]
+fn every_direct_buffer_starts_on_a_page_boundary() {
+    // The kernel accepts 512-aligned buffers here, but appending from one
+    // that starts inside a page is several times slower: every buffer the
+    // direct paths hand to the kernel must start on a page.
+    let d = disk_dir();
+    let env = IoEnv::open(d.path(), small_buffers()).unwrap();
+    if env.capabilities().direct_unusable_reason(true).is_some() {
+        eprintln!("no direct I/O here; skipping");
+        return;
+    }
+    let before = quietio::direct_io_audit();
+    let mut ios = 0u64;
+    for (i, size) in [1usize, 511, 4097, 8193, 100_000].iter().enumerate() {
+        let data = pattern(*size, 40 + i as u64);
+        let p = d.path().join(format!("aligned-{size}"));
+        // A sync after an odd-sized piece writes a padded tail mid-file.
+        let mut w = env
+            .create_with_mode(&p, IoClass::CompactionWrite, AccessMode::Direct)
+            .unwrap();
+        for piece in data.chunks(3001) {
+            w.write_all(piece).unwrap();
+            w.sync().unwrap();
+            ios += 1;
+        }
+        w.finish(true).unwrap();
+        let mut r = env
+            .open_sequential_with_mode(&p, IoClass::CompactionRead, AccessMode::Direct)
+            .unwrap();
+        let mut back = vec![0u8; *size];
+        r.read_exact(&mut back).unwrap();
+        ios += 1;
+        assert!(back == data);
+        let r = env
+            .open_random_with_mode(&p, IoClass::UserRead, AccessMode::Direct)
+            .unwrap();
+        for off in [0usize, 1, size / 3, size - 1] {
+            let len = (size - off).min(777);
+            assert!(r.read_vec(off as u64, len).unwrap() == data[off..off + len]);
+            ios += 1;
+        }
+    }
+    let after = quietio::direct_io_audit();
+    assert!(after.ios - before.ios >= ios, "{before:?} -> {after:?}");
+    // Process-wide: no test in this binary may hand the kernel a buffer off
+    // a page boundary or a length off the block size.
+    assert_eq!(after.off_page, 0, "{after:?}");
+    assert_eq!(after.bad_length, 0, "{after:?}");
+}
+
+/// Options with small buffers and the given engine and depth.
+fn pipelined(engine: IoEngine, depth: usize) -> IoOptions {
+    IoOptions {
+        io_engine: engine,
+        io_depth: depth,
+        ..small_buffers()
+    }
+}
+
+/// The engines to test: both where io_uring works, else sync only.
+fn engines() -> Vec<IoEngine> {
+    match quietio::uring_unavailable_reason() {
+        None => vec![IoEngine::Uring, IoEngine::Sync],
+        Some(why) => {
+            eprintln!("io_uring unavailable here ({why}); testing the sync engine only");
+            vec![IoEngine::Sync]
+        }
+    }
+}
+
+const DEPTHS: [usize; 4] = [1, 2, 4, 16];
+
+#[test]
+fn pipelined_writes_are_byte_identical_for_every_engine_and_depth() {
+    let d = disk_dir();
+    let mut sizes: Vec<usize> = TAILS.to_vec();
+    sizes.extend([8192, 8193, 3 * 1024 * 1024 + 17]);
+    for engine in engines() {
+        for depth in DEPTHS {
+            let env = IoEnv::open(d.path(), pipelined(engine, depth)).unwrap();
+            let want = if engine == IoEngine::Uring {
+                Engine::Uring
+            } else {
+                Engine::Sync
+            };
+            assert_eq!(env.engine().engine, want);
+            for (i, size) in sizes.iter().enumerate() {
+                let data = pattern(*size, 200 + i as u64);
+                for mode in write_modes(&env) {
+                    for piece in [1000usize, 1 << 20] {
+                        let p = d
+                            .path()
+                            .join(format!("p-{engine}-{depth}-{size}-{mode}-{piece}"));
+                        let len = write_file(&env, &p, mode, &data, piece);
+                        assert_eq!(len, *size as u64);
+                        let back = std::fs::read(&p).unwrap();
+                        let what =
+                            format!("{engine} depth {depth} {mode} size {size} piece {piece}");
+                        assert_eq!(back.len(), data.len(), "{what}");
+                        assert!(back == data, "{what}: content differs");
+                        std::fs::remove_file(&p).unwrap();
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn pipelined_sync_mid_file_waits_for_every_write() {
+    // sync() must wait for the writes in flight before the tail is written
+    // and the file truncated: afterwards the file is exactly what was written.
+    let d = disk_dir();
+    for engine in engines() {
+        for depth in DEPTHS {
+            let env = IoEnv::open(d.path(), pipelined(engine, depth)).unwrap();
+            if env.capabilities().direct_unusable_reason(true).is_some() {
+                return;
+            }
+            let p = d.path().join(format!("psync-{engine}-{depth}"));
+            let mut w = env
+                .create_with_mode(&p, IoClass::CompactionWrite, AccessMode::Direct)
+                .unwrap();
+            let mut expect = Vec::new();
+            for i in 0..12 {
+                let rec = pattern(5000 + i * 7919, i as u64);
+                w.write_all(&rec).unwrap();
+                expect.extend_from_slice(&rec);
+                w.sync().unwrap();
+                assert_eq!(w.writes_in_flight(), 0);
+                assert!(
+                    std::fs::read(&p).unwrap() == expect,
+                    "{engine} {depth} record {i}"
+                );
+            }
+            assert_eq!(w.finish(true).unwrap(), expect.len() as u64);
+        }
+    }
+}
+
+#[test]
+fn uring_writer_keeps_writes_in_flight_and_sync_engine_does_not() {
+    let d = disk_dir();
+    for engine in engines() {
+        let env = IoEnv::open(d.path(), pipelined(engine, 4)).unwrap();
+        if env.capabilities().direct_unusable_reason(true).is_some() {
+            return;
+        }
+        let p = d.path().join(format!("inflight-{engine}"));
+        let mut w = env
+            .create_with_mode(&p, IoClass::CompactionWrite, AccessMode::Direct)
+            .unwrap();
+        // Three full 8 KiB buffers: handed to the kernel, not waited for.
+        w.write_all(&pattern(3 * 8192 + 100, 1)).unwrap();
+        let expect = if engine == IoEngine::Uring { 3 } else { 0 };
+        assert_eq!(w.writes_in_flight(), expect, "{engine}");
+        // A fifth and sixth buffer: never more than the depth in flight.
+        w.write_all(&pattern(3 * 8192, 2)).unwrap();
+        assert!(w.writes_in_flight() <= 4);
+        w.flush_all().unwrap();
+        assert_eq!(w.writes_in_flight(), 0);
+        assert_eq!(w.finish(true).unwrap(), 6 * 8192 + 100);
+
+        let mut r = env
+            .open_sequential_with_mode(&p, IoClass::CompactionRead, AccessMode::Direct)
+            .unwrap();
+        let mut b = [0u8; 10];
+        r.read_exact(&mut b).unwrap();
+        // The chunk being read plus four ahead of it: the file has seven.
+        let expect = if engine == IoEngine::Uring { 4 } else { 0 };
+        assert_eq!(r.reads_in_flight(), expect, "{engine}");
+    }
+}
+
+#[test]
+fn pipelined_reads_at_every_depth() {
+    let d = disk_dir();
+    let mut sizes: Vec<usize> = TAILS.to_vec();
+    sizes.extend([8192, 8193, 3 * 1024 * 1024 + 17]);
+    let files: Vec<(PathBuf, Vec<u8>)> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, size)| {
+            let data = pattern(*size, 300 + i as u64);
+            let p = d.path().join(format!("pr-{size}"));
+            std::fs::write(&p, &data).unwrap();
+            (p, data)
+        })
+        .collect();
+    for engine in engines() {
+        for depth in DEPTHS {
+            let env = IoEnv::open(d.path(), pipelined(engine, depth)).unwrap();
+            for mode in read_modes(&env) {
+                for (p, data) in &files {
+                    for piece in [777usize, 100_000] {
+                        let mut r = env
+                            .open_sequential_with_mode(p, IoClass::CompactionRead, mode)
+                            .unwrap();
+                        let mut got = Vec::new();
+                        let mut buf = vec![0u8; piece];
+                        loop {
+                            let n = r.read(&mut buf).unwrap();
+                            if n == 0 {
+                                break;
+                            }
+                            got.extend_from_slice(&buf[..n]);
+                        }
+                        let what = format!(
+                            "{engine} depth {depth} {mode} size {} piece {piece}",
+                            data.len()
+                        );
+                        assert!(got == *data, "{what}");
+                        assert_eq!(r.position(), data.len() as u64, "{what}");
+                        assert_eq!(r.read(&mut buf).unwrap(), 0, "{what}");
+                    }
+                    // Dropped half-way with reads in flight: nothing breaks.
+                    let mut r = env
+                        .open_sequential_with_mode(p, IoClass::CompactionRead, mode)
+                        .unwrap();
+                    let mut one = [0u8; 1];
+                    let _ = r.read(&mut one).unwrap();
+                    drop(r);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_failed_write_fails_the_file_and_leaves_a_strict_prefix() {
+    let d = disk_dir();
+    for engine in engines() {
+        for depth in [1usize, 4] {
+            let env = IoEnv::open(d.path(), pipelined(engine, depth)).unwrap();
+            if env.capabilities().direct_unusable_reason(true).is_some() {
+                return;
+            }
+            let p = d.path().join(format!("fault-{engine}-{depth}"));
+            let mut cfg = env.file_config(IoClass::CompactionWrite, EffectiveMode::Direct);
+            // The third 8 KiB buffer goes to an offset O_DIRECT refuses;
+            // with write-behind the writes after it are in flight and land.
+            let fault = 2 * 8192;
+            cfg.inject_write_fault_at = Some(fault);
+            let mut w = quietio::SeqWriter::create(&p, cfg).unwrap();
+            let data = pattern(10 * 8192 + 300, 9);
+            let mut first_err = None;
+            for piece in data.chunks(3000) {
+                if let Err(e) = w.write_all(piece) {
+                    first_err = Some(e);
+                    break;
+                }
+            }
+            let what = format!("{engine} depth {depth}");
+            let e = match first_err {
+                Some(e) => {
+                    // Every later call fails too.
+                    assert!(w.write_all(b"x").is_err(), "{what}");
+                    assert!(w.finish(true).is_err(), "{what}");
+                    e
+                }
+                None => w.finish(true).unwrap_err(),
+            };
+            assert_eq!(e.kind(), ErrorKind::Io, "{what}: {e}");
+            assert_eq!(e.offset(), Some(fault), "{what}: {e}");
+            assert!(
+                e.to_string().contains(&p.display().to_string()),
+                "{what}: {e}"
+            );
+            let on_disk = std::fs::read(&p).unwrap();
+            assert_eq!(
+                on_disk.len() as u64,
+                fault,
+                "{what}: no full-length file with a hole"
+            );
+            assert!(on_disk[..] == data[..fault as usize], "{what}");
+        }
+    }
+}
+
+#[test]
+fn sync_engine_is_the_fallback_and_bad_depths_are_refused() {
+    let d = disk_dir();
+    // Forced by option: no ring, one request at a time, no fallback note.
+    let env = IoEnv::open(d.path(), pipelined(IoEngine::Sync, 8)).unwrap();
+    assert_eq!(env.engine().engine, Engine::Sync);
+    assert!(env.engine().fallback.is_none());
+    assert_eq!(env.effective_io_depth(), 1);
+    // Auto resolves to io_uring exactly when the kernel allows it here.
+    let env = IoEnv::open(d.path(), pipelined(IoEngine::Auto, 8)).unwrap();
+    match quietio::uring_unavailable_reason() {
+        None => {
+            assert_eq!(env.engine().engine, Engine::Uring);
+            assert_eq!(env.effective_io_depth(), 8);
+        }
+        Some(why) => {
+            assert_eq!(env.engine().engine, Engine::Sync);
+            assert!(env.engine().fallback.as_deref().unwrap().contains(why));
+            let e = IoEnv::open(d.path(), pipelined(IoEngine::Uring, 8)).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::NotSupported);
+        }
+    }
+    for bad in [0usize, quietio::MAX_IO_DEPTH + 1] {
+        let e = IoEnv::open(d.path(), pipelined(IoEngine::Auto, bad)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        assert!(e.to_string().contains("io_depth"), "{e}");
+    }
+}
+
+#[test]
+fn table_writers_preallocate_ahead_and_trim_to_the_true_length() {
+    let d = disk_dir();
+    if quietio::uring_unavailable_reason().is_some() {
+        return;
+    }
+    let env = IoEnv::open(d.path(), pipelined(IoEngine::Uring, 4)).unwrap();
+    if env.capabilities().direct_unusable_reason(true).is_some() {
+        return;
+    }
+    let size_on_disk = |p: &Path| std::fs::metadata(p).unwrap().len();
+    let data = pattern(5 * 8192 + 77, 5);
+    for class in [IoClass::CompactionWrite, IoClass::WalWrite] {
+        let p = d.path().join(format!("prealloc-{class}"));
+        let mut w = env.create_with_mode(&p, class, AccessMode::Direct).unwrap();
+        w.write_all(&data).unwrap();
+        let during = size_on_disk(&p);
+        if class == IoClass::CompactionWrite {
+            // Allocated ahead, so the writes in flight do not extend it.
+            assert!(during > data.len() as u64, "{class}: {during}");
+        } else {
+            // A WAL cut short by a crash must not end in zeros.
+            assert!(during <= data.len() as u64, "{class}: {during}");
+        }
+        w.sync().unwrap();
+        assert_eq!(size_on_disk(&p), data.len() as u64, "{class} after sync");
+        w.write_all(&data).unwrap();
+        assert_eq!(w.finish(true).unwrap(), 2 * data.len() as u64);
+        assert_eq!(
+            size_on_disk(&p),
+            2 * data.len() as u64,
+            "{class} after finish"
+        );
+        let back = std::fs::read(&p).unwrap();
+        assert!(back[..data.len()] == data[..] && back[data.len()..] == data[..]);
+    }
+}
+
+#[test]
+fn a_failed_rewrite_of_the_synced_tail_keeps_what_was_synced() {
+    // WAL-like: after a sync the partial last block stays buffered and is
+    // rewritten at its aligned offset by the next write. If that rewrite
+    // fails, the bytes synced before it must survive.
+    let d = disk_dir();
+    for engine in engines() {
+        let env = IoEnv::open(d.path(), pipelined(engine, 4)).unwrap();
+        if env.capabilities().direct_unusable_reason(true).is_some() {
+            return;
+        }
+        let p = d.path().join(format!("tail-fault-{engine}"));
+        let mut cfg = env.file_config(IoClass::CompactionWrite, EffectiveMode::Direct);
+        let align = env.capabilities().direct.offset_align as u64;
+        let synced = pattern(5000, 11);
+        let tail_block = 5000 / align * align;
+        cfg.inject_write_fault_at = Some(tail_block);
+        let mut w = quietio::SeqWriter::create(&p, cfg).unwrap();
+        w.write_all(&synced).unwrap();
+        if tail_block == 0 {
+            // An alignment above 5000 bytes: the tail write itself fails.
+            assert!(w.sync().is_err());
+            continue;
+        }
+        w.sync().unwrap();
+        let more = pattern(3 * 8192, 12);
+        let failed = w.write_all(&more).is_err() || w.finish(true).is_err();
+        assert!(failed, "{engine}: the rewrite at {tail_block} must fail");
+        let on_disk = std::fs::read(&p).unwrap();
+        assert!(
+            on_disk == synced,
+            "{engine}: {} bytes on disk",
+            on_disk.len()
+        );
+    }
 }

@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use quietio::{residency, AccessMode, Capabilities, IoClass, IoEnv, IoOptions};
+use quietio::{
+    measure_device, residency, AccessMode, Capabilities, IoClass, IoEngine, IoEnv, IoOptions,
+};
 use serde::Serialize;
 
 #[derive(Serialize)]
@@ -23,6 +25,27 @@ pub struct Report {
     auto_fallbacks: serde_json::Map<String, serde_json::Value>,
     selftest_file_mib: u64,
     selftest: Vec<SelfTest>,
+    io: IoReport,
+    /// Plain O_DIRECT sequential write and read at depth 1 and at the I/O
+    /// depth; empty where direct I/O does not work.
+    device_reference: Vec<DeviceReference>,
+}
+
+/// How direct sequential files move their bytes here.
+#[derive(Serialize)]
+struct IoReport {
+    engine: &'static str,
+    /// Requests in flight per direct file (1 with the sync engine).
+    depth: usize,
+    /// Why `auto` did not get io_uring, if it did not.
+    fallback: Option<String>,
+}
+
+#[derive(Serialize)]
+struct DeviceReference {
+    depth: usize,
+    write_mib_s: f64,
+    read_mib_s: f64,
 }
 
 #[derive(Serialize)]
@@ -60,11 +83,16 @@ impl Drop for TestFile {
     }
 }
 
-pub fn run(dir: &Path, size_mib: u64) -> Result<Report, String> {
+pub fn run(dir: &Path, size_mib: u64, engine: IoEngine, depth: usize) -> Result<Report, String> {
     if size_mib == 0 {
         return Err("--size must be at least 1 MiB".into());
     }
-    let env = IoEnv::open(dir, IoOptions::default()).map_err(|e| e.to_string())?;
+    let opts = IoOptions {
+        io_engine: engine,
+        io_depth: depth,
+        ..IoOptions::default()
+    };
+    let env = IoEnv::open(dir, opts).map_err(|e| e.to_string())?;
     let caps = env.capabilities().clone();
     let mut auto = serde_json::Map::new();
     let mut fallbacks = serde_json::Map::new();
@@ -83,6 +111,25 @@ pub fn run(dir: &Path, size_mib: u64) -> Result<Report, String> {
         modes.push(AccessMode::DontCache);
     }
     modes.push(AccessMode::Fadvise);
+    let resolved = env.engine().clone();
+    let depth = env.effective_io_depth();
+    // The device first, at depth 1 and at the depth direct files use.
+    let mut device_reference = Vec::new();
+    if caps.direct_unusable_reason(true).is_none() {
+        let mut depths = vec![1];
+        if depth > 1 {
+            depths.push(depth);
+        }
+        for d in depths {
+            let s = measure_device(&caps.dir, size_mib << 20, d, resolved.engine)
+                .map_err(|e| format!("device reference at depth {d}: {e}"))?;
+            device_reference.push(DeviceReference {
+                depth: d,
+                write_mib_s: round1(s.write_mib_s),
+                read_mib_s: round1(s.read_mib_s),
+            });
+        }
+    }
     let mut selftest = Vec::new();
     for mode in modes {
         selftest.push(self_test(&env, &caps, mode, size_mib)?);
@@ -116,6 +163,12 @@ pub fn run(dir: &Path, size_mib: u64) -> Result<Report, String> {
         auto_fallbacks: fallbacks,
         selftest_file_mib: size_mib,
         selftest,
+        io: IoReport {
+            engine: resolved.engine.name(),
+            depth,
+            fallback: resolved.fallback,
+        },
+        device_reference,
     })
 }
 
@@ -280,6 +333,44 @@ pub fn print_human(r: &Report) {
             s.read_mib_s,
             s.resident_after_read * 100.0
         );
+    }
+    // The device itself, beside the modes: how close each mode comes.
+    for d in &r.device_reference {
+        println!(
+            "  {:<10} {:>11.1} {:>14} {:>11.1} {:>13}",
+            format!("device q{}", d.depth),
+            d.write_mib_s,
+            "-",
+            d.read_mib_s,
+            "-"
+        );
+    }
+    if !r.device_reference.is_empty() {
+        println!();
+        println!("  device qN: plain O_DIRECT with N 1 MiB requests in flight, a new");
+        println!("  preallocated file written (then fdatasync) and read back, like fio");
+    }
+    println!();
+    match &r.io.fallback {
+        None => println!(
+            "  direct files: {} engine, {} request{} in flight",
+            r.io.engine,
+            r.io.depth,
+            if r.io.depth == 1 { "" } else { "s" }
+        ),
+        Some(why) => println!("  direct files: {} engine: {why}", r.io.engine),
+    }
+    if !r.device_reference.is_empty() {
+        let direct = r.selftest.iter().find(|s| s.mode == "direct");
+        if let (Some(s), Some(d)) = (direct, r.device_reference.last()) {
+            println!();
+            println!(
+                "  direct mode at depth {}: write {:.2}x, read {:.2}x the device reference",
+                d.depth,
+                s.write_mib_s / d.write_mib_s.max(1e-9),
+                s.read_mib_s / d.read_mib_s.max(1e-9)
+            );
+        }
     }
     println!();
     println!("  direct and dontcache should leave ~0% cached: background work in those");

@@ -40,6 +40,12 @@ enum Command {
         /// Size of the self-test file in MiB.
         #[arg(long, default_value_t = 64)]
         size: u64,
+        /// Engine of direct sequential files: auto, uring or sync.
+        #[arg(long, default_value = "auto")]
+        io_engine: quietio::IoEngine,
+        /// Requests a direct sequential file keeps in flight (io_uring).
+        #[arg(long, default_value_t = 4)]
+        io_depth: usize,
     },
     #[command(flatten)]
     Kv(kv::KvCommand),
@@ -68,9 +74,15 @@ fn main() -> ExitCode {
         Err(e) => return kv::usage_error(e),
     };
     let result = match cli.command {
-        Command::Doctor { dir, json, size } => {
+        Command::Doctor {
+            dir,
+            json,
+            size,
+            io_engine,
+            io_depth,
+        } => {
             let dir = dir.unwrap_or_else(|| PathBuf::from("."));
-            doctor::run(&dir, size).map(|report| {
+            doctor::run(&dir, size, io_engine, io_depth).map(|report| {
                 if json {
                     println!(
                         "{}",

@@ -76,7 +76,59 @@ fn json_has_the_documented_keys_and_an_honest_self_test() {
         assert_eq!(v["direct"]["supported"], true);
         assert_eq!(v["auto"]["CompactionWrite"], "direct");
     }
+    // The engine of direct files and the device beside the modes.
+    let engine = v["io"]["engine"].as_str().unwrap();
+    assert!(engine == "uring" || engine == "sync", "{out}");
+    let depth = v["io"]["depth"].as_u64().unwrap();
+    assert_eq!(depth, if engine == "uring" { 4 } else { 1 }, "{out}");
+    if v["direct"]["supported"] == true {
+        let refs = v["device_reference"].as_array().unwrap();
+        let depths: Vec<u64> = refs.iter().map(|r| r["depth"].as_u64().unwrap()).collect();
+        let want: Vec<u64> = if depth > 1 { vec![1, depth] } else { vec![1] };
+        assert_eq!(depths, want, "{out}");
+        for r in refs {
+            for k in ["write_mib_s", "read_mib_s"] {
+                assert!(r[k].as_f64().unwrap() > 0.0, "device_reference {k}: {r}");
+            }
+        }
+    }
     // The self-test cleans up after itself.
+    assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn forced_sync_engine_is_reported_with_one_request_in_flight() {
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let (code, out, err) = doctor(
+        d.path(),
+        &[
+            "--json",
+            "--size",
+            "2",
+            "--io-engine",
+            "sync",
+            "--io-depth",
+            "8",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["io"]["engine"], "sync");
+    assert_eq!(v["io"]["depth"], 1);
+    if v["direct"]["supported"] == true {
+        let refs = v["device_reference"].as_array().unwrap();
+        assert_eq!(refs.len(), 1, "{out}");
+        assert_eq!(refs[0]["depth"], 1);
+    }
+    let (code, human, _) = doctor(d.path(), &["--size", "2", "--io-engine", "sync"]);
+    assert_eq!(code, 0);
+    assert!(
+        human.contains("sync engine, 1 request in flight"),
+        "{human}"
+    );
+    let (code, _, err) = doctor(d.path(), &["--io-depth", "0"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("io_depth"), "{err}");
     assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
 }
 
@@ -98,6 +150,8 @@ fn tmpfs_is_explained_and_still_exits_zero() {
     for c in ["CompactionRead", "CompactionWrite"] {
         assert_eq!(v["auto"][c], "buffered");
     }
+    // No direct I/O, so nothing to measure the device with.
+    assert_eq!(v["device_reference"].as_array().unwrap().len(), 0);
     let (code, human, _) = doctor(d.path(), &["--size", "2"]);
     assert_eq!(code, 0);
     assert!(human.contains("O_DIRECT        no:"), "{human}");

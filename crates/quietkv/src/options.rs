@@ -1,6 +1,6 @@
 //! Database options, with validation and sensible defaults.
 
-use quietio::{AccessMode, ClassModes, IoClass, IoOptions};
+use quietio::{AccessMode, ClassModes, IoClass, IoEngine, IoOptions, MAX_IO_DEPTH};
 
 use crate::error::{Error, Result};
 use crate::picker::PickerOptions;
@@ -62,6 +62,15 @@ pub struct Options {
     pub compaction_readahead_size: usize,
     /// Fadvise mode drops written/read pages every this many bytes. Default 4 MiB.
     pub fadvise_chunk_size: u64,
+    /// How direct (compaction) files move their bytes: `auto` uses io_uring
+    /// where the kernel allows it and blocking calls elsewhere; `uring`
+    /// fails to open where it is refused; `sync` never uses it. Default auto.
+    pub io_engine: IoEngine,
+    /// Writes a direct writer keeps in flight behind the caller, and reads a
+    /// direct reader keeps in flight ahead of it, with io_uring (1..=64).
+    /// Each costs one buffer (`direct_write_buffer_size` or
+    /// `compaction_readahead_size`) per open file. Default 4.
+    pub io_depth: usize,
     /// Access mode per I/O class; all `auto` by default (compaction direct
     /// where the probe allows, everything else buffered).
     pub io_modes: ClassModes,
@@ -100,6 +109,8 @@ impl Default for Options {
             direct_write_buffer_size: 1 << 20,
             compaction_readahead_size: 2 << 20,
             fadvise_chunk_size: 4 << 20,
+            io_engine: IoEngine::Auto,
+            io_depth: 4,
             io_modes: ClassModes::default(),
             attribute_cache_hits: true,
             warm_compaction_output: false,
@@ -218,6 +229,12 @@ impl Options {
         if self.fadvise_chunk_size == 0 {
             return bad("fadvise_chunk_size must be positive".into());
         }
+        if !(1..=MAX_IO_DEPTH).contains(&self.io_depth) {
+            return bad(format!(
+                "io_depth must be between 1 and {MAX_IO_DEPTH}, got {}",
+                self.io_depth
+            ));
+        }
         Ok(())
     }
 
@@ -229,6 +246,8 @@ impl Options {
             fadvise_chunk_size: self.fadvise_chunk_size,
             attribute_cache_hits: self.attribute_cache_hits,
             background_bytes_per_sec: self.background_rate_limit_mib << 20,
+            io_engine: self.io_engine,
+            io_depth: self.io_depth,
         }
     }
 
@@ -325,6 +344,20 @@ mod tests {
                     ..Default::default()
                 },
                 "compaction_readahead_size",
+            ),
+            (
+                Options {
+                    io_depth: 0,
+                    ..Default::default()
+                },
+                "io_depth",
+            ),
+            (
+                Options {
+                    io_depth: 65,
+                    ..Default::default()
+                },
+                "io_depth",
             ),
             (
                 Options {
