@@ -337,3 +337,125 @@ fn a_wal_sealed_into_a_rotated_manifest_is_still_verified() {
     }
     panic!("no close tipped the manifest over its limit in 60 tries");
 }
+
+/// The largest file number in use in `dir` (tables, WALs, manifests).
+fn largest_file_number(dir: &Path) -> u64 {
+    fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            let digits = name
+                .strip_prefix("MANIFEST-")
+                .or_else(|| name.strip_suffix(".sst"))
+                .or_else(|| name.strip_suffix(".log"))?
+                .to_string();
+            digits.parse::<u64>().ok()
+        })
+        .max()
+        .unwrap()
+}
+
+/// Directories where the next `count` file numbers' `name(n)` would go, so
+/// creating any of those files fails.
+fn block_names(dir: &Path, name: impl Fn(u64) -> String, count: u64) -> Vec<PathBuf> {
+    let from = largest_file_number(dir) + 1;
+    (from..from + count)
+        .map(|n| {
+            let p = dir.join(name(n));
+            fs::create_dir(&p).unwrap();
+            p
+        })
+        .collect()
+}
+
+fn write_and_flush(db: &Db, from: u32, to: u32) -> quietkv::Result<()> {
+    for i in from..to {
+        db.put(&key(i), &value(i, 0))?;
+        if i % 20 == 19 {
+            db.flush()?;
+        }
+    }
+    Ok(())
+}
+
+/// A new manifest that cannot be written leaves the old one in charge:
+/// writes, flushes and compactions go on, nothing is refused, and the
+/// database reopens intact.
+#[test]
+fn a_manifest_that_cannot_be_written_leaves_the_old_one_in_charge() {
+    let d = dir();
+    let db = Db::open(d.path(), options(1024)).unwrap();
+    let opened_with = current(d.path());
+    let blocked = block_names(d.path(), |n| format!("MANIFEST-{n:06}"), 3000);
+    write_and_flush(&db, 0, 600).unwrap();
+    db.wait_idle().unwrap();
+    let stats = db.stats();
+    assert_eq!(stats.manifest_rotations, 0);
+    assert!(stats.flushes >= 20, "{} flushes", stats.flushes);
+    assert_eq!(current(d.path()), opened_with);
+    // It kept growing past its limit, every rotation failing.
+    let m = d.path().join(opened_with.trim_end());
+    assert!(fs::metadata(&m).unwrap().len() > 1024);
+    db.close().unwrap();
+    for p in blocked {
+        fs::remove_dir(p).unwrap();
+    }
+    let db = Db::open(d.path(), options(1024)).unwrap();
+    for i in 0..600 {
+        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i, 0)), "key {i}");
+    }
+    db.close().unwrap();
+}
+
+/// CURRENT that cannot be switched to the new manifest: writes are refused
+/// (which manifest a crash would leave in charge is unknown), no further
+/// edit goes to either manifest, both stay, and the database reopens with
+/// every acknowledged write.
+#[test]
+fn a_failed_current_switch_refuses_writes_and_keeps_both_manifests() {
+    let d = dir();
+    let db = Db::open(d.path(), options(1024)).unwrap();
+    let opened_with = current(d.path());
+    let blocked = block_names(d.path(), |n| format!("CURRENT.{n}.tmp"), 3000);
+    let mut acked = 0;
+    let err = loop {
+        match db.put(&key(acked), &value(acked, 0)) {
+            Ok(()) => acked += 1,
+            Err(e) => break e,
+        }
+        if acked % 20 == 0 {
+            if let Err(e) = db.flush() {
+                break e;
+            }
+        }
+        assert!(acked < 5000, "no rotation was attempted");
+    };
+    assert_eq!(err.kind(), ErrorKind::Io, "{err}");
+    assert!(db.put(b"after", b"x").is_err());
+    assert!(db.compact_all().is_err());
+    assert_eq!(db.stats().manifest_rotations, 0);
+    assert_eq!(current(d.path()), opened_with);
+    let both = manifests(d.path());
+    assert_eq!(both.len(), 2, "{both:?}");
+    let sizes: Vec<u64> = both
+        .iter()
+        .map(|p| fs::metadata(p).unwrap().len())
+        .collect();
+    drop(db);
+    // Closing appended nothing to either manifest.
+    let after: Vec<u64> = both
+        .iter()
+        .map(|p| fs::metadata(p).unwrap().len())
+        .collect();
+    assert_eq!(sizes, after);
+    for p in blocked {
+        fs::remove_dir(p).unwrap();
+    }
+    let db = Db::open(d.path(), options(1024)).unwrap();
+    for i in 0..acked {
+        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i, 0)), "key {i}");
+    }
+    db.close().unwrap();
+    // The open wrote a fresh manifest; the two old ones are gone.
+    assert_eq!(manifests(d.path()).len(), 1);
+}

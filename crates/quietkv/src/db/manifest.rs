@@ -93,7 +93,8 @@ fn rotation_threshold(max_manifest_size: u64, snapshot_bytes: u64) -> u64 {
 ///   in charge and the next install tries again;
 /// * CURRENT cannot be switched: whether the rename reached the disk is
 ///   unknown, so both manifests are kept (the newer is not obsolete to
-///   [`Inner::delete_obsolete_files`]) and writes are refused until reopen.
+///   [`Inner::delete_obsolete_files`]), the old one is closed, and writes
+///   and installs are refused until reopen.
 pub(crate) fn maybe_rotate(inner: &Inner, st: &mut State) {
     let Some(current) = st.manifest.as_ref() else {
         return;
@@ -122,7 +123,11 @@ pub(crate) fn maybe_rotate(inner: &Inner, st: &mut State) {
         }
     };
     if let Err(e) = set_current(&inner.env, &inner.dir, number) {
+        // Both manifests describe the state as it is now; which one a
+        // crash leaves in charge is unknown, so neither may take another
+        // edit: `install` fails from here on with this error.
         inner.set_bg_error(st, &e);
+        st.manifest = None;
         return;
     }
     st.manifest_snapshot_bytes = writer.bytes_written();

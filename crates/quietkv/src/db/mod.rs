@@ -445,6 +445,10 @@ impl Inner {
         edit.next_file_number = Some(st.next_file);
         edit.last_sequence = Some(self.visible_seq.load(Ordering::Acquire));
         let next = st.version.apply(&edit)?;
+        if st.manifest.is_none() && !self.read_only {
+            // Closed after a failed manifest rotation (`manifest::maybe_rotate`).
+            self.check_bg_error(st)?;
+        }
         let manifest = st.manifest.as_mut().ok_or_else(read_only_error)?;
         let res = manifest
             .add_record(&edit.encode())
