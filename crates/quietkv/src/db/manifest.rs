@@ -78,6 +78,13 @@ pub(crate) fn write_new(
     result
 }
 
+/// Whether CURRENT (as the file system shows it now, durable or not) names
+/// manifest `number`.
+fn current_names(dir: &Path, number: u64) -> bool {
+    std::fs::read_to_string(dir.join(crate::filenames::CURRENT))
+        .is_ok_and(|c| c.trim_end_matches('\n') == manifest_name(number))
+}
+
 /// The size past which the manifest is rotated: the option, or twice the
 /// snapshot it started with if that is larger, so a version whose snapshot
 /// alone outgrows the option is not rewritten on every install.
@@ -91,8 +98,11 @@ fn rotation_threshold(max_manifest_size: u64, snapshot_bytes: u64) -> u64 {
 ///
 /// * the new manifest cannot be written: it is removed, the old one stays
 ///   in charge and the next install tries again;
-/// * CURRENT cannot be switched: whether the rename reached the disk is
-///   unknown, so both manifests are kept (the newer is not obsolete to
+/// * CURRENT cannot be switched and still names the old manifest (the
+///   rename did not happen): as above;
+/// * CURRENT names the new manifest but the switch failed (the directory
+///   sync): whether the rename reached the disk is unknown, so both
+///   manifests are kept (the newer is not obsolete to
 ///   [`Inner::delete_obsolete_files`]), the old one is closed, and writes
 ///   and installs are refused until reopen.
 pub(crate) fn maybe_rotate(inner: &Inner, st: &mut State) {
@@ -123,9 +133,21 @@ pub(crate) fn maybe_rotate(inner: &Inner, st: &mut State) {
         }
     };
     if let Err(e) = set_current(&inner.env, &inner.dir, number) {
-        // Both manifests describe the state as it is now; which one a
-        // crash leaves in charge is unknown, so neither may take another
-        // edit: `install` fails from here on with this error.
+        if current_names(&inner.dir, st.manifest_number) {
+            // The rename did not happen: the old manifest is still in
+            // charge, and stays so after a crash.
+            log::warn!(
+                "quietkv: {}: cannot switch CURRENT to a rotated manifest, keeping MANIFEST-{:06}: {e}",
+                inner.dir.display(),
+                st.manifest_number
+            );
+            let _ = std::fs::remove_file(inner.dir.join(manifest_name(number)));
+            return;
+        }
+        // The rename happened (or CURRENT cannot be read) but may not be
+        // durable: both manifests describe the state as it is now, and
+        // which one a crash leaves in charge is unknown, so neither may
+        // take another edit: `install` fails from here on with this error.
         inner.set_bg_error(st, &e);
         st.manifest = None;
         return;
