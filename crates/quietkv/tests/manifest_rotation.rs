@@ -261,8 +261,9 @@ fn a_rotated_manifest_still_requires_the_live_wal() {
 }
 
 /// Opens `d` and checks the outcome is either a Corruption error naming a
-/// file, or every one of the `n` keys. Returns whether it was an error.
-fn corruption_or_all_present(d: &Path, n: u32, what: &str) -> bool {
+/// file, or every one of the keys `key(0..n)` with `pad` appended. Returns
+/// whether it was an error.
+fn corruption_or_all_present(d: &Path, n: u32, pad: &[u8], what: &str) -> bool {
     match Db::open(d, options(1 << 30)) {
         Err(e) => {
             assert_eq!(e.kind(), ErrorKind::Corruption, "{what}: {e}");
@@ -272,7 +273,7 @@ fn corruption_or_all_present(d: &Path, n: u32, what: &str) -> bool {
         Ok(db) => {
             for i in 0..n {
                 assert_eq!(
-                    db.get(&key(i)).unwrap(),
+                    db.get(&[key(i).as_slice(), pad].concat()).unwrap(),
                     Some(value(i, 0)),
                     "{what}: key {i}"
                 );
@@ -285,17 +286,22 @@ fn corruption_or_all_present(d: &Path, n: u32, what: &str) -> bool {
 /// A clean close seals the live WAL with one manifest edit; when that edit
 /// tips the manifest over its limit, the rotated manifest's snapshot is the
 /// only record of the seal. Truncating or deleting the sealed WAL must
-/// still be detected.
+/// still be detected. Whether a close tips it depends on where the
+/// manifest's size lands, so tries vary the number of flushes and the key
+/// length (which sizes every table's entry in the manifest).
 #[test]
 fn a_wal_sealed_into_a_rotated_manifest_is_still_verified() {
-    for flushes in 0..60u32 {
+    for attempt in 0..150u32 {
+        let flushes = 2 + attempt % 29;
+        let pad = vec![b'p'; (attempt % 13) as usize];
         let src = dir();
         let db = Db::open(src.path(), options(1024)).unwrap();
         let mut next = 0u32;
         let mut put_batch = |db: &Db| {
             let mut b = WriteBatch::new();
             for i in next..next + 5 {
-                b.put(&key(i), &value(i, 0)).unwrap();
+                b.put(&[key(i).as_slice(), &pad].concat(), &value(i, 0))
+                    .unwrap();
             }
             db.write(b, WriteOptions { sync: true }).unwrap();
             next += 5;
@@ -312,7 +318,7 @@ fn a_wal_sealed_into_a_rotated_manifest_is_still_verified() {
         let before = current(src.path());
         db.close().unwrap();
         if current(src.path()) == before {
-            continue; // the close did not rotate; try a longer history
+            continue; // the close did not rotate; try another history
         }
         let report = check_dir(src.path()).unwrap();
         assert!(report.is_ok(), "{:?}", report.problems);
@@ -326,18 +332,29 @@ fn a_wal_sealed_into_a_rotated_manifest_is_still_verified() {
             copy_db(src.path(), d.path());
             fs::write(d.path().join(&name), &image[..cut]).unwrap();
             assert!(
-                corruption_or_all_present(d.path(), next, &format!("cut at {cut}")),
+                corruption_or_all_present(d.path(), next, &pad, &format!("cut at {cut}")),
                 "a sealed WAL cut at {cut} opened"
             );
         }
         let d = dir();
         copy_db(src.path(), d.path());
         fs::remove_file(d.path().join(&name)).unwrap();
-        assert!(corruption_or_all_present(d.path(), next, "deleted WAL"));
-        assert!(!corruption_or_all_present(src.path(), next, "untouched"));
+        assert!(corruption_or_all_present(
+            d.path(),
+            next,
+            &pad,
+            "deleted WAL"
+        ));
+        assert!(!corruption_or_all_present(
+            src.path(),
+            next,
+            &pad,
+            "untouched"
+        ));
+        eprintln!("the close rotated at attempt {attempt}");
         return;
     }
-    panic!("no close tipped the manifest over its limit in 60 tries");
+    panic!("no close tipped the manifest over its limit in 150 tries");
 }
 
 /// The largest file number in use in `dir` (tables, WALs, manifests).
