@@ -261,9 +261,9 @@ fn a_rotated_manifest_still_requires_the_live_wal() {
 }
 
 /// Opens `d` and checks the outcome is either a Corruption error naming a
-/// file, or every one of the keys `key(0..n)` with `pad` appended. Returns
-/// whether it was an error.
-fn corruption_or_all_present(d: &Path, n: u32, pad: &[u8], what: &str) -> bool {
+/// file, or every one of `keys` with its value. Returns whether it was an
+/// error.
+fn corruption_or_all_present(d: &Path, keys: &[u32], what: &str) -> bool {
     match Db::open(d, options(1 << 30)) {
         Err(e) => {
             assert_eq!(e.kind(), ErrorKind::Corruption, "{what}: {e}");
@@ -271,9 +271,9 @@ fn corruption_or_all_present(d: &Path, n: u32, pad: &[u8], what: &str) -> bool {
             true
         }
         Ok(db) => {
-            for i in 0..n {
+            for &i in keys {
                 assert_eq!(
-                    db.get(&[key(i).as_slice(), pad].concat()).unwrap(),
+                    db.get(&key(i)).unwrap(),
                     Some(value(i, 0)),
                     "{what}: key {i}"
                 );
@@ -283,78 +283,78 @@ fn corruption_or_all_present(d: &Path, n: u32, pad: &[u8], what: &str) -> bool {
     }
 }
 
+/// The manifest CURRENT names and its size now.
+fn current_manifest_size(dir: &Path) -> u64 {
+    fs::metadata(dir.join(current(dir).trim_end()))
+        .unwrap()
+        .len()
+}
+
 /// A clean close seals the live WAL with one manifest edit; when that edit
 /// tips the manifest over its limit, the rotated manifest's snapshot is the
 /// only record of the seal. Truncating or deleting the sealed WAL must
-/// still be detected. Whether a close tips it depends on where the
-/// manifest's size lands, so tries vary the number of flushes and the key
-/// length (which sizes every table's entry in the manifest).
+/// still be detected.
+///
+/// To make the close tip it, flushes overwrite the same few keys (so the
+/// tree, and the snapshot, stay small and the limit is exactly 1 KiB) until
+/// the manifest is less than one close edit (at least a 13-byte record
+/// header and 7 bytes of payload) short of the limit.
 #[test]
 fn a_wal_sealed_into_a_rotated_manifest_is_still_verified() {
-    for attempt in 0..150u32 {
-        let flushes = 2 + attempt % 29;
-        let pad = vec![b'p'; (attempt % 13) as usize];
-        let src = dir();
-        let db = Db::open(src.path(), options(1024)).unwrap();
-        let mut next = 0u32;
-        let mut put_batch = |db: &Db| {
-            let mut b = WriteBatch::new();
-            for i in next..next + 5 {
-                b.put(&[key(i).as_slice(), &pad].concat(), &value(i, 0))
-                    .unwrap();
-            }
-            db.write(b, WriteOptions { sync: true }).unwrap();
-            next += 5;
-        };
-        for _ in 0..flushes {
-            put_batch(&db);
-            db.flush().unwrap();
+    let src = dir();
+    let db = Db::open(src.path(), options(1024)).unwrap();
+    let mut positioned = false;
+    for _ in 0..500 {
+        let mut b = WriteBatch::new();
+        for i in 0..20 {
+            b.put(&key(i), &value(i, 0)).unwrap();
         }
+        db.write(b, WriteOptions { sync: true }).unwrap();
+        db.flush().unwrap();
         db.wait_idle().unwrap();
-        // Unflushed writes, in the live WAL only.
-        for _ in 0..4 {
-            put_batch(&db);
+        let size = current_manifest_size(src.path());
+        if (1024 - 19..=1024).contains(&size) {
+            positioned = true;
+            break;
         }
-        let before = current(src.path());
-        db.close().unwrap();
-        if current(src.path()) == before {
-            continue; // the close did not rotate; try another history
+    }
+    assert!(
+        positioned,
+        "the manifest never got within 19 bytes of 1 KiB"
+    );
+    // Unflushed writes of new keys, in the live WAL only.
+    for round in 0..4u32 {
+        let mut b = WriteBatch::new();
+        for i in 1000 + round * 5..1000 + round * 5 + 5 {
+            b.put(&key(i), &value(i, 0)).unwrap();
         }
-        let report = check_dir(src.path()).unwrap();
-        assert!(report.is_ok(), "{:?}", report.problems);
-        assert_eq!(report.manifest_edits, 1, "the close rotated");
-        let wal = files_with(src.path(), ".log").pop().unwrap();
-        let image = fs::read(&wal).unwrap();
-        assert!(!image.is_empty());
-        let name = wal.file_name().unwrap().to_owned();
-        for cut in [0, image.len() / 2, image.len() - 1] {
-            let d = dir();
-            copy_db(src.path(), d.path());
-            fs::write(d.path().join(&name), &image[..cut]).unwrap();
-            assert!(
-                corruption_or_all_present(d.path(), next, &pad, &format!("cut at {cut}")),
-                "a sealed WAL cut at {cut} opened"
-            );
-        }
+        db.write(b, WriteOptions { sync: true }).unwrap();
+    }
+    let keys: Vec<u32> = (0..20).chain(1000..1020).collect();
+    let before = current(src.path());
+    db.close().unwrap();
+    assert_ne!(current(src.path()), before, "the close did not rotate");
+    let report = check_dir(src.path()).unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems);
+    assert_eq!(report.manifest_edits, 1, "the close rotated");
+    let wal = files_with(src.path(), ".log").pop().unwrap();
+    let image = fs::read(&wal).unwrap();
+    assert!(!image.is_empty());
+    let name = wal.file_name().unwrap().to_owned();
+    for cut in [0, image.len() / 2, image.len() - 1] {
         let d = dir();
         copy_db(src.path(), d.path());
-        fs::remove_file(d.path().join(&name)).unwrap();
-        assert!(corruption_or_all_present(
-            d.path(),
-            next,
-            &pad,
-            "deleted WAL"
-        ));
-        assert!(!corruption_or_all_present(
-            src.path(),
-            next,
-            &pad,
-            "untouched"
-        ));
-        eprintln!("the close rotated at attempt {attempt}");
-        return;
+        fs::write(d.path().join(&name), &image[..cut]).unwrap();
+        assert!(
+            corruption_or_all_present(d.path(), &keys, &format!("cut at {cut}")),
+            "a sealed WAL cut at {cut} opened"
+        );
     }
-    panic!("no close tipped the manifest over its limit in 150 tries");
+    let d = dir();
+    copy_db(src.path(), d.path());
+    fs::remove_file(d.path().join(&name)).unwrap();
+    assert!(corruption_or_all_present(d.path(), &keys, "deleted WAL"));
+    assert!(!corruption_or_all_present(src.path(), &keys, "untouched"));
 }
 
 /// The largest file number in use in `dir` (tables, WALs, manifests).
