@@ -82,6 +82,11 @@ pub struct Options {
     /// do not all miss at once when the new tables take over. Costs one read
     /// of the hot part of the output. Default false.
     pub warm_compaction_output: bool,
+    /// Size past which the manifest is rewritten as one snapshot of the
+    /// current state (a new file, switched to through CURRENT), so a
+    /// long-lived database's manifest stays small. At least 1 KiB.
+    /// Default 4 MiB.
+    pub max_manifest_size: u64,
 }
 
 impl Default for Options {
@@ -114,6 +119,7 @@ impl Default for Options {
             io_modes: ClassModes::default(),
             attribute_cache_hits: true,
             warm_compaction_output: false,
+            max_manifest_size: 4 << 20,
         }
     }
 }
@@ -233,6 +239,12 @@ impl Options {
             return bad(format!(
                 "io_depth must be between 1 and {MAX_IO_DEPTH}, got {}",
                 self.io_depth
+            ));
+        }
+        if self.max_manifest_size < 1024 {
+            return bad(format!(
+                "max_manifest_size must be at least 1024 bytes, got {}",
+                self.max_manifest_size
             ));
         }
         Ok(())
@@ -365,6 +377,13 @@ mod tests {
                     ..Default::default()
                 },
                 "priority",
+            ),
+            (
+                Options {
+                    max_manifest_size: 1023,
+                    ..Default::default()
+                },
+                "max_manifest_size",
             ),
         ];
         for (o, needle) in cases {

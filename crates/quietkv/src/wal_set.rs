@@ -38,6 +38,16 @@ pub struct RequiredWal {
 }
 
 impl WalSet {
+    /// The state right after open: WAL `number` is live and the only one
+    /// needed.
+    pub fn starting_at(number: u64) -> WalSet {
+        WalSet {
+            log_number: number,
+            live: Some(number),
+            sealed: BTreeMap::new(),
+        }
+    }
+
     /// Applies one manifest edit, in order.
     pub fn apply(&mut self, edit: &VersionEdit) {
         if let Some(n) = edit.log_number {
@@ -58,6 +68,19 @@ impl WalSet {
     /// WALs older than this hold nothing that is not in a table.
     pub fn log_number(&self) -> u64 {
         self.log_number
+    }
+
+    /// The WAL writes go to, as last recorded (it may have fallen behind
+    /// the log number, when nothing requires it any more).
+    pub fn live(&self) -> Option<u64> {
+        self.live
+    }
+
+    /// The sealed WALs at or after the log number and their lengths,
+    /// oldest first: with [`Self::log_number`] and [`Self::live`], all a
+    /// fresh manifest must record to require the same WALs as this one.
+    pub fn sealed(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.sealed.iter().map(|(&n, &len)| (n, len))
     }
 
     /// The length WAL `number` was sealed at, if it was.
@@ -139,6 +162,33 @@ mod tests {
                 sealed_len: Some(55)
             }]
         );
+    }
+
+    #[test]
+    fn the_accessors_rebuild_a_set_that_requires_the_same_wals() {
+        let mut w = WalSet::default();
+        w.apply(&edit(|e| {
+            e.log_number = Some(4);
+            e.live_wal = Some(4);
+        }));
+        w.apply(&edit(|e| {
+            e.sealed_wals.push((4, 1000));
+            e.live_wal = Some(7);
+        }));
+        w.apply(&edit(|e| {
+            e.sealed_wals.push((7, 300));
+            e.live_wal = Some(9);
+        }));
+        w.apply(&edit(|e| e.log_number = Some(7)));
+        assert_eq!(w.sealed().collect::<Vec<_>>(), vec![(7, 300)]);
+        assert_eq!(w.live(), Some(9));
+        let mut rebuilt = WalSet::default();
+        rebuilt.apply(&edit(|e| {
+            e.log_number = Some(w.log_number());
+            e.live_wal = w.live();
+            e.sealed_wals = w.sealed().collect();
+        }));
+        assert_eq!(rebuilt, w);
     }
 
     #[test]

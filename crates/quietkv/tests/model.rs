@@ -198,10 +198,14 @@ proptest! {
         ops in proptest::collection::vec(op_strategy(), 1..250),
         cr in 0usize..4, cw in 0usize..4, fw in 0usize..4, ur in 0usize..4, wal in 0usize..4,
         warm in any::<bool>(),
+        // Half the runs with the smallest manifest limit: rotations between
+        // the model's flushes, compactions and reopens.
+        tiny_manifest in any::<bool>(),
     ) {
         let d = scratch();
         let modes = [WRITE_MODES[cr], WRITE_MODES[cw], WRITE_MODES[fw], USER_READ_MODES[ur], WRITE_MODES[wal]];
-        let opts = Options { warm_compaction_output: warm, ..options(modes) };
+        let max_manifest_size = if tiny_manifest { 1024 } else { Options::default().max_manifest_size };
+        let opts = Options { warm_compaction_output: warm, max_manifest_size, ..options(modes) };
         run(d.path(), &opts, &ops);
     }
 }

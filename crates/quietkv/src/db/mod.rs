@@ -5,6 +5,7 @@
 mod background;
 mod iter;
 mod level_iter;
+mod manifest;
 mod recovery;
 mod stats;
 mod write;
@@ -29,6 +30,7 @@ use crate::picker::{BusyFiles, PickerOptions};
 use crate::snapshot::{Snapshot, SnapshotList};
 use crate::table_cache::TableCache;
 use crate::version::{Version, VersionEdit};
+use crate::wal_set::WalSet;
 
 pub use iter::DbIter;
 pub(crate) use recovery::{meta_from, missing_wal, new_db_id, set_current, write_l0};
@@ -69,6 +71,12 @@ pub(crate) struct State {
     /// `None` when opened read-only.
     pub manifest: Option<LogWriter<LogFile>>,
     pub manifest_number: u64,
+    /// Size of the snapshot the current manifest starts with (see
+    /// `manifest::maybe_rotate`).
+    pub manifest_snapshot_bytes: u64,
+    /// The WALs the manifest requires, kept up to date by `install` so a
+    /// rotated manifest can record them.
+    pub wals: WalSet,
     pub next_file: u64,
     pub busy: BusyFiles,
     /// Tables being written and not yet installed.
@@ -431,11 +439,16 @@ impl Inner {
         *self.super_version.write() = Arc::new(sv);
     }
 
-    /// Logs `edit` to the manifest (synced) and makes it the current version.
+    /// Logs `edit` to the manifest (synced) and makes it the current
+    /// version; rotates the manifest once it has grown past its limit.
     pub(crate) fn install(&self, st: &mut State, mut edit: VersionEdit) -> Result<()> {
         edit.next_file_number = Some(st.next_file);
         edit.last_sequence = Some(self.visible_seq.load(Ordering::Acquire));
         let next = st.version.apply(&edit)?;
+        if st.manifest.is_none() && !self.read_only {
+            // Closed after a failed manifest rotation (`manifest::maybe_rotate`).
+            self.check_bg_error(st)?;
+        }
         let manifest = st.manifest.as_mut().ok_or_else(read_only_error)?;
         let res = manifest
             .add_record(&edit.encode())
@@ -444,10 +457,13 @@ impl Inner {
             self.set_bg_error(st, &e);
             return Err(e);
         }
+        st.wals.apply(&edit);
         let old = std::mem::replace(&mut st.version, Arc::new(next));
         st.live_versions.retain(|w| w.strong_count() > 0);
         st.live_versions.push(Arc::downgrade(&old));
         self.refresh_super_version(st);
+        // The edit is durable: whatever rotation does, it stays installed.
+        manifest::maybe_rotate(self, st);
         Ok(())
     }
 
@@ -476,7 +492,10 @@ impl Inner {
             let obsolete = match kind {
                 FileKind::Table(n) => !live_tables.contains(&n),
                 FileKind::Wal(n) => n < min_wal,
-                FileKind::Manifest(n) => n != manifest_number,
+                // Only older ones: a newer one is a rotation in progress
+                // (this listing may race with it) or one whose CURRENT
+                // switch failed and might be in charge after a crash.
+                FileKind::Manifest(n) => n < manifest_number,
                 FileKind::Temp => true,
                 FileKind::Current | FileKind::Lock => false,
             };

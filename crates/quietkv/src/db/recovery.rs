@@ -128,25 +128,11 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
     let wal_number = next_file;
     let manifest_number = next_file + 1;
     next_file += 2;
-    let mut snapshot = VersionEdit::new();
-    for level in 0..crate::version::NUM_LEVELS {
-        for f in version.files(level) {
-            snapshot.add_file(level, (**f).clone());
-        }
-        if let Some(p) = version.compact_pointer(level) {
-            snapshot.compact_pointers.push((level, p.to_vec()));
-        }
-    }
-    snapshot.log_number = Some(wal_number);
-    snapshot.live_wal = Some(wal_number);
-    snapshot.next_file_number = Some(next_file);
-    snapshot.last_sequence = Some(last_seq);
-    // 0: a database created before ids existed keeps having none.
-    snapshot.db_id = (recovered.db_id != 0).then_some(recovered.db_id);
-    let manifest_path = dir.join(manifest_name(manifest_number));
-    let mut manifest = LogWriter::new(LogFile(env.create(&manifest_path, IoClass::Manifest)?));
-    manifest.add_record(&snapshot.encode())?;
-    manifest.sync()?;
+    let wals = WalSet::starting_at(wal_number);
+    let snapshot =
+        super::manifest::snapshot_edit(&version, &wals, next_file, last_seq, recovered.db_id);
+    let manifest = super::manifest::write_new(&env, &dir, manifest_number, &snapshot)?;
+    let manifest_snapshot_bytes = manifest.bytes_written();
     let wal_file = env.create(&wal_path(&dir, wal_number), IoClass::WalWrite)?;
     set_current(&env, &dir, manifest_number)?;
 
@@ -167,6 +153,11 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
         next_file,
         last_seq,
     );
+    {
+        let mut st = inner.state.lock();
+        st.wals = wals;
+        st.manifest_snapshot_bytes = manifest_snapshot_bytes;
+    }
     inner.delete_obsolete_files();
     Ok(inner)
 }
@@ -387,6 +378,8 @@ fn build_inner(
             live_versions: Vec::new(),
             manifest,
             manifest_number,
+            manifest_snapshot_bytes: 0,
+            wals: WalSet::default(),
             next_file,
             busy: BusyFiles::new(),
             pending_outputs: HashSet::new(),

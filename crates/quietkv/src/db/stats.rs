@@ -27,6 +27,7 @@ pub(crate) struct Counters {
     compaction_micros: AtomicU64,
     warmed_blocks: AtomicU64,
     warmed_bytes: AtomicU64,
+    manifest_rotations: AtomicU64,
 }
 
 impl Counters {
@@ -57,6 +58,10 @@ impl Counters {
     pub(crate) fn record_warming(&self, blocks: u64, bytes: u64) {
         self.warmed_blocks.fetch_add(blocks, Relaxed);
         self.warmed_bytes.fetch_add(bytes, Relaxed);
+    }
+
+    pub(crate) fn record_manifest_rotation(&self) {
+        self.manifest_rotations.fetch_add(1, Relaxed);
     }
 
     pub(crate) fn record_compaction(&self, read: u64, written: u64, took: Duration) {
@@ -120,6 +125,9 @@ pub struct DbStats {
     pub io_modes: Vec<(IoClass, EffectiveMode)>,
     pub io: Vec<(IoClass, ClassStats)>,
     pub background_error: Option<String>,
+    /// Times the manifest was replaced by a fresh snapshot because it grew
+    /// past `Options::max_manifest_size` (since open).
+    pub manifest_rotations: u64,
 }
 
 pub(crate) fn collect(inner: &Inner) -> DbStats {
@@ -166,5 +174,6 @@ pub(crate) fn collect(inner: &Inner) -> DbStats {
             .collect(),
         io: inner.env.stats().snapshot(),
         background_error: st.bg_error.as_ref().map(ToString::to_string),
+        manifest_rotations: c.manifest_rotations.load(Relaxed),
     }
 }
