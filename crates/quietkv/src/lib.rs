@@ -47,6 +47,7 @@ pub mod picker;
 pub mod snapshot;
 pub mod table;
 pub mod table_cache;
+mod varint;
 pub mod version;
 pub mod wal_set;
 pub mod warm;
