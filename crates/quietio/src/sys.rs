@@ -295,3 +295,137 @@ pub fn try_flock(fd: RawFd, kind: LockKind) -> io::Result<bool> {
         }
     }
 }
+
+/// errno of "no space left on device".
+pub const ENOSPC: i32 = libc::ENOSPC;
+/// errno of "disk quota exceeded".
+pub const EDQUOT: i32 = libc::EDQUOT;
+
+/// Whether `e` says the file system ran out of space (ENOSPC) or the
+/// user's quota (EDQUOT): both mean "free space, then retry".
+pub fn is_out_of_space(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(ENOSPC | EDQUOT))
+}
+
+/// The effective user id of this process.
+pub fn effective_uid() -> u32 {
+    // SAFETY: geteuid takes no arguments, cannot fail and touches no memory
+    // of ours.
+    unsafe { libc::geteuid() }
+}
+
+/// The kernel's id of the calling thread (what per-thread scheduling calls
+/// take as "process").
+fn current_tid() -> libc::c_long {
+    // SAFETY: gettid takes no arguments and cannot fail; the raw syscall
+    // avoids depending on a libc wrapper that older glibc lacks.
+    unsafe { libc::syscall(libc::SYS_gettid) }
+}
+
+/// Sets the CPU niceness of the calling thread only. On Linux, `setpriority(PRIO_PROCESS, tid)` addresses one thread, so
+/// background threads can be deprioritized without touching user threads.
+pub fn set_thread_nice(nice: i32) -> io::Result<()> {
+    let tid = current_tid() as libc::id_t;
+    // SAFETY: setpriority only reads its integer arguments; an invalid
+    // value is an error return.
+    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, nice) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// An I/O scheduling class and level for [`set_thread_io_priority`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IoPriorityClass {
+    /// Best effort at a level 0 (highest) ..= 7 (lowest).
+    BestEffort(u8),
+    /// Served only when no other process uses the disk.
+    Idle,
+}
+
+/// Sets the I/O priority of the calling thread (`ioprio_set` with
+/// `IOPRIO_WHO_PROCESS` and the thread's id, which addresses one thread).
+pub fn set_thread_io_priority(class: IoPriorityClass) -> io::Result<()> {
+    const IOPRIO_WHO_PROCESS: libc::c_long = 1;
+    const IOPRIO_CLASS_SHIFT: u32 = 13;
+    const IOPRIO_CLASS_BE: u32 = 2;
+    const IOPRIO_CLASS_IDLE: u32 = 3;
+    let value = match class {
+        // Bits above the level are the class and, since Linux 6.5, hints:
+        // an out-of-range level must not set them.
+        IoPriorityClass::BestEffort(level) if level > 7 => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("best-effort I/O priority level {level} is not in 0..=7"),
+            ))
+        }
+        IoPriorityClass::BestEffort(level) => {
+            (IOPRIO_CLASS_BE << IOPRIO_CLASS_SHIFT) | u32::from(level)
+        }
+        IoPriorityClass::Idle => IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT,
+    };
+    let tid = current_tid();
+    // SAFETY: ioprio_set only reads its integer arguments; an invalid class,
+    // level or id is an error return.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_ioprio_set,
+            IOPRIO_WHO_PROCESS,
+            tid,
+            libc::c_long::from(value),
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nice_of(tid: libc::c_long) -> i32 {
+        // SAFETY: getpriority only reads its integer arguments.
+        unsafe { libc::getpriority(libc::PRIO_PROCESS, tid as libc::id_t) }
+    }
+
+    fn ioprio_of(tid: libc::c_long) -> libc::c_long {
+        // SAFETY: ioprio_get only reads its integer arguments.
+        unsafe { libc::syscall(libc::SYS_ioprio_get, 1 as libc::c_long, tid) }
+    }
+
+    #[test]
+    fn thread_priorities_apply_to_the_calling_thread_only() {
+        let main_tid = current_tid();
+        let main_nice = nice_of(main_tid);
+        let main_ioprio = ioprio_of(main_tid);
+        std::thread::spawn(move || {
+            let tid = current_tid();
+            assert_ne!(tid, main_tid);
+            // Raising niceness needs no privilege.
+            set_thread_nice(main_nice + 3).unwrap();
+            assert_eq!(nice_of(tid), main_nice + 3);
+            set_thread_io_priority(IoPriorityClass::Idle).unwrap();
+            assert_eq!(ioprio_of(tid), 3 << 13);
+            set_thread_io_priority(IoPriorityClass::BestEffort(7)).unwrap();
+            assert_eq!(ioprio_of(tid), (2 << 13) | 7);
+            let e = set_thread_io_priority(IoPriorityClass::BestEffort(200)).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+            assert_eq!(ioprio_of(tid), (2 << 13) | 7);
+        })
+        .join()
+        .unwrap();
+        assert_eq!(nice_of(main_tid), main_nice);
+        assert_eq!(ioprio_of(main_tid), main_ioprio);
+    }
+
+    #[test]
+    fn out_of_space_errors() {
+        assert!(is_out_of_space(&io::Error::from_raw_os_error(ENOSPC)));
+        assert!(is_out_of_space(&io::Error::from_raw_os_error(EDQUOT)));
+        assert!(!is_out_of_space(&io::Error::from_raw_os_error(libc::EIO)));
+        assert!(!is_out_of_space(&io::Error::other("no errno")));
+    }
+}
