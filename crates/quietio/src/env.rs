@@ -263,6 +263,7 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
     let f = File::open(dir)
         .map_err(|e| Error::io(e, "cannot open directory to sync it").with_path(dir))?;
     use std::os::fd::AsRawFd;
+    // SAFETY: fsync only reads its integer argument; `f` keeps the fd open.
     let rc = unsafe { libc::fsync(f.as_raw_fd()) };
     if rc != 0 {
         return Err(

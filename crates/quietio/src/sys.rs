@@ -35,6 +35,8 @@ fn retry<F: FnMut() -> io::Result<usize>>(mut f: F) -> io::Result<usize> {
 
 pub fn pread(fd: RawFd, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     retry(|| {
+        // SAFETY: the kernel writes at most `buf.len()` bytes into `buf`,
+        // which is valid and exclusively borrowed for the call.
         cvt(unsafe {
             libc::pread64(
                 fd,
@@ -48,6 +50,8 @@ pub fn pread(fd: RawFd, buf: &mut [u8], offset: u64) -> io::Result<usize> {
 
 pub fn pwrite(fd: RawFd, buf: &[u8], offset: u64) -> io::Result<usize> {
     retry(|| {
+        // SAFETY: the kernel reads at most `buf.len()` bytes from `buf`,
+        // which is valid and borrowed for the call.
         cvt(unsafe { libc::pwrite64(fd, buf.as_ptr().cast(), buf.len(), offset as libc::off64_t) })
     })
 }
@@ -59,6 +63,8 @@ pub fn preadv2(fd: RawFd, buf: &mut [u8], offset: u64, flags: libc::c_int) -> io
         iov_base: buf.as_mut_ptr().cast(),
         iov_len: buf.len(),
     };
+    // SAFETY: the one iovec points at `buf` (valid, exclusively borrowed
+    // for this function) with its length; the kernel writes only there.
     retry(|| cvt(unsafe { libc::preadv2(fd, &iov, 1, offset as libc::off64_t, flags) }))
 }
 
@@ -67,14 +73,22 @@ pub fn pwritev2(fd: RawFd, buf: &[u8], offset: u64, flags: libc::c_int) -> io::R
         iov_base: buf.as_ptr() as *mut libc::c_void,
         iov_len: buf.len(),
     };
+    // SAFETY: the one iovec points at `buf` (valid, borrowed for this
+    // function) with its length; the kernel only reads it, despite the
+    // `*mut` the iovec type requires.
     retry(|| cvt(unsafe { libc::pwritev2(fd, &iov, 1, offset as libc::off64_t, flags) }))
 }
 
 pub fn fdatasync(fd: RawFd) -> io::Result<()> {
+    // SAFETY: fdatasync only reads its integer argument; a bad fd is an
+    // error return.
     retry(|| cvt(unsafe { libc::fdatasync(fd) } as isize)).map(|_| ())
 }
 
 pub fn ftruncate(fd: RawFd, len: u64) -> io::Result<()> {
+    // SAFETY: ftruncate only reads its integer arguments. (Shrinking a file
+    // someone maps is not memory-unsafe for this call; see
+    // `RandomReader`'s mmap mode for why the engine never does it.)
     retry(|| cvt(unsafe { libc::ftruncate64(fd, len as libc::off64_t) } as isize)).map(|_| ())
 }
 
@@ -88,6 +102,7 @@ pub fn sync_file_range(fd: RawFd, offset: u64, len: u64, wait: bool) -> io::Resu
         libc::SYNC_FILE_RANGE_WRITE
     };
     retry(|| {
+        // SAFETY: sync_file_range only reads its integer arguments.
         cvt(unsafe {
             libc::sync_file_range(fd, offset as libc::off64_t, len as libc::off64_t, flags)
         } as isize)
@@ -96,6 +111,7 @@ pub fn sync_file_range(fd: RawFd, offset: u64, len: u64, wait: bool) -> io::Resu
 }
 
 pub fn fadvise(fd: RawFd, offset: u64, len: u64, advice: libc::c_int) -> io::Result<()> {
+    // SAFETY: posix_fadvise only reads its integer arguments.
     let rc =
         unsafe { libc::posix_fadvise64(fd, offset as libc::off64_t, len as libc::off64_t, advice) };
     // posix_fadvise returns the error number instead of setting errno.
@@ -115,6 +131,9 @@ pub fn statx_dio_align(fd: RawFd) -> Option<(u32, u32)> {
     // fixed offsets (152 and 156) that are part of the stable ABI.
     let mut buf = [0u64; 32];
     let empty = c"";
+    // SAFETY: the path is a valid NUL-terminated string (empty, with
+    // AT_EMPTY_PATH: the fd itself), and `buf` is 256 writable bytes, the
+    // size of the kernel's struct statx, 8-byte aligned as it requires.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_statx,
@@ -128,7 +147,7 @@ pub fn statx_dio_align(fd: RawFd) -> Option<(u32, u32)> {
     if rc != 0 {
         return None;
     }
-    let bytes: &[u8; 256] = unsafe { &*(buf.as_ptr() as *const [u8; 256]) };
+    let bytes: Vec<u8> = buf.iter().flat_map(|w| w.to_ne_bytes()).collect();
     let u32_at = |off: usize| u32::from_ne_bytes(bytes[off..off + 4].try_into().unwrap());
     let mask = u32_at(0);
     if mask & STATX_DIOALIGN == 0 {
@@ -170,6 +189,9 @@ pub fn cachestat_range(fd: RawFd, off: u64, len: u64) -> io::Result<CacheStat> {
     }
     let range = Range { off, len };
     let mut raw = Raw::default();
+    // SAFETY: `range` and `raw` are live, properly aligned `#[repr(C)]`
+    // structs with the layouts of the kernel's cachestat_range and
+    // cachestat; the kernel reads the first and writes only the second.
     let rc = unsafe {
         libc::syscall(
             SYS_CACHESTAT,
@@ -210,6 +232,10 @@ pub fn resident_pages(fd: RawFd, offset: u64, len: u64) -> io::Result<Vec<bool>>
     if len == 0 {
         return Ok(Vec::new());
     }
+    // SAFETY: a new read-only shared mapping chosen by the kernel (null
+    // hint, no MAP_FIXED) cannot alias any Rust memory. It is never read:
+    // mincore only reports residency and faults nothing in, so a file that
+    // shrinks meanwhile cannot cause a SIGBUS here.
     let map = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
@@ -224,8 +250,12 @@ pub fn resident_pages(fd: RawFd, offset: u64, len: u64) -> io::Result<Vec<bool>>
         return Err(io::Error::last_os_error());
     }
     let mut vec = vec![0u8; map_len.div_ceil(page as usize)];
+    // SAFETY: `map` is a live mapping of `map_len` bytes, and `vec` holds
+    // one byte per page of it, which is what mincore writes.
     let rc = unsafe { libc::mincore(map, map_len, vec.as_mut_ptr()) };
     let err = io::Error::last_os_error();
+    // SAFETY: unmaps exactly the mapping made above, which nothing else
+    // refers to.
     unsafe { libc::munmap(map, map_len) };
     if rc != 0 {
         return Err(err);
@@ -234,6 +264,7 @@ pub fn resident_pages(fd: RawFd, offset: u64, len: u64) -> io::Result<Vec<bool>>
 }
 
 pub fn page_size() -> usize {
+    // SAFETY: sysconf only reads its integer argument.
     let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if v > 0 {
         v as usize
@@ -244,7 +275,10 @@ pub fn page_size() -> usize {
 
 /// `statfs(2)` file-system magic of the file system holding `fd`.
 pub fn fs_magic(fd: RawFd) -> io::Result<i64> {
+    // SAFETY: statfs64 is a plain C struct of integers, for which all
+    // zero bytes is a valid value.
     let mut st: libc::statfs64 = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is a valid, exclusively borrowed statfs64 to fill.
     let rc = unsafe { libc::fstatfs64(fd, &mut st) };
     if rc != 0 {
         return Err(io::Error::last_os_error());
@@ -254,7 +288,11 @@ pub fn fs_magic(fd: RawFd) -> io::Result<i64> {
 
 /// The kernel release string (`uname -r`).
 pub fn kernel_release() -> String {
+    // SAFETY: utsname is a plain C struct of char arrays, for which all
+    // zero bytes is a valid value.
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid, exclusively borrowed utsname to fill; the
+    // kernel NUL-terminates each field.
     if unsafe { libc::uname(&mut u) } != 0 {
         return "unknown".into();
     }

@@ -27,6 +27,8 @@ extern "C" fn on_signal(_sig: libc::c_int) {
 /// SIGINT and SIGTERM set a flag instead of killing the process; the runner
 /// checks [`interrupted`] and cleans up.
 pub fn install_interrupt_handler() {
+    // SAFETY: `on_signal` is an `extern "C" fn(c_int)` that only stores to
+    // an atomic, which is async-signal-safe.
     unsafe {
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
         libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
@@ -334,7 +336,7 @@ impl Drop for PsiCgroup {
 /// Whether this process may create cgroups at all (root), with the reason
 /// when not.
 pub fn cgroups_usable() -> Result<(), String> {
-    if unsafe { libc::geteuid() } != 0 {
+    if quietio::sys::effective_uid() != 0 {
         return Err("not running as root".into());
     }
     Ok(())
