@@ -107,7 +107,6 @@ struct Counters {
     bc_hits: u64,
     bc_misses: u64,
     compactions: u64,
-    write_bytes: u64,
     stall_s: f64,
     warmed_bytes: u64,
 }
@@ -124,7 +123,6 @@ fn counters(db: &Db) -> Counters {
         bc_hits: s.block_cache.hits,
         bc_misses: s.block_cache.misses,
         compactions: s.compaction.count,
-        write_bytes: s.write_bytes,
         stall_s: s.stalls.stall_seconds,
         warmed_bytes: s.compaction.warmed_bytes,
     }
