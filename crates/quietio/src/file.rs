@@ -589,36 +589,6 @@ impl std::io::Read for SeqReader {
     }
 }
 
-/// A read-only memory mapping of a whole file.
-///
-/// Only for files nobody writes, truncates or replaces in place while they
-/// are mapped: reading a page that lies past the end of a file that shrank
-/// after it was mapped raises SIGBUS and kills the process, and bytes
-/// changed through another descriptor show up in the mapping. quietkv maps
-/// only table files, which are immutable once written: a table is written
-/// whole and synced before any reader opens it, never written or truncated
-/// afterwards, and deleted only by unlinking it, which keeps the inode and
-/// its pages alive until the last mapping goes. Another process truncating
-/// a table is outside that contract, and a SIGBUS is then how it shows.
-struct Mapping {
-    ptr: *mut libc::c_void,
-    len: usize,
-}
-
-// SAFETY: the mapping is read-only and owned by one reader; the raw
-// pointer is not tied to the thread that created it.
-unsafe impl Send for Mapping {}
-// SAFETY: shared access only copies bytes out of the read-only mapping.
-unsafe impl Sync for Mapping {}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: unmaps exactly the mapping made in `RandomReader::open`,
-        // once; no copy of the pointer outlives the reader.
-        unsafe { libc::munmap(self.ptr, self.len) };
-    }
-}
-
 /// Positional reads of an immutable file in one access mode.
 ///
 /// Buffered reads can attribute each read to a page-cache hit or miss:
@@ -632,7 +602,7 @@ pub struct RandomReader {
     path: PathBuf,
     cfg: FileConfig,
     len: u64,
-    map: Option<Mapping>,
+    map: Option<sys::ReadOnlyMap>,
 }
 
 impl RandomReader {
@@ -645,30 +615,11 @@ impl RandomReader {
                 let _ = sys::fadvise(fd, 0, 0, libc::POSIX_FADV_RANDOM);
             }
             EffectiveMode::Mmap if len > 0 => {
-                // SAFETY: a new read-only shared mapping at an address the
-                // kernel picks (null hint, no MAP_FIXED) aliases no Rust
-                // memory. Reading it is sound as long as the file neither
-                // shrinks nor changes while mapped; see `Mapping` for why
-                // the engine's table files never do.
-                let ptr = unsafe {
-                    libc::mmap(
-                        std::ptr::null_mut(),
-                        len as usize,
-                        libc::PROT_READ,
-                        libc::MAP_SHARED,
-                        fd,
-                        0,
-                    )
-                };
-                if ptr == libc::MAP_FAILED {
-                    return Err(
-                        Error::io(std::io::Error::last_os_error(), "mmap failed").with_path(path)
-                    );
-                }
-                map = Some(Mapping {
-                    ptr,
-                    len: len as usize,
-                });
+                // Table files are immutable: see `sys::ReadOnlyMap` for why
+                // that is what makes mapping them sound.
+                let m = sys::ReadOnlyMap::whole_file(fd, len)
+                    .map_err(|e| Error::io(e, "mmap failed").with_path(path))?;
+                map = Some(m);
             }
             _ => {}
         }
@@ -750,22 +701,8 @@ impl RandomReader {
             EffectiveMode::Direct => self.read_direct(offset, out)?,
             EffectiveMode::Mmap => {
                 let map = self.map.as_ref().expect("mapped when non-empty");
-                debug_assert!(offset as usize + want <= map.len);
-                // SAFETY: `offset + want <= self.len == map.len` (checked
-                // above), so the source range lies inside the live mapping,
-                // and `out` is a distinct, exclusively borrowed buffer of
-                // `want` bytes. Copying with raw pointers takes no Rust
-                // reference to the mapped bytes. If the file had shrunk
-                // below this range since it was mapped, the copy would
-                // raise SIGBUS (not read garbage); `Mapping` says why table
-                // files never shrink.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        map.ptr.cast::<u8>().cast_const().add(offset as usize),
-                        out.as_mut_ptr(),
-                        want,
-                    );
-                }
+                // `offset + want <= self.len`, the mapped length (above).
+                map.copy_to(offset as usize, out);
                 want
             }
             EffectiveMode::DontCache => self.read_loop(offset, out, sys::RWF_DONTCACHE)?,

@@ -85,6 +85,12 @@ pub fn fdatasync(fd: RawFd) -> io::Result<()> {
     retry(|| cvt(unsafe { libc::fdatasync(fd) } as isize)).map(|_| ())
 }
 
+pub fn fsync(fd: RawFd) -> io::Result<()> {
+    // SAFETY: fsync only reads its integer argument; a bad fd is an error
+    // return.
+    retry(|| cvt(unsafe { libc::fsync(fd) } as isize)).map(|_| ())
+}
+
 pub fn ftruncate(fd: RawFd, len: u64) -> io::Result<()> {
     // SAFETY: ftruncate only reads its integer arguments. (Shrinking a file
     // someone maps is not memory-unsafe for this call; see
@@ -334,6 +340,100 @@ pub fn try_flock(fd: RawFd, kind: LockKind) -> io::Result<bool> {
     }
 }
 
+/// A read-only, shared memory mapping of a whole file, unmapped on drop.
+///
+/// Only for files nobody writes, truncates or replaces in place while they
+/// are mapped: reading a page that lies past the end of a file that shrank
+/// after it was mapped raises SIGBUS and kills the process, and bytes
+/// changed through another descriptor show up in the mapping. quietkv maps
+/// only table files, which are immutable once written: a table is written
+/// whole and synced before any reader opens it, never written or truncated
+/// afterwards, and deleted only by unlinking it, which keeps the inode and
+/// its pages alive until the last mapping goes. Another process truncating
+/// a table is outside that contract, and a SIGBUS is then how it shows.
+#[derive(Debug)]
+pub struct ReadOnlyMap {
+    ptr: *mut libc::c_void,
+    len: usize,
+}
+
+// SAFETY: the mapping is read-only and owned by this value alone; the raw
+// pointer is not tied to the thread that created it.
+unsafe impl Send for ReadOnlyMap {}
+// SAFETY: shared access only copies bytes out of the read-only mapping.
+unsafe impl Sync for ReadOnlyMap {}
+
+impl ReadOnlyMap {
+    /// Maps the first `len` bytes of `fd` (its whole length; `len > 0`).
+    pub fn whole_file(fd: RawFd, len: u64) -> io::Result<ReadOnlyMap> {
+        let len = usize::try_from(len)
+            .ok()
+            .filter(|&l| l > 0)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "bad mapping length"))?;
+        // SAFETY: a new read-only shared mapping at an address the kernel
+        // picks (null hint, no MAP_FIXED) aliases no Rust memory. Reading
+        // it is sound as long as the file neither shrinks nor changes while
+        // mapped (see the type's docs).
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(ReadOnlyMap { ptr, len })
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Copies `out.len()` mapped bytes from `offset` into `out`. Panics if
+    /// that range is not inside the mapping (a caller bug: callers bound
+    /// reads by the file length first).
+    pub fn copy_to(&self, offset: usize, out: &mut [u8]) {
+        let end = offset.checked_add(out.len());
+        assert!(
+            end.is_some_and(|e| e <= self.len),
+            "read of {} bytes at {offset} outside a {}-byte mapping",
+            out.len(),
+            self.len
+        );
+        // SAFETY: the source range lies inside the live mapping (asserted
+        // above), and `out` is a distinct, exclusively borrowed buffer of
+        // `out.len()` bytes. Copying with raw pointers takes no Rust
+        // reference to the mapped bytes. If the file had shrunk below this
+        // range since it was mapped, the copy would raise SIGBUS rather
+        // than read garbage; the type's docs say why table files never
+        // shrink.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.ptr.cast::<u8>().cast_const().add(offset),
+                out.as_mut_ptr(),
+                out.len(),
+            );
+        }
+    }
+}
+
+impl Drop for ReadOnlyMap {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping made in `whole_file`, once;
+        // no copy of the pointer outlives this value.
+        unsafe { libc::munmap(self.ptr, self.len) };
+    }
+}
+
 /// errno of "no space left on device".
 pub const ENOSPC: i32 = libc::ENOSPC;
 /// errno of "disk quota exceeded".
@@ -457,6 +557,25 @@ mod tests {
         .unwrap();
         assert_eq!(nice_of(main_tid), main_nice);
         assert_eq!(ioprio_of(main_tid), main_ioprio);
+    }
+
+    #[test]
+    fn read_only_map_copies_ranges_and_refuses_outside() {
+        use std::os::fd::AsRawFd;
+        let mut f = tempfile::tempfile().unwrap();
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        std::io::Write::write_all(&mut f, &data).unwrap();
+        let map = ReadOnlyMap::whole_file(f.as_raw_fd(), data.len() as u64).unwrap();
+        assert_eq!(map.len(), data.len());
+        let mut out = vec![0u8; 300];
+        map.copy_to(4096 - 100, &mut out);
+        assert_eq!(out, data[3996..4296]);
+        let mut last = [0u8; 1];
+        map.copy_to(data.len() - 1, &mut last);
+        assert_eq!(last[0], data[data.len() - 1]);
+        assert!(ReadOnlyMap::whole_file(f.as_raw_fd(), 0).is_err());
+        let outside = std::panic::catch_unwind(|| map.copy_to(data.len() - 1, &mut [0u8; 2]));
+        assert!(outside.is_err());
     }
 
     #[test]
