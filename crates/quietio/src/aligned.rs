@@ -72,8 +72,11 @@ pub struct AlignedBuf {
     len: usize,
 }
 
-// The buffer owns its allocation exclusively.
+// SAFETY: the buffer owns its allocation exclusively (no other pointer to
+// it exists), like a `Vec<u8>`, so moving it to another thread is sound.
 unsafe impl Send for AlignedBuf {}
+// SAFETY: shared access only reads the bytes (`&self` methods never
+// write), and writes need `&mut self`, like a `Vec<u8>`.
 unsafe impl Sync for AlignedBuf {}
 
 impl AlignedBuf {
@@ -106,6 +109,7 @@ impl AlignedBuf {
         let layout = Layout::from_size_align(capacity, align)
             .map_err(|e| Error::invalid(format!("bad buffer layout: {e}")))?;
         // Zeroed so padding written after a short tail is zeros, never stale heap bytes.
+        // SAFETY: `layout` has a nonzero size (capacity > 0 is checked above).
         let raw = unsafe { alloc::alloc_zeroed(layout) };
         let ptr = NonNull::new(raw).unwrap_or_else(|| alloc::handle_alloc_error(layout));
         Ok(AlignedBuf {
@@ -149,11 +153,15 @@ impl AlignedBuf {
 
     /// The whole capacity, filled or not.
     pub fn full(&self) -> &[u8] {
+        // SAFETY: `ptr` points at an allocation of `capacity` bytes, all
+        // initialised (zeroed at allocation), alive as long as `self`.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.capacity()) }
     }
 
     /// The whole capacity, mutable (for reading into it).
     pub fn full_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `full`, and `&mut self` makes this the only
+        // reference to the bytes.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.capacity()) }
     }
 
@@ -196,6 +204,8 @@ impl AlignedBuf {
 
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
+        // SAFETY: `ptr` was allocated in `new` with exactly `layout` and is
+        // freed only here, once.
         unsafe { alloc::dealloc(self.ptr.as_ptr(), self.layout) }
     }
 }
@@ -254,6 +264,7 @@ mod tests {
         let buf = AlignedBuf::for_direct_io(2 * page, 512, 512).unwrap();
         let before = direct_io_audit();
         note_direct_io(buf.full().as_ptr(), page, 512);
+        // SAFETY: 512 is within the buffer's 2 * page bytes.
         note_direct_io(unsafe { buf.full().as_ptr().add(512) }, 512, 512);
         note_direct_io(buf.full().as_ptr(), 100, 512);
         let after = direct_io_audit();

@@ -313,13 +313,8 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
     let f = File::open(dir)
         .map_err(|e| Error::io(e, "cannot open directory to sync it").with_path(dir))?;
     use std::os::fd::AsRawFd;
-    let rc = unsafe { libc::fsync(f.as_raw_fd()) };
-    if rc != 0 {
-        return Err(
-            Error::io(std::io::Error::last_os_error(), "directory fsync failed").with_path(dir),
-        );
-    }
-    Ok(())
+    crate::sys::fsync(f.as_raw_fd())
+        .map_err(|e| Error::io(e, "directory fsync failed").with_path(dir))
 }
 
 /// The engine's fallback is logged once per process.

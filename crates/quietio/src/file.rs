@@ -934,22 +934,6 @@ impl std::io::Read for SeqReader {
     }
 }
 
-/// A read-only memory mapping of a whole file.
-struct Mapping {
-    ptr: *mut libc::c_void,
-    len: usize,
-}
-
-// The mapping is read-only and lives as long as the reader.
-unsafe impl Send for Mapping {}
-unsafe impl Sync for Mapping {}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        unsafe { libc::munmap(self.ptr, self.len) };
-    }
-}
-
 /// Positional reads of an immutable file in one access mode.
 ///
 /// Buffered reads can attribute each read to a page-cache hit or miss:
@@ -963,7 +947,7 @@ pub struct RandomReader {
     path: PathBuf,
     cfg: FileConfig,
     len: u64,
-    map: Option<Mapping>,
+    map: Option<sys::ReadOnlyMap>,
 }
 
 impl RandomReader {
@@ -976,25 +960,11 @@ impl RandomReader {
                 let _ = sys::fadvise(fd, 0, 0, libc::POSIX_FADV_RANDOM);
             }
             EffectiveMode::Mmap if len > 0 => {
-                let ptr = unsafe {
-                    libc::mmap(
-                        std::ptr::null_mut(),
-                        len as usize,
-                        libc::PROT_READ,
-                        libc::MAP_SHARED,
-                        fd,
-                        0,
-                    )
-                };
-                if ptr == libc::MAP_FAILED {
-                    return Err(
-                        Error::io(std::io::Error::last_os_error(), "mmap failed").with_path(path)
-                    );
-                }
-                map = Some(Mapping {
-                    ptr,
-                    len: len as usize,
-                });
+                // Table files are immutable: see `sys::ReadOnlyMap` for why
+                // that is what makes mapping them sound.
+                let m = sys::ReadOnlyMap::whole_file(fd, len)
+                    .map_err(|e| Error::io(e, "mmap failed").with_path(path))?;
+                map = Some(m);
             }
             _ => {}
         }
@@ -1076,8 +1046,8 @@ impl RandomReader {
             EffectiveMode::Direct => self.read_direct(offset, out)?,
             EffectiveMode::Mmap => {
                 let map = self.map.as_ref().expect("mapped when non-empty");
-                let src = unsafe { std::slice::from_raw_parts(map.ptr as *const u8, map.len) };
-                out.copy_from_slice(&src[offset as usize..offset as usize + want]);
+                // `offset + want <= self.len`, the mapped length (above).
+                map.copy_to(offset as usize, out);
                 want
             }
             EffectiveMode::DontCache => self.read_loop(offset, out, sys::RWF_DONTCACHE)?,

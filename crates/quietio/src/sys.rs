@@ -35,6 +35,8 @@ fn retry<F: FnMut() -> io::Result<usize>>(mut f: F) -> io::Result<usize> {
 
 pub fn pread(fd: RawFd, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     retry(|| {
+        // SAFETY: the kernel writes at most `buf.len()` bytes into `buf`,
+        // which is valid and exclusively borrowed for the call.
         cvt(unsafe {
             libc::pread64(
                 fd,
@@ -48,6 +50,8 @@ pub fn pread(fd: RawFd, buf: &mut [u8], offset: u64) -> io::Result<usize> {
 
 pub fn pwrite(fd: RawFd, buf: &[u8], offset: u64) -> io::Result<usize> {
     retry(|| {
+        // SAFETY: the kernel reads at most `buf.len()` bytes from `buf`,
+        // which is valid and borrowed for the call.
         cvt(unsafe { libc::pwrite64(fd, buf.as_ptr().cast(), buf.len(), offset as libc::off64_t) })
     })
 }
@@ -59,6 +63,8 @@ pub fn preadv2(fd: RawFd, buf: &mut [u8], offset: u64, flags: libc::c_int) -> io
         iov_base: buf.as_mut_ptr().cast(),
         iov_len: buf.len(),
     };
+    // SAFETY: the one iovec points at `buf` (valid, exclusively borrowed
+    // for this function) with its length; the kernel writes only there.
     retry(|| cvt(unsafe { libc::preadv2(fd, &iov, 1, offset as libc::off64_t, flags) }))
 }
 
@@ -67,14 +73,28 @@ pub fn pwritev2(fd: RawFd, buf: &[u8], offset: u64, flags: libc::c_int) -> io::R
         iov_base: buf.as_ptr() as *mut libc::c_void,
         iov_len: buf.len(),
     };
+    // SAFETY: the one iovec points at `buf` (valid, borrowed for this
+    // function) with its length; the kernel only reads it, despite the
+    // `*mut` the iovec type requires.
     retry(|| cvt(unsafe { libc::pwritev2(fd, &iov, 1, offset as libc::off64_t, flags) }))
 }
 
 pub fn fdatasync(fd: RawFd) -> io::Result<()> {
+    // SAFETY: fdatasync only reads its integer argument; a bad fd is an
+    // error return.
     retry(|| cvt(unsafe { libc::fdatasync(fd) } as isize)).map(|_| ())
 }
 
+pub fn fsync(fd: RawFd) -> io::Result<()> {
+    // SAFETY: fsync only reads its integer argument; a bad fd is an error
+    // return.
+    retry(|| cvt(unsafe { libc::fsync(fd) } as isize)).map(|_| ())
+}
+
 pub fn ftruncate(fd: RawFd, len: u64) -> io::Result<()> {
+    // SAFETY: ftruncate only reads its integer arguments. (Shrinking a file
+    // someone maps is not memory-unsafe for this call; see
+    // `RandomReader`'s mmap mode for why the engine never does it.)
     retry(|| cvt(unsafe { libc::ftruncate64(fd, len as libc::off64_t) } as isize)).map(|_| ())
 }
 
@@ -83,6 +103,8 @@ pub fn ftruncate(fd: RawFd, len: u64) -> io::Result<()> {
 pub fn fallocate(fd: RawFd, offset: u64, len: u64) -> io::Result<()> {
     retry(|| {
         cvt(
+            // SAFETY: fallocate only reads its integer arguments; a bad fd
+            // or range is an error return.
             unsafe { libc::fallocate64(fd, 0, offset as libc::off64_t, len as libc::off64_t) }
                 as isize,
         )
@@ -100,6 +122,7 @@ pub fn sync_file_range(fd: RawFd, offset: u64, len: u64, wait: bool) -> io::Resu
         libc::SYNC_FILE_RANGE_WRITE
     };
     retry(|| {
+        // SAFETY: sync_file_range only reads its integer arguments.
         cvt(unsafe {
             libc::sync_file_range(fd, offset as libc::off64_t, len as libc::off64_t, flags)
         } as isize)
@@ -108,6 +131,7 @@ pub fn sync_file_range(fd: RawFd, offset: u64, len: u64, wait: bool) -> io::Resu
 }
 
 pub fn fadvise(fd: RawFd, offset: u64, len: u64, advice: libc::c_int) -> io::Result<()> {
+    // SAFETY: posix_fadvise only reads its integer arguments.
     let rc =
         unsafe { libc::posix_fadvise64(fd, offset as libc::off64_t, len as libc::off64_t, advice) };
     // posix_fadvise returns the error number instead of setting errno.
@@ -127,6 +151,9 @@ pub fn statx_dio_align(fd: RawFd) -> Option<(u32, u32)> {
     // fixed offsets (152 and 156) that are part of the stable ABI.
     let mut buf = [0u64; 32];
     let empty = c"";
+    // SAFETY: the path is a valid NUL-terminated string (empty, with
+    // AT_EMPTY_PATH: the fd itself), and `buf` is 256 writable bytes, the
+    // size of the kernel's struct statx, 8-byte aligned as it requires.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_statx,
@@ -140,7 +167,7 @@ pub fn statx_dio_align(fd: RawFd) -> Option<(u32, u32)> {
     if rc != 0 {
         return None;
     }
-    let bytes: &[u8; 256] = unsafe { &*(buf.as_ptr() as *const [u8; 256]) };
+    let bytes: Vec<u8> = buf.iter().flat_map(|w| w.to_ne_bytes()).collect();
     let u32_at = |off: usize| u32::from_ne_bytes(bytes[off..off + 4].try_into().unwrap());
     let mask = u32_at(0);
     if mask & STATX_DIOALIGN == 0 {
@@ -182,6 +209,9 @@ pub fn cachestat_range(fd: RawFd, off: u64, len: u64) -> io::Result<CacheStat> {
     }
     let range = Range { off, len };
     let mut raw = Raw::default();
+    // SAFETY: `range` and `raw` are live, properly aligned `#[repr(C)]`
+    // structs with the layouts of the kernel's cachestat_range and
+    // cachestat; the kernel reads the first and writes only the second.
     let rc = unsafe {
         libc::syscall(
             SYS_CACHESTAT,
@@ -222,6 +252,10 @@ pub fn resident_pages(fd: RawFd, offset: u64, len: u64) -> io::Result<Vec<bool>>
     if len == 0 {
         return Ok(Vec::new());
     }
+    // SAFETY: a new read-only shared mapping chosen by the kernel (null
+    // hint, no MAP_FIXED) cannot alias any Rust memory. It is never read:
+    // mincore only reports residency and faults nothing in, so a file that
+    // shrinks meanwhile cannot cause a SIGBUS here.
     let map = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
@@ -236,8 +270,12 @@ pub fn resident_pages(fd: RawFd, offset: u64, len: u64) -> io::Result<Vec<bool>>
         return Err(io::Error::last_os_error());
     }
     let mut vec = vec![0u8; map_len.div_ceil(page as usize)];
+    // SAFETY: `map` is a live mapping of `map_len` bytes, and `vec` holds
+    // one byte per page of it, which is what mincore writes.
     let rc = unsafe { libc::mincore(map, map_len, vec.as_mut_ptr()) };
     let err = io::Error::last_os_error();
+    // SAFETY: unmaps exactly the mapping made above, which nothing else
+    // refers to.
     unsafe { libc::munmap(map, map_len) };
     if rc != 0 {
         return Err(err);
@@ -246,6 +284,7 @@ pub fn resident_pages(fd: RawFd, offset: u64, len: u64) -> io::Result<Vec<bool>>
 }
 
 pub fn page_size() -> usize {
+    // SAFETY: sysconf only reads its integer argument.
     let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if v > 0 {
         v as usize
@@ -256,7 +295,10 @@ pub fn page_size() -> usize {
 
 /// `statfs(2)` file-system magic of the file system holding `fd`.
 pub fn fs_magic(fd: RawFd) -> io::Result<i64> {
+    // SAFETY: statfs64 is a plain C struct of integers, for which all
+    // zero bytes is a valid value.
     let mut st: libc::statfs64 = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is a valid, exclusively borrowed statfs64 to fill.
     let rc = unsafe { libc::fstatfs64(fd, &mut st) };
     if rc != 0 {
         return Err(io::Error::last_os_error());
@@ -266,7 +308,11 @@ pub fn fs_magic(fd: RawFd) -> io::Result<i64> {
 
 /// The kernel release string (`uname -r`).
 pub fn kernel_release() -> String {
+    // SAFETY: utsname is a plain C struct of char arrays, for which all
+    // zero bytes is a valid value.
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid, exclusively borrowed utsname to fill; the
+    // kernel NUL-terminates each field.
     if unsafe { libc::uname(&mut u) } != 0 {
         return "unknown".into();
     }
@@ -305,5 +351,252 @@ pub fn try_flock(fd: RawFd, kind: LockKind) -> io::Result<bool> {
             Some(libc::EWOULDBLOCK) => return Ok(false),
             _ => return Err(e),
         }
+    }
+}
+
+/// A read-only, shared memory mapping of a whole file, unmapped on drop.
+///
+/// Only for files nobody writes, truncates or replaces in place while they
+/// are mapped: reading a page that lies past the end of a file that shrank
+/// after it was mapped raises SIGBUS and kills the process, and bytes
+/// changed through another descriptor show up in the mapping. quietkv maps
+/// only table files, which are immutable once written: a table is written
+/// whole and synced before any reader opens it, never written or truncated
+/// afterwards, and deleted only by unlinking it, which keeps the inode and
+/// its pages alive until the last mapping goes. Another process truncating
+/// a table is outside that contract, and a SIGBUS is then how it shows.
+#[derive(Debug)]
+pub struct ReadOnlyMap {
+    ptr: *mut libc::c_void,
+    len: usize,
+}
+
+// SAFETY: the mapping is read-only and owned by this value alone; the raw
+// pointer is not tied to the thread that created it.
+unsafe impl Send for ReadOnlyMap {}
+// SAFETY: shared access only copies bytes out of the read-only mapping.
+unsafe impl Sync for ReadOnlyMap {}
+
+impl ReadOnlyMap {
+    /// Maps the first `len` bytes of `fd` (its whole length; `len > 0`).
+    pub fn whole_file(fd: RawFd, len: u64) -> io::Result<ReadOnlyMap> {
+        let len = usize::try_from(len)
+            .ok()
+            .filter(|&l| l > 0)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "bad mapping length"))?;
+        // SAFETY: a new read-only shared mapping at an address the kernel
+        // picks (null hint, no MAP_FIXED) aliases no Rust memory. Reading
+        // it is sound as long as the file neither shrinks nor changes while
+        // mapped (see the type's docs).
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(ReadOnlyMap { ptr, len })
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Copies `out.len()` mapped bytes from `offset` into `out`. Panics if
+    /// that range is not inside the mapping (a caller bug: callers bound
+    /// reads by the file length first).
+    pub fn copy_to(&self, offset: usize, out: &mut [u8]) {
+        let end = offset.checked_add(out.len());
+        assert!(
+            end.is_some_and(|e| e <= self.len),
+            "read of {} bytes at {offset} outside a {}-byte mapping",
+            out.len(),
+            self.len
+        );
+        // SAFETY: the source range lies inside the live mapping (asserted
+        // above), and `out` is a distinct, exclusively borrowed buffer of
+        // `out.len()` bytes. Copying with raw pointers takes no Rust
+        // reference to the mapped bytes. If the file had shrunk below this
+        // range since it was mapped, the copy would raise SIGBUS rather
+        // than read garbage; the type's docs say why table files never
+        // shrink.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.ptr.cast::<u8>().cast_const().add(offset),
+                out.as_mut_ptr(),
+                out.len(),
+            );
+        }
+    }
+}
+
+impl Drop for ReadOnlyMap {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping made in `whole_file`, once;
+        // no copy of the pointer outlives this value.
+        unsafe { libc::munmap(self.ptr, self.len) };
+    }
+}
+
+/// errno of "no space left on device".
+pub const ENOSPC: i32 = libc::ENOSPC;
+/// errno of "disk quota exceeded".
+pub const EDQUOT: i32 = libc::EDQUOT;
+
+/// Whether `e` says the file system ran out of space (ENOSPC) or the
+/// user's quota (EDQUOT): both mean "free space, then retry".
+pub fn is_out_of_space(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(ENOSPC | EDQUOT))
+}
+
+/// The effective user id of this process.
+pub fn effective_uid() -> u32 {
+    // SAFETY: geteuid takes no arguments, cannot fail and touches no memory
+    // of ours.
+    unsafe { libc::geteuid() }
+}
+
+/// The kernel's id of the calling thread (what per-thread scheduling calls
+/// take as "process").
+fn current_tid() -> libc::c_long {
+    // SAFETY: gettid takes no arguments and cannot fail; the raw syscall
+    // avoids depending on a libc wrapper that older glibc lacks.
+    unsafe { libc::syscall(libc::SYS_gettid) }
+}
+
+/// Sets the CPU niceness of the calling thread only. On Linux, `setpriority(PRIO_PROCESS, tid)` addresses one thread, so
+/// background threads can be deprioritized without touching user threads.
+pub fn set_thread_nice(nice: i32) -> io::Result<()> {
+    let tid = current_tid() as libc::id_t;
+    // SAFETY: setpriority only reads its integer arguments; an invalid
+    // value is an error return.
+    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, nice) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// An I/O scheduling class and level for [`set_thread_io_priority`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IoPriorityClass {
+    /// Best effort at a level 0 (highest) ..= 7 (lowest).
+    BestEffort(u8),
+    /// Served only when no other process uses the disk.
+    Idle,
+}
+
+/// Sets the I/O priority of the calling thread (`ioprio_set` with
+/// `IOPRIO_WHO_PROCESS` and the thread's id, which addresses one thread).
+pub fn set_thread_io_priority(class: IoPriorityClass) -> io::Result<()> {
+    const IOPRIO_WHO_PROCESS: libc::c_long = 1;
+    const IOPRIO_CLASS_SHIFT: u32 = 13;
+    const IOPRIO_CLASS_BE: u32 = 2;
+    const IOPRIO_CLASS_IDLE: u32 = 3;
+    let value = match class {
+        // Bits above the level are the class and, since Linux 6.5, hints:
+        // an out-of-range level must not set them.
+        IoPriorityClass::BestEffort(level) if level > 7 => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("best-effort I/O priority level {level} is not in 0..=7"),
+            ))
+        }
+        IoPriorityClass::BestEffort(level) => {
+            (IOPRIO_CLASS_BE << IOPRIO_CLASS_SHIFT) | u32::from(level)
+        }
+        IoPriorityClass::Idle => IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT,
+    };
+    let tid = current_tid();
+    // SAFETY: ioprio_set only reads its integer arguments; an invalid class,
+    // level or id is an error return.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_ioprio_set,
+            IOPRIO_WHO_PROCESS,
+            tid,
+            libc::c_long::from(value),
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nice_of(tid: libc::c_long) -> i32 {
+        // SAFETY: getpriority only reads its integer arguments.
+        unsafe { libc::getpriority(libc::PRIO_PROCESS, tid as libc::id_t) }
+    }
+
+    fn ioprio_of(tid: libc::c_long) -> libc::c_long {
+        // SAFETY: ioprio_get only reads its integer arguments.
+        unsafe { libc::syscall(libc::SYS_ioprio_get, 1 as libc::c_long, tid) }
+    }
+
+    #[test]
+    fn thread_priorities_apply_to_the_calling_thread_only() {
+        let main_tid = current_tid();
+        let main_nice = nice_of(main_tid);
+        let main_ioprio = ioprio_of(main_tid);
+        std::thread::spawn(move || {
+            let tid = current_tid();
+            assert_ne!(tid, main_tid);
+            // Raising niceness needs no privilege.
+            set_thread_nice(main_nice + 3).unwrap();
+            assert_eq!(nice_of(tid), main_nice + 3);
+            set_thread_io_priority(IoPriorityClass::Idle).unwrap();
+            assert_eq!(ioprio_of(tid), 3 << 13);
+            set_thread_io_priority(IoPriorityClass::BestEffort(7)).unwrap();
+            assert_eq!(ioprio_of(tid), (2 << 13) | 7);
+            let e = set_thread_io_priority(IoPriorityClass::BestEffort(200)).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+            assert_eq!(ioprio_of(tid), (2 << 13) | 7);
+        })
+        .join()
+        .unwrap();
+        assert_eq!(nice_of(main_tid), main_nice);
+        assert_eq!(ioprio_of(main_tid), main_ioprio);
+    }
+
+    #[test]
+    fn read_only_map_copies_ranges_and_refuses_outside() {
+        use std::os::fd::AsRawFd;
+        let mut f = tempfile::tempfile().unwrap();
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        std::io::Write::write_all(&mut f, &data).unwrap();
+        let map = ReadOnlyMap::whole_file(f.as_raw_fd(), data.len() as u64).unwrap();
+        assert_eq!(map.len(), data.len());
+        let mut out = vec![0u8; 300];
+        map.copy_to(4096 - 100, &mut out);
+        assert_eq!(out, data[3996..4296]);
+        let mut last = [0u8; 1];
+        map.copy_to(data.len() - 1, &mut last);
+        assert_eq!(last[0], data[data.len() - 1]);
+        assert!(ReadOnlyMap::whole_file(f.as_raw_fd(), 0).is_err());
+        let outside = std::panic::catch_unwind(|| map.copy_to(data.len() - 1, &mut [0u8; 2]));
+        assert!(outside.is_err());
+    }
+
+    #[test]
+    fn out_of_space_errors() {
+        assert!(is_out_of_space(&io::Error::from_raw_os_error(ENOSPC)));
+        assert!(is_out_of_space(&io::Error::from_raw_os_error(EDQUOT)));
+        assert!(!is_out_of_space(&io::Error::from_raw_os_error(libc::EIO)));
+        assert!(!is_out_of_space(&io::Error::other("no errno")));
     }
 }

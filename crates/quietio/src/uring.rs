@@ -333,6 +333,7 @@ mod tests {
         let mut ring = Ring::new(4).unwrap();
         let data = [b"abcd", b"efgh"];
         for (i, d) in data.iter().enumerate() {
+            // SAFETY: `data` outlives both completions, taken below.
             unsafe {
                 ring.start_write(f.as_raw_fd(), d.as_ptr(), 4, i as u64 * 4, 0, i as u64)
                     .unwrap()
@@ -347,6 +348,7 @@ mod tests {
         }
         assert_eq!(seen, [true, true]);
         let mut back = [0u8; 8];
+        // SAFETY: `back` lives until the completion is taken on the next line.
         unsafe {
             ring.start_read(f.as_raw_fd(), back.as_mut_ptr(), 8, 0, 9)
                 .unwrap()

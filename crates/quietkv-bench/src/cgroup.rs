@@ -11,8 +11,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
-use crate::metrics::{parse_memory_stat, parse_psi, MemoryStat, Psi};
-
 /// Prefix of every directory the benchmark creates; followed by the
 /// creating process's pid and a counter.
 pub const DIR_PREFIX: &str = "quietkv-bench-";
@@ -27,6 +25,8 @@ extern "C" fn on_signal(_sig: libc::c_int) {
 /// SIGINT and SIGTERM set a flag instead of killing the process; the runner
 /// checks [`interrupted`] and cleans up.
 pub fn install_interrupt_handler() {
+    // SAFETY: `on_signal` is an `extern "C" fn(c_int)` that only stores to
+    // an atomic, which is async-signal-safe.
     unsafe {
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
         libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
@@ -224,10 +224,6 @@ impl MemoryCgroup {
         &self.dir
     }
 
-    pub fn version(&self) -> CgroupVersion {
-        self.version
-    }
-
     pub fn limit_bytes(&self) -> u64 {
         self.limit
     }
@@ -238,21 +234,10 @@ impl MemoryCgroup {
         Ok(())
     }
 
-    pub fn memory_stat(&self) -> Option<MemoryStat> {
-        Some(parse_memory_stat(
-            &std::fs::read_to_string(self.dir.join("memory.stat")).ok()?,
-        ))
-    }
-
     /// On cgroup v2 the memory cgroup has its own `memory.pressure`.
     pub fn pressure_file(&self) -> Option<PathBuf> {
         let p = self.dir.join("memory.pressure");
         (self.version == CgroupVersion::V2 && p.exists()).then_some(p)
-    }
-
-    /// The pids in the cgroup now.
-    pub fn procs(&self) -> Vec<u32> {
-        read_procs(&self.dir)
     }
 }
 
@@ -260,14 +245,6 @@ impl Drop for MemoryCgroup {
     fn drop(&mut self) {
         teardown(&self.dir, &self.parent, &self.pids);
     }
-}
-
-fn read_procs(dir: &Path) -> Vec<u32> {
-    std::fs::read_to_string(dir.join("cgroup.procs"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect()
 }
 
 /// A cgroup2 directory that exists only for its `memory.pressure` (PSI of
@@ -302,10 +279,6 @@ impl PsiCgroup {
         Ok(cg)
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     pub fn pressure_file(&self) -> PathBuf {
         self.dir.join("memory.pressure")
     }
@@ -314,14 +287,6 @@ impl PsiCgroup {
         write_file(&self.dir.join("cgroup.procs"), &pid.to_string())?;
         self.pids.push(pid);
         Ok(())
-    }
-
-    pub fn pressure(&self) -> Option<Psi> {
-        parse_psi(&std::fs::read_to_string(self.pressure_file()).ok()?)
-    }
-
-    pub fn procs(&self) -> Vec<u32> {
-        read_procs(&self.dir)
     }
 }
 
@@ -334,41 +299,25 @@ impl Drop for PsiCgroup {
 /// Whether this process may create cgroups at all (root), with the reason
 /// when not.
 pub fn cgroups_usable() -> Result<(), String> {
-    if unsafe { libc::geteuid() } != 0 {
+    if quietio::sys::effective_uid() != 0 {
         return Err("not running as root".into());
     }
     Ok(())
 }
 
-/// Leftover benchmark directories of the process `pid` (for tests and
-/// for a final check): every place this module may create one.
-pub fn leftover_dirs(pid: u32) -> Vec<PathBuf> {
-    let m = mounts();
-    let (v1, v2) = own_paths();
-    let mut parents = Vec::new();
-    if let (Some(mount), Some(p)) = (&m.v1_memory, &v1) {
-        parents.push(join_cg(mount, p));
-    }
-    if let (Some(mount), Some(p)) = (&m.v2, &v2) {
-        parents.push(join_cg(mount, p));
-    }
-    let prefix = format!("{DIR_PREFIX}{pid}-");
-    let mut out = Vec::new();
-    for parent in parents {
-        if let Ok(rd) = std::fs::read_dir(&parent) {
-            for e in rd.flatten() {
-                if e.file_name().to_string_lossy().starts_with(&prefix) {
-                    out.push(e.path());
-                }
-            }
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::{parse_memory_stat, parse_psi};
+
+    /// The pids in the cgroup directory `dir` now.
+    fn procs(dir: &Path) -> Vec<u32> {
+        std::fs::read_to_string(dir.join("cgroup.procs"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect()
+    }
     use std::process::{Command, Stdio};
 
     #[test]
@@ -409,7 +358,7 @@ mod tests {
                 return;
             }
         };
-        let dir = cg.dir().to_path_buf();
+        let dir = cg.dir.clone();
         assert!(dir.exists());
         let mut child = Command::new("sleep")
             .arg("30")
@@ -418,16 +367,18 @@ mod tests {
             .unwrap();
         let pid = child.id();
         cg.add_pid(pid).unwrap();
-        assert!(cg.procs().contains(&pid));
-        let stat = cg.memory_stat().expect("memory.stat readable");
-        let _ = stat.active_file;
+        assert!(procs(&cg.dir).contains(&pid));
+        let stat =
+            std::fs::read_to_string(cg.dir.join("memory.stat")).expect("memory.stat readable");
+        let _ = parse_memory_stat(&stat).active_file;
         let mut psi = PsiCgroup::create().ok();
         if let Some(p) = psi.as_mut() {
             p.add_pid(pid).unwrap();
-            assert!(p.procs().contains(&pid));
-            assert!(p.pressure().is_some());
+            assert!(procs(&p.dir).contains(&pid));
+            let pressure = std::fs::read_to_string(p.pressure_file()).unwrap();
+            assert!(parse_psi(&pressure).is_some());
         }
-        let psi_dir = psi.as_ref().map(|p| p.dir().to_path_buf());
+        let psi_dir = psi.as_ref().map(|p| p.dir.clone());
         // Dropped while the child still runs: it is moved back, then the
         // directories go.
         drop(cg);
@@ -442,7 +393,7 @@ mod tests {
 
         // And with a child that has exited before the drop.
         let mut cg = MemoryCgroup::create(64 << 20).unwrap();
-        let dir = cg.dir().to_path_buf();
+        let dir = cg.dir.clone();
         let mut child = Command::new("true").spawn().unwrap();
         let _ = cg.add_pid(child.id());
         child.wait().unwrap();

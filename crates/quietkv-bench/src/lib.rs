@@ -38,10 +38,6 @@
 //! the parent (like `e0::prepare`) and build an [`report::ExperimentReport`]
 //! from the runs. Runner, cgroups, report and plots need no change.
 
-// Parts of this API (cgroup and parser helpers, sampler accessors) are for
-// the engine experiments E1/E2, which are added on top of it.
-#![allow(dead_code)]
-
 pub mod cgroup;
 pub mod e0;
 pub mod engine;

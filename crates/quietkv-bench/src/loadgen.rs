@@ -90,6 +90,7 @@ impl SplitMix64 {
 /// Sleeps are woken within microseconds rather than the default 50 us
 /// timer slack.
 fn tighten_timer_slack() {
+    // SAFETY: PR_SET_TIMERSLACK takes an integer and no pointers.
     unsafe {
         libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
     }

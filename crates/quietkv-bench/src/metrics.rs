@@ -243,6 +243,7 @@ pub fn parse_proc_stat(text: &str) -> Option<ProcCpu> {
 }
 
 pub fn clock_ticks_per_sec() -> f64 {
+    // SAFETY: sysconf only reads its integer argument.
     let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     if t > 0 {
         t as f64

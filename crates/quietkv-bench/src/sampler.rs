@@ -157,11 +157,6 @@ impl Sampler {
         }
     }
 
-    /// Seconds since the sampler started.
-    pub fn elapsed_s(&self) -> f64 {
-        self.start.elapsed().as_secs_f64()
-    }
-
     /// Starts phase `phase` now: takes a boundary sample and returns its
     /// index (pass two of them to [`phase_metrics`]).
     pub fn mark(&self, phase: &str) -> usize {

@@ -19,7 +19,9 @@ fn stress(dir: &Path, cycles: u64, seconds: f64) -> Output {
 
 /// `name` in the summary line ("..., 3 cycles, ...") as a number.
 fn figure(summary: &str, name: &str) -> u64 {
-    let at = summary.find(name).unwrap_or_else(|| panic!("{name} in {summary}"));
+    let at = summary
+        .find(name)
+        .unwrap_or_else(|| panic!("{name} in {summary}"));
     summary[..at]
         .trim_end()
         .rsplit(|c: char| !c.is_ascii_digit())
@@ -34,7 +36,11 @@ fn crash_cycles_pass_and_a_wrong_expectation_is_caught() {
     let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let o = stress(d.path(), 4, 3.0);
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(o.status.success(), "{out}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let summary = out.lines().next().unwrap();
     assert!(summary.starts_with("stress: "), "{summary}");
     assert_eq!(figure(summary, " cycles"), 4, "{summary}");
@@ -65,6 +71,9 @@ fn crash_cycles_pass_and_a_wrong_expectation_is_caught() {
     let o = stress(d.path(), 1, 0.2);
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     assert_eq!(o.status.code(), Some(2), "{out}");
-    assert!(figure(out.lines().next().unwrap(), " violations") >= 1, "{out}");
+    assert!(
+        figure(out.lines().next().unwrap(), " violations") >= 1,
+        "{out}"
+    );
     assert!(out.contains("VIOLATION"), "{out}");
 }

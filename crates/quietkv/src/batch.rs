@@ -21,6 +21,7 @@
 
 use crate::error::{Error, Result};
 use crate::key::{SeqNo, ValueKind, MAX_SEQ};
+use crate::varint::{self, put_u32, MAX_LEN_U32};
 
 /// Size of the `seq | count` header.
 pub const BATCH_HEADER_LEN: usize = 12;
@@ -79,12 +80,12 @@ impl WriteBatch {
                 value.len()
             )));
         }
-        let entry_len = 1 + 5 + key.len() + 5 + value.len();
+        let entry_len = 1 + MAX_LEN_U32 + key.len() + MAX_LEN_U32 + value.len();
         self.reserve_entry(entry_len)?;
         self.rep.push(ValueKind::Put as u8);
-        put_varint32(&mut self.rep, key.len() as u32);
+        put_u32(&mut self.rep, key.len() as u32);
         self.rep.extend_from_slice(key);
-        put_varint32(&mut self.rep, value.len() as u32);
+        put_u32(&mut self.rep, value.len() as u32);
         self.rep.extend_from_slice(value);
         self.set_count(self.count() + 1);
         Ok(())
@@ -92,9 +93,9 @@ impl WriteBatch {
 
     pub fn delete(&mut self, key: &[u8]) -> Result<()> {
         check_key(key)?;
-        self.reserve_entry(1 + 5 + key.len())?;
+        self.reserve_entry(1 + MAX_LEN_U32 + key.len())?;
         self.rep.push(ValueKind::Delete as u8);
-        put_varint32(&mut self.rep, key.len() as u32);
+        put_u32(&mut self.rep, key.len() as u32);
         self.rep.extend_from_slice(key);
         self.set_count(self.count() + 1);
         Ok(())
@@ -283,7 +284,9 @@ fn take_slice<'a>(
     limit: usize,
     what: &str,
 ) -> std::result::Result<&'a [u8], String> {
-    let len = get_varint32(rest).ok_or_else(|| format!("bad {what} length"))? as usize;
+    let (len, used) = varint::decode_u32(rest).map_err(|e| format!("bad {what} length: {e}"))?;
+    *rest = &rest[used..];
+    let len = len as usize;
     if len > limit {
         return Err(format!(
             "{what} length {len} exceeds the {limit}-byte limit"
@@ -298,32 +301,6 @@ fn take_slice<'a>(
     let (s, tail) = rest.split_at(len);
     *rest = tail;
     Ok(s)
-}
-
-fn put_varint32(out: &mut Vec<u8>, mut v: u32) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-/// Decodes a LEB128 u32 from the front of `buf`, advancing it. Rejects
-/// truncated encodings and ones longer than five bytes or above `u32::MAX`.
-fn get_varint32(buf: &mut &[u8]) -> Option<u32> {
-    let mut v: u32 = 0;
-    for i in 0..5 {
-        let b = *buf.get(i)?;
-        if i == 4 && b > 0x0f {
-            return None;
-        }
-        v |= ((b & 0x7f) as u32) << (7 * i);
-        if b & 0x80 == 0 {
-            *buf = &buf[i + 1..];
-            return Some(v);
-        }
-    }
-    None
 }
 
 #[cfg(test)]
@@ -363,22 +340,35 @@ mod tests {
     }
 
     #[test]
-    fn varint_round_trip_and_rejects() {
-        for v in [0u32, 1, 127, 128, 300, 1 << 21, u32::MAX] {
-            let mut buf = Vec::new();
-            put_varint32(&mut buf, v);
-            buf.push(0xaa);
-            let mut s = &buf[..];
-            assert_eq!(get_varint32(&mut s), Some(v));
-            assert_eq!(s, &[0xaa]);
+    fn bad_length_varints_are_corruption() {
+        let header = |count: u32| {
+            let mut d = 5u64.to_le_bytes().to_vec();
+            d.extend_from_slice(&count.to_le_bytes());
+            d
+        };
+        // A key length that overflows 32 bits, and one cut off by the end.
+        for (tail, why) in [
+            (
+                &[1u8, 0xff, 0xff, 0xff, 0xff, 0x1f][..],
+                "overflows 32 bits",
+            ),
+            (&[1u8, 0x80][..], "truncated varint"),
+        ] {
+            let mut d = header(1);
+            d.extend_from_slice(tail);
+            let e = WriteBatch::decode(&d).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Corruption);
+            assert!(e.message().contains("bad key length"), "{e}");
+            assert!(e.message().contains(why), "{e}");
         }
-        assert_eq!(get_varint32(&mut &[0x80u8, 0x80][..]), None);
-        assert_eq!(get_varint32(&mut &[0xff, 0xff, 0xff, 0xff, 0x1f][..]), None);
-        assert_eq!(
-            get_varint32(&mut &[0x80, 0x80, 0x80, 0x80, 0x80, 0][..]),
-            None
+        // A two-byte length decodes and is bounds-checked against the rest.
+        let mut d = header(1);
+        d.extend_from_slice(&[0, 0x80, 0x01]);
+        let e = WriteBatch::decode(&d).unwrap_err();
+        assert!(
+            e.message().contains("key length 128 runs past the end"),
+            "{e}"
         );
-        assert_eq!(get_varint32(&mut &[][..]), None);
     }
 
     #[test]

@@ -131,7 +131,7 @@ impl Error {
 
     /// Whether the file system ran out of space (ENOSPC or EDQUOT).
     pub fn is_no_space(&self) -> bool {
-        matches!(self.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT))
+        self.os_error().is_some_and(quietio::sys::is_out_of_space)
     }
 
     fn os_error(&self) -> Option<&std::io::Error> {
@@ -218,14 +218,14 @@ mod tests {
     /// message names the file once.
     #[test]
     fn quietio_errors_keep_their_os_error_and_say_things_once() {
-        let os = std::io::Error::from_raw_os_error(libc::ENOSPC);
+        let os = std::io::Error::from_raw_os_error(quietio::sys::ENOSPC);
         let io = quietio::Error::io(os, "write failed")
             .with_path("/db/000009.log")
             .with_offset(512);
         let e = Error::from(io);
         assert_eq!(e.kind(), ErrorKind::Io);
         assert!(e.is_no_space());
-        assert_eq!(e.raw_os_error(), Some(libc::ENOSPC));
+        assert_eq!(e.raw_os_error(), Some(quietio::sys::ENOSPC));
         assert_eq!(e.file(), Some(Path::new("/db/000009.log")));
         let text = e.to_string();
         assert_eq!(text.matches("000009.log").count(), 1, "{text}");

@@ -48,6 +48,7 @@ pub mod repair;
 pub mod snapshot;
 pub mod table;
 pub mod table_cache;
+mod varint;
 pub mod version;
 pub mod wal_set;
 pub mod warm;

@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::key::{compare_internal, parse_internal_key, user_key, SeqNo};
+use crate::varint::{self, put_u64};
 
 /// Number of levels in the tree (L0 ..= L6).
 pub const NUM_LEVELS: usize = 7;
@@ -111,16 +112,8 @@ const TAG_SEALED_WAL: u64 = 7;
 const TAG_LIVE_WAL: u64 = 8;
 const TAG_DB_ID: u64 = 9;
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
 fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
-    put_varint(out, b.len() as u64);
+    put_u64(out, b.len() as u64);
     out.extend_from_slice(b);
 }
 
@@ -140,21 +133,10 @@ impl<'a> Reader<'a> {
     }
 
     fn varint(&mut self, what: &str) -> Result<u64> {
-        let mut v: u64 = 0;
-        for i in 0..10 {
-            let Some(&b) = self.buf.get(self.pos) else {
-                return Err(self.err(&format!("truncated varint in {what}")));
-            };
-            self.pos += 1;
-            if i == 9 && b > 1 {
-                return Err(self.err(&format!("varint overflow in {what}")));
-            }
-            v |= u64::from(b & 0x7f) << (7 * i);
-            if b & 0x80 == 0 {
-                return Ok(v);
-            }
-        }
-        Err(self.err(&format!("varint too long in {what}")))
+        let rest = self.buf.get(self.pos..).unwrap_or(&[]);
+        let (v, n) = varint::decode_u64(rest).map_err(|e| self.err(&format!("{e} in {what}")))?;
+        self.pos += n;
+        Ok(v)
     }
 
     fn level(&mut self, what: &str) -> Result<usize> {
@@ -210,51 +192,51 @@ impl VersionEdit {
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
         if let Some(v) = self.log_number {
-            put_varint(&mut out, TAG_LOG_NUMBER);
-            put_varint(&mut out, v);
+            put_u64(&mut out, TAG_LOG_NUMBER);
+            put_u64(&mut out, v);
         }
         if let Some(v) = self.next_file_number {
-            put_varint(&mut out, TAG_NEXT_FILE_NUMBER);
-            put_varint(&mut out, v);
+            put_u64(&mut out, TAG_NEXT_FILE_NUMBER);
+            put_u64(&mut out, v);
         }
         if let Some(v) = self.last_sequence {
-            put_varint(&mut out, TAG_LAST_SEQUENCE);
-            put_varint(&mut out, v);
+            put_u64(&mut out, TAG_LAST_SEQUENCE);
+            put_u64(&mut out, v);
         }
         for (level, key) in &self.compact_pointers {
-            put_varint(&mut out, TAG_COMPACT_POINTER);
-            put_varint(&mut out, *level as u64);
+            put_u64(&mut out, TAG_COMPACT_POINTER);
+            put_u64(&mut out, *level as u64);
             put_bytes(&mut out, key);
         }
         for (level, number) in &self.deleted_files {
-            put_varint(&mut out, TAG_DELETED_FILE);
-            put_varint(&mut out, *level as u64);
-            put_varint(&mut out, *number);
+            put_u64(&mut out, TAG_DELETED_FILE);
+            put_u64(&mut out, *level as u64);
+            put_u64(&mut out, *number);
         }
         for (level, f) in &self.new_files {
-            put_varint(&mut out, TAG_NEW_FILE);
-            put_varint(&mut out, *level as u64);
-            put_varint(&mut out, f.number);
-            put_varint(&mut out, f.size);
+            put_u64(&mut out, TAG_NEW_FILE);
+            put_u64(&mut out, *level as u64);
+            put_u64(&mut out, f.number);
+            put_u64(&mut out, f.size);
             put_bytes(&mut out, &f.smallest);
             put_bytes(&mut out, &f.largest);
-            put_varint(&mut out, f.smallest_seq);
-            put_varint(&mut out, f.largest_seq);
-            put_varint(&mut out, f.num_entries);
-            put_varint(&mut out, f.num_deletes);
+            put_u64(&mut out, f.smallest_seq);
+            put_u64(&mut out, f.largest_seq);
+            put_u64(&mut out, f.num_entries);
+            put_u64(&mut out, f.num_deletes);
         }
         for (number, len) in &self.sealed_wals {
-            put_varint(&mut out, TAG_SEALED_WAL);
-            put_varint(&mut out, *number);
-            put_varint(&mut out, *len);
+            put_u64(&mut out, TAG_SEALED_WAL);
+            put_u64(&mut out, *number);
+            put_u64(&mut out, *len);
         }
         if let Some(v) = self.live_wal {
-            put_varint(&mut out, TAG_LIVE_WAL);
-            put_varint(&mut out, v);
+            put_u64(&mut out, TAG_LIVE_WAL);
+            put_u64(&mut out, v);
         }
         if let Some(v) = self.db_id {
-            put_varint(&mut out, TAG_DB_ID);
-            put_varint(&mut out, v);
+            put_u64(&mut out, TAG_DB_ID);
+            put_u64(&mut out, v);
         }
         out
     }

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use quietio::{EffectiveMode, IoClass};
+use quietio::{sys, EffectiveMode, IoClass};
 
 use super::level_iter::{open_compaction_input, CompactionLevelIter};
 use super::recovery::{meta_from, write_l0};
@@ -382,39 +382,24 @@ pub(crate) fn run_manual(
     }
 }
 
-/// Lowers this thread's CPU and I/O priority as configured.
+/// Lowers this thread's CPU and I/O priority as configured. Failing to is
+/// not an error: the work still gets done, only with less isolation.
 fn set_background_priority(opts: &crate::options::Options) {
-    let tid = unsafe { libc::syscall(libc::SYS_gettid) } as libc::id_t;
     if opts.background_nice != 0 {
-        let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, opts.background_nice) };
-        if rc != 0 {
+        if let Err(e) = sys::set_thread_nice(opts.background_nice) {
             log::warn!(
-                "quietkv: cannot set background nice {}: {}",
-                opts.background_nice,
-                std::io::Error::last_os_error()
+                "quietkv: cannot set background nice {}: {e}",
+                opts.background_nice
             );
         }
     }
     if let Some(p) = opts.background_io_priority {
-        const IOPRIO_WHO_PROCESS: libc::c_long = 1;
-        const IOPRIO_CLASS_SHIFT: u32 = 13;
-        let value = match p {
-            IoPriority::BestEffort(level) => (2u32 << IOPRIO_CLASS_SHIFT) | level as u32,
-            IoPriority::Idle => 3u32 << IOPRIO_CLASS_SHIFT,
+        let class = match p {
+            IoPriority::BestEffort(level) => sys::IoPriorityClass::BestEffort(level),
+            IoPriority::Idle => sys::IoPriorityClass::Idle,
         };
-        let rc = unsafe {
-            libc::syscall(
-                libc::SYS_ioprio_set,
-                IOPRIO_WHO_PROCESS,
-                tid as libc::c_long,
-                value as libc::c_long,
-            )
-        };
-        if rc != 0 {
-            log::warn!(
-                "quietkv: cannot set background I/O priority: {}",
-                std::io::Error::last_os_error()
-            );
+        if let Err(e) = sys::set_thread_io_priority(class) {
+            log::warn!("quietkv: cannot set background I/O priority: {e}");
         }
     }
 }

@@ -62,8 +62,10 @@ enum State {
 /// A log the manifest recorded as sealed at a known length
 /// ([`sealed_at`](Self::sealed_at)) is read strictly to that length: a torn
 /// record, padding or the end of the file before it is Corruption (the log
-/// was truncated or damaged after it was closed), and anything but zeros
-/// after it is Corruption too.
+/// was truncated or damaged after it was closed), and so is a valid record
+/// (of either type) starting at or after it. Past the sealed length the
+/// rules above still apply, so zero padding, or a damaged or incomplete
+/// record followed only by zeros, ends the log without an error.
 ///
 /// Lengths read from the file are only used to slice the image, never to
 /// allocate.

@@ -413,6 +413,34 @@ fn sealed_log_is_read_strictly() {
     assert!(e.message().contains("after it"), "{e}");
 }
 
+/// Past the sealed length the ordinary tail rules apply: a damaged or
+/// incomplete record with only zeros after it ends the log, as at the end
+/// of any log; with data after it, it is corruption.
+#[test]
+fn sealed_log_tail_rules_apply_past_its_length() {
+    let records = sample();
+    let (data, _) = build(&records);
+    let len = data.len() as u64;
+    let (next, _) = build(&[b"later".to_vec()]);
+    // A record past the sealed end whose payload checksum fails, then zeros.
+    let mut torn = data.clone();
+    torn.extend_from_slice(&next);
+    let last = torn.len() - 1;
+    torn[last] ^= 0x01;
+    torn.resize(torn.len() + 100, 0);
+    assert_eq!(read_sealed(&torn, len).unwrap(), records);
+    // A partial header past the sealed end.
+    let mut partial = data.clone();
+    partial.extend_from_slice(&next[..HEADER_LEN - 3]);
+    assert_eq!(read_sealed(&partial, len).unwrap(), records);
+    // The same damaged record with data after it.
+    let mut damaged = torn.clone();
+    damaged.push(0x55);
+    let e = read_sealed(&damaged, len).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+    assert_eq!(e.offset(), Some(len), "{e}");
+}
+
 #[test]
 fn flipped_byte_in_middle_record_is_corruption_at_its_offset() {
     let records = sample();

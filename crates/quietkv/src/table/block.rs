@@ -18,7 +18,8 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::compare_internal;
-use crate::table::format::{put_varint, read_u32_le, Decoder};
+use crate::table::format::{read_u32_le, Decoder};
+use crate::varint::put_u64;
 
 pub const DEFAULT_RESTART_INTERVAL: usize = 16;
 
@@ -75,9 +76,9 @@ impl BlockBuilder {
             self.counter = 0;
             0
         };
-        put_varint(&mut self.buf, shared as u64);
-        put_varint(&mut self.buf, (key.len() - shared) as u64);
-        put_varint(&mut self.buf, value.len() as u64);
+        put_u64(&mut self.buf, shared as u64);
+        put_u64(&mut self.buf, (key.len() - shared) as u64);
+        put_u64(&mut self.buf, value.len() as u64);
         self.buf.extend_from_slice(&key[shared..]);
         self.buf.extend_from_slice(value);
         self.last_key.clear();

@@ -182,7 +182,7 @@ impl<S: TableSink> TableBuilder<S> {
         let handle = self.write_block(&disk)?;
         self.props.num_data_blocks += 1;
         self.props.data_size += handle.size;
-        let mut hv = Vec::with_capacity(20);
+        let mut hv = Vec::with_capacity(2 * crate::varint::MAX_LEN_U64);
         handle.encode_varint(&mut hv);
         self.index_block.add(&last, &hv);
         Ok(())

@@ -12,7 +12,8 @@
 
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
-use crate::table::format::{put_varint, Decoder};
+use crate::table::format::Decoder;
+use crate::varint::put_u64;
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TableProperties {
@@ -50,13 +51,13 @@ impl TableProperties {
             self.smallest_seq,
             self.largest_seq,
         ] {
-            put_varint(&mut out, v);
+            put_u64(&mut out, v);
         }
         for k in [&self.smallest_key, &self.largest_key] {
-            put_varint(&mut out, k.len() as u64);
+            put_u64(&mut out, k.len() as u64);
             out.extend_from_slice(k);
         }
-        put_varint(&mut out, self.file_number);
+        put_u64(&mut out, self.file_number);
         out.extend_from_slice(&self.db_id.to_le_bytes());
         out
     }
