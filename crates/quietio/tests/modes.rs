@@ -1,6 +1,9 @@
 //! Every access mode against the real kernel: byte-identical files, reads at
 //! odd offsets, short reads, the tmpfs fallback and bad input.
 
+#[path = "support/skip.rs"]
+mod skip;
+
 use std::path::{Path, PathBuf};
 
 use quietio::{
@@ -242,7 +245,7 @@ fn buffered_reads_attribute_hits_and_misses() {
 fn tmpfs_falls_back_to_buffered_and_refuses_explicit_direct() {
     let shm = Path::new("/dev/shm");
     if !shm.is_dir() {
-        eprintln!("no /dev/shm here; skipping");
+        skip::skip("no /dev/shm (tmpfs) here");
         return;
     }
     let d = tempfile::tempdir_in(shm).unwrap();
@@ -395,7 +398,7 @@ fn every_direct_buffer_starts_on_a_page_boundary() {
     let d = disk_dir();
     let env = IoEnv::open(d.path(), small_buffers()).unwrap();
     if env.capabilities().direct_unusable_reason(true).is_some() {
-        eprintln!("no direct I/O here; skipping");
+        skip::skip("no direct I/O here");
         return;
     }
     let before = quietio::direct_io_audit();

@@ -2,6 +2,9 @@
 //! each built engine (quietkv today): what the experiments rely on when
 //! they fill, read, flush, compact and read the counters.
 
+#[path = "../../quietio/tests/support/skip.rs"]
+mod skip;
+
 use std::path::Path;
 
 use quietkv_bench::engines::{
@@ -171,7 +174,7 @@ fn quietkv_keeps_the_contract_with_direct_background_io() {
     let dir = scratch("direct-probe");
     if let Err(why) = config.check(dir.path()) {
         // Not every filesystem takes O_DIRECT; the check says why.
-        eprintln!("skipped: {why}");
+        skip::skip(&format!("no O_DIRECT: {why}"));
         return;
     }
     contract::<QuietkvEngine>(&config);

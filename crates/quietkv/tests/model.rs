@@ -2,7 +2,7 @@
 //! deletes, batches, flushes, compactions, reopens and snapshots, under
 //! random access modes for every I/O class.
 
-#[path = "support/skip.rs"]
+#[path = "../../quietio/tests/support/skip.rs"]
 mod skip;
 
 use std::collections::BTreeMap;

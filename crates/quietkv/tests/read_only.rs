@@ -2,7 +2,7 @@
 //! without writing a byte to the directory, refuses writes with a clear
 //! error, and keeps out of a writer's way through the LOCK file.
 
-#[path = "support/skip.rs"]
+#[path = "../../quietio/tests/support/skip.rs"]
 mod skip;
 
 use std::fs;
