@@ -189,7 +189,7 @@ pub fn resolve(class: IoClass, requested: AccessMode, caps: &Capabilities) -> Re
                 caps.filesystem,
                 if caps.dontcache.supported { ", or dontcache" } else { "" },
             ))
-            .with_path(&caps.dir)),
+            .with_file(&caps.dir)),
         },
         AccessMode::DontCache => match &caps.dontcache.reason {
             None if caps.dontcache.supported => plain(EffectiveMode::DontCache),
@@ -199,7 +199,7 @@ pub fn resolve(class: IoClass, requested: AccessMode, caps: &Capabilities) -> Re
                 caps.filesystem,
                 why.as_deref().unwrap_or("not supported"),
             ))
-            .with_path(&caps.dir)),
+            .with_file(&caps.dir)),
         },
         AccessMode::Auto => {
             if !matches!(class, IoClass::CompactionRead | IoClass::CompactionWrite) {

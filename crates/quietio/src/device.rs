@@ -60,7 +60,7 @@ pub fn measure_device(dir: &Path, bytes: u64, depth: usize, engine: Engine) -> R
     if let Some(why) = caps.direct_unusable_reason(true) {
         return Err(
             Error::not_supported(format!("no device reference without direct I/O: {why}"))
-                .with_path(dir),
+                .with_file(dir),
         );
     }
     let align = caps.direct.offset_align.max(caps.direct.mem_align);
@@ -68,7 +68,7 @@ pub fn measure_device(dir: &Path, bytes: u64, depth: usize, engine: Engine) -> R
         return Err(Error::not_supported(format!(
             "the direct I/O alignment {align} does not divide 1 MiB"
         ))
-        .with_path(dir));
+        .with_file(dir));
     }
     static SEQ: AtomicU64 = AtomicU64::new(0);
     let scratch = Scratch(caps.dir.join(format!(
@@ -84,7 +84,7 @@ pub fn measure_device(dir: &Path, bytes: u64, depth: usize, engine: Engine) -> R
         .truncate(true)
         .custom_flags(libc::O_DIRECT | libc::O_CLOEXEC)
         .open(path)
-        .map_err(|e| Error::io(e, "cannot create the device reference file").with_path(path))?;
+        .map_err(|e| Error::io(e, "cannot create the device reference file").with_file(path))?;
     let requests = bytes.div_ceil(REFERENCE_BLOCK as u64).max(1);
     let mut bufs = (0..depth)
         .map(|i| {
@@ -105,7 +105,7 @@ pub fn measure_device(dir: &Path, bytes: u64, depth: usize, engine: Engine) -> R
     }
     run(&file, path, &mut bufs, requests, engine, Op::Write)?;
     sys::fdatasync(file.as_raw_fd())
-        .map_err(|e| Error::io(e, "fdatasync failed").with_path(path))?;
+        .map_err(|e| Error::io(e, "fdatasync failed").with_file(path))?;
     let write_s = t.elapsed().as_secs_f64();
 
     let t = Instant::now();
@@ -143,11 +143,11 @@ fn run(
                 std::io::Error::other(format!("{n} of {REFERENCE_BLOCK} bytes")),
                 format!("short {what} in the device reference"),
             )
-            .with_path(path)
+            .with_file(path)
             .with_offset(offset)),
             Err(e) => Err(
                 Error::io(e, format!("{what} failed in the device reference"))
-                    .with_path(path)
+                    .with_file(path)
                     .with_offset(offset),
             ),
         }
@@ -166,7 +166,7 @@ fn run(
         return Ok(());
     }
     let mut ring = Ring::new(bufs.len())
-        .map_err(|e| Error::io(e, "cannot set up an io_uring ring").with_path(path))?;
+        .map_err(|e| Error::io(e, "cannot set up an io_uring ring").with_file(path))?;
     // Which request each buffer carries (its offset), while in flight.
     let mut carrying: Vec<Option<u64>> = vec![None; bufs.len()];
     let mut next = 0u64;
@@ -210,7 +210,7 @@ fn run(
         }
         let (slot, res) = ring
             .next_completion()
-            .map_err(|e| Error::io(e, "waiting for io_uring failed").with_path(path))?;
+            .map_err(|e| Error::io(e, "waiting for io_uring failed").with_file(path))?;
         let offset = carrying
             .get_mut(slot as usize)
             .and_then(Option::take)

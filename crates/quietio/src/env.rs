@@ -167,7 +167,7 @@ impl IoEnv {
         if self.read_only {
             return Err(
                 Error::invalid("cannot create a file: the directory was opened read-only")
-                    .with_path(path),
+                    .with_file(path),
             );
         }
         Ok(())
@@ -311,10 +311,10 @@ impl IoEnv {
 /// `fsync` of a directory.
 pub fn sync_dir(dir: &Path) -> Result<()> {
     let f = File::open(dir)
-        .map_err(|e| Error::io(e, "cannot open directory to sync it").with_path(dir))?;
+        .map_err(|e| Error::io(e, "cannot open directory to sync it").with_file(dir))?;
     use std::os::fd::AsRawFd;
     crate::sys::fsync(f.as_raw_fd())
-        .map_err(|e| Error::io(e, "directory fsync failed").with_path(dir))
+        .map_err(|e| Error::io(e, "directory fsync failed").with_file(dir))
 }
 
 /// The engine's fallback is logged once per process.

@@ -50,7 +50,7 @@ impl Error {
         e
     }
 
-    pub fn with_path(mut self, path: impl AsRef<Path>) -> Self {
+    pub fn with_file(mut self, path: impl AsRef<Path>) -> Self {
         self.path = Some(path.as_ref().to_path_buf());
         self
     }
@@ -64,7 +64,8 @@ impl Error {
         self.kind
     }
 
-    pub fn path(&self) -> Option<&Path> {
+    /// The file (or directory) the error concerns, when known.
+    pub fn file(&self) -> Option<&Path> {
         self.path.as_deref()
     }
 
@@ -75,6 +76,14 @@ impl Error {
     /// The underlying OS error, if any (e.g. to check for ENOSPC).
     pub fn os_error(&self) -> Option<&std::io::Error> {
         self.source.as_ref()
+    }
+
+    /// Whether the file system ran out of space (ENOSPC or EDQUOT).
+    pub fn is_no_space(&self) -> bool {
+        matches!(
+            self.source.as_ref().and_then(std::io::Error::raw_os_error),
+            Some(libc::ENOSPC | libc::EDQUOT)
+        )
     }
 
     /// What was being done, without the file, offset or OS error.

@@ -113,18 +113,18 @@ fn open_for_reading(path: &Path, cfg: &FileConfig, mode: EffectiveMode) -> Resul
                 e,
                 format!("cannot open file for {} in {} mode", cfg.class, cfg.mode),
             )
-            .with_path(path)
+            .with_file(path)
         })?;
     let len = file
         .metadata()
-        .map_err(|e| Error::io(e, "cannot stat file").with_path(path))?
+        .map_err(|e| Error::io(e, "cannot stat file").with_file(path))?
         .len();
     Ok((file, len))
 }
 
 pub(crate) fn io_err(path: &Path, offset: u64, what: &str, e: std::io::Error) -> Error {
     Error::io(e, what.to_string())
-        .with_path(path)
+        .with_file(path)
         .with_offset(offset)
 }
 
@@ -179,7 +179,7 @@ impl SeqWriter {
     pub fn create(path: &Path, cfg: FileConfig) -> Result<SeqWriter> {
         if cfg.mode == EffectiveMode::Mmap {
             return Err(
-                Error::invalid("mmap is a read mode; a writer cannot use it").with_path(path),
+                Error::invalid("mmap is a read mode; a writer cannot use it").with_file(path),
             );
         }
         let align = cfg.align();
@@ -188,9 +188,9 @@ impl SeqWriter {
             return Err(Error::invalid(format!(
                 "write buffer size must be a positive multiple of the direct I/O alignment {align}, got {size}"
             ))
-            .with_path(path));
+            .with_file(path));
         }
-        let buf = cfg.buffer(size).map_err(|e| e.with_path(path))?;
+        let buf = cfg.buffer(size).map_err(|e| e.with_file(path))?;
         let file = OpenOptions::new()
             .write(true)
             .create(true)
@@ -202,7 +202,7 @@ impl SeqWriter {
                     e,
                     format!("cannot create file for {} in {} mode", cfg.class, cfg.mode),
                 )
-                .with_path(path)
+                .with_file(path)
             })?;
         let behind = if cfg.uses_uring() {
             match WriteBehind::new(cfg.io_depth) {
@@ -266,7 +266,7 @@ impl SeqWriter {
 
     pub fn write_all(&mut self, mut data: &[u8]) -> Result<()> {
         if self.finished {
-            return Err(Error::invalid("write after finish").with_path(&self.path));
+            return Err(Error::invalid("write after finish").with_file(&self.path));
         }
         self.check_not_failed()?;
         while !data.is_empty() {
@@ -347,7 +347,7 @@ impl SeqWriter {
                 std::io::Error::other("an earlier write failed"),
                 "an earlier write of this file failed; the file is incomplete",
             )
-            .with_path(&self.path)
+            .with_file(&self.path)
             .with_offset(at)),
         }
     }
@@ -591,7 +591,7 @@ fn page_aligned(data: &[u8], cfg: &FileConfig, path: &Path, at: u64) -> Result<O
     }
     let mut b = cfg
         .buffer(data.len())
-        .map_err(|e| e.with_path(path).with_offset(at))?;
+        .map_err(|e| e.with_file(path).with_offset(at))?;
     b.extend_from(data);
     Ok(Some(b))
 }
@@ -704,7 +704,7 @@ impl SeqReader {
             return Err(Error::invalid(format!(
                 "readahead size must be a positive multiple of the direct I/O alignment {align}, got {chunk}"
             ))
-            .with_path(path));
+            .with_file(path));
         }
         let mode = if cfg.mode == EffectiveMode::Mmap {
             EffectiveMode::Buffered
@@ -715,7 +715,7 @@ impl SeqReader {
         if mode == EffectiveMode::Buffered {
             let _ = sys::fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_SEQUENTIAL);
         }
-        let buf = cfg.buffer(chunk).map_err(|e| e.with_path(path))?;
+        let buf = cfg.buffer(chunk).map_err(|e| e.with_file(path))?;
         let ahead = if cfg.uses_uring() && file_len > 0 {
             match ReadAhead::new(cfg.io_depth, chunk, file_len) {
                 Ok(ra) => Some(ra),
@@ -817,7 +817,7 @@ impl SeqReader {
                     std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
                     format!("file ended after {} of {} bytes", done, out.len()),
                 )
-                .with_path(&self.path)
+                .with_file(&self.path)
                 .with_offset(start));
             }
             done += n;
@@ -887,7 +887,7 @@ impl SeqReader {
                 std::io::Error::other("an earlier read failed"),
                 "an earlier read of this file failed",
             )
-            .with_path(&self.path)
+            .with_file(&self.path)
             .with_offset(at));
         }
         let ra = self.ahead.as_mut().expect("read-ahead is on");
@@ -963,7 +963,7 @@ impl RandomReader {
                 // Table files are immutable: see `sys::ReadOnlyMap` for why
                 // that is what makes mapping them sound.
                 let m = sys::ReadOnlyMap::whole_file(fd, len)
-                    .map_err(|e| Error::io(e, "mmap failed").with_path(path))?;
+                    .map_err(|e| Error::io(e, "mmap failed").with_file(path))?;
                 map = Some(m);
             }
             _ => {}
@@ -1029,7 +1029,7 @@ impl RandomReader {
                     self.len
                 ),
             )
-            .with_path(&self.path)
+            .with_file(&self.path)
             .with_offset(offset));
         }
         Ok(v)
@@ -1075,7 +1075,7 @@ impl RandomReader {
                     self.len
                 ),
             )
-            .with_path(&self.path)
+            .with_file(&self.path)
             .with_offset(offset));
         }
         Ok(())

@@ -109,12 +109,12 @@ pub fn probe(dir: &Path) -> Result<Arc<Capabilities>> {
 
 fn canonical_dir(dir: &Path) -> Result<PathBuf> {
     let meta = fs::metadata(dir).map_err(|e| {
-        Error::io(e, "cannot use directory: it is missing or not accessible").with_path(dir)
+        Error::io(e, "cannot use directory: it is missing or not accessible").with_file(dir)
     })?;
     if !meta.is_dir() {
-        return Err(Error::invalid("not a directory").with_path(dir));
+        return Err(Error::invalid("not a directory").with_file(dir));
     }
-    fs::canonicalize(dir).map_err(|e| Error::io(e, "cannot resolve directory").with_path(dir))
+    fs::canonicalize(dir).map_err(|e| Error::io(e, "cannot resolve directory").with_file(dir))
 }
 
 /// Removes the probe file however the probe ends.
@@ -141,7 +141,7 @@ pub fn probe_uncached(dir: &Path) -> Result<Capabilities> {
         .create_new(true)
         .open(&path)
         .map_err(|e| {
-            Error::io(e, "directory is not writable (cannot create a probe file)").with_path(&dir)
+            Error::io(e, "directory is not writable (cannot create a probe file)").with_file(&dir)
         })?;
     let _cleanup = ProbeFile(path.clone());
 
@@ -158,7 +158,7 @@ pub fn probe_uncached(dir: &Path) -> Result<Capabilities> {
 pub fn probe_read_only(dir: &Path, sample: &Path) -> Result<Capabilities> {
     let dir = canonical_dir(dir)?;
     let file = File::open(sample)
-        .map_err(|e| Error::io(e, "cannot open a file to probe the directory").with_path(sample))?;
+        .map_err(|e| Error::io(e, "cannot open a file to probe the directory").with_file(sample))?;
     capabilities(dir, &file, |filesystem, _kernel, lbs| {
         let mut direct = probe_direct_read(sample, &file, filesystem, lbs);
         direct.writes_supported = false;

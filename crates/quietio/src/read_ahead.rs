@@ -124,7 +124,7 @@ impl ReadAhead {
         while self.queue.len() < self.depth && self.next_offset < self.file_len {
             let buf = match self.spare.pop() {
                 Some(b) => b,
-                None => cfg.buffer(self.chunk).map_err(|e| e.with_path(path))?,
+                None => cfg.buffer(self.chunk).map_err(|e| e.with_file(path))?,
             };
             let offset = self.next_offset;
             // O_DIRECT reads whole blocks: the last chunk asks for the
@@ -193,7 +193,7 @@ impl ReadAhead {
                 std::io::Error::other(format!("unknown user data {id}")),
                 "io_uring returned a completion this reader did not submit",
             )
-            .with_path(path)),
+            .with_file(path)),
         }
     }
 }

@@ -42,8 +42,8 @@ impl Residency {
 /// Residency of the file at `path`.
 pub fn residency(path: &Path) -> Result<Residency> {
     let f = File::open(path)
-        .map_err(|e| Error::io(e, "cannot open file for residency").with_path(path))?;
-    residency_of(&f).map_err(|e| e.with_path(path))
+        .map_err(|e| Error::io(e, "cannot open file for residency").with_file(path))?;
+    residency_of(&f).map_err(|e| e.with_file(path))
 }
 
 /// Residency of an open file.
@@ -86,12 +86,12 @@ fn mincore_of(file: &File, len: u64) -> Result<Residency> {
 /// without it).
 pub fn residency_mincore(path: &Path) -> Result<Residency> {
     let f = File::open(path)
-        .map_err(|e| Error::io(e, "cannot open file for residency").with_path(path))?;
+        .map_err(|e| Error::io(e, "cannot open file for residency").with_file(path))?;
     let len = f
         .metadata()
-        .map_err(|e| Error::io(e, "cannot stat file").with_path(path))?
+        .map_err(|e| Error::io(e, "cannot stat file").with_file(path))?
         .len();
-    mincore_of(&f, len).map_err(|e| e.with_path(path))
+    mincore_of(&f, len).map_err(|e| e.with_file(path))
 }
 
 /// Writes back and drops a file's cached pages, so a test or the doctor can
@@ -99,9 +99,9 @@ pub fn residency_mincore(path: &Path) -> Result<Residency> {
 /// machine.
 pub fn evict_file(path: &Path) -> Result<()> {
     let f =
-        File::open(path).map_err(|e| Error::io(e, "cannot open file to evict").with_path(path))?;
+        File::open(path).map_err(|e| Error::io(e, "cannot open file to evict").with_file(path))?;
     let fd = f.as_raw_fd();
-    sys::fdatasync(fd).map_err(|e| Error::io(e, "fdatasync failed").with_path(path))?;
+    sys::fdatasync(fd).map_err(|e| Error::io(e, "fdatasync failed").with_file(path))?;
     sys::fadvise(fd, 0, 0, libc::POSIX_FADV_DONTNEED)
-        .map_err(|e| Error::io(e, "POSIX_FADV_DONTNEED failed").with_path(path))
+        .map_err(|e| Error::io(e, "POSIX_FADV_DONTNEED failed").with_file(path))
 }

@@ -88,7 +88,7 @@ impl WriteBehind {
                 self.allocated += 1;
                 return cfg
                     .buffer(cfg.write_buffer_size)
-                    .map_err(|e| e.with_path(path));
+                    .map_err(|e| e.with_file(path));
             }
             self.reap_one(file, path, cfg)?;
         }
@@ -168,7 +168,7 @@ impl WriteBehind {
                 std::io::Error::other(f.message.clone()),
                 "a write of this file failed; the file is incomplete",
             )
-            .with_path(path)
+            .with_file(path)
             .with_offset(f.offset)),
         }
     }
@@ -203,7 +203,7 @@ impl WriteBehind {
                 std::io::Error::other(format!("unknown user data {slot}")),
                 "io_uring returned a completion this writer did not submit",
             )
-            .with_path(path));
+            .with_file(path));
         };
         let mut result = Ok(());
         if res < 0 {

@@ -189,7 +189,7 @@ impl From<quietio::Error> for Error {
             _ => ErrorKind::Io,
         };
         let mut out = Error::new(kind, e.message());
-        out.file = e.path().map(Path::to_path_buf);
+        out.file = e.file().map(Path::to_path_buf);
         out.offset = e.offset();
         out.source = e
             .take_os_error()
@@ -220,7 +220,7 @@ mod tests {
     fn quietio_errors_keep_their_os_error_and_say_things_once() {
         let os = std::io::Error::from_raw_os_error(quietio::sys::ENOSPC);
         let io = quietio::Error::io(os, "write failed")
-            .with_path("/db/000009.log")
+            .with_file("/db/000009.log")
             .with_offset(512);
         let e = Error::from(io);
         assert_eq!(e.kind(), ErrorKind::Io);
