@@ -5,9 +5,10 @@
 #[path = "support/skip.rs"]
 mod skip;
 
+#[path = "support/ro_mount.rs"]
+mod ro_mount;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use quietio::{AccessMode, ClassModes, EffectiveMode, ErrorKind, IoClass, IoEnv, IoOptions};
 
@@ -86,19 +87,7 @@ fn works_on_a_read_only_mount() {
     fs::create_dir_all(&src).unwrap();
     fs::create_dir_all(&ro).unwrap();
     fs::write(src.join("data"), b"hello, read-only world").unwrap();
-    let mount = |args: &[&str]| {
-        let ok = Command::new("mount").args(args).status().unwrap().success();
-        assert!(ok, "mount {args:?}");
-    };
-    mount(&["--bind", src.to_str().unwrap(), ro.to_str().unwrap()]);
-    struct Unmount(PathBuf);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            let _ = Command::new("umount").arg(&self.0).status();
-        }
-    }
-    let _guard = Unmount(ro.clone());
-    mount(&["-o", "remount,bind,ro", ro.to_str().unwrap()]);
+    let _guard = ro_mount::RoBindMount::new(&src, &ro);
 
     let e = IoEnv::open(&ro, IoOptions::default()).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Io, "{e}");

@@ -1,5 +1,7 @@
 //! The key-value commands end to end, through the built binary.
 
+#[path = "../../quietio/tests/support/ro_mount.rs"]
+mod ro_mount;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -648,19 +650,7 @@ fn reads_write_nothing_and_work_on_a_read_only_mount() {
     }
     let ro = d.path().join("ro");
     fs::create_dir_all(&ro).unwrap();
-    let mount = |args: &[&str]| {
-        let ok = Command::new("mount").args(args).status().unwrap().success();
-        assert!(ok, "mount {args:?}");
-    };
-    mount(&["--bind", db.to_str().unwrap(), ro.to_str().unwrap()]);
-    struct Unmount(PathBuf);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            let _ = Command::new("umount").arg(&self.0).status();
-        }
-    }
-    let _guard = Unmount(ro.clone());
-    mount(&["-o", "remount,bind,ro", ro.to_str().unwrap()]);
+    let _guard = ro_mount::RoBindMount::new(&db, &ro);
     assert_eq!(ok(&ro, &["get", "key00007"]), "value 7\n");
     assert_eq!(ok(&ro, &["scan", "--limit", "2"]).lines().count(), 2);
     let o = qkv(&ro, &["put", "x", "y"]);

@@ -389,6 +389,18 @@ fn no_flipped_byte_truncation_or_deletion_of_a_closed_wal_loses_acknowledged_wri
     assert!(corruption_or_all_present(d.path(), 1000, "deleted WAL"));
 }
 
+/// `image` (a WAL) with one bit flipped in the last copy of key `i`'s value.
+fn damage_value_of(image: &[u8], i: u32) -> Vec<u8> {
+    let needle = value(i);
+    let at = image
+        .windows(needle.len())
+        .rposition(|w| w == needle.as_slice())
+        .unwrap();
+    let mut bytes = image.to_vec();
+    bytes[at + 5] ^= 0x01;
+    bytes
+}
+
 /// After a crash (no close, WAL unsealed), damage in the last record that
 /// was synced is corruption: the sync mark written after it shows it was
 /// acknowledged. Damage in a record that was never synced may drop it.
@@ -398,33 +410,19 @@ fn damage_in_the_last_synced_record_after_a_crash_is_corruption() {
     let wal = wal_only_db(src.path(), 20); // 19 synced, the last not
     let image = fs::read(&wal).unwrap();
     let name = wal.file_name().unwrap().to_owned();
-    // Locate the last synced record (key 18) by its value bytes.
-    let needle = value(18);
-    let at = image
-        .windows(needle.len())
-        .rposition(|w| w == needle.as_slice())
-        .unwrap();
+    // The last synced record (key 18), damaged.
     let d = dir();
     copy_db(src.path(), d.path());
-    let mut bytes = image.clone();
-    bytes[at + 5] ^= 0x01;
-    fs::write(d.path().join(&name), &bytes).unwrap();
+    fs::write(d.path().join(&name), damage_value_of(&image, 18)).unwrap();
     let e = Db::open(d.path(), Options::default()).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
     assert_eq!(e.file(), Some(d.path().join(&name).as_path()), "{e}");
 
     // The unsynced last record (key 19), damaged: dropped as a torn tail,
     // everything synced is there.
-    let needle = value(19);
-    let at = image
-        .windows(needle.len())
-        .rposition(|w| w == needle.as_slice())
-        .unwrap();
     let d = dir();
     copy_db(src.path(), d.path());
-    let mut bytes = image.clone();
-    bytes[at + 5] ^= 0x01;
-    fs::write(d.path().join(&name), &bytes).unwrap();
+    fs::write(d.path().join(&name), damage_value_of(&image, 19)).unwrap();
     let db = Db::open(d.path(), Options::default()).unwrap();
     for i in 0..19 {
         assert_eq!(db.get(&key(i)).unwrap(), Some(value(i)), "key {i}");

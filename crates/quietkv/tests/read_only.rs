@@ -5,9 +5,10 @@
 #[path = "../../quietio/tests/support/skip.rs"]
 mod skip;
 
+#[path = "../../quietio/tests/support/ro_mount.rs"]
+mod ro_mount;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::SystemTime;
 
 use quietkv::{Db, ErrorKind, Options, WriteOptions};
@@ -172,21 +173,7 @@ fn works_on_a_read_only_mount() {
     let ro = d.path().join("ro");
     fs::create_dir_all(&ro).unwrap();
     make_db(&src, false);
-    let mount = |args: &[&str]| {
-        assert!(
-            Command::new("mount").args(args).status().unwrap().success(),
-            "mount {args:?}"
-        );
-    };
-    mount(&["--bind", src.to_str().unwrap(), ro.to_str().unwrap()]);
-    struct Unmount(PathBuf);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            let _ = Command::new("umount").arg(&self.0).status();
-        }
-    }
-    let _guard = Unmount(ro.clone());
-    mount(&["-o", "remount,bind,ro", ro.to_str().unwrap()]);
+    let _guard = ro_mount::RoBindMount::new(&src, &ro);
     assert!(Db::open(&ro, Options::default()).is_err());
     let db = Db::open_read_only(&ro, Options::default()).unwrap();
     expect_all(&db);
