@@ -320,21 +320,26 @@ fn check_finds_a_flipped_table_byte() {
     );
 }
 
-#[test]
-fn check_finds_a_damaged_middle_wal_record() {
-    let d = tmp();
-    let db = d.path().join("db");
-    // Five equal-sized records in the WAL (batch of one line each); the
-    // database is closed but not reopened, so they stay in the WAL.
+/// Loads five equal-sized records (one line per batch; closed, so they
+/// stay in the WAL) and flips a byte in the middle one; returns the WAL.
+fn damaged_middle_wal_record(db: &Path) -> PathBuf {
     let input: String = (0..5).map(|i| format!("wal{i}\tvalue{i}\n")).collect();
-    let o = qkv_in(&db, &["load", "--batch", "1"], Some(input.as_bytes()));
+    let o = qkv_in(db, &["load", "--batch", "1"], Some(input.as_bytes()));
     assert!(o.status.success());
-    let wal = files(&db, "log")
+    let wal = files(db, "log")
         .into_iter()
         .max_by_key(|p| fs::metadata(p).unwrap().len())
         .unwrap();
     let len = fs::metadata(&wal).unwrap().len();
     flip(&wal, len / 2);
+    wal
+}
+
+#[test]
+fn check_finds_a_damaged_middle_wal_record() {
+    let d = tmp();
+    let db = d.path().join("db");
+    let wal = damaged_middle_wal_record(&db);
 
     let o = qkv(&db, &["check"]);
     assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
@@ -349,15 +354,7 @@ fn check_finds_a_damaged_middle_wal_record() {
 fn repair_salvages_around_a_damaged_wal_record() {
     let d = tmp();
     let db = d.path().join("db");
-    let input: String = (0..5).map(|i| format!("wal{i}\tvalue{i}\n")).collect();
-    let o = qkv_in(&db, &["load", "--batch", "1"], Some(input.as_bytes()));
-    assert!(o.status.success());
-    let wal = files(&db, "log")
-        .into_iter()
-        .max_by_key(|p| fs::metadata(p).unwrap().len())
-        .unwrap();
-    let len = fs::metadata(&wal).unwrap().len();
-    flip(&wal, len / 2);
+    let wal = damaged_middle_wal_record(&db);
     assert_eq!(qkv(&db, &["get", "wal0"]).status.code(), Some(2));
 
     let out = ok(&db, &["repair"]);

@@ -685,10 +685,7 @@ mod tests {
     fn check_finds_a_damaged_middle_wal_record() {
         let d = dir();
         make_db(d.path(), 5);
-        let wal = files(d.path(), "log")
-            .into_iter()
-            .find(|p| fs::metadata(p).unwrap().len() > 0)
-            .unwrap();
+        let wal = first_wal(d.path());
         let len = fs::metadata(&wal).unwrap().len();
         // Records are equal-sized: damage the payload of the middle one.
         flip(&wal, len / 2);
@@ -697,6 +694,14 @@ mod tests {
         assert_eq!(r.problems[0].file, wal);
         assert!(r.problems[0].offset.is_some());
         assert!(r.wal_records < 5);
+    }
+
+    /// The first WAL that holds anything.
+    fn first_wal(path: &Path) -> PathBuf {
+        files(path, "log")
+            .into_iter()
+            .find(|p| fs::metadata(p).unwrap().len() > 0)
+            .unwrap()
     }
 
     /// The live WAL of a process that died: nothing sealed it.
@@ -708,10 +713,7 @@ mod tests {
         // No close: the WAL stays unsealed, as after a crash. (The LOCK
         // stays held by this process, hence ignore_lock below.)
         std::mem::forget(db);
-        files(path, "log")
-            .into_iter()
-            .find(|p| fs::metadata(p).unwrap().len() > 0)
-            .unwrap()
+        first_wal(path)
     }
 
     #[test]
@@ -734,10 +736,7 @@ mod tests {
     fn truncated_damaged_or_missing_sealed_wal_is_a_problem() {
         let d = dir();
         make_db(d.path(), 5);
-        let wal = files(d.path(), "log")
-            .into_iter()
-            .find(|p| fs::metadata(p).unwrap().len() > 0)
-            .unwrap();
+        let wal = first_wal(d.path());
         let data = fs::read(&wal).unwrap();
         let cases: Vec<(&str, Vec<u8>)> = vec![
             ("truncated by 3", data[..data.len() - 3].to_vec()),
