@@ -345,38 +345,97 @@ mod tests {
         None
     }
 
+    /// CI has root and cgroups: a test that needs them must not pass there
+    /// by not running.
+    fn skip(reason: &str) {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must be able to run this test, but: {reason}"
+        );
+        eprintln!("skipping: {reason}");
+    }
+
+    /// The limit the kernel holds for the cgroup, read back from its file.
+    fn kernel_limit(cg: &MemoryCgroup) -> u64 {
+        let file = match cg.version {
+            CgroupVersion::V1 => "memory.limit_in_bytes",
+            CgroupVersion::V2 => "memory.max",
+        };
+        std::fs::read_to_string(cg.dir.join(file))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
     #[test]
     fn memory_cgroup_holds_a_child_and_leaves_nothing() {
         if let Some(why) = skip_reason() {
-            eprintln!("skipped: {why}");
+            skip(&why);
             return;
         }
-        let mut cg = match MemoryCgroup::create(64 << 20) {
+        const LIMIT: u64 = 64 << 20;
+        let mut cg = match MemoryCgroup::create(LIMIT) {
             Ok(cg) => cg,
             Err(e) => {
-                eprintln!("skipped: no memory cgroup here: {e}");
+                skip(&format!("no memory cgroup here: {e}"));
                 return;
             }
         };
         let dir = cg.dir.clone();
         assert!(dir.exists());
-        let mut child = Command::new("sleep")
-            .arg("30")
-            .stdin(Stdio::null())
+        assert_eq!(kernel_limit(&cg), LIMIT);
+        // The child writes 4x the limit through the page cache only once it
+        // is in the cgroup (it waits for a line on stdin), so the cgroup's
+        // page cache must rise, and stay under the limit.
+        let scratch = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let data = scratch.path().join("data");
+        let done = scratch.path().join("done");
+        let script = format!(
+            "read go; head -c {} /dev/zero > '{}'; touch '{}'; sleep 30",
+            4 * LIMIT,
+            data.display(),
+            done.display()
+        );
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(&script)
+            .stdin(Stdio::piped())
             .spawn()
             .unwrap();
         let pid = child.id();
         cg.add_pid(pid).unwrap();
         assert!(procs(&cg.dir).contains(&pid));
+        {
+            use std::io::Write;
+            let mut stdin = child.stdin.take().unwrap();
+            writeln!(stdin, "go").unwrap();
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while !done.exists() {
+            assert!(std::time::Instant::now() < deadline, "child never wrote");
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let stat =
             std::fs::read_to_string(cg.dir.join("memory.stat")).expect("memory.stat readable");
-        let _ = parse_memory_stat(&stat).active_file;
-        let mut psi = PsiCgroup::create().ok();
+        let file_pages = parse_memory_stat(&stat).file;
+        assert!(
+            (4 << 20..=LIMIT).contains(&file_pages),
+            "the child's page cache ({file_pages} bytes) is not charged to the cgroup under its {LIMIT}-byte limit"
+        );
+        assert_eq!(std::fs::metadata(&data).unwrap().len(), 4 * LIMIT);
+        let mut psi = match PsiCgroup::create() {
+            Ok(p) => Some(p),
+            Err(e) => {
+                skip(&format!("no PSI cgroup: {e}"));
+                None
+            }
+        };
         if let Some(p) = psi.as_mut() {
             p.add_pid(pid).unwrap();
             assert!(procs(&p.dir).contains(&pid));
             let pressure = std::fs::read_to_string(p.pressure_file()).unwrap();
-            assert!(parse_psi(&pressure).is_some());
+            assert!(parse_psi(&pressure).is_some(), "unparsable PSI: {pressure}");
         }
         let psi_dir = psi.as_ref().map(|p| p.dir.clone());
         // Dropped while the child still runs: it is moved back, then the
