@@ -459,6 +459,23 @@ pub fn is_out_of_space(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(ENOSPC | EDQUOT))
 }
 
+/// CPU time (user + system) the calling thread has used so far. Work the
+/// kernel does for the thread elsewhere (page-cache writeback in flusher
+/// threads, io_uring's async workers) is not in it.
+pub fn thread_cpu_time() -> std::time::Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a timespec we own for the duration of the call, and
+    // CLOCK_THREAD_CPUTIME_ID is a valid clock id on every Linux kernel.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if r != 0 {
+        return std::time::Duration::ZERO;
+    }
+    std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
 /// The effective user id of this process.
 pub fn effective_uid() -> u32 {
     // SAFETY: geteuid takes no arguments, cannot fail and touches no memory
@@ -537,6 +554,24 @@ pub fn set_thread_io_priority(class: IoPriorityClass) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thread_cpu_time_counts_work_not_sleep() {
+        let t0 = thread_cpu_time();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let slept = thread_cpu_time() - t0;
+        let t1 = thread_cpu_time();
+        let start = std::time::Instant::now();
+        let mut x = 0u64;
+        while start.elapsed() < std::time::Duration::from_millis(50) {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        let spun = thread_cpu_time() - t1;
+        assert!(slept < std::time::Duration::from_millis(10), "{slept:?}");
+        // On a shared machine the spinning thread may be descheduled, but
+        // it runs a good part of the 50 ms.
+        assert!(spun > std::time::Duration::from_millis(5), "{spun:?}");
+    }
 
     fn nice_of(tid: libc::c_long) -> i32 {
         // SAFETY: getpriority only reads its integer arguments.

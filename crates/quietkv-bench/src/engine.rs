@@ -262,6 +262,16 @@ fn run<E: BenchEngine + 'static>(
     let j = sampler.mark("end");
     let z = db.counters();
     let samples = sampler.stop();
+    if let (Some(c0), Some(c1)) = (a.background_cpu_seconds, z.background_cpu_seconds) {
+        // What a mode costs in CPU for the same work: direct I/O should
+        // not buy its quiet page cache with the compaction thread's time.
+        let cpu = c1 - c0;
+        extra.insert("background_cpu_s".into(), cpu);
+        let gib = (background.read_bytes + background.write_bytes) as f64 / (1u64 << 30) as f64;
+        if gib > 0.0 {
+            extra.insert("background_cpu_s_per_gib".into(), cpu / gib);
+        }
+    }
     if stop.load(Ordering::Relaxed) {
         return Err("stopped".into());
     }

@@ -54,11 +54,13 @@ pub fn to_json(s: &DbStats) -> Value {
         "flushes": s.flushes,
         "flush_bytes": s.flush_bytes,
         "flush_seconds": s.flush_seconds,
+        "flush_cpu_seconds": s.flush_cpu_seconds,
         "compaction": {
             "count": s.compaction.count,
             "bytes_read": s.compaction.bytes_read,
             "bytes_written": s.compaction.bytes_written,
             "seconds": s.compaction.seconds,
+            "cpu_seconds": s.compaction.cpu_seconds,
             "running": s.compaction.running,
             "open_files": s.compaction.open_files,
             "warmed_blocks": s.compaction.warmed_blocks,
@@ -108,14 +110,14 @@ pub fn print_human(out: &mut impl Write, s: &DbStats) -> io::Result<()> {
     )?;
     writeln!(
         out,
-        "flushes              {} ({} bytes, {:.3} s)",
-        s.flushes, s.flush_bytes, s.flush_seconds
+        "flushes              {} ({} bytes, {:.3} s, {:.3} CPU s)",
+        s.flushes, s.flush_bytes, s.flush_seconds, s.flush_cpu_seconds
     )?;
     let cs = &s.compaction;
     writeln!(
         out,
-        "compactions          {} (read {} bytes, wrote {} bytes, {:.3} s; {} running)",
-        cs.count, cs.bytes_read, cs.bytes_written, cs.seconds, cs.running
+        "compactions          {} (read {} bytes, wrote {} bytes, {:.3} s, {:.3} CPU s; {} running)",
+        cs.count, cs.bytes_read, cs.bytes_written, cs.seconds, cs.cpu_seconds, cs.running
     )?;
     writeln!(
         out,

@@ -76,6 +76,12 @@ fn check_report(out: &Path, id: &str, modes: &[&str], extra_rows: &[&str]) -> se
         assert!(m["compaction_mib_s"].as_f64().unwrap() > 0.0, "{m}");
         assert!(m["same_work"].is_boolean());
         assert!(m["reader_lateness_us"]["p99"].is_number(), "{m}");
+        // The engine measures its background threads' CPU: moving bytes
+        // costs some.
+        assert!(
+            m["extra"]["background_cpu_s"].as_f64().unwrap() > 0.0,
+            "{m}"
+        );
     }
     for png in ["percentiles", "p99-over-time"] {
         let p = out.join(format!("{}-{png}.png", id.to_lowercase()));
@@ -118,6 +124,7 @@ fn e1_then_e2_tiny_runs_reuse_the_source_and_clean_up() {
         &["buffered", "both-direct", "auto"],
         &[
             "compaction_wall_s",
+            "background_cpu_s_per_gib",
             // The engine's defaults, and what they resolved to here.
             "auto = compaction read auto (",
         ],

@@ -79,6 +79,14 @@ fn many_writes_flush_compact_and_survive_reopen() {
         db.compact_all().unwrap();
         let s = db.stats();
         assert!(s.compaction.count >= 1, "{s:?}");
+        // Merging and writing megabytes of tables takes measurable CPU, and
+        // no more than the compactions' own wall time per thread.
+        assert!(s.compaction.cpu_seconds > 0.0, "{s:?}");
+        assert!(
+            s.compaction.cpu_seconds <= s.compaction.seconds + 0.01,
+            "{s:?}"
+        );
+        assert!(s.flush_cpu_seconds > 0.0, "{s:?}");
         let nonempty: Vec<usize> = s
             .levels
             .iter()

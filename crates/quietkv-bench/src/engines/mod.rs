@@ -232,6 +232,10 @@ pub struct Counters {
     pub user_read_page_cache: Option<HitsMisses>,
     /// The engine's own block cache, where it has one.
     pub block_cache: Option<HitsMisses>,
+    /// CPU seconds the engine's threads spent in compaction and flush, where
+    /// the engine measures it (kernel writeback done by other threads is not
+    /// in it).
+    pub background_cpu_seconds: Option<f64>,
 }
 
 /// An engine under test.

@@ -325,6 +325,7 @@ impl BenchEngine for QuietkvEngine {
                 hits: s.block_cache.hits,
                 misses: s.block_cache.misses,
             }),
+            background_cpu_seconds: Some(s.compaction.cpu_seconds + s.flush_cpu_seconds),
         }
     }
 

@@ -108,6 +108,7 @@ fn flush_one(inner: &Arc<Inner>) {
         (mem, number)
     };
     let t = Instant::now();
+    let cpu0 = quietio::sys::thread_cpu_time();
     let written = write_l0(
         &inner.env,
         &inner.dir,
@@ -132,7 +133,8 @@ fn flush_one(inner: &Arc<Inner>) {
         inner.install(&mut st, edit)?;
         st.imms.pop_front();
         inner.refresh_super_version(&mut st);
-        inner.counters.record_flush(bytes, t.elapsed());
+        let cpu = quietio::sys::thread_cpu_time().saturating_sub(cpu0);
+        inner.counters.record_flush(bytes, t.elapsed(), cpu);
         Ok(())
     });
     if let Err(e) = result {
@@ -145,6 +147,7 @@ fn flush_one(inner: &Arc<Inner>) {
 /// Runs one compaction job and installs its result.
 fn compact(inner: &Arc<Inner>, job: CompactionJob) -> Result<()> {
     let t = Instant::now();
+    let cpu0 = quietio::sys::thread_cpu_time();
     let result = if job.kind == CompactionKind::TrivialMove {
         let mut st = inner.state.lock();
         inner.install(&mut st, job.trivial_move_edit())
@@ -157,7 +160,10 @@ fn compact(inner: &Arc<Inner>, job: CompactionJob) -> Result<()> {
                 st.pending_outputs.remove(&n);
             }
             if r.is_ok() {
-                inner.counters.record_compaction(read, written, t.elapsed());
+                let cpu = quietio::sys::thread_cpu_time().saturating_sub(cpu0);
+                inner
+                    .counters
+                    .record_compaction(read, written, t.elapsed(), cpu);
             }
             r
         })

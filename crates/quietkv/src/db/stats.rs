@@ -21,10 +21,12 @@ pub(crate) struct Counters {
     flushes: AtomicU64,
     flush_bytes: AtomicU64,
     flush_micros: AtomicU64,
+    flush_cpu_micros: AtomicU64,
     compactions: AtomicU64,
     compaction_read: AtomicU64,
     compaction_written: AtomicU64,
     compaction_micros: AtomicU64,
+    compaction_cpu_micros: AtomicU64,
     warmed_blocks: AtomicU64,
     warmed_bytes: AtomicU64,
     manifest_rotations: AtomicU64,
@@ -48,8 +50,10 @@ impl Counters {
             .fetch_add(took.as_micros() as u64, Relaxed);
     }
 
-    pub(crate) fn record_flush(&self, bytes: u64, took: Duration) {
+    pub(crate) fn record_flush(&self, bytes: u64, took: Duration, cpu: Duration) {
         self.flushes.fetch_add(1, Relaxed);
+        self.flush_cpu_micros
+            .fetch_add(cpu.as_micros() as u64, Relaxed);
         self.flush_bytes.fetch_add(bytes, Relaxed);
         self.flush_micros
             .fetch_add(took.as_micros() as u64, Relaxed);
@@ -64,8 +68,10 @@ impl Counters {
         self.manifest_rotations.fetch_add(1, Relaxed);
     }
 
-    pub(crate) fn record_compaction(&self, read: u64, written: u64, took: Duration) {
+    pub(crate) fn record_compaction(&self, read: u64, written: u64, took: Duration, cpu: Duration) {
         self.compactions.fetch_add(1, Relaxed);
+        self.compaction_cpu_micros
+            .fetch_add(cpu.as_micros() as u64, Relaxed);
         self.compaction_read.fetch_add(read, Relaxed);
         self.compaction_written.fetch_add(written, Relaxed);
         self.compaction_micros
@@ -86,6 +92,10 @@ pub struct CompactionStats {
     pub bytes_read: u64,
     pub bytes_written: u64,
     pub seconds: f64,
+    /// CPU seconds (user + system) of the threads while they ran merge
+    /// compactions. Kernel work done on their behalf in other threads
+    /// (buffered writeback, io_uring workers) is not included.
+    pub cpu_seconds: f64,
     pub running: usize,
     /// Table handles compaction holds open right now (its own, not the
     /// table cache's).
@@ -118,6 +128,9 @@ pub struct DbStats {
     pub flushes: u64,
     pub flush_bytes: u64,
     pub flush_seconds: f64,
+    /// CPU seconds of the threads while they flushed (as for
+    /// [`CompactionStats::cpu_seconds`]).
+    pub flush_cpu_seconds: f64,
     pub compaction: CompactionStats,
     pub stalls: WriteStallStats,
     pub block_cache: CacheStats,
@@ -151,11 +164,13 @@ pub(crate) fn collect(inner: &Inner) -> DbStats {
         flushes: c.flushes.load(Relaxed),
         flush_bytes: c.flush_bytes.load(Relaxed),
         flush_seconds: c.flush_micros.load(Relaxed) as f64 / 1e6,
+        flush_cpu_seconds: c.flush_cpu_micros.load(Relaxed) as f64 / 1e6,
         compaction: CompactionStats {
             count: c.compactions.load(Relaxed),
             bytes_read: c.compaction_read.load(Relaxed),
             bytes_written: c.compaction_written.load(Relaxed),
             seconds: c.compaction_micros.load(Relaxed) as f64 / 1e6,
+            cpu_seconds: c.compaction_cpu_micros.load(Relaxed) as f64 / 1e6,
             running: st.compactions_running,
             open_files: inner.compaction_open_files.load(Relaxed),
             warmed_blocks: c.warmed_blocks.load(Relaxed),
