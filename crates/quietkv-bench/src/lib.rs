@@ -455,7 +455,11 @@ fn run_e0(args: BenchArgs, experiment: String) -> Result<(), String> {
     let block_device = metrics::block_device_of(&scratch.0);
     let mut done = 0u32;
     for repeat in 1..=args.repeats {
-        for (mi, mode) in modes.iter().enumerate() {
+        // Each round starts with another mode, as E1-E3 do: a slot's own
+        // effect (a warmer host cache, a later write-back) then falls on
+        // every mode alike.
+        for mi in crate::suite::round_order(modes.len(), repeat) {
+            let mode = &modes[mi];
             if interrupted() {
                 return Err("interrupted; cgroups and scratch files removed".into());
             }

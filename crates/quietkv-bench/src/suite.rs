@@ -462,7 +462,7 @@ fn section_header(
 /// every slot. A fixed order let the slot bias the comparison: on the
 /// development machine's host-cached disk, the same mode compacted ~10%
 /// faster or slower depending on which mode ran before it.
-fn round_order(modes: usize, repeat: u32) -> impl Iterator<Item = usize> {
+pub(crate) fn round_order(modes: usize, repeat: u32) -> impl Iterator<Item = usize> {
     let shift = (repeat as usize).saturating_sub(1);
     (0..modes).map(move |i| (i + shift) % modes)
 }
