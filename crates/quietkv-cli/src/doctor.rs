@@ -25,6 +25,8 @@ pub struct Report {
     auto_fallbacks: serde_json::Map<String, serde_json::Value>,
     selftest_file_mib: u64,
     selftest: Vec<SelfTest>,
+    /// Small synced appends through the WAL class, per mode.
+    wal_selftest: Vec<WalSelfTest>,
     io: IoReport,
     /// Plain O_DIRECT sequential write and read at depth 1 and at the I/O
     /// depth; empty where direct I/O does not work.
@@ -73,6 +75,27 @@ struct SelfTest {
     resident_after_write: f64,
     resident_after_read: f64,
 }
+
+/// What a write-ahead log costs in each mode: records appended and synced
+/// one at a time, as a `sync` write does.
+#[derive(Serialize)]
+struct WalSelfTest {
+    mode: String,
+    appends: usize,
+    record_bytes: usize,
+    syncs_per_s: f64,
+    p50_us: f64,
+    p99_us: f64,
+    max_us: f64,
+    /// File size at the end over the bytes appended: above 1 where a mode
+    /// pads its tail (direct) and the padding stays in the file.
+    file_bytes_per_record_byte: f64,
+}
+
+/// Records per WAL self-test: enough for a p99, short on a slow disk.
+const WAL_APPENDS: usize = 200;
+/// Bytes per record: a small write batch.
+const WAL_RECORD_BYTES: usize = 1024;
 
 /// Removes the self-test file however the test ends.
 struct TestFile(PathBuf);
@@ -131,8 +154,10 @@ pub fn run(dir: &Path, size_mib: u64, engine: IoEngine, depth: usize) -> Result<
         }
     }
     let mut selftest = Vec::new();
+    let mut wal_selftest = Vec::new();
     for mode in modes {
         selftest.push(self_test(&env, &caps, mode, size_mib)?);
+        wal_selftest.push(wal_self_test(&env, &caps, mode)?);
     }
     Ok(Report {
         dir: caps.dir.display().to_string(),
@@ -163,6 +188,7 @@ pub fn run(dir: &Path, size_mib: u64, engine: IoEngine, depth: usize) -> Result<
         auto_fallbacks: fallbacks,
         selftest_file_mib: size_mib,
         selftest,
+        wal_selftest,
         io: IoReport {
             engine: resolved.engine.name(),
             depth,
@@ -243,6 +269,53 @@ fn self_test(
         read_mib_s: round1(mib / read_s.max(1e-9)),
         resident_after_write: round3(resident_after_write),
         resident_after_read: round3(resident_after_read),
+    })
+}
+
+/// Appends [`WAL_APPENDS`] records through the WAL class in `mode`, each
+/// followed by a sync, and times each append + sync.
+fn wal_self_test(
+    env: &IoEnv,
+    caps: &Capabilities,
+    mode: AccessMode,
+) -> Result<WalSelfTest, String> {
+    let path = caps.dir.join(format!(
+        ".quietkv-doctor-{}-wal-{}",
+        std::process::id(),
+        mode.name()
+    ));
+    let file = TestFile(path);
+    let err = |e: quietio::Error| format!("WAL self-test in {mode} mode: {e}");
+    let record: Vec<u8> = (0..WAL_RECORD_BYTES).map(|i| (i * 31 + 7) as u8).collect();
+    let mut w = env
+        .create_with_mode(&file.0, IoClass::WalWrite, mode)
+        .map_err(err)?;
+    let mut took = Vec::with_capacity(WAL_APPENDS);
+    let t0 = Instant::now();
+    for _ in 0..WAL_APPENDS {
+        let t = Instant::now();
+        w.write_all(&record).map_err(err)?;
+        w.sync().map_err(err)?;
+        took.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    let total_s = t0.elapsed().as_secs_f64();
+    w.finish(true).map_err(err)?;
+    let file_len = std::fs::metadata(&file.0)
+        .map_err(|e| format!("WAL self-test in {mode} mode: {}: {e}", file.0.display()))?
+        .len();
+    took.sort_by(f64::total_cmp);
+    let pct = |q: f64| took[((took.len() - 1) as f64 * q).round() as usize];
+    Ok(WalSelfTest {
+        mode: mode.name().into(),
+        appends: WAL_APPENDS,
+        record_bytes: WAL_RECORD_BYTES,
+        syncs_per_s: round1(WAL_APPENDS as f64 / total_s.max(1e-9)),
+        p50_us: round1(pct(0.5)),
+        p99_us: round1(pct(0.99)),
+        max_us: round1(took[took.len() - 1]),
+        file_bytes_per_record_byte: round3(
+            file_len as f64 / (WAL_APPENDS * WAL_RECORD_BYTES) as f64,
+        ),
     })
 }
 
@@ -349,6 +422,23 @@ pub fn print_human(r: &Report) {
         println!();
         println!("  device qN: plain O_DIRECT with N 1 MiB requests in flight, a new");
         println!("  preallocated file written (then fdatasync) and read back, like fio");
+    }
+    println!();
+    println!(
+        "  WAL self-test: {} appends of {} B, each synced (a `sync` write)",
+        r.wal_selftest.first().map_or(0, |w| w.appends),
+        r.wal_selftest.first().map_or(0, |w| w.record_bytes)
+    );
+    println!();
+    println!(
+        "  {:<10} {:>9} {:>9} {:>9} {:>10}",
+        "mode", "syncs/s", "p50 us", "p99 us", "file/data"
+    );
+    for w in &r.wal_selftest {
+        println!(
+            "  {:<10} {:>9.0} {:>9.0} {:>9.0} {:>9.2}x",
+            w.mode, w.syncs_per_s, w.p50_us, w.p99_us, w.file_bytes_per_record_byte
+        );
     }
     println!();
     match &r.io.fallback {

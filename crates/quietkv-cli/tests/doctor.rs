@@ -92,6 +92,25 @@ fn json_has_the_documented_keys_and_an_honest_self_test() {
             }
         }
     }
+    // A WAL self-test beside every mode's file self-test: synced appends,
+    // timed one by one, leaving a file of exactly the bytes appended (a
+    // direct WAL's padding is cut when it is finished).
+    let wal = v["wal_selftest"].as_array().unwrap();
+    let wal_modes: Vec<&str> = wal.iter().map(|w| w["mode"].as_str().unwrap()).collect();
+    let file_modes: Vec<&str> = tests.iter().map(|t| t["mode"].as_str().unwrap()).collect();
+    assert_eq!(wal_modes, file_modes, "{out}");
+    for w in wal {
+        assert_eq!(w["appends"], 200, "{w}");
+        assert_eq!(w["record_bytes"], 1024, "{w}");
+        assert!(w["syncs_per_s"].as_f64().unwrap() > 0.0, "{w}");
+        let (p50, p99, max) = (
+            w["p50_us"].as_f64().unwrap(),
+            w["p99_us"].as_f64().unwrap(),
+            w["max_us"].as_f64().unwrap(),
+        );
+        assert!(0.0 < p50 && p50 <= p99 && p99 <= max, "{w}");
+        assert_eq!(w["file_bytes_per_record_byte"], 1.0, "{w}");
+    }
     // The self-test cleans up after itself.
     assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
 }
