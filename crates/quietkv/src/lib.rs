@@ -51,6 +51,7 @@ pub mod table_cache;
 mod varint;
 pub mod version;
 pub mod wal_set;
+mod wal_sync;
 pub mod warm;
 
 pub use batch::WriteBatch;
@@ -62,3 +63,4 @@ pub use quietio::{AccessMode, EffectiveMode, IoClass};
 pub use repair::{repair_dir, RepairOptions, RepairReport};
 pub use snapshot::Snapshot;
 pub use table::Compression;
+pub use wal_sync::WalSync;

@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 use crate::picker::PickerOptions;
 use crate::snapshot::Snapshot;
 use crate::table::{Compression, TableOptions};
+use crate::wal_sync::WalSync;
 
 /// I/O priority of background threads (`ioprio_set`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +88,11 @@ pub struct Options {
     /// long-lived database's manifest stays small. At least 1 KiB.
     /// Default 4 MiB.
     pub max_manifest_size: u64,
+    /// When the write-ahead log is synced: only the writes that ask
+    /// (`none`, the default), every write with group commit (`group`), every
+    /// write alone (`per-write`), or every interval in the background
+    /// (`periodic`). See [`WalSync`].
+    pub wal_sync: WalSync,
 }
 
 impl Default for Options {
@@ -120,6 +126,7 @@ impl Default for Options {
             attribute_cache_hits: true,
             warm_compaction_output: false,
             max_manifest_size: 4 << 20,
+            wal_sync: WalSync::None,
         }
     }
 }
@@ -136,6 +143,7 @@ impl Options {
         fn bad(msg: String) -> Result<()> {
             Err(Error::invalid(msg))
         }
+        self.wal_sync.validate()?;
         if self.memtable_size < 4096 {
             return bad(format!(
                 "memtable_size must be at least 4096 bytes, got {}",

@@ -4,7 +4,9 @@
 use std::fmt;
 use std::str::FromStr;
 
-use quietkv::{AccessMode, Compression, IoClass, Options};
+use std::time::Duration;
+
+use quietkv::{AccessMode, Compression, IoClass, Options, WalSync};
 
 /// xorshift64*: the stress tool's only randomness, seeded for replays.
 pub struct Rng(u64);
@@ -51,6 +53,8 @@ pub struct StressConfig {
     pub compression: Compression,
     pub bloom_bits: usize,
     pub block_cache: usize,
+    /// Every policy must keep every acknowledged write across SIGKILL.
+    pub wal_sync: WalSync,
     pub modes: [AccessMode; 5],
 }
 
@@ -76,6 +80,13 @@ impl StressConfig {
             compression: rng.pick(&[Compression::None, Compression::Lz4, Compression::Zstd]),
             bloom_bits: rng.pick(&[0, 10]),
             block_cache: rng.pick(&[0, 1 << 20]),
+            wal_sync: rng.pick(&[
+                WalSync::None,
+                WalSync::Group,
+                WalSync::PerWrite,
+                WalSync::Periodic(Duration::from_millis(5)),
+                WalSync::Periodic(Duration::from_millis(50)),
+            ]),
             modes,
         }
     }
@@ -95,6 +106,7 @@ impl StressConfig {
             block_cache_bytes: self.block_cache,
             direct_write_buffer_size: 64 << 10,
             compaction_readahead_size: 128 << 10,
+            wal_sync: self.wal_sync,
             ..Options::default()
         };
         for (class, mode) in CLASSES.into_iter().zip(self.modes) {
@@ -120,11 +132,12 @@ impl fmt::Display for StressConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "mem={},comp={},bloom={},cache={}",
+            "mem={},comp={},bloom={},cache={},sync={}",
             self.memtable_size,
             compression_name(self.compression),
             self.bloom_bits,
-            self.block_cache
+            self.block_cache,
+            self.wal_sync
         )?;
         for m in self.modes {
             write!(f, ",{m}")?;
@@ -138,7 +151,7 @@ impl FromStr for StressConfig {
 
     fn from_str(s: &str) -> Result<Self, String> {
         let parts: Vec<&str> = s.split(',').collect();
-        if parts.len() != 4 + CLASSES.len() {
+        if parts.len() != 5 + CLASSES.len() {
             return Err(format!("bad stress config {s:?}"));
         }
         let field = |i: usize, name: &str| -> Result<&str, String> {
@@ -160,15 +173,18 @@ impl FromStr for StressConfig {
         };
         let mut modes = [AccessMode::Auto; 5];
         for (i, m) in modes.iter_mut().enumerate() {
-            *m = parts[4 + i]
+            *m = parts[5 + i]
                 .parse()
-                .map_err(|_| format!("bad access mode {:?}", parts[4 + i]))?;
+                .map_err(|_| format!("bad access mode {:?}", parts[5 + i]))?;
         }
         Ok(StressConfig {
             memtable_size: num(0, "mem")?,
             compression,
             bloom_bits: num(2, "bloom")?,
             block_cache: num(3, "cache")?,
+            wal_sync: field(4, "sync")?
+                .parse()
+                .map_err(|e| format!("bad stress config {s:?}: {e}"))?,
             modes,
         })
     }

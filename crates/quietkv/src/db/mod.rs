@@ -8,6 +8,7 @@ mod level_iter;
 mod manifest;
 mod recovery;
 mod stats;
+mod wal_syncer;
 mod write;
 
 use std::collections::{HashSet, VecDeque};
@@ -159,6 +160,14 @@ impl Db {
                 .name(format!("quietkv-bg-{i}"))
                 .spawn(move || background::run(inner))
                 .map_err(|e| Error::io(e, "cannot start a background thread"))?;
+            threads.push(t);
+        }
+        if let Some(interval) = inner.opts.wal_sync.interval() {
+            let inner = inner.clone();
+            let t = std::thread::Builder::new()
+                .name("quietkv-wal-sync".into())
+                .spawn(move || wal_syncer::run(inner, interval))
+                .map_err(|e| Error::io(e, "cannot start the WAL sync thread"))?;
             threads.push(t);
         }
         inner.bg_cv.notify_all();

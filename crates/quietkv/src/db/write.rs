@@ -106,14 +106,16 @@ fn lead(inner: &Arc<Inner>, me: &Arc<Writer>) -> Result<usize> {
     // Take the group: the leader plus followers, up to the size cap. A
     // follower that wants a sync cannot join a group that will not sync,
     // unless the leader syncs anyway.
+    let policy = inner.opts.wal_sync;
     let (group, mut merged) = {
         let queue = inner.writers.lock();
         let mut group: Vec<Arc<Writer>> = Vec::new();
         let mut bytes = 0;
         for w in queue.iter() {
             if !group.is_empty()
-                && (w.force_switch
-                    || (w.sync && !me.sync)
+                && (!policy.groups_writers()
+                    || w.force_switch
+                    || (w.sync && !me.sync && !policy.syncs_every_write())
                     || bytes + w.batch.approximate_size() > MAX_GROUP_BYTES)
             {
                 break;
@@ -132,7 +134,7 @@ fn lead(inner: &Arc<Inner>, me: &Arc<Writer>) -> Result<usize> {
         };
         (group, merged)
     };
-    let sync = group.iter().any(|w| w.sync);
+    let sync = policy.syncs_every_write() || group.iter().any(|w| w.sync);
     let first_seq = inner.visible_seq.load(Ordering::Acquire) + 1;
     merged.set_sequence(first_seq);
 
