@@ -324,7 +324,7 @@ impl Checker<'_> {
                 }
             };
             let offset = reader.last_record_offset();
-            let edit = match VersionEdit::decode(record).and_then(|e| builder.apply(&e).map(|_| e))
+            let edit = match VersionEdit::decode(&record).and_then(|e| builder.apply(&e).map(|_| e))
             {
                 Ok(e) => e,
                 Err(e) => {
@@ -438,7 +438,7 @@ impl Checker<'_> {
             match reader.read_record() {
                 Ok(Some(record)) => {
                     self.report.wal_records += 1;
-                    if let Err(e) = WriteBatch::decode(record) {
+                    if let Err(e) = WriteBatch::decode(&record) {
                         let offset = reader.last_record_offset();
                         let msg = format!("WAL record is not a valid write batch: {}", e.message());
                         damaged = true;

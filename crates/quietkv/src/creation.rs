@@ -153,7 +153,7 @@ fn manifest_holds_data(path: &Path) -> Result<Option<String>> {
             Ok(None) => return Ok(None),
             Err(_) => return Ok(Some("a damaged manifest".into())),
         };
-        let Ok(edit) = VersionEdit::decode(record) else {
+        let Ok(edit) = VersionEdit::decode(&record) else {
             return Ok(Some("a manifest with an undecodable edit".into()));
         };
         if !edit.new_files.is_empty() || !edit.deleted_files.is_empty() {

@@ -31,6 +31,7 @@
 pub mod batch;
 pub mod block_cache;
 pub mod check;
+mod codec;
 pub mod creation;
 mod db;
 pub mod error;

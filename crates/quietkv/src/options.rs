@@ -93,6 +93,12 @@ pub struct Options {
     /// write alone (`per-write`), or every interval in the background
     /// (`periodic`). See [`WalSync`].
     pub wal_sync: WalSync,
+    /// Compression of WAL records (each group commit's batch): lz4 or zstd
+    /// (level 1), kept only where it makes the record smaller; records
+    /// under 128 bytes or over 64 MiB are never compressed. Replay reads
+    /// compressed and plain records alike, so this may change between
+    /// runs. Default none.
+    pub wal_compression: Compression,
 }
 
 impl Default for Options {
@@ -127,6 +133,7 @@ impl Default for Options {
             warm_compaction_output: false,
             max_manifest_size: 4 << 20,
             wal_sync: WalSync::None,
+            wal_compression: Compression::None,
         }
     }
 }

@@ -197,7 +197,7 @@ fn strip_db_id_from_manifest(d: &Path) {
     let mut out = LogWriter::new(Vec::new());
     let mut had_id = false;
     while let Some(record) = reader.read_record().unwrap() {
-        let mut edit = VersionEdit::decode(record).unwrap();
+        let mut edit = VersionEdit::decode(&record).unwrap();
         had_id |= edit.db_id.take().is_some();
         out.add_record(&edit.encode()).unwrap();
     }
@@ -240,8 +240,8 @@ fn manifest_mixing_two_database_ids_is_corruption() {
     let mut out = LogWriter::new(Vec::new());
     let mut id = 0;
     while let Some(record) = reader.read_record().unwrap() {
-        id = VersionEdit::decode(record).unwrap().db_id.unwrap_or(id);
-        out.add_record(record).unwrap();
+        id = VersionEdit::decode(&record).unwrap().db_id.unwrap_or(id);
+        out.add_record(&record).unwrap();
     }
     assert_ne!(id, 0);
     let foreign = VersionEdit {

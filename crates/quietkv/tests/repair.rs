@@ -213,7 +213,7 @@ fn table_edits(manifest: &Path) -> Vec<u64> {
     let mut reader = LogReader::new(manifest, &data);
     let mut found = Vec::new();
     while let Some(rec) = reader.read_record().unwrap() {
-        if !VersionEdit::decode(rec).unwrap().new_files.is_empty() {
+        if !VersionEdit::decode(&rec).unwrap().new_files.is_empty() {
             found.push(reader.last_record_offset());
         }
     }
@@ -279,7 +279,7 @@ fn first_compaction_edit(manifest: &Path) -> u64 {
     let data = fs::read(manifest).unwrap();
     let mut reader = LogReader::new(manifest, &data);
     while let Some(rec) = reader.read_record().unwrap() {
-        if !VersionEdit::decode(rec).unwrap().deleted_files.is_empty() {
+        if !VersionEdit::decode(&rec).unwrap().deleted_files.is_empty() {
             return reader.last_record_offset();
         }
     }

@@ -55,6 +55,7 @@ pub struct StressConfig {
     pub block_cache: usize,
     /// Every policy must keep every acknowledged write across SIGKILL.
     pub wal_sync: WalSync,
+    pub wal_compression: Compression,
     pub modes: [AccessMode; 5],
 }
 
@@ -87,6 +88,7 @@ impl StressConfig {
                 WalSync::Periodic(Duration::from_millis(5)),
                 WalSync::Periodic(Duration::from_millis(50)),
             ]),
+            wal_compression: rng.pick(&[Compression::None, Compression::Lz4, Compression::Zstd]),
             modes,
         }
     }
@@ -107,6 +109,7 @@ impl StressConfig {
             direct_write_buffer_size: 64 << 10,
             compaction_readahead_size: 128 << 10,
             wal_sync: self.wal_sync,
+            wal_compression: self.wal_compression,
             ..Options::default()
         };
         for (class, mode) in CLASSES.into_iter().zip(self.modes) {
@@ -132,12 +135,13 @@ impl fmt::Display for StressConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "mem={},comp={},bloom={},cache={},sync={}",
+            "mem={},comp={},bloom={},cache={},sync={},walcomp={}",
             self.memtable_size,
             compression_name(self.compression),
             self.bloom_bits,
             self.block_cache,
-            self.wal_sync
+            self.wal_sync,
+            compression_name(self.wal_compression)
         )?;
         for m in self.modes {
             write!(f, ",{m}")?;
@@ -151,7 +155,7 @@ impl FromStr for StressConfig {
 
     fn from_str(s: &str) -> Result<Self, String> {
         let parts: Vec<&str> = s.split(',').collect();
-        if parts.len() != 5 + CLASSES.len() {
+        if parts.len() != 6 + CLASSES.len() {
             return Err(format!("bad stress config {s:?}"));
         }
         let field = |i: usize, name: &str| -> Result<&str, String> {
@@ -165,17 +169,19 @@ impl FromStr for StressConfig {
                 .parse()
                 .map_err(|_| format!("bad stress config {s:?}: {name}"))
         };
-        let compression = match field(1, "comp")? {
-            "none" => Compression::None,
-            "lz4" => Compression::Lz4,
-            "zstd" => Compression::Zstd,
-            other => return Err(format!("bad compression {other:?}")),
+        let codec = |name: &str| match name {
+            "none" => Ok(Compression::None),
+            "lz4" => Ok(Compression::Lz4),
+            "zstd" => Ok(Compression::Zstd),
+            other => Err(format!("bad compression {other:?}")),
         };
+        let compression = codec(field(1, "comp")?)?;
+        let wal_compression = codec(field(5, "walcomp")?)?;
         let mut modes = [AccessMode::Auto; 5];
         for (i, m) in modes.iter_mut().enumerate() {
-            *m = parts[5 + i]
+            *m = parts[6 + i]
                 .parse()
-                .map_err(|_| format!("bad access mode {:?}", parts[5 + i]))?;
+                .map_err(|_| format!("bad access mode {:?}", parts[6 + i]))?;
         }
         Ok(StressConfig {
             memtable_size: num(0, "mem")?,
@@ -185,6 +191,7 @@ impl FromStr for StressConfig {
             wal_sync: field(4, "sync")?
                 .parse()
                 .map_err(|e| format!("bad stress config {s:?}: {e}"))?,
+            wal_compression,
             modes,
         })
     }

@@ -136,6 +136,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
     let wal_file = env.create(&wal_path(&dir, wal_number), IoClass::WalWrite)?;
     set_current(&env, &dir, manifest_number)?;
 
+    let wal_compression = opts.wal_compression;
     let inner = build_inner(
         dir,
         opts,
@@ -144,7 +145,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
         Some(Writable {
             manifest,
             manifest_number,
-            wal: LogWriter::new(LogFile(wal_file)),
+            wal: LogWriter::new(LogFile(wal_file)).with_compression(wal_compression),
             wal_number,
         }),
         version,
@@ -279,7 +280,7 @@ fn replay_wals(
         }
         while let Some(record) = reader.read_record()? {
             let offset = reader.last_record_offset();
-            let batch = WriteBatch::decode(record).map_err(|e| {
+            let batch = WriteBatch::decode(&record).map_err(|e| {
                 Error::corruption(format!(
                     "WAL record is not a valid write batch: {}",
                     e.message()
@@ -459,7 +460,7 @@ fn read_manifest(dir: &Path) -> Result<Recovered> {
     let mut edits = 0;
     while let Some(record) = reader.read_record()? {
         let offset = reader.last_record_offset();
-        let edit = VersionEdit::decode(record)
+        let edit = VersionEdit::decode(&record)
             .and_then(|e| builder.apply(&e).map(|_| e))
             .map_err(|e| {
                 Error::corruption(format!("bad manifest edit: {}", e.message()))

@@ -219,7 +219,7 @@ fn make_room(inner: &Arc<Inner>, force: bool) -> Result<Arc<Memtable>> {
             }
         };
         let new_wal = Wal {
-            writer: LogWriter::new(LogFile(file)),
+            writer: LogWriter::new(LogFile(file)).with_compression(inner.opts.wal_compression),
         };
         let Some(old) = inner.wal.lock().replace(new_wal) else {
             return Err(super::read_only_error());

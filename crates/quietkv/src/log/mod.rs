@@ -33,6 +33,13 @@
 //! (The mark itself is not synced: after a power cut it may be missing, and
 //! then the records it covered are treated like any last record.)
 //!
+//! 3 = a compressed record (WAL compression): the payload is one byte naming
+//! the codec (1 lz4, 2 zstd), the uncompressed length (u32 little endian)
+//! and the compressed bytes; readers return the uncompressed payload, so a
+//! log may mix compressed and full records (compression turned on or off
+//! between runs). Only payloads up to [`MAX_COMPRESSED_RECORD_LEN`] are
+//! compressed, so a reader never allocates more than that for one.
+//!
 //! Type 0 is never written, so a header of zero bytes can only be padding or
 //! preallocated space (O_DIRECT writers pad the tail to a sector or page
 //! boundary). The reader's rules for the end of the file, and for a log the
@@ -56,6 +63,13 @@ pub(crate) const SYNC_MARK_LEN: usize = 8;
 /// Largest payload one record can carry.
 pub const MAX_RECORD_LEN: usize = u32::MAX as usize;
 
+/// Largest uncompressed payload a writer compresses (larger ones are written
+/// as full records) and a reader decompresses.
+pub const MAX_COMPRESSED_RECORD_LEN: usize = 64 << 20;
+
+/// Payloads shorter than this are not worth compressing.
+const MIN_COMPRESSED_RECORD_LEN: usize = 128;
+
 /// Record types. The byte leaves room for fragmented or recyclable records
 /// later without a format break.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +77,7 @@ pub const MAX_RECORD_LEN: usize = u32::MAX as usize;
 pub(crate) enum RecordType {
     Full = 1,
     SyncMark = 2,
+    Compressed = 3,
 }
 
 impl RecordType {
@@ -70,8 +85,27 @@ impl RecordType {
         match b {
             1 => Some(RecordType::Full),
             2 => Some(RecordType::SyncMark),
+            3 => Some(RecordType::Compressed),
             _ => None,
         }
+    }
+}
+
+/// The payload of a [`RecordType::Compressed`] record, decompressed.
+/// Errors are Corruption without file or offset (the caller adds them).
+pub(crate) fn decompress_record(payload: &[u8]) -> crate::error::Result<Vec<u8>> {
+    use crate::error::Error;
+    use crate::table::Compression;
+    let (&codec, framed) = payload
+        .split_first()
+        .ok_or_else(|| Error::corruption("compressed log record with an empty payload"))?;
+    match Compression::from_u8(codec) {
+        Some(c) if c != Compression::None => {
+            crate::codec::decompress(c, framed, MAX_COMPRESSED_RECORD_LEN)
+        }
+        _ => Err(Error::corruption(format!(
+            "compressed log record names unknown codec {codec}"
+        ))),
     }
 }
 

@@ -1,5 +1,6 @@
 //! Reading records back from a log file image, with crash-tolerant tail rules.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use super::{decode_header, record_crc, RecordType, HEADER_LEN, SYNC_MARK_LEN};
@@ -113,9 +114,10 @@ impl<'a> LogReader<'a> {
         self.synced_len
     }
 
-    /// The next record's payload, `Ok(None)` at the (possibly torn or
-    /// padded) end, or Corruption.
-    pub fn read_record(&mut self) -> Result<Option<&'a [u8]>> {
+    /// The next record's payload (decompressed if the record is
+    /// compressed, else borrowed from the image), `Ok(None)` at the
+    /// (possibly torn or padded) end, or Corruption.
+    pub fn read_record(&mut self) -> Result<Option<Cow<'a, [u8]>>> {
         match &self.state {
             State::Reading => {}
             State::Done => return Ok(None),
@@ -162,7 +164,7 @@ impl<'a> LogReader<'a> {
             .with_offset(offset)
     }
 
-    fn stop(&mut self, tail: TailState) -> std::result::Result<Option<&'a [u8]>, Problem> {
+    fn stop(&mut self, tail: TailState) -> std::result::Result<Option<Cow<'a, [u8]>>, Problem> {
         let end = tail.valid_len(self.data.len() as u64);
         if let Some(sealed) = self.sealed_len {
             if end < sealed {
@@ -185,7 +187,7 @@ impl<'a> LogReader<'a> {
     }
 
     /// Reads the next record of any type.
-    fn step(&mut self) -> std::result::Result<Option<&'a [u8]>, Problem> {
+    fn step(&mut self) -> std::result::Result<Option<Cow<'a, [u8]>>, Problem> {
         loop {
             let start = self.pos;
             let Some((ty, payload)) = self.next_raw()? else {
@@ -202,7 +204,16 @@ impl<'a> LogReader<'a> {
             match ty {
                 RecordType::Full => {
                     self.last_record_offset = start as u64;
-                    return Ok(Some(payload));
+                    return Ok(Some(Cow::Borrowed(payload)));
+                }
+                RecordType::Compressed => {
+                    // The checksum matched: these are the bytes the writer
+                    // wrote, so a payload that does not decompress is damage
+                    // (or a writer bug), never a torn tail.
+                    let raw = super::decompress_record(payload)
+                        .map_err(|e| (e.message().to_string(), start as u64))?;
+                    self.last_record_offset = start as u64;
+                    return Ok(Some(Cow::Owned(raw)));
                 }
                 RecordType::SyncMark => {
                     let value = <[u8; SYNC_MARK_LEN]>::try_from(payload)
@@ -295,7 +306,7 @@ impl<'a> LogReader<'a> {
 }
 
 impl<'a> Iterator for LogReader<'a> {
-    type Item = Result<&'a [u8]>;
+    type Item = Result<Cow<'a, [u8]>>;
 
     /// Yields each record, then either nothing more or one error.
     fn next(&mut self) -> Option<Self::Item> {

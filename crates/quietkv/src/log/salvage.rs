@@ -13,13 +13,16 @@
 //! if it had been written, which is why repair reports every damaged
 //! region rather than only the records it lost.
 
+use std::borrow::Cow;
+
 use super::{decode_header, record_crc, RecordType, HEADER_LEN};
 
 /// One thing found in a log image, in file order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Salvaged<'a> {
-    /// An intact full record (sync marks are skipped).
-    Record { offset: u64, payload: &'a [u8] },
+    /// An intact full record, or a compressed one decompressed (sync marks
+    /// are skipped).
+    Record { offset: u64, payload: Cow<'a, [u8]> },
     /// Bytes that hold no intact record: damage, or a torn tail when
     /// `to_end` is set and the scanner found nothing after it.
     Damaged { offset: u64, len: u64, to_end: bool },
@@ -36,13 +39,28 @@ pub(crate) fn salvage_records(data: &[u8]) -> Vec<Salvaged<'_>> {
         }
         match record_at(data, pos) {
             Some((ty, payload)) => {
-                if ty == RecordType::Full {
-                    out.push(Salvaged::Record {
+                let len = HEADER_LEN + payload.len();
+                match ty {
+                    RecordType::Full => out.push(Salvaged::Record {
                         offset: pos as u64,
-                        payload,
-                    });
+                        payload: Cow::Borrowed(payload),
+                    }),
+                    RecordType::Compressed => match super::decompress_record(payload) {
+                        Ok(raw) => out.push(Salvaged::Record {
+                            offset: pos as u64,
+                            payload: Cow::Owned(raw),
+                        }),
+                        // Intact checksums around bytes that do not
+                        // decompress: nothing to keep from it.
+                        Err(_) => out.push(Salvaged::Damaged {
+                            offset: pos as u64,
+                            len: len as u64,
+                            to_end: false,
+                        }),
+                    },
+                    RecordType::SyncMark => {}
                 }
-                pos += HEADER_LEN + payload.len();
+                pos += len;
             }
             None => {
                 let next = (pos + 1..data.len()).find(|&q| record_at(data, q).is_some());
@@ -87,10 +105,10 @@ mod tests {
         (w.into_inner(), offsets)
     }
 
-    fn payloads<'a>(s: &[Salvaged<'a>]) -> Vec<&'a [u8]> {
+    fn payloads<'a>(s: &'a [Salvaged<'a>]) -> Vec<&'a [u8]> {
         s.iter()
             .filter_map(|x| match x {
-                Salvaged::Record { payload, .. } => Some(*payload),
+                Salvaged::Record { payload, .. } => Some(&payload[..]),
                 Salvaged::Damaged { .. } => None,
             })
             .collect()

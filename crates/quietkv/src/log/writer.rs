@@ -1,7 +1,11 @@
 //! Appending records to a log through a [`LogSink`].
 
-use super::{encode_header, RecordType, HEADER_LEN, MAX_RECORD_LEN};
+use super::{
+    encode_header, RecordType, HEADER_LEN, MAX_COMPRESSED_RECORD_LEN, MAX_RECORD_LEN,
+    MIN_COMPRESSED_RECORD_LEN,
+};
 use crate::error::{Error, ErrorKind, Result};
+use crate::table::Compression;
 
 /// Where a [`LogWriter`] puts its bytes. The engine implements this with
 /// real file I/O (buffered, O_DIRECT or RWF_DONTCACHE); tests use `Vec<u8>`.
@@ -71,6 +75,9 @@ pub struct LogWriter<S: LogSink> {
     /// while they are equal.
     marked_len: u64,
     scratch: Vec<u8>,
+    /// Compression of records (the WAL's option; never the manifest's).
+    compression: Compression,
+    compressed: Vec<u8>,
     failed: bool,
 }
 
@@ -89,8 +96,18 @@ impl<S: LogSink> LogWriter<S> {
             synced_len: existing_len,
             marked_len: existing_len,
             scratch: Vec::new(),
+            compression: Compression::None,
+            compressed: Vec::new(),
             failed: false,
         }
+    }
+
+    /// Compresses records of [`MIN_COMPRESSED_RECORD_LEN`] to
+    /// [`MAX_COMPRESSED_RECORD_LEN`] bytes with `c` where that makes them
+    /// smaller (zstd at level 1: the WAL is on the write path).
+    pub fn with_compression(mut self, c: Compression) -> Self {
+        self.compression = c;
+        self
     }
 
     /// Appends one record. Not durable until [`sync`](Self::sync).
@@ -101,6 +118,21 @@ impl<S: LogSink> LogWriter<S> {
                 "log record of {} bytes exceeds the {MAX_RECORD_LEN}-byte limit",
                 payload.len()
             )));
+        }
+        if self.compression != Compression::None
+            && (MIN_COMPRESSED_RECORD_LEN..=MAX_COMPRESSED_RECORD_LEN).contains(&payload.len())
+        {
+            if let Some(framed) = crate::codec::compress(payload, self.compression, 1) {
+                if framed.len() + 1 < payload.len() {
+                    let mut body = std::mem::take(&mut self.compressed);
+                    body.clear();
+                    body.push(self.compression.to_u8());
+                    body.extend_from_slice(&framed);
+                    let r = self.append(RecordType::Compressed, &body);
+                    self.compressed = body;
+                    return r;
+                }
+            }
         }
         self.append(RecordType::Full, payload)
     }

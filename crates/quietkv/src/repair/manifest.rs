@@ -98,7 +98,7 @@ fn read_prefix(path: &Path) -> std::result::Result<OldManifest, String> {
                 break;
             }
             Salvaged::Record { offset, payload } => {
-                let result = VersionEdit::decode(payload).and_then(|e| {
+                let result = VersionEdit::decode(&payload).and_then(|e| {
                     let id = db_id_after_edit(m.db_id, e.db_id)?;
                     builder.apply(&e)?;
                     Ok((e, id))

@@ -87,7 +87,7 @@ impl<'a> Replay<'a> {
                         .push(Dropped::at(&path, offset, len, reason));
                 }
                 Salvaged::Record { offset, payload } => {
-                    let batch = match WriteBatch::decode(payload) {
+                    let batch = match WriteBatch::decode(&payload) {
                         Ok(b) => b,
                         Err(e) => {
                             let len = (HEADER_LEN + payload.len()) as u64;

@@ -151,20 +151,11 @@ impl BlockHandle {
 /// Compresses `raw` (when asked and worth it) and appends the trailer.
 /// Returns the full on-disk bytes of the block.
 pub fn encode_block(raw: &[u8], compression: Compression, zstd_level: i32) -> Vec<u8> {
-    let compressed = if raw.len() > MAX_DECOMPRESSED_BLOCK || raw.len() > u32::MAX as usize {
+    let compressed = if raw.len() > MAX_DECOMPRESSED_BLOCK {
         // Too large to claim a decompressed size the reader would accept.
         None
     } else {
-        match compression {
-            Compression::None => None,
-            Compression::Lz4 => Some(lz4_flex::block::compress_prepend_size(raw)),
-            Compression::Zstd => zstd::bulk::compress(raw, zstd_level).ok().map(|z| {
-                let mut out = Vec::with_capacity(4 + z.len());
-                out.extend_from_slice(&(raw.len() as u32).to_le_bytes());
-                out.extend_from_slice(&z);
-                out
-            }),
-        }
+        crate::codec::compress(raw, compression, zstd_level)
     };
     // Keep compression only if it saves at least 1/8.
     let (payload, ctype): (&[u8], Compression) = match &compressed {
@@ -206,37 +197,7 @@ pub fn decode_block(mut disk: Vec<u8>) -> Result<Vec<u8>> {
             Ok(disk)
         }
         Compression::Lz4 | Compression::Zstd => {
-            let payload = &disk[..payload_len];
-            let claimed = read_u32_le(payload, 0)
-                .ok_or_else(|| Error::corruption("compressed block lacks its size prefix"))?
-                as usize;
-            let body = &payload[4..];
-            if claimed > MAX_DECOMPRESSED_BLOCK {
-                return Err(Error::corruption(format!(
-                    "compressed block claims {claimed} decompressed bytes (limit {MAX_DECOMPRESSED_BLOCK})"
-                )));
-            }
-            let out = if ctype == Compression::Lz4 {
-                // lz4 cannot expand by more than ~255x; a larger claim is a lie.
-                if claimed > body.len().saturating_mul(255).saturating_add(16) {
-                    return Err(Error::corruption(format!(
-                        "lz4 block of {} bytes cannot decompress to {claimed} bytes",
-                        body.len()
-                    )));
-                }
-                lz4_flex::block::decompress(body, claimed)
-                    .map_err(|e| Error::corruption(format!("lz4 decompression failed: {e}")))?
-            } else {
-                zstd::bulk::decompress(body, claimed)
-                    .map_err(|e| Error::corruption(format!("zstd decompression failed: {e}")))?
-            };
-            if out.len() != claimed {
-                return Err(Error::corruption(format!(
-                    "block decompressed to {} bytes, expected {claimed}",
-                    out.len()
-                )));
-            }
-            Ok(out)
+            crate::codec::decompress(ctype, &disk[..payload_len], MAX_DECOMPRESSED_BLOCK)
         }
     }
 }
