@@ -40,6 +40,7 @@
 
 pub mod cgroup;
 pub mod e0;
+pub mod e4;
 pub mod engine;
 pub mod engines;
 pub mod keys;
@@ -184,6 +185,16 @@ pub struct BenchArgs {
     /// throughput: random point reads after the fill.
     #[arg(long = "point-reads", default_value_t = 100_000)]
     pub point_reads: u64,
+    /// E4: closed-loop writer threads (the seed's 32).
+    #[arg(long, default_value_t = 32)]
+    pub writers: usize,
+    /// E4: value size in bytes (the seed's stress command wrote 818).
+    #[arg(long = "record-size", default_value_t = 818)]
+    pub record_size: usize,
+    /// E4: writes per run (the run also ends after --duration). Default:
+    /// quick unlimited (30 s a run), full 2,000,000.
+    #[arg(long)]
+    pub writes: Option<u64>,
 }
 
 /// Removes the scratch directory however the benchmark ends.
@@ -333,6 +344,9 @@ pub fn run(mut args: BenchArgs) -> Result<(), String> {
     if exps == ["THROUGHPUT"] {
         return run_throughput(&args);
     }
+    if exps == ["E4"] {
+        return run_e4(&args);
+    }
     if exps == ["E0"] {
         args.modes.get_or_insert_with(|| {
             ["buffered", "direct", "dontcache"]
@@ -346,7 +360,7 @@ pub fn run(mut args: BenchArgs) -> Result<(), String> {
         .find(|e| !matches!(e.as_str(), "E1" | "E2" | "E3"))
     {
         return Err(format!(
-            "unknown or not yet implemented experiment '{bad}' (available: E1, E2, E3, E0, throughput; E0 and throughput run alone)"
+            "unknown or not yet implemented experiment '{bad}' (available: E1, E2, E3, E0, E4, throughput; E0, E4 and throughput run alone)"
         ));
     }
     suite::run(&args, &exps)
@@ -646,6 +660,85 @@ pub fn write_outputs_with_verdict(
     )
     .map_err(|e| e.to_string())?;
     Ok(verdict)
+}
+
+/// E4: the write path per WAL mode, sync policy and compression, on the
+/// scratch directory's file system and on a loop-mounted xfs image.
+fn run_e4(args: &BenchArgs) -> Result<(), String> {
+    let full = match args.scale.as_str() {
+        "quick" => false,
+        "full" => true,
+        other => return Err(format!("unknown --scale '{other}' (quick or full)")),
+    };
+    let xfs_missing = e4::XfsMount::unavailable_reason();
+    let names = args
+        .modes
+        .clone()
+        .unwrap_or_else(|| e4::default_modes(xfs_missing.is_none()));
+    let modes: Vec<e4::WalConfig> = names
+        .iter()
+        .map(|m| e4::WalConfig::parse(m))
+        .collect::<Result<_, _>>()?;
+    if let (Some(why), true) = (&xfs_missing, modes.iter().any(|m| m.fs == e4::Fs::Xfs)) {
+        return Err(format!("E4 xfs modes cannot run here: {why}"));
+    }
+    if args.writers == 0 || args.record_size == 0 || args.repeats == 0 {
+        return Err("--writers, --record-size and --repeats must be positive".into());
+    }
+    let params = e4::Params {
+        writers: args.writers,
+        value_size: args.record_size,
+        key_space: 10_000_000,
+        writes: args
+            .writes
+            .unwrap_or(if full { 2_000_000 } else { u64::MAX }),
+        duration: std::time::Duration::from_secs_f64(
+            args.duration
+                .unwrap_or(if full { 900.0 } else { 30.0 })
+                .max(0.1),
+        ),
+        repeats: args.repeats,
+        memtable_bytes: (args.memtable_mib as usize) << 20,
+        xfs_image_bytes: 16 << 30,
+    };
+    let base = match &args.dir {
+        Some(d) => d.clone(),
+        None => std::env::current_dir().map_err(|e| e.to_string())?,
+    };
+    let scratch = Scratch(base.join(format!("quietkv-e4-scratch-{}", std::process::id())));
+    std::fs::create_dir_all(&scratch.0)
+        .map_err(|e| format!("cannot create {}: {e}", scratch.0.display()))?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("bench-results").join(timestamp()));
+    std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let progress = |msg: &str| crate::progress_line!("[E4] {msg}");
+    if let Some(why) = &xfs_missing {
+        if args.modes.is_none() {
+            progress(&format!("xfs skipped: {why}"));
+        }
+    }
+    let runs = e4::run::<engines::QuietkvEngine>(&params, &modes, &scratch.0, &progress)?;
+    let mach = machine(&scratch.0);
+    let header = format!(
+        "# quietkv E4: commit-log modes\n\nMachine: {}\n",
+        serde_json::to_string(&mach).unwrap_or_default()
+    );
+    let md = e4::markdown(&params, &modes, &runs, &header);
+    std::fs::write(out.join("report.md"), &md).map_err(|e| e.to_string())?;
+    let json = serde_json::json!({
+        "machine": mach,
+        "experiments": [e4::json(&params, &modes, &runs)],
+    });
+    std::fs::write(
+        out.join("report.json"),
+        serde_json::to_string_pretty(&json).unwrap(),
+    )
+    .map_err(|e| e.to_string())?;
+    println!("{md}");
+    println!("report: {}", out.join("report.md").display());
+    Ok(())
 }
 
 /// The engine throughput experiment (fill, random reads, compact_all per

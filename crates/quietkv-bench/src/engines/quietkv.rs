@@ -29,6 +29,13 @@ pub struct QuietkvConfig {
     /// `+warm`: `Options::warm_compaction_output`.
     #[serde(default)]
     pub warm_output: bool,
+    /// `Options::wal_sync` (`none`, `group`, `per-write`, `periodic:MS`);
+    /// `None` keeps the engine's default.
+    #[serde(default)]
+    pub wal_sync: Option<String>,
+    /// `Options::wal_compression` (`none`, `lz4`, `zstd`).
+    #[serde(default)]
+    pub wal_compression: Option<String>,
 }
 
 impl QuietkvConfig {
@@ -68,6 +75,8 @@ impl QuietkvConfig {
             flush_write: f.into(),
             wal_write: if base == "auto" { "auto" } else { "buffered" }.into(),
             warm_output,
+            wal_sync: None,
+            wal_compression: None,
         })
     }
 
@@ -82,7 +91,34 @@ impl QuietkvConfig {
             flush_write: "auto".into(),
             wal_write: "auto".into(),
             warm_output: false,
+            wal_sync: None,
+            wal_compression: None,
         }
+    }
+
+    /// A write-ahead-log configuration (experiment E4): the WAL (and
+    /// manifest) in `mode`, with a sync policy and record compression;
+    /// every other class left to the engine.
+    pub fn wal(
+        name: &str,
+        mode: AccessMode,
+        sync: &str,
+        compression: &str,
+    ) -> Result<QuietkvConfig, String> {
+        sync.parse::<quietkv::WalSync>()
+            .map_err(|e| e.to_string())?;
+        parse_compression(compression)?;
+        Ok(QuietkvConfig {
+            name: name.to_string(),
+            user_read: "auto".into(),
+            compaction_read: "auto".into(),
+            compaction_write: "auto".into(),
+            flush_write: "auto".into(),
+            wal_write: mode.name().into(),
+            warm_output: false,
+            wal_sync: Some(sync.to_string()),
+            wal_compression: Some(compression.to_string()),
+        })
     }
 
     /// [`QuietkvConfig::compaction_only`] of an access mode's name
@@ -157,7 +193,26 @@ impl QuietkvConfig {
             o = o.io_mode(c, self.access(c));
         }
         o.warm_compaction_output = self.warm_output;
+        if let Some(p) = self.wal_sync.as_deref().and_then(|s| s.parse().ok()) {
+            o.wal_sync = p;
+        }
+        if let Some(c) = self
+            .wal_compression
+            .as_deref()
+            .and_then(|s| parse_compression(s).ok())
+        {
+            o.wal_compression = c;
+        }
         o
+    }
+}
+
+fn parse_compression(name: &str) -> Result<quietkv::Compression, String> {
+    match name {
+        "none" => Ok(quietkv::Compression::None),
+        "lz4" => Ok(quietkv::Compression::Lz4),
+        "zstd" => Ok(quietkv::Compression::Zstd),
+        other => Err(format!("unknown compression '{other}' (none, lz4 or zstd)")),
     }
 }
 
@@ -182,6 +237,8 @@ impl EngineConfig for QuietkvConfig {
             IoClass::UserRead,
             IoClass::CompactionRead,
             IoClass::CompactionWrite,
+            IoClass::FlushWrite,
+            IoClass::WalWrite,
         ] {
             env.resolve_explicit(class, self.access(class))
                 .map_err(|e| format!("mode {}: {e}", self.name))?;
