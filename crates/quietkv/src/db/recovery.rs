@@ -338,7 +338,21 @@ fn build_inner(
     next_file: u64,
     last_seq: SeqNo,
 ) -> Arc<Inner> {
-    let block_cache = Arc::new(BlockCache::new(opts.block_cache_bytes));
+    let limit = quietio::memory_limit();
+    let user_read = env.mode(IoClass::UserRead);
+    let capacity = opts.block_cache_capacity(user_read, limit.as_ref().map(|l| l.bytes));
+    if capacity != opts.block_cache_bytes {
+        if let Some(l) = &limit {
+            log::info!(
+                "block cache {} MiB: {} of the {} MiB memory limit ({}), user reads {user_read}",
+                capacity >> 20,
+                opts.block_cache_limit_share,
+                l.bytes >> 20,
+                l.file.display()
+            );
+        }
+    }
+    let block_cache = Arc::new(BlockCache::new(capacity));
     let table_cache = Arc::new(TableCache::new(
         dir.clone(),
         env.clone(),
