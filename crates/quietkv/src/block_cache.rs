@@ -20,7 +20,9 @@
 //! (the index and filter of every open table, held by its reader for as
 //! long as the table is open) is [`Cache::reserve`]d: the blocks' room is
 //! the capacity minus the pinned bytes, so the cache and what it pins stay
-//! within one memory limit together.
+//! within one memory limit together. A cache made
+//! [`Cache::without_pinned_charge`] (a size given in bytes of blocks, not a
+//! memory budget) only counts them.
 //!
 //! Why our own and not a crate: quick_cache (sharded, weighted, S3-FIFO-like
 //! scan resistance) would fit the hot path, but the engine also needs to
@@ -247,6 +249,7 @@ pub struct Cache<V> {
     shard_bits: u32,
     capacity: usize,
     pinned: AtomicUsize,
+    charge_pinned: bool,
     hits: AtomicU64,
     misses: AtomicU64,
     inserts: AtomicU64,
@@ -299,11 +302,19 @@ impl<V> Cache<V> {
             shard_bits,
             capacity,
             pinned: AtomicUsize::new(0),
+            charge_pinned: true,
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             inserts: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
         }
+    }
+
+    /// Pinned bytes are counted but leave the blocks' room alone: for a
+    /// capacity that means bytes of blocks rather than a memory budget.
+    pub fn without_pinned_charge(mut self) -> Self {
+        self.charge_pinned = false;
+        self
     }
 
     pub fn capacity(&self) -> usize {
@@ -326,6 +337,9 @@ impl<V> Cache<V> {
     /// A shard's room for blocks: its share of the capacity minus its
     /// share of the pinned bytes.
     fn room(&self, shard: &Shard<V>) -> usize {
+        if !self.charge_pinned {
+            return shard.capacity;
+        }
         let pinned = self.pinned.load(Ordering::Relaxed) >> self.shard_bits;
         shard.capacity.saturating_sub(pinned)
     }
@@ -382,7 +396,7 @@ impl<V> Cache<V> {
     pub fn reserve(self: &Arc<Self>, bytes: usize) -> Reservation<V> {
         let bytes = if self.capacity == 0 { 0 } else { bytes };
         self.pinned.fetch_add(bytes, Ordering::Relaxed);
-        if bytes > 0 {
+        if bytes > 0 && self.charge_pinned {
             let mut evicted = 0;
             for shard in self.shards.iter() {
                 let mut s = shard.lock();
@@ -563,6 +577,13 @@ mod tests {
         c.insert(1, 0, Arc::new(0), 1);
         assert_eq!(c.usage(), 0);
         drop(big);
+        // Counted only, where the capacity is bytes of blocks.
+        let plain: Arc<Cache<u32>> =
+            Arc::new(Cache::with_shard_bits(1000, 0).without_pinned_charge());
+        let r = plain.reserve(600);
+        plain.insert(1, 0, Arc::new(0), 1000);
+        assert_eq!((plain.usage(), plain.stats().pinned), (1000, 600));
+        drop(r);
         // A disabled cache reserves nothing.
         let off: Arc<Cache<u32>> = Arc::new(Cache::new(0));
         assert_eq!(off.reserve(10).bytes(), 0);

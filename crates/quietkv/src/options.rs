@@ -51,11 +51,13 @@ pub struct Options {
     /// When user reads leave nothing in the page cache (`direct`,
     /// `dontcache`: the block cache is then their only cache) and the
     /// process runs under a memory cgroup limit, the block cache gets this
-    /// share of the limit if that is more than `block_cache_bytes`. The rest
-    /// of the limit is left for memtables, pinned index and filter blocks
-    /// (charged to the cache's budget, see `TableReader`), the page cache of
-    /// the WAL and of buffered classes, and the heap. 0 = always
-    /// `block_cache_bytes`. Default 0.5; at most 0.9.
+    /// share of the limit if that is more than `block_cache_bytes`. That
+    /// share is a budget for data blocks *and* the pinned index and filter
+    /// blocks of the open tables (see `TableReader`); the rest of the limit
+    /// is left for memtables, the page cache of the WAL and of buffered
+    /// classes, and the heap. 0 = always `block_cache_bytes` (bytes of data
+    /// blocks; pinned blocks are then not charged to it). Default 0.5; at
+    /// most 0.9.
     pub block_cache_limit_share: f64,
     /// Table readers kept open for user reads. Default 1000.
     pub max_open_tables: usize,

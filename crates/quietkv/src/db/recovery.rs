@@ -352,7 +352,15 @@ fn build_inner(
             );
         }
     }
-    let block_cache = Arc::new(BlockCache::new(capacity));
+    // Sized from the memory limit, the capacity is a memory budget that
+    // pinned index and filter blocks are charged to; given in bytes, it is
+    // bytes of data blocks, as documented.
+    let block_cache = if capacity == opts.block_cache_bytes {
+        BlockCache::new(capacity).without_pinned_charge()
+    } else {
+        BlockCache::new(capacity)
+    };
+    let block_cache = Arc::new(block_cache);
     let table_cache = Arc::new(TableCache::new(
         dir.clone(),
         env.clone(),

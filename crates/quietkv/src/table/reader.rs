@@ -28,8 +28,9 @@ pub struct IndexEntry {
 /// The index and the filter are pinned: parsed once at open and held for
 /// as long as the table is open, so no amount of data-block traffic makes a
 /// point read pay an extra (possibly O_DIRECT, uncached) read for them.
-/// Their memory is reserved against the block cache's budget while the
-/// reader lives, so cache and pinned metadata share one memory limit.
+/// Their memory is reserved against the block cache while the reader lives:
+/// where the cache is a memory budget (sized from the memory limit), cache
+/// and pinned metadata share it.
 pub struct TableReader {
     source: Arc<dyn RandomSource>,
     table_id: u64,
