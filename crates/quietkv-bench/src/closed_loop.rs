@@ -7,9 +7,12 @@
 //! (scheduled = issued, lateness 0).
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::loadgen::{new_histogram, LoadResult, ReadResult, SplitMix64};
+use hdrhistogram::Histogram;
+
+use crate::loadgen::{new_histogram, new_second_histogram, LoadResult, ReadResult, SplitMix64};
 
 #[derive(Debug, Clone)]
 pub struct ClosedLoopConfig {
@@ -24,6 +27,36 @@ fn micros(d: Duration) -> u64 {
     (d.as_micros() as u64).max(1)
 }
 
+/// One reader thread's numbers. Only the current second's histogram is
+/// per thread; finished seconds are merged into the shared timeline, so a
+/// thread holds two histograms however long the phase (memory counts: the
+/// generator runs inside the memory cgroup under test).
+struct Part {
+    latency: Histogram<u64>,
+    second: Histogram<u64>,
+    second_idx: usize,
+    done: u64,
+    errors: u64,
+    first_error: Option<String>,
+    hits: u64,
+    misses: u64,
+}
+
+impl Part {
+    fn flush_second(&mut self, timeline: &Mutex<Vec<Histogram<u64>>>) {
+        if self.second.is_empty() {
+            return;
+        }
+        let mut t = timeline.lock().expect("timeline lock");
+        let last = t.len() - 1;
+        t[self.second_idx.min(last)]
+            .add(&self.second)
+            .expect("same bounds");
+        drop(t);
+        self.second.reset();
+    }
+}
+
 /// Runs `threads` readers back to back until `duration` has passed or
 /// `stop` is set.
 pub fn run_closed_loop<F>(cfg: &ClosedLoopConfig, read: F, stop: &AtomicBool) -> LoadResult
@@ -34,13 +67,28 @@ where
     let seconds = cfg.duration.as_secs_f64().ceil().max(1.0) as usize;
     let keys = cfg.keys.max(1);
     let read = &read;
+    let timeline = Mutex::new(
+        (0..seconds)
+            .map(|_| new_second_histogram())
+            .collect::<Vec<_>>(),
+    );
+    let timeline = &timeline;
     let start = Instant::now();
     let end = start + cfg.duration;
-    let parts: Vec<LoadResult> = std::thread::scope(|s| {
+    let parts: Vec<Part> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads as u64)
             .map(|t| {
                 s.spawn(move || {
-                    let mut r = empty(seconds);
+                    let mut p = Part {
+                        latency: new_histogram(),
+                        second: new_second_histogram(),
+                        second_idx: 0,
+                        done: 0,
+                        errors: 0,
+                        first_error: None,
+                        hits: 0,
+                        misses: 0,
+                    };
                     let mut rng = SplitMix64::new(cfg.seed ^ (t + 1).wrapping_mul(0x2545_F491));
                     loop {
                         let issued = Instant::now();
@@ -49,33 +97,33 @@ where
                         }
                         let res = read(rng.below(keys));
                         let done = Instant::now();
-                        r.scheduled += 1;
                         match res {
                             Ok(hit) => {
                                 let lat = micros(done - issued);
-                                r.latency.saturating_record(lat);
-                                r.service.saturating_record(lat);
-                                r.lateness.saturating_record(0);
+                                p.latency.saturating_record(lat);
                                 let sec = (issued - start).as_secs() as usize;
-                                if let Some(h) = r.per_second.get_mut(sec.min(seconds - 1)) {
-                                    h.saturating_record(lat);
+                                if sec != p.second_idx {
+                                    p.flush_second(timeline);
+                                    p.second_idx = sec;
                                 }
-                                r.done += 1;
+                                p.second.saturating_record(lat);
+                                p.done += 1;
                                 match hit {
-                                    Some(true) => r.hits += 1,
-                                    Some(false) => r.misses += 1,
+                                    Some(true) => p.hits += 1,
+                                    Some(false) => p.misses += 1,
                                     None => {}
                                 }
                             }
                             Err(e) => {
-                                r.errors += 1;
-                                if r.first_error.is_none() {
-                                    r.first_error = Some(e);
+                                p.errors += 1;
+                                if p.first_error.is_none() {
+                                    p.first_error = Some(e);
                                 }
                             }
                         }
                     }
-                    r
+                    p.flush_second(timeline);
+                    p
                 })
             })
             .collect();
@@ -84,41 +132,35 @@ where
             .map(|h| h.join().expect("reader thread"))
             .collect()
     });
-    let mut out = empty(seconds);
-    out.elapsed_s = start.elapsed().as_secs_f64();
+    let elapsed_s = start.elapsed().as_secs_f64();
+    let mut latency = new_histogram();
+    let mut out_parts = (0u64, 0u64, 0u64, 0u64, None);
     for p in parts {
-        out.latency.add(&p.latency).expect("same bounds");
-        out.service.add(&p.service).expect("same bounds");
-        out.lateness.add(&p.lateness).expect("same bounds");
-        for (a, b) in out.per_second.iter_mut().zip(&p.per_second) {
-            a.add(b).expect("same bounds");
-        }
-        out.scheduled += p.scheduled;
-        out.done += p.done;
-        out.errors += p.errors;
-        out.hits += p.hits;
-        out.misses += p.misses;
-        if out.first_error.is_none() {
-            out.first_error = p.first_error;
+        latency.add(&p.latency).expect("same bounds");
+        out_parts.0 += p.done;
+        out_parts.1 += p.errors;
+        out_parts.2 += p.hits;
+        out_parts.3 += p.misses;
+        if out_parts.4.is_none() {
+            out_parts.4 = p.first_error;
         }
     }
-    out
-}
-
-fn empty(seconds: usize) -> LoadResult {
+    let (done, errors, hits, misses, first_error) = out_parts;
+    let per_second = std::mem::take(&mut *timeline.lock().expect("timeline lock"));
     LoadResult {
-        latency: new_histogram(),
-        service: new_histogram(),
+        service: latency.clone(),
+        latency,
+        // Nothing is scheduled: no lateness to record.
         lateness: new_histogram(),
         reader_run_delay_s: None,
-        per_second: (0..seconds).map(|_| new_histogram()).collect(),
-        scheduled: 0,
-        done: 0,
-        errors: 0,
-        first_error: None,
-        hits: 0,
-        misses: 0,
-        elapsed_s: 0.0,
+        per_second,
+        scheduled: done + errors,
+        done,
+        errors,
+        first_error,
+        hits,
+        misses,
+        elapsed_s,
     }
 }
 
@@ -158,8 +200,32 @@ mod tests {
         assert!(r.errors > 0 && r.first_error.as_deref() == Some("three"));
         assert!(r.hits > 0 && r.misses > 0);
         assert!(r.latency.min() >= 10_000, "{}", r.latency.min());
+        assert_eq!(r.service.len(), r.done);
+        assert_eq!(r.per_second[0].len(), r.done);
         assert!((0.29..1.0).contains(&r.elapsed_s), "{}", r.elapsed_s);
         assert_eq!(r.per_second.len(), 1);
+    }
+
+    #[test]
+    fn each_second_of_the_timeline_gets_its_reads() {
+        let cfg = ClosedLoopConfig {
+            threads: 3,
+            duration: Duration::from_millis(1300),
+            keys: 5,
+            seed: 2,
+        };
+        let r = run_closed_loop(
+            &cfg,
+            |_| {
+                std::thread::sleep(Duration::from_millis(2));
+                Ok(None)
+            },
+            &AtomicBool::new(false),
+        );
+        assert_eq!(r.per_second.len(), 2);
+        assert!(r.per_second.iter().all(|h| !h.is_empty()));
+        assert_eq!(r.per_second.iter().map(|h| h.len()).sum::<u64>(), r.done);
+        assert!(r.per_second[0].len() > r.per_second[1].len());
     }
 
     #[test]

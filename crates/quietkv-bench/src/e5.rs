@@ -34,8 +34,8 @@ use crate::{fmt_secs, loadavg, machine, timestamp, write_outputs, BenchArgs, Scr
 /// The modes of E5, in the report's order.
 pub const MODES: [&str; 3] = ["buffered", "direct", "mmap"];
 
-/// Reader threads of the open-loop variant.
-const OPEN_LOOP_THREADS: usize = 32;
+/// Closed-loop threads of the warm-up.
+const WARMUP_THREADS: usize = 32;
 
 /// The engine configuration of an E5 mode: only the user reads differ;
 /// nothing else runs (no writes, no compaction).
@@ -373,7 +373,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         .collect();
     loads.push(Load::Open {
         rate: pre.read_rate,
-        threads: OPEN_LOOP_THREADS,
+        threads: args.readers.max(1),
     });
 
     let base = match &args.dir {
@@ -431,7 +431,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             keys: manifest.spec.keys,
             value_size: manifest.spec.value_size,
             load: *load,
-            warmup_threads: OPEN_LOOP_THREADS,
+            warmup_threads: WARMUP_THREADS,
         };
         let mut reports: Vec<ModeReport> = names
             .iter()
@@ -642,7 +642,7 @@ fn header(
         (
             "Phases".into(),
             format!(
-                "warm-up {} s (closed loop, {OPEN_LOOP_THREADS} threads), measured {} s; no writes, no compaction",
+                "warm-up {} s (closed loop, {WARMUP_THREADS} threads), measured {} s; no writes, no compaction",
                 common.warmup_s, pre.duration_s
             ),
         ),
