@@ -964,6 +964,9 @@ impl RandomReader {
                 // that is what makes mapping them sound.
                 let m = sys::ReadOnlyMap::whole_file(fd, len)
                     .map_err(|e| Error::io(e, "mmap failed").with_file(path))?;
+                // Positional reads are random reads: no read-around. A
+                // failure leaves the default policy, which is still correct.
+                let _ = m.advise_random();
                 map = Some(m);
             }
             _ => {}

@@ -144,3 +144,39 @@ fn direct_reader_reports_what_was_cached_before_it() {
     b.read_exact(&mut block).unwrap();
     assert!(!b.was_cached(0, 4096));
 }
+
+/// Mapped user reads are point reads: a fault must bring in about the page
+/// it touches, not the kernel's read-around window (MADV_RANDOM).
+#[test]
+fn mmap_point_reads_do_not_read_around() {
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let env = IoEnv::open(d.path(), IoOptions::default()).unwrap();
+    if env.capabilities().filesystem == "tmpfs" {
+        skip::skip("tmpfs pages are always resident");
+        return;
+    }
+    let p = d.path().join("mapped");
+    std::fs::write(&p, vec![7u8; 16 << 20]).unwrap();
+    std::fs::File::open(&p).unwrap().sync_all().unwrap();
+    quietio::evict_file(&p).unwrap();
+    if residency(&p).unwrap().cached > 0 {
+        skip::skip("cannot evict the file from the page cache here");
+        return;
+    }
+    let r = env
+        .open_random_with_mode(&p, IoClass::UserRead, AccessMode::Mmap)
+        .unwrap();
+    let mut buf = [0u8; 4096];
+    // 64 reads 256 KiB apart: with read-around each would pull in 128 KiB
+    // or more (2,048+ pages in all); without it, about one page each.
+    for i in 0..64u64 {
+        r.read_exact_at(i * (256 << 10) + 100, &mut buf[..100])
+            .unwrap();
+        assert_eq!(buf[0], 7);
+    }
+    let pages = residency(&p).unwrap().cached;
+    assert!(
+        pages <= 64 * 4,
+        "{pages} pages cached after 64 mapped point reads"
+    );
+}

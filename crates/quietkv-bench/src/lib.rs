@@ -39,8 +39,10 @@
 //! from the runs. Runner, cgroups, report and plots need no change.
 
 pub mod cgroup;
+pub mod closed_loop;
 pub mod e0;
 pub mod e4;
+pub mod e5;
 pub mod engine;
 pub mod engines;
 pub mod keys;
@@ -73,7 +75,8 @@ use self::sampler::SamplerConfig;
 #[derive(Args, Debug, Clone)]
 pub struct BenchArgs {
     /// Experiments to run, comma-separated: E1, E2, E3 (engine), E0 (the
-    /// no-engine reference), throughput. Default: E1,E2.
+    /// no-engine reference), E4 (WAL modes, write-only), E5 (direct user
+    /// reads; modes buffered, direct, mmap), throughput. Default: E1,E2.
     #[arg(long)]
     pub experiment: Option<String>,
     /// Modes to compare, run in turn (A B C, A B C, ...): buffered, direct,
@@ -150,6 +153,10 @@ pub struct BenchArgs {
     /// slow read delays every read scheduled behind it).
     #[arg(long, default_value_t = 8)]
     pub readers: usize,
+    /// E5: closed-loop reader thread counts, comma-separated (one report
+    /// section each). Default: 32 (full scale: 1,8,32,128).
+    #[arg(long, value_delimiter = ',')]
+    pub threads: Option<Vec<usize>>,
     /// E0: size of the hot file in MiB.
     #[arg(long = "hot-mib", default_value_t = 30)]
     pub hot_mib: u64,
@@ -347,6 +354,9 @@ pub fn run(mut args: BenchArgs) -> Result<(), String> {
     if exps == ["E4"] {
         return run_e4(&args);
     }
+    if exps == ["E5"] {
+        return e5::run(&args);
+    }
     if exps == ["E0"] {
         args.modes.get_or_insert_with(|| {
             ["buffered", "direct", "dontcache"]
@@ -360,7 +370,7 @@ pub fn run(mut args: BenchArgs) -> Result<(), String> {
         .find(|e| !matches!(e.as_str(), "E1" | "E2" | "E3"))
     {
         return Err(format!(
-            "unknown or not yet implemented experiment '{bad}' (available: E1, E2, E3, E0, E4, throughput; E0, E4 and throughput run alone)"
+            "unknown or not yet implemented experiment '{bad}' (available: E1, E2, E3, E0, E4, E5, throughput; E0, E4, E5 and throughput run alone)"
         ));
     }
     suite::run(&args, &exps)

@@ -40,6 +40,14 @@ pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
 }
 
+/// The per-second histograms of the timeline: 2 significant digits (1%),
+/// enough for a p99-over-time plot, at ~24 KiB each instead of ~190 KiB.
+/// Each reader thread holds one per second of the phase, and in a small
+/// memory cgroup (E5 quick: 32 threads) the finer ones cost tens of MiB.
+pub fn new_second_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000, 2).expect("valid histogram bounds")
+}
+
 pub struct LoadResult {
     /// Scheduled-to-completion latency of the whole phase, us.
     pub latency: Histogram<u64>,
@@ -193,7 +201,7 @@ fn empty_result(seconds: usize) -> LoadResult {
         service: new_histogram(),
         lateness: new_histogram(),
         reader_run_delay_s: None,
-        per_second: (0..seconds).map(|_| new_histogram()).collect(),
+        per_second: (0..seconds).map(|_| new_second_histogram()).collect(),
         scheduled: 0,
         done: 0,
         errors: 0,

@@ -158,6 +158,7 @@ pub fn standard_rows() -> Vec<Row> {
     use Cmp::*;
     use Fmt::*;
     vec![
+        row("**Throughput (reads/s)**", "ops_per_s", Int, Percent),
         row("p50 read latency", "read_latency_us.p50", Us, Lower),
         row("p90 read latency", "read_latency_us.p90", Us, Lower),
         row("**p99 read latency**", "read_latency_us.p99", Us, Lower),
@@ -243,6 +244,8 @@ pub fn standard_rows() -> Vec<Row> {
         row("Background seconds", "compaction_seconds", Secs, None),
         row("CPU user", "cpu.user_s", Secs, Percent),
         row("CPU system", "cpu.sys_s", Secs, Percent),
+        row("CPU user, % of all CPUs", "cpu.user_pct", Pct, Percent),
+        row("**CPU system, % of all CPUs**", "cpu.sys_pct", Pct, Percent),
     ]
 }
 

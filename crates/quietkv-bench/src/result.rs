@@ -172,6 +172,10 @@ pub struct RunResult {
     pub notes: Vec<String>,
 }
 
+/// Experiment numbers reported under their own key rather than
+/// `extra.NAME`: E5's throughput and system CPU share.
+pub const TOP_LEVEL_EXTRA: [&str; 3] = ["ops_per_s", "cpu.sys_pct", "cpu.user_pct"];
+
 /// The metric keys of the report, in `report.json`'s nesting (dots).
 pub const LATENCY_KEYS: [&str; 8] = [
     "p50", "p90", "p99", "p999", "p9999", "max", "mean", "stddev",
@@ -252,7 +256,12 @@ impl RunResult {
             self.background.write_bytes as f64 / (1 << 20) as f64,
         );
         for (k, v) in &self.extra {
-            m.insert(format!("extra.{k}"), *v);
+            let key = if TOP_LEVEL_EXTRA.contains(&k.as_str()) {
+                k.clone()
+            } else {
+                format!("extra.{k}")
+            };
+            m.insert(key, *v);
         }
         m
     }

@@ -26,6 +26,7 @@ pub fn worker_fn(experiment: &str) -> Option<WorkerFn> {
     match experiment {
         "E0" => Some(crate::e0::worker),
         "E1" | "E2" | "E3" => Some(crate::engine::worker),
+        "E5" => Some(crate::e5::worker),
         _ => None,
     }
 }

@@ -104,8 +104,29 @@ pub fn preset(experiment: &str, scale: Scale) -> Result<Preset, String> {
             throttles: if quick { vec![0] } else { vec![0, 64] },
             ..base
         },
+        // Dataset : memory 8 : 1 (seed 002). Quick: E1's 2 GiB in a 256 MiB
+        // cgroup (in 128 MiB, the process's own ~100 MiB of index, threads
+        // and histograms left the page cache almost nothing), 30 s a run
+        // after 10 s of warm-up: three modes x two loads x three repeats
+        // take about a quarter of an hour.
+        "E5" => Preset {
+            hot_keys: vec![keys_for(db * MIB)],
+            duration_s: if quick { 30.0 } else { 120.0 },
+            warmup_s: if quick { 10.0 } else { 60.0 },
+            baseline_s: 0.0,
+            ..base
+        },
         other => return Err(format!("no preset for experiment '{other}'")),
     })
+}
+
+/// E5's closed-loop reader thread counts: 32 as in the seed's heavy load;
+/// the full scale sweeps around it.
+pub fn e5_threads(scale: Scale) -> Vec<usize> {
+    match scale {
+        Scale::Quick => vec![32],
+        Scale::Full => vec![1, 8, 32, 128],
+    }
 }
 
 /// Explicit flags; `None` keeps the preset's value.
@@ -245,6 +266,15 @@ mod tests {
         // 1/30, 1/3 and 3x of 1 GiB in 4 KiB values.
         assert_eq!(e3.hot_keys, vec![8738, 87381, 786_432]);
         assert!(preset("E9", Scale::Quick).is_err());
+        // E5: dataset : memory 8 : 1 at both scales.
+        for (sc, db) in [(Scale::Quick, 2u64 << 30), (Scale::Full, 8 << 30)] {
+            let e5 = preset("E5", sc).unwrap();
+            assert_eq!(e5.db_bytes, db);
+            assert_eq!(e5.db_bytes / (e5.memory_limit_mib * MIB), 8);
+            assert_eq!(e5.hot_keys, vec![keys_for(db)]);
+        }
+        assert_eq!(e5_threads(Scale::Full), vec![1, 8, 32, 128]);
+        assert_eq!(e5_threads(Scale::Quick), vec![32]);
     }
 
     #[test]

@@ -1,13 +1,39 @@
-//! A sharded, byte-bounded LRU cache for parsed table blocks.
+//! A sharded, byte-bounded, scan-resistant cache for parsed table blocks.
 //!
 //! Keys are `(table_id, block_offset)`; values are shared `Arc<V>`; each
 //! entry is charged the number of bytes the caller states (for blocks: the
-//! decompressed size). The total charge never exceeds the capacity: each of
-//! the shards owns `capacity / shards` bytes and evicts its least recently
-//! used entries to stay within them. Capacity 0 disables the cache.
+//! decompressed size). Capacity 0 disables the cache.
+//!
+//! Concurrency: the key hash picks one of up to 64 shards, each behind its
+//! own short-held mutex, so reader threads only meet when they touch the
+//! same shard; counters are relaxed atomics. There is no global lock.
+//!
+//! Scan resistance (segmented LRU): a new entry enters the *probation*
+//! segment; only a second use moves it to the *protected* segment (at most
+//! [`PROTECTED_PERCENT`] of the shard). Eviction takes the least recently
+//! used probation entry first. A scan touches each block once, so its
+//! blocks pass through probation and leave again without pushing out the
+//! blocks point reads use repeatedly. Protected entries pushed out of their
+//! segment drop back to probation's head and get another chance.
+//!
+//! Pinned bytes: memory that lives elsewhere but belongs to the same budget
+//! (the index and filter of every open table, held by its reader for as
+//! long as the table is open) is [`Cache::reserve`]d: the blocks' room is
+//! the capacity minus the pinned bytes, so the cache and what it pins stay
+//! within one memory limit together. A cache made
+//! [`Cache::without_pinned_charge`] (a size given in bytes of blocks, not a
+//! memory budget) only counts them.
+//!
+//! Why our own and not a crate: quick_cache (sharded, weighted, S3-FIFO-like
+//! scan resistance) would fit the hot path, but the engine also needs to
+//! drop a deleted table's blocks, to ask "is this block cached" without
+//! counting or reordering (compaction warming), reservations charged to the
+//! same budget, and exact hit/miss/eviction counters; each would be an
+//! adapter around a crate's API, and this is ~400 lines we can test and
+//! reason about whole.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -21,7 +47,11 @@ pub type CacheKey = (u64, u64);
 const NIL: usize = usize::MAX;
 /// Shards are only split off while each keeps at least this many bytes.
 const MIN_SHARD_BYTES: usize = 256 << 10;
-const MAX_SHARD_BITS: u32 = 4;
+/// Up to 64 shards: with 128 reader threads on a large cache, two threads
+/// rarely want the same shard at once.
+const MAX_SHARD_BITS: u32 = 6;
+/// The protected segment's share of a shard.
+pub const PROTECTED_PERCENT: usize = 80;
 
 /// Counter snapshot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -33,24 +63,43 @@ pub struct CacheStats {
     pub misses: u64,
     pub inserts: u64,
     pub evictions: u64,
+    /// Bytes reserved for memory held elsewhere (index and filter blocks).
+    pub pinned: u64,
 }
 
 struct Node<V> {
     key: CacheKey,
     value: Option<Arc<V>>,
     charge: usize,
+    protected: bool,
     prev: usize,
     next: usize,
 }
 
-/// One LRU list: a slab of nodes linked most- to least-recently used.
+/// One doubly linked list of slab nodes, most recently used at the head.
+#[derive(Clone, Copy)]
+struct List {
+    head: usize,
+    tail: usize,
+    usage: usize,
+}
+
+impl List {
+    const EMPTY: List = List {
+        head: NIL,
+        tail: NIL,
+        usage: 0,
+    };
+}
+
+/// One shard: a slab of nodes in two LRU lists (probation, protected).
 struct Shard<V> {
     map: HashMap<CacheKey, usize>,
     nodes: Vec<Node<V>>,
     free: Vec<usize>,
-    head: usize,
-    tail: usize,
-    usage: usize,
+    probation: List,
+    protected: List,
+    /// Bytes before pinned bytes are taken off.
     capacity: usize,
 }
 
@@ -60,78 +109,121 @@ impl<V> Shard<V> {
             map: HashMap::new(),
             nodes: Vec::new(),
             free: Vec::new(),
-            head: NIL,
-            tail: NIL,
-            usage: 0,
+            probation: List::EMPTY,
+            protected: List::EMPTY,
             capacity,
         }
     }
 
-    fn unlink(&mut self, i: usize) {
-        let (prev, next) = (self.nodes[i].prev, self.nodes[i].next);
-        if prev == NIL {
-            self.head = next;
+    fn usage(&self) -> usize {
+        self.probation.usage + self.protected.usage
+    }
+
+    fn list(&mut self, protected: bool) -> &mut List {
+        if protected {
+            &mut self.protected
         } else {
+            &mut self.probation
+        }
+    }
+
+    fn unlink(&mut self, i: usize) {
+        let (prev, next, charge, protected) = {
+            let n = &self.nodes[i];
+            (n.prev, n.next, n.charge, n.protected)
+        };
+        if prev != NIL {
             self.nodes[prev].next = next;
         }
-        if next == NIL {
-            self.tail = prev;
-        } else {
+        if next != NIL {
             self.nodes[next].prev = prev;
         }
+        let l = self.list(protected);
+        if l.head == i {
+            l.head = next;
+        }
+        if l.tail == i {
+            l.tail = prev;
+        }
+        l.usage -= charge;
         self.nodes[i].prev = NIL;
         self.nodes[i].next = NIL;
     }
 
-    fn push_front(&mut self, i: usize) {
+    fn push_front(&mut self, i: usize, protected: bool) {
+        let charge = self.nodes[i].charge;
+        let l = *self.list(protected);
+        self.nodes[i].protected = protected;
         self.nodes[i].prev = NIL;
-        self.nodes[i].next = self.head;
-        if self.head != NIL {
-            self.nodes[self.head].prev = i;
+        self.nodes[i].next = l.head;
+        if l.head != NIL {
+            self.nodes[l.head].prev = i;
         }
-        self.head = i;
-        if self.tail == NIL {
-            self.tail = i;
+        let l = self.list(protected);
+        l.head = i;
+        if l.tail == NIL {
+            l.tail = i;
         }
+        l.usage += charge;
     }
 
-    fn remove(&mut self, i: usize) -> usize {
+    fn remove(&mut self, i: usize) {
         self.unlink(i);
         let node = &mut self.nodes[i];
         node.value = None;
-        self.map.remove(&node.key);
-        self.usage -= node.charge;
-        let charge = node.charge;
         node.charge = 0;
+        self.map.remove(&node.key);
         self.free.push(i);
-        charge
     }
 
     fn contains(&self, key: &CacheKey) -> bool {
         self.map.contains_key(key)
     }
 
-    fn get(&mut self, key: &CacheKey) -> Option<Arc<V>> {
+    /// A use: a probation entry is promoted, a protected one refreshed.
+    fn get(&mut self, key: &CacheKey, room: usize) -> Option<Arc<V>> {
         let i = *self.map.get(key)?;
         self.unlink(i);
-        self.push_front(i);
+        self.push_front(i, true);
+        // Keep the protected segment within its share: its least recently
+        // used entries drop back to probation (most recent end).
+        let protected_cap = room / 100 * PROTECTED_PERCENT;
+        while self.protected.usage > protected_cap && self.protected.tail != i {
+            let t = self.protected.tail;
+            self.unlink(t);
+            self.push_front(t, false);
+        }
         self.nodes[i].value.clone()
     }
 
-    /// Returns the number of evicted entries.
-    fn insert(&mut self, key: CacheKey, value: Arc<V>, charge: usize) -> u64 {
+    /// Evicts until `extra` more bytes fit in `room`; returns how many.
+    fn make_room(&mut self, extra: usize, room: usize) -> u64 {
+        let mut evicted = 0;
+        while self.usage() + extra > room {
+            let victim = if self.probation.tail != NIL {
+                self.probation.tail
+            } else if self.protected.tail != NIL {
+                self.protected.tail
+            } else {
+                break;
+            };
+            self.remove(victim);
+            evicted += 1;
+        }
+        evicted
+    }
+
+    /// Inserts into probation; returns the number of evicted entries.
+    fn insert(&mut self, key: CacheKey, value: Arc<V>, charge: usize, room: usize) -> u64 {
         if let Some(&i) = self.map.get(&key) {
             self.remove(i);
         }
-        let mut evicted = 0;
-        while self.usage + charge > self.capacity && self.tail != NIL {
-            self.remove(self.tail);
-            evicted += 1;
-        }
+        let evicted = self.make_room(charge, room);
         let node = Node {
             key,
             value: Some(value),
             charge,
+            protected: false,
             prev: NIL,
             next: NIL,
         };
@@ -146,17 +238,18 @@ impl<V> Shard<V> {
             }
         };
         self.map.insert(key, i);
-        self.push_front(i);
-        self.usage += charge;
+        self.push_front(i, false);
         evicted
     }
 }
 
-/// A sharded LRU cache; see the module docs.
+/// A sharded segmented-LRU cache; see the module docs.
 pub struct Cache<V> {
     shards: Box<[Mutex<Shard<V>>]>,
     shard_bits: u32,
     capacity: usize,
+    pinned: AtomicUsize,
+    charge_pinned: bool,
     hits: AtomicU64,
     misses: AtomicU64,
     inserts: AtomicU64,
@@ -171,8 +264,26 @@ fn mix(table_id: u64, offset: u64) -> u64 {
     h
 }
 
+/// Bytes pinned against a cache's budget, given back on drop.
+pub struct Reservation<V> {
+    cache: Arc<Cache<V>>,
+    bytes: usize,
+}
+
+impl<V> Reservation<V> {
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+impl<V> Drop for Reservation<V> {
+    fn drop(&mut self) {
+        self.cache.pinned.fetch_sub(self.bytes, Ordering::Relaxed);
+    }
+}
+
 impl<V> Cache<V> {
-    /// A cache of `capacity` bytes (0 = disabled), with up to 16 shards.
+    /// A cache of `capacity` bytes (0 = disabled), with up to 64 shards.
     pub fn new(capacity: usize) -> Self {
         let mut bits = 0;
         while bits < MAX_SHARD_BITS && capacity >> (bits + 1) >= MIN_SHARD_BYTES {
@@ -190,11 +301,20 @@ impl<V> Cache<V> {
             shards: (0..n).map(|_| Mutex::new(Shard::new(per_shard))).collect(),
             shard_bits,
             capacity,
+            pinned: AtomicUsize::new(0),
+            charge_pinned: true,
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             inserts: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
         }
+    }
+
+    /// Pinned bytes are counted but leave the blocks' room alone: for a
+    /// capacity that means bytes of blocks rather than a memory budget.
+    pub fn without_pinned_charge(mut self) -> Self {
+        self.charge_pinned = false;
+        self
     }
 
     pub fn capacity(&self) -> usize {
@@ -214,6 +334,16 @@ impl<V> Cache<V> {
         &self.shards[i]
     }
 
+    /// A shard's room for blocks: its share of the capacity minus its
+    /// share of the pinned bytes.
+    fn room(&self, shard: &Shard<V>) -> usize {
+        if !self.charge_pinned {
+            return shard.capacity;
+        }
+        let pinned = self.pinned.load(Ordering::Relaxed) >> self.shard_bits;
+        shard.capacity.saturating_sub(pinned)
+    }
+
     /// Whether an entry is cached, without counting or reordering anything
     /// (for a compaction asking what user reads find hot).
     pub fn contains(&self, table_id: u64, offset: u64) -> bool {
@@ -221,13 +351,16 @@ impl<V> Cache<V> {
         self.capacity != 0 && self.shard(&key).lock().contains(&key)
     }
 
-    /// Looks up and marks as recently used; counts a hit or a miss.
+    /// Looks up and marks as used (a second use protects the entry);
+    /// counts a hit or a miss.
     pub fn get(&self, table_id: u64, offset: u64) -> Option<Arc<V>> {
         let key = (table_id, offset);
         let found = if self.capacity == 0 {
             None
         } else {
-            self.shard(&key).lock().get(&key)
+            let mut s = self.shard(&key).lock();
+            let room = self.room(&s);
+            s.get(&key, room)
         };
         let counter = if found.is_some() {
             &self.hits
@@ -238,22 +371,51 @@ impl<V> Cache<V> {
         found
     }
 
-    /// Inserts (or replaces) an entry charged `charge` bytes, evicting
-    /// least recently used entries of its shard as needed. Entries larger
-    /// than a shard are not cached.
+    /// Inserts (or replaces) an entry charged `charge` bytes into the
+    /// probation segment, evicting as needed. Entries larger than a
+    /// shard's room are not cached.
     pub fn insert(&self, table_id: u64, offset: u64, value: Arc<V>, charge: usize) {
         let key = (table_id, offset);
         let shard = self.shard(&key);
         let mut s = shard.lock();
-        if charge > s.capacity {
+        let room = self.room(&s);
+        if charge > room {
             return;
         }
-        let evicted = s.insert(key, value, charge);
+        let evicted = s.insert(key, value, charge, room);
         drop(s);
         self.inserts.fetch_add(1, Ordering::Relaxed);
         if evicted > 0 {
             self.evictions.fetch_add(evicted, Ordering::Relaxed);
         }
+    }
+
+    /// Pins `bytes` of memory held elsewhere against this cache's budget
+    /// until the returned reservation is dropped; blocks are evicted at
+    /// once to make the room. A disabled cache reserves nothing.
+    pub fn reserve(self: &Arc<Self>, bytes: usize) -> Reservation<V> {
+        let bytes = if self.capacity == 0 { 0 } else { bytes };
+        self.pinned.fetch_add(bytes, Ordering::Relaxed);
+        if bytes > 0 && self.charge_pinned {
+            let mut evicted = 0;
+            for shard in self.shards.iter() {
+                let mut s = shard.lock();
+                let room = self.room(&s);
+                evicted += s.make_room(0, room);
+            }
+            if evicted > 0 {
+                self.evictions.fetch_add(evicted, Ordering::Relaxed);
+            }
+        }
+        Reservation {
+            cache: Arc::clone(self),
+            bytes,
+        }
+    }
+
+    /// Bytes currently pinned by reservations.
+    pub fn pinned(&self) -> usize {
+        self.pinned.load(Ordering::Relaxed)
     }
 
     /// Drops every entry of one table (e.g. after the table is deleted).
@@ -274,13 +436,13 @@ impl<V> Cache<V> {
 
     /// Current bytes charged.
     pub fn usage(&self) -> usize {
-        self.shards.iter().map(|s| s.lock().usage).sum()
+        self.shards.iter().map(|s| s.lock().usage()).sum()
     }
 
     pub fn stats(&self) -> CacheStats {
         let (usage, entries) = self.shards.iter().fold((0, 0), |(u, e), s| {
             let s = s.lock();
-            (u + s.usage as u64, e + s.map.len() as u64)
+            (u + s.usage() as u64, e + s.map.len() as u64)
         });
         CacheStats {
             capacity: self.capacity as u64,
@@ -290,6 +452,7 @@ impl<V> Cache<V> {
             misses: self.misses.load(Ordering::Relaxed),
             inserts: self.inserts.load(Ordering::Relaxed),
             evictions: self.evictions.load(Ordering::Relaxed),
+            pinned: self.pinned() as u64,
         }
     }
 }
@@ -339,8 +502,91 @@ mod tests {
     #[test]
     fn sharding_follows_capacity() {
         assert_eq!(Cache::<u8>::new(1 << 20).shards.len(), 4);
-        assert_eq!(Cache::<u8>::new(64 << 20).shards.len(), 16);
+        assert_eq!(Cache::<u8>::new(4 << 20).shards.len(), 16);
+        assert_eq!(Cache::<u8>::new(64 << 20).shards.len(), 64);
         assert_eq!(Cache::<u8>::new(1000).shards.len(), 1);
+    }
+
+    #[test]
+    fn a_scan_does_not_flush_blocks_used_twice() {
+        let c: Cache<u32> = Cache::with_shard_bits(1000, 0);
+        // A hot set of 5 blocks, each used twice: protected.
+        for k in 0..5 {
+            c.insert(1, k, Arc::new(k as u32), 100);
+            assert!(c.get(1, k).is_some());
+        }
+        // A scan ten times the cache, each block used once.
+        for k in 0..100 {
+            if c.get(2, k).is_none() {
+                c.insert(2, k, Arc::new(0), 100);
+            }
+        }
+        for k in 0..5 {
+            assert!(
+                c.get(1, k).is_some(),
+                "hot block {k} was flushed by the scan"
+            );
+        }
+        assert!(c.usage() <= 1000);
+        // Plain LRU would have kept only the scan's last blocks.
+        assert!(c.get(2, 0).is_none());
+    }
+
+    #[test]
+    fn protected_segment_keeps_to_its_share_and_demotes_to_probation() {
+        let c: Cache<u32> = Cache::with_shard_bits(1000, 0);
+        for k in 0..10 {
+            c.insert(1, k, Arc::new(0), 100);
+            c.get(1, k);
+        }
+        let s = c.shards[0].lock();
+        assert_eq!(s.protected.usage, 800);
+        assert_eq!(s.probation.usage, 200);
+        drop(s);
+        // The demoted (least recently used) ones go first.
+        c.insert(1, 99, Arc::new(0), 100);
+        assert!(!c.contains(1, 0));
+        assert!(c.contains(1, 9));
+    }
+
+    #[test]
+    fn reservations_take_room_from_blocks_and_give_it_back() {
+        let c: Arc<Cache<u32>> = Arc::new(Cache::with_shard_bits(1000, 0));
+        for k in 0..10 {
+            c.insert(1, k, Arc::new(0), 100);
+        }
+        assert_eq!(c.usage(), 1000);
+        let r = c.reserve(400);
+        assert_eq!(r.bytes(), 400);
+        // Blocks were evicted at once to make the room.
+        assert_eq!(c.usage(), 600);
+        assert_eq!(c.stats().pinned, 400);
+        for k in 10..20 {
+            c.insert(1, k, Arc::new(0), 100);
+        }
+        assert_eq!(c.usage(), 600);
+        drop(r);
+        assert_eq!(c.pinned(), 0);
+        for k in 20..30 {
+            c.insert(1, k, Arc::new(0), 100);
+        }
+        assert_eq!(c.usage(), 1000);
+        // Pinning more than the capacity leaves no room, and never panics.
+        let big = c.reserve(5000);
+        assert_eq!(c.usage(), 0);
+        c.insert(1, 0, Arc::new(0), 1);
+        assert_eq!(c.usage(), 0);
+        drop(big);
+        // Counted only, where the capacity is bytes of blocks.
+        let plain: Arc<Cache<u32>> =
+            Arc::new(Cache::with_shard_bits(1000, 0).without_pinned_charge());
+        let r = plain.reserve(600);
+        plain.insert(1, 0, Arc::new(0), 1000);
+        assert_eq!((plain.usage(), plain.stats().pinned), (1000, 600));
+        drop(r);
+        // A disabled cache reserves nothing.
+        let off: Arc<Cache<u32>> = Arc::new(Cache::new(0));
+        assert_eq!(off.reserve(10).bytes(), 0);
     }
 
     #[test]

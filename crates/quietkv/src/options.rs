@@ -1,6 +1,6 @@
 //! Database options, with validation and sensible defaults.
 
-use quietio::{AccessMode, ClassModes, IoClass, IoEngine, IoOptions, MAX_IO_DEPTH};
+use quietio::{AccessMode, ClassModes, EffectiveMode, IoClass, IoEngine, IoOptions, MAX_IO_DEPTH};
 
 use crate::error::{Error, Result};
 use crate::picker::PickerOptions;
@@ -46,7 +46,20 @@ pub struct Options {
     /// Bloom filter bits per key (0 = no filter). Default 10.
     pub bloom_bits_per_key: usize,
     /// Bytes of decompressed blocks cached for user reads (0 = none). Default 32 MiB.
+    /// See `block_cache_limit_share` for when the cache is sized from the
+    /// memory limit instead.
     pub block_cache_bytes: usize,
+    /// When user reads leave nothing in the page cache (`direct`,
+    /// `dontcache`: the block cache is then their only cache) and the
+    /// process runs under a memory cgroup limit, the block cache gets this
+    /// share of the limit if that is more than `block_cache_bytes`. That
+    /// share is a budget for data blocks *and* the pinned index and filter
+    /// blocks of the open tables (see `TableReader`); the rest of the limit
+    /// is left for memtables, the page cache of the WAL and of buffered
+    /// classes, and the heap. 0 = always `block_cache_bytes` (bytes of data
+    /// blocks; pinned blocks are then not charged to it). Default 0.5; at
+    /// most 0.9.
+    pub block_cache_limit_share: f64,
     /// Table readers kept open for user reads. Default 1000.
     pub max_open_tables: usize,
     /// Background threads doing flush and compaction. Default 1.
@@ -118,6 +131,7 @@ impl Default for Options {
             compression: Compression::None,
             bloom_bits_per_key: 10,
             block_cache_bytes: 32 << 20,
+            block_cache_limit_share: 0.5,
             max_open_tables: 1000,
             background_threads: 1,
             background_rate_limit_mib: 0,
@@ -201,6 +215,12 @@ impl Options {
                 self.bloom_bits_per_key
             ));
         }
+        if !(0.0..=0.9).contains(&self.block_cache_limit_share) {
+            return bad(format!(
+                "block_cache_limit_share must be between 0 and 0.9, got {}",
+                self.block_cache_limit_share
+            ));
+        }
         if self.max_open_tables < 16 {
             return bad(format!(
                 "max_open_tables must be at least 16, got {}",
@@ -265,6 +285,24 @@ impl Options {
         Ok(())
     }
 
+    /// The block cache's size for user reads in `user_read` mode under a
+    /// memory limit of `limit` bytes (None: no limit known).
+    pub(crate) fn block_cache_capacity(
+        &self,
+        user_read: EffectiveMode,
+        limit: Option<u64>,
+    ) -> usize {
+        let only_cache = matches!(user_read, EffectiveMode::Direct | EffectiveMode::DontCache);
+        match limit {
+            Some(l) if only_cache && self.block_cache_limit_share > 0.0 => {
+                let share = (l as f64 * self.block_cache_limit_share) as u64;
+                self.block_cache_bytes
+                    .max(usize::try_from(share).unwrap_or(usize::MAX))
+            }
+            _ => self.block_cache_bytes,
+        }
+    }
+
     pub(crate) fn io_options(&self) -> IoOptions {
         IoOptions {
             modes: self.io_modes,
@@ -318,6 +356,50 @@ pub struct ReadOptions<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn block_cache_takes_a_share_of_the_limit_only_when_it_is_the_only_cache() {
+        let o = Options::default();
+        let gib = 1u64 << 30;
+        assert_eq!(
+            o.block_cache_capacity(EffectiveMode::Direct, Some(gib)),
+            512 << 20
+        );
+        assert_eq!(
+            o.block_cache_capacity(EffectiveMode::DontCache, Some(gib)),
+            512 << 20
+        );
+        // The page cache is the cache of these: no double caching.
+        for m in [
+            EffectiveMode::Buffered,
+            EffectiveMode::Mmap,
+            EffectiveMode::Fadvise,
+        ] {
+            assert_eq!(o.block_cache_capacity(m, Some(gib)), 32 << 20);
+        }
+        // No limit known, or share 0: the explicit size.
+        assert_eq!(
+            o.block_cache_capacity(EffectiveMode::Direct, None),
+            32 << 20
+        );
+        let fixed = Options {
+            block_cache_limit_share: 0.0,
+            ..Default::default()
+        };
+        assert_eq!(
+            fixed.block_cache_capacity(EffectiveMode::Direct, Some(gib)),
+            32 << 20
+        );
+        // An explicit size above the share wins.
+        let big = Options {
+            block_cache_bytes: 800 << 20,
+            ..Default::default()
+        };
+        assert_eq!(
+            big.block_cache_capacity(EffectiveMode::Direct, Some(gib)),
+            800 << 20
+        );
+    }
 
     #[test]
     fn defaults_are_valid_and_bad_values_are_named() {
@@ -392,6 +474,13 @@ mod tests {
                     ..Default::default()
                 },
                 "priority",
+            ),
+            (
+                Options {
+                    block_cache_limit_share: 0.95,
+                    ..Default::default()
+                },
+                "block_cache_limit_share",
             ),
             (
                 Options {

@@ -20,6 +20,18 @@ use crate::filenames::table_path;
 use crate::table::{ExpectedTable, TableReader};
 use crate::version::FileMeta;
 
+/// Every point read looks its table up here, so one lock would serialize
+/// all reader threads: up to 16 shards, each keeping at least 16 handles.
+/// A shard evicts when its own share is full, so the open-handle count
+/// stays within `max_open` (it may evict a little before reaching it).
+fn reader_shard_bits(max_open: usize) -> u32 {
+    let mut bits = 0;
+    while bits < 4 && max_open >> (bits + 1) >= 16 {
+        bits += 1;
+    }
+    bits
+}
+
 pub struct TableCache {
     dir: PathBuf,
     env: Arc<IoEnv>,
@@ -41,7 +53,7 @@ impl TableCache {
             dir,
             env,
             // Each reader is charged 1, so the capacity is a count of handles.
-            readers: Cache::with_shard_bits(max_open, 0),
+            readers: Cache::with_shard_bits(max_open, reader_shard_bits(max_open)),
             blocks,
             db_id,
         }
@@ -78,5 +90,20 @@ impl TableCache {
 
     pub fn block_cache(&self) -> &Arc<BlockCache> {
         &self.blocks
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reader_shard_bits;
+
+    #[test]
+    fn reader_lookups_are_sharded_with_at_least_16_handles_a_shard() {
+        assert_eq!(reader_shard_bits(1000), 4);
+        assert_eq!(reader_shard_bits(64), 2);
+        assert_eq!(reader_shard_bits(16), 0);
+        for n in [16, 17, 40, 100, 1000, 100_000] {
+            assert!(n >> reader_shard_bits(n) >= 16, "{n}");
+        }
     }
 }

@@ -339,7 +339,29 @@ fn build_inner(
     next_file: u64,
     last_seq: SeqNo,
 ) -> Arc<Inner> {
-    let block_cache = Arc::new(BlockCache::new(opts.block_cache_bytes));
+    let limit = quietio::memory_limit();
+    let user_read = env.mode(IoClass::UserRead);
+    let capacity = opts.block_cache_capacity(user_read, limit.as_ref().map(|l| l.bytes));
+    if capacity != opts.block_cache_bytes {
+        if let Some(l) = &limit {
+            log::info!(
+                "block cache {} MiB: {} of the {} MiB memory limit ({}), user reads {user_read}",
+                capacity >> 20,
+                opts.block_cache_limit_share,
+                l.bytes >> 20,
+                l.file.display()
+            );
+        }
+    }
+    // Sized from the memory limit, the capacity is a memory budget that
+    // pinned index and filter blocks are charged to; given in bytes, it is
+    // bytes of data blocks, as documented.
+    let block_cache = if capacity == opts.block_cache_bytes {
+        BlockCache::new(capacity).without_pinned_charge()
+    } else {
+        BlockCache::new(capacity)
+    };
+    let block_cache = Arc::new(block_cache);
     let table_cache = Arc::new(TableCache::new(
         dir.clone(),
         env.clone(),

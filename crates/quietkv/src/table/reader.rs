@@ -4,7 +4,7 @@ use std::cmp::Ordering;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::block_cache::BlockCache;
+use crate::block_cache::{BlockCache, Reservation};
 use crate::error::{Error, ErrorKind, Result};
 use crate::iter::InternalIterator;
 use crate::key::{compare_internal, parse_internal_key, seek_key, SeqNo, ValueKind, MAX_SEQ};
@@ -24,6 +24,13 @@ pub struct IndexEntry {
 
 /// An open table: footer, index, filter and properties live in memory;
 /// data blocks are read on demand (through the block cache if any).
+///
+/// The index and the filter are pinned: parsed once at open and held for
+/// as long as the table is open, so no amount of data-block traffic makes a
+/// point read pay an extra (possibly O_DIRECT, uncached) read for them.
+/// Their memory is reserved against the block cache while the reader lives:
+/// where the cache is a memory budget (sized from the memory limit), cache
+/// and pinned metadata share it.
 pub struct TableReader {
     source: Arc<dyn RandomSource>,
     table_id: u64,
@@ -32,6 +39,7 @@ pub struct TableReader {
     filter: Option<BloomFilter>,
     props: TableProperties,
     file_size: u64,
+    pin: Option<Reservation<Block>>,
 }
 
 impl std::fmt::Debug for TableReader {
@@ -54,6 +62,15 @@ fn at(path: &Path, offset: u64) -> impl Fn(Error) -> Error + '_ {
             e.with_file(path).with_offset(offset)
         }
     }
+}
+
+/// Heap and inline bytes of a parsed index and filter.
+fn index_and_filter_bytes(index: &[IndexEntry], filter: Option<&BloomFilter>) -> usize {
+    let entries: usize = index
+        .iter()
+        .map(|e| std::mem::size_of::<IndexEntry>() + e.last_key.capacity())
+        .sum();
+    entries + filter.map_or(0, |f| f.size())
 }
 
 impl TableReader {
@@ -101,6 +118,8 @@ impl TableReader {
             .unwrap_or(footer_at);
         let index = Self::parse_index(index_block, data_end, &props)
             .map_err(at(&path, footer.index.offset))?;
+        let pinned = index_and_filter_bytes(&index, filter.as_ref());
+        let pin = cache.as_ref().map(|c| c.reserve(pinned));
 
         Ok(TableReader {
             source,
@@ -110,6 +129,7 @@ impl TableReader {
             filter,
             props,
             file_size,
+            pin,
         })
     }
 
@@ -192,6 +212,12 @@ impl TableReader {
 
     pub fn properties(&self) -> &TableProperties {
         &self.props
+    }
+
+    /// Bytes of index and filter this reader pins against the block
+    /// cache's budget (0 without a cache).
+    pub fn pinned_bytes(&self) -> usize {
+        self.pin.as_ref().map_or(0, |p| p.bytes())
     }
 
     /// The in-memory index, one entry per data block in file order.

@@ -380,6 +380,66 @@ fn scanner_rejects_non_contiguous_layout() {
     assert_eq!(e.offset(), Some(0));
 }
 
+/// Counts the reads that reach the file.
+struct CountingSource {
+    inner: MemSource,
+    reads: std::sync::atomic::AtomicU64,
+}
+
+impl RandomSource for CountingSource {
+    fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        self.reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.read_at(offset, len)
+    }
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+    fn path(&self) -> &std::path::Path {
+        self.inner.path()
+    }
+}
+
+#[test]
+fn index_and_filter_stay_pinned_under_block_cache_churn() {
+    let entries = sample_entries(2000);
+    let (bytes, _) = build(&entries, opts(Compression::None, 512));
+    // Room for only a few data blocks: every get evicts something.
+    let cache = Arc::new(BlockCache::with_shard_bits(64 << 10, 0));
+    let src = Arc::new(CountingSource {
+        inner: MemSource::new(bytes.clone(), PATH),
+        reads: Default::default(),
+    });
+    let t = TableReader::open(src.clone(), 7, Some(cache.clone())).unwrap();
+    let pinned = t.pinned_bytes();
+    let index_keys: usize = t.index().iter().map(|e| e.last_key.len()).sum();
+    assert!(pinned > index_keys, "{pinned} <= {index_keys}");
+    assert_eq!(cache.stats().pinned, pinned as u64);
+    let opened = src.reads.load(std::sync::atomic::Ordering::Relaxed);
+    let mut gets = 0u64;
+    for round in 0..3 {
+        for (k, _) in entries.iter().step_by(7 + round) {
+            t.get(user_key(k), u64::MAX >> 8).unwrap();
+            gets += 1;
+        }
+        // Keys the filter rules out cost no read at all.
+        for i in 0..200 {
+            let k = format!("absent{i}");
+            // A false positive may read one data block.
+            gets += u64::from(t.may_contain(k.as_bytes()));
+            t.get(k.as_bytes(), u64::MAX >> 8).unwrap();
+        }
+    }
+    let reads = src.reads.load(std::sync::atomic::Ordering::Relaxed) - opened;
+    // At most one (data block) read per get of a present key: the index
+    // and filter are never read again, however hard the cache churns.
+    assert!(reads <= gets, "{reads} reads for {gets} gets");
+    assert!(cache.stats().evictions > 0);
+    assert!(cache.usage() <= (64 << 10) - pinned);
+    drop(t);
+    assert_eq!(cache.stats().pinned, 0);
+}
+
 #[test]
 fn table_bloom_filter() {
     let n = 10_000;

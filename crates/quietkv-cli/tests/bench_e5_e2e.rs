@@ -1,0 +1,111 @@
+//! A tiny end-to-end `quietkv bench --experiment E5` run: the report's
+//! structure (not its numbers), one section per closed-loop thread count
+//! plus the open loop, the three user-read modes with their throughput and
+//! CPU, and nothing left behind.
+
+mod common;
+
+#[test]
+fn e5_tiny_run_reports_every_mode_and_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scratch = tmp.path().join("scratch");
+    let out = tmp.path().join("out");
+    std::fs::create_dir_all(&scratch).unwrap();
+    let (res, pid) = common::run_bench(
+        &[
+            "--experiment",
+            "E5",
+            "--db-size",
+            "24M",
+            "--memory-limit",
+            "96",
+            "--threads",
+            "2,4",
+            "--duration",
+            "1",
+            "--warmup",
+            "0.5",
+            "--read-rate",
+            "300",
+        ],
+        &scratch,
+        &out,
+    );
+    let stdout = String::from_utf8_lossy(&res.stdout);
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert!(stderr.contains("[E5 direct 1/1]"), "{stderr}");
+    assert!(
+        stdout.contains(
+            "| Metric | buffered | direct | mmap | direct vs buffered | mmap vs buffered |"
+        ),
+        "{stdout}"
+    );
+
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    for s in [
+        "## E5-closed2",
+        "## E5-closed4",
+        "## E5-open",
+        "Cgroup limit",
+        "dataset : memory",
+        "Block cache",
+        "closed loop: 4 reader threads",
+        "open loop at 300 gets/s",
+        "**Throughput (reads/s)**",
+        "**p99 read latency**",
+        "Cache hit ratio",
+        "block_cache_hit_ratio",
+        "File pages scanned/s",
+        "File pages reclaimed/s",
+        "Refaults/s",
+        "CPU system",
+        "**CPU system, % of all CPUs**",
+        "## Verdict",
+        "E5-closed2: direct:",
+    ] {
+        assert!(md.contains(s), "report.md lacks {s:?}:\n{md}");
+    }
+
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let exps = j["experiments"].as_array().unwrap();
+    let ids: Vec<&str> = exps.iter().map(|e| e["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["E5-closed2", "E5-closed4", "E5-open"]);
+    assert!(!j["verdict"].as_array().unwrap().is_empty());
+    for e in exps {
+        assert!(e["params"]["db_bytes"].as_f64().unwrap() > 0.0);
+        let modes = e["modes"].as_array().unwrap();
+        let names: Vec<&str> = modes.iter().map(|m| m["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["buffered", "direct", "mmap"], "{}", e["id"]);
+        for m in modes {
+            assert_eq!(m["runs"], 1);
+            assert!(m["ops_per_s"].as_f64().unwrap() > 0.0, "{m}");
+            assert!(m["cpu"]["user_s"].is_number(), "{m}");
+            assert!(m["cpu"]["sys_s"].is_number(), "{m}");
+            assert!(m["cpu"]["sys_pct"].is_number(), "{m}");
+            assert!(m["read_latency_us"]["p99"].as_f64().unwrap() > 0.0);
+            assert_eq!(m["reads"]["errors"].as_f64(), Some(0.0), "{m}");
+            for k in ["pgscan_file_per_s", "pgsteal_file_per_s", "refaults_per_s"] {
+                assert!(m[k].is_number(), "{k}: {m}");
+            }
+            assert!(m.get("cache_hit_ratio").is_some());
+            assert!(m["extra"]["block_cache_mib"].as_f64().unwrap() > 0.0, "{m}");
+        }
+        // Only buffered reads go through the page cache with attribution.
+        assert!(modes[0]["cache_hit_ratio"].is_number(), "{}", modes[0]);
+        assert!(modes[1]["cache_hit_ratio"].is_null(), "{}", modes[1]);
+        // The direct mode's block cache is sized by the engine from the
+        // worker's cgroup limit (half of 96 MiB); the others keep 1/32.
+        let direct_cache = modes[1]["extra"]["block_cache_mib"].as_f64().unwrap();
+        assert_eq!(direct_cache, 48.0);
+        assert_eq!(modes[0]["extra"]["block_cache_mib"].as_f64(), Some(3.0));
+        assert!(modes[1]["extra"]["block_cache_hit_ratio"].is_number());
+    }
+    let left: Vec<_> = std::fs::read_dir(&scratch)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "scratch left behind: {left:?}");
+    common::assert_no_cgroups_left(pid);
+}
