@@ -1,7 +1,9 @@
 //! Writes the seed corpora of the fuzz targets (see `fuzz/README.md`):
 //! `cargo run -p quietkv --features fuzzing --example fuzz_seeds -- fuzz/corpus`.
-//! Each seed is stored under `<dir>/<target>/<crc32c of its bytes>`, so
-//! re-running it adds only seeds that changed.
+//! Each seed is stored under `<dir>/<target>/seed-<crc32c of its bytes>`.
+//! Every run writes fresh databases (new ids, new timing), so most seeds
+//! differ between runs: to regenerate one target's seeds, delete its
+//! directory, run this into a scratch directory and copy that target over.
 
 use std::path::PathBuf;
 

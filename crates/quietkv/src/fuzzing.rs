@@ -216,11 +216,16 @@ pub fn block_trailer(data: &[u8]) {
 
 // ------------------------------------------------------------------ footer
 
-/// A table footer: the first 8 bytes are the file size it is checked
-/// against, the rest is the footer.
+/// A table footer: after the flags byte, 8 bytes of file size it is
+/// checked against, then the footer (its checksum recomputed if asked).
 pub fn footer(data: &[u8]) {
-    let file_size = read_u64_le(data, 0).unwrap_or(0);
-    let buf = data.get(8..).unwrap_or(&[]);
+    let (flags, rest) = flags(data);
+    let file_size = read_u64_le(rest, 0).unwrap_or(0);
+    let mut buf = rest.get(8..).unwrap_or(&[]).to_vec();
+    if fix_checksums(flags) && buf.len() == FOOTER_LEN {
+        reseal_footer(&mut buf);
+    }
+    let buf = &buf[..];
     let decoded = Footer::decode(buf, file_size);
     expect_corruption(&decoded, "Footer::decode");
     let Ok(f) = decoded else { return };
@@ -326,7 +331,11 @@ fn reseal_table(img: &mut [u8]) {
             reseal_block(&mut img[r]);
         }
     }
-    let f = &mut img[footer_at..];
+    reseal_footer(&mut img[footer_at..]);
+}
+
+/// Recomputes the checksum of a footer (exactly `FOOTER_LEN` bytes).
+fn reseal_footer(f: &mut [u8]) {
     let crc = crc32c::crc32c_append(crc32c::crc32c(&f[..48]), &f[52..56]);
     f[48..52].copy_from_slice(&crc.to_le_bytes());
 }
@@ -774,10 +783,17 @@ fn table_seeds(img: &[u8], out: &mut Vec<(&'static str, Vec<u8>)>) {
     let Some(footer_at) = img.len().checked_sub(FOOTER_LEN) else {
         return;
     };
-    out.push((
-        "footer",
-        [&(img.len() as u64).to_le_bytes()[..], &img[footer_at..]].concat(),
-    ));
+    for flags in [0u8, 1] {
+        out.push((
+            "footer",
+            [
+                &[flags][..],
+                &(img.len() as u64).to_le_bytes(),
+                &img[footer_at..],
+            ]
+            .concat(),
+        ));
+    }
     let Ok(f) = Footer::decode(&img[footer_at..], img.len() as u64) else {
         return;
     };
