@@ -40,15 +40,26 @@ pub fn parse(name: &str) -> Option<FileKind> {
         return Some(FileKind::Temp);
     }
     if let Some(n) = name.strip_prefix("MANIFEST-") {
-        return n.parse().ok().map(FileKind::Manifest);
+        return file_number(n).map(FileKind::Manifest);
     }
     if let Some(n) = name.strip_suffix(".sst") {
-        return n.parse().ok().map(FileKind::Table);
+        return file_number(n).map(FileKind::Table);
     }
     if let Some(n) = name.strip_suffix(".log") {
-        return n.parse().ok().map(FileKind::Wal);
+        return file_number(n).map(FileKind::Wal);
     }
     None
+}
+
+/// The number in a file name, only if it is written the way this crate
+/// writes it (at least six digits, zero-padded). `u64::from_str` alone
+/// also takes "+5", "5" and "0000005": such a name is someone else's file,
+/// yet cleanup would delete it as an obsolete table or WAL, and a CURRENT
+/// naming "MANIFEST-5" would make recovery read that file while repair
+/// reads MANIFEST-000005.
+fn file_number(digits: &str) -> Option<u64> {
+    let n: u64 = digits.parse().ok()?;
+    (format!("{n:06}") == digits).then_some(n)
 }
 
 #[cfg(test)]
@@ -71,5 +82,24 @@ mod tests {
         assert_eq!(parse("CURRENT.tmp"), Some(FileKind::Temp));
         assert_eq!(parse("notes.txt"), None);
         assert_eq!(parse("x.sst"), None);
+    }
+
+    #[test]
+    fn only_canonical_numbers_are_database_files() {
+        for name in [
+            "+5.sst",
+            "5.sst",
+            "00005.sst",
+            "0000005.sst",
+            "+00005.log",
+            "12.log",
+            "MANIFEST-5",
+            "MANIFEST-+00005",
+            "MANIFEST-0000005",
+        ] {
+            assert_eq!(parse(name), None, "{name}");
+        }
+        assert_eq!(parse("1234567.sst"), Some(FileKind::Table(1_234_567)));
+        assert_eq!(parse("000000.log"), Some(FileKind::Wal(0)));
     }
 }

@@ -37,6 +37,10 @@ mod db;
 pub mod error;
 pub mod fileio;
 pub mod filenames;
+/// Entry points for the fuzz targets in `fuzz/`; not a public API.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod iter;
 pub mod key;
 mod lockfile;

@@ -7,6 +7,8 @@ mod iter;
 mod level_iter;
 mod manifest;
 mod recovery;
+#[cfg(feature = "fuzzing")]
+pub(crate) use recovery::replay_manifest;
 mod stats;
 mod wal_syncer;
 mod write;

@@ -437,14 +437,14 @@ pub(crate) fn missing_wal(dir: &Path, wal: RequiredWal) -> Error {
 }
 
 #[derive(Default)]
-struct Recovered {
-    version: Version,
-    wals: WalSet,
-    next_file: u64,
-    last_seq: SeqNo,
+pub(crate) struct Recovered {
+    pub(crate) version: Version,
+    pub(crate) wals: WalSet,
+    pub(crate) next_file: u64,
+    pub(crate) last_seq: SeqNo,
     /// 0 when the manifest has none (a database created before ids
     /// existed): table ids are then not compared.
-    db_id: u64,
+    pub(crate) db_id: u64,
 }
 
 /// Replays the manifest named by CURRENT. A torn last record is an edit
@@ -476,7 +476,14 @@ fn read_manifest(dir: &Path) -> Result<Recovered> {
             return Err(Error::io(e, "cannot read the manifest named by CURRENT").with_file(&path))
         }
     };
-    let mut reader = LogReader::new(&path, &data);
+    replay_manifest(&path, &data)
+}
+
+/// Replays the manifest image `data` (read from `path`, which only names
+/// it in errors): split from [`read_manifest`] so the fuzzer runs the same
+/// code on bytes without a directory.
+pub(crate) fn replay_manifest(path: &Path, data: &[u8]) -> Result<Recovered> {
+    let mut reader = LogReader::new(path, data);
     let mut builder = crate::version::VersionBuilder::new(&Version::new());
     let mut r = Recovered::default();
     let mut edits = 0;
@@ -486,7 +493,7 @@ fn read_manifest(dir: &Path) -> Result<Recovered> {
             .and_then(|e| builder.apply(&e).map(|_| e))
             .map_err(|e| {
                 Error::corruption(format!("bad manifest edit: {}", e.message()))
-                    .with_file(&path)
+                    .with_file(path)
                     .with_offset(offset)
             })?;
         r.wals.apply(&edit);
@@ -497,18 +504,18 @@ fn read_manifest(dir: &Path) -> Result<Recovered> {
             r.last_seq = n;
         }
         r.db_id = crate::table::identity::db_id_after_edit(r.db_id, edit.db_id)
-            .map_err(|e| e.with_file(&path).with_offset(offset))?;
+            .map_err(|e| e.with_file(path).with_offset(offset))?;
         edits += 1;
     }
     if edits == 0 {
-        return Err(Error::corruption("the manifest holds no complete edit").with_file(&path));
+        return Err(Error::corruption("the manifest holds no complete edit").with_file(path));
     }
     r.version = builder.build().map_err(|e| {
         Error::corruption(format!(
             "manifest describes an invalid tree: {}",
             e.message()
         ))
-        .with_file(&path)
+        .with_file(path)
     })?;
     Ok(r)
 }

@@ -148,7 +148,7 @@ impl TableReader {
     }
 
     /// Decodes and cross-checks the index against the properties.
-    fn parse_index(
+    pub(crate) fn parse_index(
         block: Block,
         data_end: u64,
         props: &TableProperties,

@@ -1,0 +1,885 @@
+//! Entry points for fuzzing every parser of bytes read from disk.
+//!
+//! Each `pub fn <target>(data: &[u8])` feeds `data` to the engine's own
+//! parser (the code recovery, reads, compaction, `check` and `repair` run)
+//! and panics only when an invariant is broken: a parser that panics, an
+//! error that is not `Corruption`, a successful parse that does not
+//! round-trip, or two readers of the same bytes that disagree. The
+//! libFuzzer targets in `fuzz/` and the stable replay test
+//! `tests/fuzz_regressions.rs` both call these, through [`TARGETS`].
+//!
+//! Checksums would stop almost every mutated input at the first CRC, so the
+//! targets whose format is checksummed take a leading flags byte: with bit 0
+//! set the harness recomputes the checksums before parsing, which lets the
+//! fuzzer reach the structure behind them; with it clear the bytes are
+//! parsed as they are, which fuzzes the checksum checks themselves.
+
+use std::cmp::Ordering;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::batch::WriteBatch;
+use crate::error::{ErrorKind, Result};
+use crate::filenames::{self, FileKind};
+use crate::iter::InternalIterator;
+use crate::key::{compare_internal, make_internal_key, parse_internal_key, ValueKind, MAX_SEQ};
+use crate::log::{LogReader, TailState, HEADER_LEN};
+use crate::table::block::{Block, BlockBuilder, BlockIter};
+use crate::table::filter::{BloomBuilder, BloomFilter};
+use crate::table::format::{
+    decode_block, encode_block, read_u32_le, read_u64_le, BlockHandle, Compression, Footer,
+    BLOCK_TRAILER_LEN, FOOTER_LEN,
+};
+use crate::table::properties::TableProperties;
+use crate::table::reader::TableReader;
+use crate::table::scanner::TableScanner;
+use crate::table::source::MemSource;
+use crate::version::{Version, VersionBuilder, VersionEdit, NUM_LEVELS};
+use crate::wal_set::WalSet;
+
+/// A fuzz target: takes any bytes, panics only on a broken invariant.
+pub type Target = fn(&[u8]);
+
+/// Every target, by the name its `fuzz/` binary and corpus directory use.
+pub const TARGETS: &[(&str, Target)] = &[
+    ("block", block),
+    ("block_trailer", block_trailer),
+    ("footer", footer),
+    ("properties", properties),
+    ("index", index),
+    ("table", table),
+    ("bloom", bloom),
+    ("wal", wal),
+    ("batch", batch),
+    ("version_edit", version_edit),
+    ("manifest", manifest),
+    ("current", current),
+];
+
+/// Upper bound on entries walked per input: far more than any input the
+/// fuzzer builds can hold (every entry takes at least 3 bytes), so hitting
+/// it means an iterator that does not advance.
+const MAX_STEPS: usize = 1 << 20;
+
+/// A parse error from bytes must be Corruption, never an I/O or usage error.
+fn expect_corruption<T>(r: &Result<T>, what: &str) {
+    if let Err(e) = r {
+        assert_eq!(
+            e.kind(),
+            ErrorKind::Corruption,
+            "{what}: bytes from disk gave a non-corruption error: {e}"
+        );
+    }
+}
+
+/// Splits off the flags byte of a checksummed target.
+fn flags(data: &[u8]) -> (u8, &[u8]) {
+    match data.split_first() {
+        Some((f, rest)) => (*f, rest),
+        None => (0, data),
+    }
+}
+
+fn fix_checksums(flags: u8) -> bool {
+    flags & 1 != 0
+}
+
+/// Walks an iterator from the first entry, collecting every entry;
+/// `Err` if the walk found damage.
+fn collect(it: &mut dyn InternalIterator) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    let mut out = Vec::new();
+    it.seek_to_first()?;
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        assert!(out.len() <= MAX_STEPS, "iterator does not advance");
+        it.next()?;
+    }
+    Ok(out)
+}
+
+// ------------------------------------------------------------------ blocks
+
+/// A decompressed block (entries + restart array), as `Block::new` sees it
+/// after the checksum passed. Bit 1 of the flags byte instead builds a
+/// block from entries taken from the input and checks that the reader
+/// returns exactly them.
+pub fn block(data: &[u8]) {
+    let (flags, rest) = flags(data);
+    if flags & 2 != 0 {
+        return built_block(flags, rest);
+    }
+    let parsed = Block::new(rest.to_vec());
+    expect_corruption(&parsed, "Block::new");
+    let Ok(block) = parsed else { return };
+    let mut it = BlockIter::new(Arc::new(block));
+    let walked = collect(&mut it);
+    expect_corruption(&walked, "block iteration");
+    // Seeks to keys from the block and to bytes from the input must not
+    // panic whatever the block holds.
+    let mut targets: Vec<Vec<u8>> = walked
+        .unwrap_or_default()
+        .into_iter()
+        .map(|e| e.0)
+        .collect();
+    targets.extend(rest.chunks(9).take(8).map(<[u8]>::to_vec));
+    for t in &targets {
+        let r = it.seek(t);
+        expect_corruption(&r, "block seek");
+        if r.is_ok() && it.valid() {
+            let _ = it.value();
+            expect_corruption(&it.next(), "block next after seek");
+        }
+    }
+}
+
+/// Entries from `data`: `(key len, key, value len, value)` bytes, made
+/// into sorted, distinct internal keys.
+fn entries_from(data: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut rest = data;
+    let mut seq = 1;
+    while let Some((&klen, r)) = rest.split_first() {
+        let k = r.get(..usize::from(klen % 24)).unwrap_or(r);
+        let r = &r[k.len()..];
+        let Some((&vlen, r)) = r.split_first() else {
+            break;
+        };
+        let v = r.get(..usize::from(vlen)).unwrap_or(r);
+        rest = &r[v.len()..];
+        let kind = if klen & 0x80 != 0 {
+            ValueKind::Delete
+        } else {
+            ValueKind::Put
+        };
+        out.push((make_internal_key(k, seq, kind), v.to_vec()));
+        seq += 1;
+    }
+    out.sort_by(|a, b| compare_internal(&a.0, &b.0));
+    out.dedup_by(|a, b| a.0 == b.0);
+    out
+}
+
+fn built_block(flags: u8, data: &[u8]) {
+    let entries = entries_from(data);
+    let mut b = BlockBuilder::new(usize::from(flags >> 4) + 1);
+    for (k, v) in &entries {
+        b.add(k, v);
+    }
+    let raw = b.finish();
+    let block = Block::new(raw).expect("a built block parses");
+    let mut it = BlockIter::new(Arc::new(block));
+    assert_eq!(collect(&mut it).expect("a built block iterates"), entries);
+    for (k, v) in &entries {
+        it.seek(k).expect("seek in a built block");
+        assert!(it.valid(), "seek missed a key of a built block");
+        assert_eq!((it.key(), it.value()), (&k[..], &v[..]));
+    }
+    if let Some((last, _)) = entries.last() {
+        // Just past the last key: the same user key with sequence 0 sorts
+        // after it unless it already has sequence 0 (never: seq >= 1).
+        it.seek(&make_internal_key(
+            crate::key::user_key(last),
+            0,
+            ValueKind::Delete,
+        ))
+        .expect("seek past the end of a built block");
+        assert!(!it.valid(), "seek past the last key found an entry");
+    }
+}
+
+/// Recomputes the CRC32C trailer of an on-disk block in place.
+fn reseal_block(disk: &mut [u8]) {
+    if let Some(crc_at) = disk.len().checked_sub(4) {
+        let crc = crc32c::crc32c(&disk[..crc_at]);
+        disk[crc_at..].copy_from_slice(&crc.to_le_bytes());
+    }
+}
+
+/// An on-disk block: checksum, compression type, decompression.
+pub fn block_trailer(data: &[u8]) {
+    let (flags, rest) = flags(data);
+    let mut disk = rest.to_vec();
+    if fix_checksums(flags) {
+        reseal_block(&mut disk);
+    }
+    let decoded = decode_block(disk.clone());
+    expect_corruption(&decoded, "decode_block");
+    let Ok(raw) = decoded else { return };
+    if disk.len() >= BLOCK_TRAILER_LEN && disk[disk.len() - BLOCK_TRAILER_LEN] == 0 {
+        assert_eq!(raw, disk[..disk.len() - BLOCK_TRAILER_LEN], "stored block");
+    }
+    for c in [Compression::None, Compression::Lz4, Compression::Zstd] {
+        let again = decode_block(encode_block(&raw, c, 1)).expect("re-encoded block decodes");
+        assert_eq!(again, raw, "block round trip through {c:?}");
+    }
+}
+
+// ------------------------------------------------------------------ footer
+
+/// A table footer: after the flags byte, 8 bytes of file size it is
+/// checked against, then the footer (its checksum recomputed if asked).
+pub fn footer(data: &[u8]) {
+    let (flags, rest) = flags(data);
+    let file_size = read_u64_le(rest, 0).unwrap_or(0);
+    let mut buf = rest.get(8..).unwrap_or(&[]).to_vec();
+    if fix_checksums(flags) && buf.len() == FOOTER_LEN {
+        reseal_footer(&mut buf);
+    }
+    let buf = &buf[..];
+    let decoded = Footer::decode(buf, file_size);
+    expect_corruption(&decoded, "Footer::decode");
+    let Ok(f) = decoded else { return };
+    assert_eq!(&f.encode()[..], buf, "footer round trip");
+    let limit = file_size - FOOTER_LEN as u64;
+    for h in [f.index, f.properties] {
+        assert!(h.end().is_some_and(|e| e <= limit), "{h:?} past {limit}");
+    }
+}
+
+// -------------------------------------------------------------- properties
+
+pub fn properties(data: &[u8]) {
+    let decoded = TableProperties::decode(data);
+    expect_corruption(&decoded, "TableProperties::decode");
+    let Ok(p) = decoded else { return };
+    assert_eq!(
+        TableProperties::decode(&p.encode()).expect("re-encoded properties decode"),
+        p
+    );
+}
+
+// ------------------------------------------------------------------- index
+
+/// A table's index block checked against its properties: input is
+/// `u16 LE properties length, properties, u64 LE data end, index block`.
+pub fn index(data: &[u8]) {
+    let plen = data
+        .get(..2)
+        .map_or(0, |b| usize::from(u16::from_le_bytes([b[0], b[1]])));
+    let rest = data.get(2..).unwrap_or(&[]);
+    let (props, rest) = rest.split_at(plen.min(rest.len()));
+    let data_end = read_u64_le(rest, 0).unwrap_or(0);
+    let raw = rest.get(8..).unwrap_or(&[]);
+    let Ok(props) = TableProperties::decode(props) else {
+        return;
+    };
+    let Ok(block) = Block::new(raw.to_vec()) else {
+        return;
+    };
+    let parsed = TableReader::parse_index(block, data_end, &props);
+    expect_corruption(&parsed, "parse_index");
+    let Ok(index) = parsed else { return };
+    assert_eq!(index.len() as u64, props.num_data_blocks);
+    let mut next = 0;
+    for (i, e) in index.iter().enumerate() {
+        assert_eq!(e.handle.offset, next, "index entry {i} is not contiguous");
+        assert!(e.handle.size >= BLOCK_TRAILER_LEN as u64);
+        next = e.handle.end().expect("bounded handle");
+        assert!(next <= data_end);
+        parse_internal_key(&e.last_key).expect("index keys are internal keys");
+        if i > 0 {
+            assert_eq!(
+                compare_internal(&index[i - 1].last_key, &e.last_key),
+                Ordering::Less
+            );
+        }
+    }
+}
+
+// ------------------------------------------------------------------- table
+
+/// Makes every checksum of a table image match, as far as its handles can
+/// be read: data blocks the index names, the meta blocks, the footer.
+fn reseal_table(img: &mut [u8]) {
+    let Some(footer_at) = img.len().checked_sub(FOOTER_LEN) else {
+        return;
+    };
+    let handle = |img: &[u8], i: usize| BlockHandle {
+        offset: read_u64_le(img, footer_at + i * 16).unwrap_or(0),
+        size: read_u64_le(img, footer_at + i * 16 + 8).unwrap_or(0),
+    };
+    let in_bounds = |h: BlockHandle| -> Option<std::ops::Range<usize>> {
+        let start = usize::try_from(h.offset).ok()?;
+        let end = start.checked_add(usize::try_from(h.size).ok()?)?;
+        (h.size >= BLOCK_TRAILER_LEN as u64 && end <= footer_at).then_some(start..end)
+    };
+    let index = handle(img, 1);
+    if let Some(r) = in_bounds(index) {
+        let payload = img[r.start..r.end - BLOCK_TRAILER_LEN].to_vec();
+        if let Ok(block) = Block::new(payload) {
+            let mut it = BlockIter::new(Arc::new(block));
+            let mut handles = Vec::new();
+            if it.seek_to_first().is_ok() {
+                while it.valid() && handles.len() < MAX_STEPS {
+                    if let Ok(h) = BlockHandle::decode_varint(it.value()) {
+                        handles.push(h);
+                    }
+                    if it.next().is_err() {
+                        break;
+                    }
+                }
+            }
+            for h in handles {
+                if let Some(r) = in_bounds(h) {
+                    reseal_block(&mut img[r]);
+                }
+            }
+        }
+    }
+    for i in [0, 2, 1] {
+        if let Some(r) = in_bounds(handle(img, i)) {
+            reseal_block(&mut img[r]);
+        }
+    }
+    reseal_footer(&mut img[footer_at..]);
+}
+
+/// Recomputes the checksum of a footer (exactly `FOOTER_LEN` bytes).
+fn reseal_footer(f: &mut [u8]) {
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&f[..48]), &f[52..56]);
+    f[48..52].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// A whole table opened from bytes: open (footer, properties, filter,
+/// index), then a full iteration, a compaction scan, point lookups and
+/// seeks. The iterator and the scanner read the same blocks and must agree.
+pub fn table(data: &[u8]) {
+    let (flags, rest) = flags(data);
+    let mut img = rest.to_vec();
+    if fix_checksums(flags) {
+        reseal_table(&mut img);
+    }
+    let src = MemSource::new(img, "fuzz.sst");
+    let opened = TableReader::open(Arc::new(src.clone()), 1, None);
+    expect_corruption(&opened, "TableReader::open");
+    let Ok(table) = opened else { return };
+    let table = Arc::new(table);
+
+    let mut it = table.iter();
+    let walked = collect(&mut it);
+    expect_corruption(&walked, "table iteration");
+    let mut scanner = TableScanner::new(Arc::clone(&table), Box::new(src.seq()));
+    let scanned = collect(&mut scanner);
+    expect_corruption(&scanned, "table scan");
+    if let (Ok(a), Ok(b)) = (&walked, &scanned) {
+        assert_eq!(a, b, "the user iterator and the compaction scan disagree");
+    }
+
+    let mut keys: Vec<Vec<u8>> = walked
+        .unwrap_or_default()
+        .into_iter()
+        .take(64)
+        .map(|(k, _)| k)
+        .collect();
+    keys.extend(rest.chunks(13).take(4).map(<[u8]>::to_vec));
+    for k in &keys {
+        let user = crate::key::user_key(k);
+        for snapshot in [MAX_SEQ, 1] {
+            expect_corruption(&table.get(user, snapshot), "table get");
+        }
+        let r = it.seek(k);
+        expect_corruption(&r, "table seek");
+    }
+}
+
+// ------------------------------------------------------------------- bloom
+
+/// A filter block as decoded from a table; bit 0 of the flags byte instead
+/// builds a filter over keys from the input and checks it has no false
+/// negatives.
+pub fn bloom(data: &[u8]) {
+    let (flags, rest) = flags(data);
+    if flags & 1 != 0 {
+        let keys: Vec<&[u8]> = rest.chunks(usize::from(flags >> 4) + 1).collect();
+        let mut b = BloomBuilder::new(usize::from((flags >> 1) & 7) * 3 + 1);
+        for k in &keys {
+            b.add_key(k);
+        }
+        let f = BloomFilter::decode(b.finish()).expect("a built filter decodes");
+        for k in &keys {
+            assert!(f.may_contain(k), "false negative for {k:?}");
+        }
+        return;
+    }
+    let decoded = BloomFilter::decode(rest.to_vec());
+    expect_corruption(&decoded, "BloomFilter::decode");
+    let Ok(f) = decoded else { return };
+    for k in rest.chunks(7).take(16) {
+        let _ = f.may_contain(k);
+    }
+    let _ = f.may_contain(b"");
+}
+
+// --------------------------------------------------------------------- WAL
+
+/// Recomputes the header and payload checksums of every record of a log
+/// image in place, as far as the length fields lead.
+fn reseal_log(img: &mut [u8]) {
+    let mut pos = 0usize;
+    while let Some(h) = img.get(pos..pos + HEADER_LEN) {
+        if h.iter().all(|&b| b == 0) {
+            return;
+        }
+        let len = read_u32_le(h, 8).unwrap_or(0) as usize;
+        let ty = h[12];
+        let end = pos + HEADER_LEN + len;
+        if let Some(payload) = img.get(pos + HEADER_LEN..end) {
+            let crc = crate::log::record_crc(ty, payload);
+            img[pos + 4..pos + 8].copy_from_slice(&crc.to_le_bytes());
+        }
+        let hcrc = crate::log::mask_crc(crc32c::crc32c(&img[pos + 4..pos + HEADER_LEN]));
+        img[pos..pos + 4].copy_from_slice(&hcrc.to_le_bytes());
+        pos = end;
+    }
+}
+
+/// A WAL (or manifest) record stream, read the way recovery reads it,
+/// including sync marks and, with bit 1 of the flags byte, the strict mode
+/// of a log sealed at the length in the next two bytes; then the repair
+/// salvage scan over the same bytes, and every record decoded as a write
+/// batch.
+pub fn wal(data: &[u8]) {
+    let (flags, mut rest) = flags(data);
+    let mut sealed = None;
+    if flags & 2 != 0 {
+        sealed = rest
+            .get(..2)
+            .map(|b| u64::from(u16::from_le_bytes([b[0], b[1]])));
+        rest = rest.get(2..).unwrap_or(&[]);
+    }
+    let mut img = rest.to_vec();
+    if fix_checksums(flags) {
+        reseal_log(&mut img);
+    }
+    let img = &img[..];
+    let len = img.len() as u64;
+    let mut reader = LogReader::new("fuzz.log", img);
+    if let Some(s) = sealed {
+        reader = reader.sealed_at(s);
+    }
+    let mut records: Vec<&[u8]> = Vec::new();
+    let outcome = loop {
+        match reader.read_record() {
+            Ok(Some(r)) => {
+                // A record is a slice of the image, never a copy or a read
+                // past its end.
+                let start = r.as_ptr() as usize - img.as_ptr() as usize;
+                assert!(start + r.len() <= img.len());
+                assert_eq!(
+                    start as u64,
+                    reader.last_record_offset() + HEADER_LEN as u64
+                );
+                assert_eq!(reader.valid_len(), (start + r.len()) as u64);
+                records.push(r);
+                assert!(records.len() <= MAX_STEPS);
+            }
+            Ok(None) => break Ok(reader.tail()),
+            Err(e) => break Err(e),
+        }
+    };
+    expect_corruption(&outcome, "LogReader");
+    match outcome {
+        Ok(tail) => {
+            assert_eq!(tail.valid_len(len), reader.valid_len(), "{tail:?}");
+            assert!(reader.synced_len() <= reader.valid_len());
+            if let Some(s) = sealed {
+                assert!(reader.valid_len() >= s, "ended before the sealed length");
+            }
+            assert!(
+                matches!(reader.read_record(), Ok(None)),
+                "not done after the end"
+            );
+            check_salvage_agrees(img, &records, tail);
+        }
+        Err(e) => {
+            let again = reader.read_record();
+            assert!(
+                matches!(&again, Err(a) if a.message() == e.message()),
+                "a failed reader must keep failing the same way"
+            );
+        }
+    }
+    // Re-encoding the records reads them back unchanged.
+    let mut out = Vec::new();
+    for r in &records {
+        out.extend_from_slice(&crate::log::encode_header(crate::log::RecordType::Full, r));
+        out.extend_from_slice(r);
+    }
+    let back: Vec<&[u8]> = LogReader::new("again.log", &out)
+        .collect::<Result<_>>()
+        .expect("re-encoded records read back");
+    assert_eq!(back, records);
+    for r in records {
+        expect_corruption(&WriteBatch::decode(r), "WAL record as a batch");
+    }
+}
+
+/// Repair's salvage scan finds every record recovery read, in order.
+fn check_salvage_agrees(img: &[u8], records: &[&[u8]], tail: TailState) {
+    use crate::log::salvage::{salvage_records, Salvaged};
+    let found = salvage_records(img);
+    let salvaged: Vec<&[u8]> = found
+        .iter()
+        .filter_map(|s| match s {
+            Salvaged::Record { payload, .. } => Some(*payload),
+            Salvaged::Damaged { .. } => None,
+        })
+        .collect();
+    assert!(
+        salvaged.starts_with(records),
+        "salvage lost records that recovery reads"
+    );
+    if !matches!(tail, TailState::Torn { .. }) {
+        assert_eq!(salvaged.len(), records.len(), "salvage found extra records");
+        assert!(
+            found.iter().all(|s| matches!(s, Salvaged::Record { .. })),
+            "salvage reports damage in a log recovery reads cleanly"
+        );
+    }
+}
+
+// ------------------------------------------------------------------- batch
+
+/// A write batch payload (one WAL record): decode, then rebuilding it from
+/// its entries gives a batch that decodes to the same entries. (Not the
+/// same bytes: like most LEB128 readers the decoder takes an overlong
+/// varint such as `80 00` for 0, which the writer never produces and a
+/// record checksum protects against; the entries it yields are the same.)
+pub fn batch(data: &[u8]) {
+    let decoded = WriteBatch::decode(data);
+    expect_corruption(&decoded, "WriteBatch::decode");
+    let Ok(b) = decoded else { return };
+    let mut again = WriteBatch::new();
+    for e in &b {
+        match e.kind {
+            ValueKind::Put => again.put(e.key, e.value),
+            ValueKind::Delete => again.delete(e.key),
+        }
+        .expect("a decoded entry can be re-added");
+    }
+    again.set_sequence(b.sequence());
+    let back = WriteBatch::decode(again.data()).expect("a rebuilt batch decodes");
+    assert!(
+        back.iter().eq(b.iter()),
+        "batch round trip changed the entries"
+    );
+    assert_eq!((back.sequence(), back.len()), (b.sequence(), b.len()));
+    if again.data().len() == data.len() {
+        // Canonical input: then the bytes are the same too.
+        assert_eq!(again.data(), data, "batch round trip");
+    }
+}
+
+// ---------------------------------------------------------------- manifest
+
+/// One manifest record: decode, round trip, apply to an empty version.
+pub fn version_edit(data: &[u8]) {
+    let decoded = VersionEdit::decode(data);
+    expect_corruption(&decoded, "VersionEdit::decode");
+    let Ok(e) = decoded else { return };
+    assert_eq!(
+        VersionEdit::decode(&e.encode()).expect("re-encoded edit decodes"),
+        e,
+        "edit round trip"
+    );
+    let mut b = VersionBuilder::new(&Version::new());
+    let applied = b.apply(&e).and_then(|_| b.build());
+    expect_corruption(&applied, "applying an edit");
+    if let Ok(v) = applied {
+        check_version(&v);
+    }
+    let mut wals = WalSet::default();
+    wals.apply(&e);
+    let _ = wals.required();
+}
+
+fn check_version(v: &Version) {
+    for level in 1..NUM_LEVELS {
+        for w in v.files(level).windows(2) {
+            assert!(
+                w[0].largest_user_key() < w[1].smallest_user_key(),
+                "L{level} overlaps"
+            );
+        }
+    }
+    assert_eq!(
+        v.total_files(),
+        (0..NUM_LEVELS).map(|l| v.num_files(l)).sum::<usize>()
+    );
+}
+
+/// A whole manifest replayed by recovery's own code (the record stream and
+/// every edit applied in turn). Flags bit 0 reseals the record checksums.
+pub fn manifest(data: &[u8]) {
+    let (flags, rest) = flags(data);
+    let mut img = rest.to_vec();
+    if fix_checksums(flags) {
+        reseal_log(&mut img);
+    }
+    let replayed = crate::db::replay_manifest(Path::new("MANIFEST-000001"), &img);
+    expect_corruption(&replayed, "manifest replay");
+    let Ok(r) = replayed else { return };
+    check_version(&r.version);
+    let _ = (r.next_file, r.last_seq, r.db_id, r.wals.required());
+}
+
+// ----------------------------------------------------------------- CURRENT
+
+/// The CURRENT file: the name of a manifest and a newline, read the way
+/// recovery, `check` and `repair` read it. A name that parses as a manifest
+/// must be the canonical name of that manifest, or recovery (which opens
+/// the name as written) and repair (which opens the canonical name of the
+/// number) would read different files.
+pub fn current(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let name = text.trim_end_matches('\n');
+    if let Some(FileKind::Manifest(n)) = filenames::parse(name) {
+        assert_eq!(
+            filenames::manifest_name(n),
+            name,
+            "non-canonical manifest name"
+        );
+    }
+    // Every other name a directory listing holds must round-trip too, or
+    // obsolete-file cleanup could delete a file that is not the one it means.
+    match filenames::parse(name) {
+        Some(FileKind::Table(n)) => {
+            assert_eq!(
+                filenames::table_path(Path::new(""), n),
+                Path::new(name),
+                "non-canonical table name"
+            );
+        }
+        Some(FileKind::Wal(n)) => {
+            assert_eq!(
+                filenames::wal_path(Path::new(""), n),
+                Path::new(name),
+                "non-canonical WAL name"
+            );
+        }
+        _ => {}
+    }
+}
+
+// ------------------------------------------------------------------- seeds
+
+/// Seed inputs for every target, cut from a real database: a few small
+/// databases (one per compression) are written with the engine, and their
+/// tables, WALs, manifests and CURRENT files are split into the pieces each
+/// target parses. `scratch` is an empty directory to build them in.
+pub fn seed_corpora(scratch: &Path) -> Result<Vec<(&'static str, Vec<u8>)>> {
+    let mut out: Vec<(&'static str, Vec<u8>)> = Vec::new();
+    for (i, compression) in [Compression::None, Compression::Lz4, Compression::Zstd]
+        .into_iter()
+        .enumerate()
+    {
+        let dir = scratch.join(format!("db{i}"));
+        let files = write_seed_db(&dir, compression, i)?;
+        for (name, bytes) in files {
+            match filenames::parse(&name) {
+                Some(FileKind::Table(_)) => table_seeds(&bytes, &mut out),
+                Some(FileKind::Wal(_)) => log_seeds(&bytes, "batch", &mut out),
+                Some(FileKind::Manifest(_)) => {
+                    out.push(("manifest", [&[0u8][..], &bytes].concat()));
+                    log_seeds(&bytes, "version_edit", &mut out);
+                }
+                Some(FileKind::Current) => out.push(("current", bytes)),
+                _ => {}
+            }
+        }
+    }
+    // The built-block, built-filter and resealing modes start from the
+    // same shapes with their flag bits set.
+    let entries: Vec<u8> = (0..40u8)
+        .flat_map(|i| [3, b'k', i, b'x', 2, i, i])
+        .collect();
+    out.push(("block", [&[0x32u8][..], &entries].concat()));
+    out.push(("bloom", [&[0x75u8][..], &entries].concat()));
+    out.push(("current", b"MANIFEST-000007".to_vec()));
+    out.push(("current", b"000012.sst".to_vec()));
+    Ok(spread(out, MAX_SEEDS_PER_TARGET))
+}
+
+/// Enough seeds per target to hold every shape the databases produce
+/// while keeping the committed corpus small.
+const MAX_SEEDS_PER_TARGET: usize = 30;
+
+/// At most `max` distinct seeds per target, spread evenly over what was
+/// found (so every compression and file keeps some).
+fn spread(seeds: Vec<(&'static str, Vec<u8>)>, max: usize) -> Vec<(&'static str, Vec<u8>)> {
+    let mut by_target: std::collections::BTreeMap<&str, Vec<Vec<u8>>> = Default::default();
+    for (t, bytes) in seeds {
+        let v = by_target.entry(t).or_default();
+        if !v.contains(&bytes) {
+            v.push(bytes);
+        }
+    }
+    let mut out = Vec::new();
+    for (t, v) in by_target {
+        let step = v.len().div_ceil(max).max(1);
+        out.extend(v.into_iter().step_by(step).map(|b| (t, b)));
+    }
+    out
+}
+
+/// Writes a small database and returns a copy of every file in it, taken
+/// while it is open (so the live WAL still holds records and sync marks)
+/// and again after it was closed.
+fn write_seed_db(
+    dir: &Path,
+    compression: Compression,
+    salt: usize,
+) -> Result<Vec<(String, Vec<u8>)>> {
+    let opts = crate::Options {
+        memtable_size: 4096,
+        block_size: 256,
+        compression,
+        ..crate::Options::default()
+    };
+    let db = crate::Db::open(dir, opts)?;
+    for round in 0..3u32 {
+        for i in 0..60u32 {
+            let key = format!("key{:04}", (i * 7 + round) % 97);
+            let value = format!("v{round}-{i}-{}", "z".repeat((i as usize + salt) % 40));
+            db.put(key.as_bytes(), value.as_bytes())?;
+            if i % 13 == 0 {
+                db.delete(format!("key{:04}", i % 97).as_bytes())?;
+            }
+        }
+        db.flush()?;
+    }
+    let mut b = WriteBatch::new();
+    b.put(b"batch-a", b"1")?;
+    b.delete(b"batch-b")?;
+    db.write(b, crate::WriteOptions { sync: true })?;
+    db.put(b"after-sync", b"tail")?;
+    let mut files = snapshot_dir(dir)?;
+    db.compact_all()?;
+    db.close()?;
+    files.extend(snapshot_dir(dir)?);
+    Ok(files)
+}
+
+fn snapshot_dir(dir: &Path) -> Result<Vec<(String, Vec<u8>)>> {
+    let mut files = Vec::new();
+    let rd =
+        std::fs::read_dir(dir).map_err(|e| crate::Error::io(e, "cannot list").with_file(dir))?;
+    for entry in rd {
+        let entry = entry.map_err(|e| crate::Error::io(e, "cannot list").with_file(dir))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let bytes = std::fs::read(entry.path())
+            .map_err(|e| crate::Error::io(e, "cannot read").with_file(entry.path()))?;
+        files.push((name, bytes));
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Seeds from one table file: the whole table, its footer, every block
+/// on disk and decompressed, the properties, filter and index.
+fn table_seeds(img: &[u8], out: &mut Vec<(&'static str, Vec<u8>)>) {
+    out.push(("table", [&[0u8][..], img].concat()));
+    out.push(("table", [&[1u8][..], img].concat()));
+    let Some(footer_at) = img.len().checked_sub(FOOTER_LEN) else {
+        return;
+    };
+    for flags in [0u8, 1] {
+        out.push((
+            "footer",
+            [
+                &[flags][..],
+                &(img.len() as u64).to_le_bytes(),
+                &img[footer_at..],
+            ]
+            .concat(),
+        ));
+    }
+    let Ok(f) = Footer::decode(&img[footer_at..], img.len() as u64) else {
+        return;
+    };
+    let block_at = |h: BlockHandle| img.get(h.offset as usize..(h.offset + h.size) as usize);
+    let payload = |h: BlockHandle| block_at(h).and_then(|d| decode_block(d.to_vec()).ok());
+    let (Some(props), Some(index)) = (payload(f.properties), payload(f.index)) else {
+        return;
+    };
+    out.push(("properties", props.clone()));
+    if let Some(filter) = payload(f.filter) {
+        out.push(("bloom", [&[0u8][..], &filter].concat()));
+    }
+    out.push(("block", [&[0u8][..], &index].concat()));
+    let data_end = f.filter.offset.min(f.index.offset);
+    out.push((
+        "index",
+        [
+            &(props.len() as u16).to_le_bytes()[..],
+            &props,
+            &data_end.to_le_bytes(),
+            &index,
+        ]
+        .concat(),
+    ));
+    let Ok(block) = Block::new(index) else { return };
+    let mut it = BlockIter::new(Arc::new(block));
+    let mut handles = Vec::new();
+    if it.seek_to_first().is_ok() {
+        while it.valid() {
+            handles.extend(BlockHandle::decode_varint(it.value()).ok());
+            if it.next().is_err() {
+                break;
+            }
+        }
+    }
+    // A few data blocks per table keep the corpus small.
+    for h in handles.into_iter().take(3) {
+        if let Some(disk) = block_at(h) {
+            out.push(("block_trailer", [&[0u8][..], disk].concat()));
+            if let Ok(raw) = decode_block(disk.to_vec()) {
+                out.push(("block", [&[0u8][..], &raw].concat()));
+            }
+        }
+    }
+}
+
+/// Seeds from one log file (WAL or manifest): the stream itself for the
+/// `wal` target, plain and sealed at its length, and each record for
+/// `record_target`.
+fn log_seeds(img: &[u8], record_target: &'static str, out: &mut Vec<(&'static str, Vec<u8>)>) {
+    // Keep stream seeds small: the first few KiB hold every record shape.
+    let img = &img[..img.len().min(4096)];
+    let sealed = (img.len() as u16).to_le_bytes();
+    out.push(("wal", [&[0u8][..], img].concat()));
+    out.push(("wal", [&[2u8][..], &sealed, img].concat()));
+    for r in LogReader::new("seed.log", img).take(8) {
+        match r {
+            Ok(rec) => out.push((record_target, rec.to_vec())),
+            Err(_) => break,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_target_survives_empty_and_tiny_inputs() {
+        for (name, target) in TARGETS {
+            for input in [&b""[..], &[0], &[1], &[3, 0, 0], &[0xff; 70]] {
+                let r = std::panic::catch_unwind(|| target(input));
+                assert!(r.is_ok(), "{name} panicked on {input:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn reseal_log_makes_a_damaged_record_readable() {
+        let mut img = crate::log::encode_header(crate::log::RecordType::Full, b"abc").to_vec();
+        img.extend_from_slice(b"abc");
+        img[HEADER_LEN] = b'x';
+        img.extend_from_slice(&img.clone());
+        assert!(LogReader::new("x", &img).next().unwrap().is_err());
+        reseal_log(&mut img);
+        let recs: Vec<&[u8]> = LogReader::new("x", &img).collect::<Result<_>>().unwrap();
+        assert_eq!(recs, vec![&b"xbc"[..], &b"xbc"[..]]);
+    }
+}
