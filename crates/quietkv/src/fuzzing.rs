@@ -457,19 +457,32 @@ pub fn wal(data: &[u8]) {
     if let Some(s) = sealed {
         reader = reader.sealed_at(s);
     }
-    let mut records: Vec<&[u8]> = Vec::new();
+    let mut records: Vec<std::borrow::Cow<[u8]>> = Vec::new();
     let outcome = loop {
         match reader.read_record() {
             Ok(Some(r)) => {
-                // A record is a slice of the image, never a copy or a read
-                // past its end.
-                let start = r.as_ptr() as usize - img.as_ptr() as usize;
-                assert!(start + r.len() <= img.len());
-                assert_eq!(
-                    start as u64,
-                    reader.last_record_offset() + HEADER_LEN as u64
-                );
-                assert_eq!(reader.valid_len(), (start + r.len()) as u64);
+                match &r {
+                    // A full record is a slice of the image, never a copy
+                    // or a read past its end.
+                    std::borrow::Cow::Borrowed(b) => {
+                        let start = b.as_ptr() as usize - img.as_ptr() as usize;
+                        assert!(start + b.len() <= img.len());
+                        assert_eq!(
+                            start as u64,
+                            reader.last_record_offset() + HEADER_LEN as u64
+                        );
+                        assert_eq!(reader.valid_len(), (start + b.len()) as u64);
+                    }
+                    // A compressed one decompressed within its bound, from
+                    // a record inside the image.
+                    std::borrow::Cow::Owned(o) => {
+                        assert!(o.len() <= crate::log::MAX_COMPRESSED_RECORD_LEN);
+                        assert!(reader.valid_len() <= img.len() as u64);
+                        assert!(
+                            reader.last_record_offset() + HEADER_LEN as u64 <= reader.valid_len()
+                        );
+                    }
+                }
                 records.push(r);
                 assert!(records.len() <= MAX_STEPS);
             }
@@ -489,7 +502,8 @@ pub fn wal(data: &[u8]) {
                 matches!(reader.read_record(), Ok(None)),
                 "not done after the end"
             );
-            check_salvage_agrees(img, &records, tail);
+            let slices: Vec<&[u8]> = records.iter().map(|r| &r[..]).collect();
+            check_salvage_agrees(img, &slices, tail);
         }
         Err(e) => {
             let again = reader.read_record();
@@ -505,11 +519,11 @@ pub fn wal(data: &[u8]) {
         out.extend_from_slice(&crate::log::encode_header(crate::log::RecordType::Full, r));
         out.extend_from_slice(r);
     }
-    let back: Vec<&[u8]> = LogReader::new("again.log", &out)
+    let back: Vec<std::borrow::Cow<[u8]>> = LogReader::new("again.log", &out)
         .collect::<Result<_>>()
         .expect("re-encoded records read back");
     assert_eq!(back, records);
-    for r in records {
+    for r in &records {
         expect_corruption(&WriteBatch::decode(r), "WAL record as a batch");
     }
 }
@@ -521,7 +535,7 @@ fn check_salvage_agrees(img: &[u8], records: &[&[u8]], tail: TailState) {
     let salvaged: Vec<&[u8]> = found
         .iter()
         .filter_map(|s| match s {
-            Salvaged::Record { payload, .. } => Some(*payload),
+            Salvaged::Record { payload, .. } => Some(&payload[..]),
             Salvaged::Damaged { .. } => None,
         })
         .collect();
@@ -879,7 +893,8 @@ mod tests {
         img.extend_from_slice(&img.clone());
         assert!(LogReader::new("x", &img).next().unwrap().is_err());
         reseal_log(&mut img);
-        let recs: Vec<&[u8]> = LogReader::new("x", &img).collect::<Result<_>>().unwrap();
+        let recs: Vec<std::borrow::Cow<[u8]>> =
+            LogReader::new("x", &img).collect::<Result<_>>().unwrap();
         assert_eq!(recs, vec![&b"xbc"[..], &b"xbc"[..]]);
     }
 }
