@@ -33,6 +33,8 @@ struct Pending {
 struct Failure {
     offset: u64,
     message: String,
+    /// The write's errno, so a full disk stays recognisable as one.
+    errno: Option<i32>,
 }
 
 pub(crate) struct WriteBehind {
@@ -181,8 +183,14 @@ impl WriteBehind {
         match &self.failure {
             None => Ok(()),
             Some(f) => Err(Error::io(
-                std::io::Error::other(f.message.clone()),
-                "a write of this file failed; the file is incomplete",
+                f.errno.map_or_else(
+                    || std::io::Error::other(f.message.clone()),
+                    std::io::Error::from_raw_os_error,
+                ),
+                format!(
+                    "a write of this file failed; the file is incomplete: {}",
+                    f.message
+                ),
             )
             .with_file(path)
             .with_offset(f.offset)),
@@ -195,7 +203,8 @@ impl WriteBehind {
             _ => {
                 self.failure = Some(Failure {
                     offset,
-                    message: err.to_string(),
+                    message: err.message().to_string(),
+                    errno: err.os_error().and_then(std::io::Error::raw_os_error),
                 })
             }
         }

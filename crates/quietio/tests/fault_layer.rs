@@ -242,14 +242,20 @@ fn injected_direct_write_faults_reach_the_writer_in_both_engines() {
     for engine in engines {
         for index in [0, 2, 5] {
             let e = failed_direct_write(engine, Fault::Eio, index).expect("EIO fails");
-            assert!(e.to_string().contains("Input/output error"), "{e}");
+            // The errno itself, not only its text: callers tell a full
+            // disk from a broken one by it (`is_no_space`).
+            assert_eq!(
+                e.os_error().and_then(|e| e.raw_os_error()),
+                Some(libc::EIO),
+                "{engine:?} {index}: {e}"
+            );
             assert!(e.file().is_some(), "{e}");
             let e = failed_direct_write(engine, Fault::Enospc, index).expect("ENOSPC fails");
-            assert!(e.to_string().contains("No space left"), "{e}");
+            assert!(e.is_no_space(), "{engine:?} {index}: {e}");
             // A short write is continued, and the continuation finds the
             // disk full.
             let e = failed_direct_write(engine, Fault::ShortWrite, index).expect("short fails");
-            assert!(e.to_string().contains("No space left"), "{e}");
+            assert!(e.is_no_space(), "{engine:?} {index}: {e}");
         }
     }
 }
