@@ -87,6 +87,11 @@ pub struct Options {
     /// long-lived database's manifest stays small. At least 1 KiB.
     /// Default 4 MiB.
     pub max_manifest_size: u64,
+    /// Tests only: a fault-injecting, crash-simulating layer every file
+    /// operation of the database goes through (see `quietio::fault`).
+    /// `None` (the default) costs nothing.
+    #[doc(hidden)]
+    pub fault_layer: Option<std::sync::Arc<quietio::fault::FaultLayer>>,
 }
 
 impl Default for Options {
@@ -120,6 +125,7 @@ impl Default for Options {
             attribute_cache_hits: true,
             warm_compaction_output: false,
             max_manifest_size: 4 << 20,
+            fault_layer: None,
         }
     }
 }

@@ -136,7 +136,7 @@ fn flush_one(inner: &Arc<Inner>) {
         Ok(())
     });
     if let Err(e) = result {
-        let _ = std::fs::remove_file(table_path(&inner.dir, number));
+        let _ = inner.env.remove_file(&table_path(&inner.dir, number));
         inner.set_bg_error(&mut st, &e);
     }
     inner.done_cv.notify_all();
@@ -305,7 +305,7 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
             st.pending_outputs.remove(&n);
             // Warming may have opened it through the table cache.
             inner.table_cache.evict(n);
-            let _ = std::fs::remove_file(table_path(&inner.dir, n));
+            let _ = inner.env.remove_file(&table_path(&inner.dir, n));
         }
         return Err(e);
     }
