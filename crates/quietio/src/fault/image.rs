@@ -1,16 +1,25 @@
 //! Power-cut images: the files a power cut at this instant could leave,
 //! built from the shadow model. Durable names keep their durable bytes;
-//! each unsynced change is kept, dropped, or (a write) torn at a 512-byte
-//! sector boundary; unsynced name changes are undone (all of them, or, for
-//! a random cut, all but a prefix, since a journal commits them in order).
+//! unsynced name changes are undone (all of them, or, for a random cut,
+//! all but a prefix, since a journal commits them in order).
+//!
+//! Unsynced bytes are cut at sector granularity: a 512-byte sector is
+//! written atomically, but the sectors of a file reach the disk in any
+//! order and at any time (page write-back, a torn multi-sector write). So
+//! each sector holds one of its versions since the last sync: the durable
+//! one or the one after some unsynced change. Two writes inside one
+//! sector therefore never leave a hole between them, while a later sector
+//! may be new and an earlier one old. The file's length is its length
+//! after some prefix of the changes (the size is metadata, written on its
+//! own).
 
 use std::collections::BTreeMap;
 use std::io;
 use std::path::Path;
 
-use super::shadow::{Change, Shadow};
+use super::shadow::{FileState, Shadow};
 
-/// Sector size a torn write is cut at.
+/// The unit the disk writes atomically.
 pub const SECTOR: u64 = 512;
 
 /// What happens to the changes that were not made durable.
@@ -21,8 +30,10 @@ pub enum CutPolicy {
     /// Every unsynced change reached the disk; unsynced name changes are
     /// still lost.
     KeepUnsynced,
-    /// Each unsynced change is kept, dropped or torn, and a prefix of the
-    /// name changes survives, chosen by a generator seeded with this.
+    /// A generator seeded with this picks, per file, either one moment
+    /// (every sector and the length as of the same change: an in-order
+    /// write-back cut short) or, per sector, any of its versions (torn and
+    /// reordered write-back); and a prefix of the name changes survives.
     Random(u64),
 }
 
@@ -31,9 +42,13 @@ pub enum CutPolicy {
 pub struct ImageSummary {
     pub files: usize,
     pub bytes: u64,
-    pub changes_kept: usize,
-    pub changes_dropped: usize,
-    pub writes_torn: usize,
+    /// Files with unsynced changes.
+    pub files_with_unsynced: usize,
+    /// Sectors (of files with unsynced changes) holding a version other
+    /// than the newest.
+    pub sectors_behind: usize,
+    /// Files whose sectors were cut at different moments.
+    pub files_torn: usize,
     pub name_changes_kept: usize,
     pub name_changes_undone: usize,
 }
@@ -83,32 +98,12 @@ pub(crate) fn cut(shadow: &Shadow, policy: CutPolicy) -> (Vec<(String, Vec<u8>)>
     let mut files = Vec::new();
     for (name, id) in names {
         let Some(f) = shadow.file(id) else { continue };
-        let mut content = f.durable.clone();
-        for change in &f.pending {
-            let choice = match (&mut rng, policy) {
-                (Some(r), _) => r.below(3),
-                (None, CutPolicy::KeepUnsynced) => 1,
-                (None, _) => 0,
-            };
-            match (choice, change) {
-                (1, c) => {
-                    c.apply(&mut content);
-                    summary.changes_kept += 1;
-                }
-                (2, Change::Write { offset, data }) => {
-                    let keep = torn_len(*offset, data.len() as u64, rng.as_mut().expect("random"));
-                    if keep > 0 {
-                        Change::Write {
-                            offset: *offset,
-                            data: data[..keep as usize].to_vec(),
-                        }
-                        .apply(&mut content);
-                    }
-                    summary.writes_torn += 1;
-                }
-                _ => summary.changes_dropped += 1,
-            }
-        }
+        let content = if f.pending.is_empty() {
+            f.durable.clone()
+        } else {
+            summary.files_with_unsynced += 1;
+            cut_file(f, policy, rng.as_mut(), &mut summary)
+        };
         summary.files += 1;
         summary.bytes += content.len() as u64;
         files.push((name, content));
@@ -116,20 +111,59 @@ pub(crate) fn cut(shadow: &Shadow, policy: CutPolicy) -> (Vec<(String, Vec<u8>)>
     (files, summary)
 }
 
-/// How much of a write of `len` bytes at `offset` a torn write keeps: up
-/// to a sector boundary strictly inside it (nothing if it has none).
-pub(crate) fn torn_len(offset: u64, len: u64, rng: &mut Rng) -> u64 {
-    let first = (offset / SECTOR + 1) * SECTOR;
-    let end = offset + len;
-    if first >= end {
-        return 0;
+/// One file's bytes after a cut: see the module docs.
+fn cut_file(
+    f: &FileState,
+    policy: CutPolicy,
+    rng: Option<&mut Rng>,
+    summary: &mut ImageSummary,
+) -> Vec<u8> {
+    // versions[i]: the content after the first i unsynced changes.
+    let mut versions = Vec::with_capacity(f.pending.len() + 1);
+    versions.push(f.durable.clone());
+    for c in &f.pending {
+        let mut next = versions.last().expect("one version at least").clone();
+        c.apply(&mut next);
+        versions.push(next);
     }
-    let boundaries = (end - 1 - first) / SECTOR + 1;
-    first + rng.below(boundaries) * SECTOR - offset
+    let newest = versions.len() - 1;
+    let (moment, per_sector) = match (policy, rng) {
+        (CutPolicy::KeepUnsynced, _) => (newest, None),
+        (CutPolicy::Random(_), Some(r)) => {
+            let moment = r.below(versions.len() as u64) as usize;
+            if r.below(2) == 0 {
+                (moment, None)
+            } else {
+                (moment, Some(r))
+            }
+        }
+        _ => (0, None),
+    };
+    let mut out = versions[moment].clone();
+    let Some(r) = per_sector else {
+        if moment != newest {
+            summary.sectors_behind += out.len().div_ceil(SECTOR as usize);
+        }
+        return out;
+    };
+    summary.files_torn += 1;
+    for (i, sector) in out.chunks_mut(SECTOR as usize).enumerate() {
+        let v = &versions[r.below(versions.len() as u64) as usize];
+        let start = i * SECTOR as usize;
+        for (j, b) in sector.iter_mut().enumerate() {
+            // Bytes a version does not have (its file was shorter) read
+            // as zeros, as a hole does.
+            *b = v.get(start + j).copied().unwrap_or(0);
+        }
+        if !std::ptr::eq(v, &versions[newest]) {
+            summary.sectors_behind += 1;
+        }
+    }
+    out
 }
 
 /// Writes `files` into `dest`, which must not exist yet (or be empty).
-pub(crate) fn write(dest: &Path, files: &[(String, Vec<u8>)]) -> io::Result<()> {
+pub(crate) fn write_files(dest: &Path, files: &[(String, Vec<u8>)]) -> io::Result<()> {
     std::fs::create_dir_all(dest)?;
     if std::fs::read_dir(dest)?.next().is_some() {
         return Err(io::Error::new(
@@ -145,27 +179,23 @@ pub(crate) fn write(dest: &Path, files: &[(String, Vec<u8>)]) -> io::Result<()> 
 
 #[cfg(test)]
 mod tests {
+    use super::super::shadow::Change;
     use super::*;
 
+    fn write(s: &mut Shadow, id: u64, offset: u64, data: Vec<u8>) {
+        s.change(id, Change::Write { offset, data });
+    }
+
+    /// A durable 1000-byte log with two unsynced appends, and a synced
+    /// file whose creation is not durable.
     fn shadow_with_unsynced_tail() -> Shadow {
         let mut s = Shadow::default();
         s.seed("log", vec![1u8; 1000]);
         let id = s.lookup("log").unwrap();
-        s.change(
-            id,
-            Change::Write {
-                offset: 1000,
-                data: vec![2u8; 2000],
-            },
-        );
+        write(&mut s, id, 1000, vec![2u8; 1000]);
+        write(&mut s, id, 2000, vec![3u8; 1000]);
         let new = s.create("new", true);
-        s.change(
-            new,
-            Change::Write {
-                offset: 0,
-                data: b"x".to_vec(),
-            },
-        );
+        write(&mut s, new, 0, b"x".to_vec());
         s.sync(new);
         s
     }
@@ -177,8 +207,8 @@ mod tests {
         assert_eq!(files.len(), 1, "the unsynced create is undone");
         assert_eq!(files[0].0, "log");
         assert_eq!(files[0].1, vec![1u8; 1000]);
-        assert_eq!(sum.changes_dropped, 1);
         assert_eq!(sum.name_changes_undone, 1);
+        assert_eq!(sum.files_with_unsynced, 1);
     }
 
     #[test]
@@ -187,46 +217,81 @@ mod tests {
         let (files, sum) = cut(&s, CutPolicy::KeepUnsynced);
         assert_eq!(files.len(), 1);
         assert_eq!(files[0].1.len(), 3000);
-        assert_eq!(sum.changes_kept, 1);
+        assert_eq!(sum.sectors_behind, 0);
     }
 
     #[test]
-    fn a_torn_write_ends_on_a_sector_boundary_inside_it() {
-        let mut rng = Rng::new(7);
-        for _ in 0..200 {
-            let keep = torn_len(1000, 2000, &mut rng);
-            assert!((1000 + keep).is_multiple_of(SECTOR), "{keep}");
-            assert!(keep > 0 && keep < 2000, "{keep}");
-        }
-        assert_eq!(torn_len(10, 100, &mut rng), 0, "no boundary inside");
-        assert_eq!(torn_len(0, 1024, &mut rng), 512, "only 512 is inside");
-    }
-
-    #[test]
-    fn random_cuts_are_reproducible_and_cover_every_outcome() {
+    fn random_cuts_keep_durable_bytes_and_give_each_sector_one_of_its_versions() {
         let s = shadow_with_unsynced_tail();
         let mut lens = std::collections::BTreeSet::new();
         let mut name_counts = std::collections::BTreeSet::new();
-        for seed in 0..64 {
-            let (a, _) = cut(&s, CutPolicy::Random(seed));
+        let mut torn = 0;
+        for seed in 0..200 {
+            let (a, sum) = cut(&s, CutPolicy::Random(seed));
             let (b, _) = cut(&s, CutPolicy::Random(seed));
-            assert_eq!(a, b, "seed {seed}");
+            assert_eq!(a, b, "seed {seed}: reproducible");
+            torn += sum.files_torn;
             let log = &a.iter().find(|(n, _)| n == "log").unwrap().1;
+            assert!([1000, 2000, 3000].contains(&log.len()), "{}", log.len());
             assert!(log[..1000].iter().all(|&x| x == 1), "durable bytes kept");
-            assert!(log.len() == 1000 || log.len() == 3000 || log.len().is_multiple_of(512));
+            for (i, sector) in log.chunks(512).enumerate() {
+                // Every byte of a sector comes from the same version.
+                let start = i * 512;
+                let version = |v: usize| -> Vec<u8> {
+                    let mut c = vec![1u8; 1000];
+                    if v >= 1 {
+                        c.resize(2000, 2);
+                    }
+                    if v >= 2 {
+                        c.resize(3000, 3);
+                    }
+                    c.resize(3000, 0);
+                    c[start..start + sector.len()].to_vec()
+                };
+                assert!(
+                    (0..3).any(|v| version(v) == sector),
+                    "seed {seed} sector {i}"
+                );
+            }
             lens.insert(log.len());
             name_counts.insert(a.len());
         }
-        assert!(lens.contains(&1000) && lens.contains(&3000), "{lens:?}");
-        assert!(lens.len() > 2, "some torn: {lens:?}");
+        assert_eq!(lens.len(), 3, "every length: {lens:?}");
+        assert!(torn > 50, "{torn} torn cuts");
         assert_eq!(name_counts.len(), 2, "the create kept in some cuts only");
+    }
+
+    #[test]
+    fn two_writes_inside_one_sector_never_leave_a_hole_between_them() {
+        let mut s = Shadow::default();
+        let id = s.create("m", true);
+        s.dir_synced();
+        write(&mut s, id, 0, vec![7u8; 100]);
+        write(&mut s, id, 100, vec![8u8; 100]);
+        for seed in 0..100 {
+            let (files, _) = cut(&s, CutPolicy::Random(seed));
+            let m = &files[0].1;
+            let ok = m.is_empty()
+                || m[..] == [7u8; 100][..]
+                || (m[..100] == [7u8; 100][..] && m[100..] == [8u8; 100][..])
+                || (m.len() == 100 && m.iter().all(|&b| b == 0))
+                || (m.len() == 200
+                    && m[..100] == [7u8; 100][..]
+                    && m[100..].iter().all(|&b| b == 0))
+                || (m.len() == 200 && m.iter().all(|&b| b == 0));
+            assert!(ok, "seed {seed}: {:?}", &m[..m.len().min(8)]);
+            assert!(
+                !(m.len() == 200 && m[0] == 0 && m[150] == 8),
+                "seed {seed}: a hole before a later write in the same sector"
+            );
+        }
     }
 
     #[test]
     fn writes_refuse_a_non_empty_destination() {
         let d = tempfile::tempdir().unwrap();
-        write(&d.path().join("img"), &[("a".into(), b"1".to_vec())]).unwrap();
+        write_files(&d.path().join("img"), &[("a".into(), b"1".to_vec())]).unwrap();
         assert_eq!(std::fs::read(d.path().join("img/a")).unwrap(), b"1");
-        assert!(write(&d.path().join("img"), &[]).is_err());
+        assert!(write_files(&d.path().join("img"), &[]).is_err());
     }
 }

@@ -145,7 +145,7 @@ impl FaultLayer {
     /// now would leave under `policy`.
     pub fn power_cut_image(&self, dest: &Path, policy: CutPolicy) -> io::Result<ImageSummary> {
         let (files, summary) = image::cut(&self.state().shadow, policy);
-        image::write(dest, &files)?;
+        image::write_files(dest, &files)?;
         Ok(summary)
     }
 
