@@ -3,7 +3,7 @@
 //! then, for each kind and fault (EIO, ENOSPC, a short write followed by
 //! a full disk), it runs again with the Nth operation failed, for every N
 //! (sampled evenly to `QUIETKV_SIM_MAX_PER_KIND` indices per kind and
-//! fault, default 6; 0 = every index). After each run:
+//! fault, default 3; 0 = every index). After each run:
 //!
 //! * a fault in the WAL's writes or syncs must have reached the caller
 //!   (elsewhere the engine may absorb it: a failed preallocation, removal
@@ -55,7 +55,7 @@ fn every_injected_io_error_is_reported_or_absorbed_and_loses_nothing_acknowledge
     let max: u64 = std::env::var("QUIETKV_SIM_MAX_PER_KIND")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(6);
+        .unwrap_or(3);
     let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let steps = workload();
     let model = states(&steps);
