@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::class::{resolve, AccessMode, ClassModes, EffectiveMode, IoClass, Resolution};
 use crate::error::{Error, Result};
+use crate::fault::{FaultLayer, OpKind};
 use crate::file::{FileConfig, RandomReader, SeqReader, SeqWriter};
 use crate::probe::{probe, Capabilities};
 use crate::rate::RateLimiter;
@@ -74,6 +75,8 @@ pub struct IoEnv {
     limiter: Arc<RateLimiter>,
     /// Opened with [`IoEnv::open_read_only`]: creating files is refused.
     read_only: bool,
+    /// Tests only: see [`IoEnv::with_fault_layer`].
+    fault: Option<Arc<FaultLayer>>,
 }
 
 impl IoEnv {
@@ -155,7 +158,26 @@ impl IoEnv {
             engine,
             stats: Arc::new(IoStats::new()),
             read_only,
+            fault: None,
         })
+    }
+
+    /// Tests only: every file operation in this directory from now on goes
+    /// through `layer` (see [`crate::fault`]), which records what is
+    /// durable and may inject faults. `None` leaves the environment as it
+    /// is.
+    pub fn with_fault_layer(mut self, layer: Option<Arc<FaultLayer>>) -> IoEnv {
+        if layer.is_some() {
+            self.fault = layer;
+        }
+        self
+    }
+
+    /// The layer's name for `path`, when a layer is installed and `path`
+    /// is in its directory.
+    fn fault_name(&self, path: &Path) -> Option<(&FaultLayer, String)> {
+        let layer = self.fault.as_deref()?;
+        layer.name_of(path).map(|n| (layer, n))
     }
 
     /// Whether this environment refuses to create files.
@@ -245,6 +267,7 @@ impl IoEnv {
             engine: self.engine.engine,
             io_depth: self.opts.io_depth,
             inject_write_fault_at: None,
+            fault: self.fault.clone(),
         }
     }
 
@@ -304,7 +327,73 @@ impl IoEnv {
     /// Makes creations, renames and deletions in the directory durable.
     pub fn sync_dir(&self) -> Result<()> {
         self.check_writable(&self.dir)?;
-        sync_dir(&self.dir)
+        let Some(layer) = &self.fault else {
+            return sync_dir(&self.dir);
+        };
+        let synced = layer
+            .before_sync(OpKind::DirSync, "")
+            .map_err(|e| Error::io(e, "directory fsync failed").with_file(&self.dir))
+            .and_then(|()| sync_dir(&self.dir));
+        if synced.is_ok() {
+            layer.dir_synced();
+        }
+        synced
+    }
+
+    /// Renames `from` to `to` (both in this directory); durable once the
+    /// directory is synced.
+    pub fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        let names = self.fault_name(from).zip(self.fault_name(to));
+        if let Some(((layer, f), _)) = &names {
+            layer.admit(OpKind::Rename, f)?;
+        }
+        std::fs::rename(from, to)?;
+        if let Some(((layer, f), (_, t))) = &names {
+            layer.renamed(f, t);
+        }
+        Ok(())
+    }
+
+    /// Deletes `path`; durable once the directory is synced.
+    pub fn remove_file(&self, path: &Path) -> std::io::Result<()> {
+        let name = self.fault_name(path);
+        if let Some((layer, n)) = &name {
+            layer.admit(OpKind::Remove, n)?;
+        }
+        std::fs::remove_file(path)?;
+        if let Some((layer, n)) = &name {
+            layer.removed(n);
+        }
+        Ok(())
+    }
+
+    /// Reads a whole (small) file: CURRENT, a manifest, a WAL.
+    pub fn read_file(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        if let Some((layer, n)) = self.fault_name(path) {
+            layer.admit(OpKind::Open, &n)?;
+        }
+        std::fs::read(path)
+    }
+
+    /// Opens (creating it if missing, never truncating) a file that is
+    /// locked, not written: the LOCK file.
+    pub fn open_lock_file(&self, path: &Path) -> std::io::Result<File> {
+        let name = self.fault_name(path);
+        if let Some((layer, n)) = &name {
+            layer.admit(OpKind::Create, n)?;
+        }
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
+        if let Some((layer, n)) = &name {
+            // Opening an existing file changes nothing; a new one is a
+            // name to make durable.
+            layer.noted_open(n);
+        }
+        Ok(f)
     }
 }
 

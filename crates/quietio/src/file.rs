@@ -12,6 +12,7 @@ use std::time::Instant;
 use crate::aligned::{direct_io_align, note_direct_io, AlignedBuf};
 use crate::class::{EffectiveMode, IoClass};
 use crate::error::{Error, Result};
+use crate::fault::{FaultLayer, OpKind, Tracked, WriteVerdict};
 use crate::rate::RateLimiter;
 use crate::read_ahead::ReadAhead;
 use crate::stats::IoStats;
@@ -51,6 +52,11 @@ pub struct FileConfig {
     /// comes back through the real completion path.
     #[doc(hidden)]
     pub inject_write_fault_at: Option<u64>,
+    /// Tests only: the fault-injecting, crash-simulating layer every
+    /// operation on a file in its directory goes through (see
+    /// [`crate::fault`]).
+    #[doc(hidden)]
+    pub fault: Option<Arc<FaultLayer>>,
 }
 
 impl FileConfig {
@@ -83,6 +89,13 @@ impl FileConfig {
         }
     }
 
+    /// The layer's handle on `path` when a layer is installed and `path`
+    /// is in its directory: the file's name.
+    pub(crate) fn fault_name(&self, path: &Path) -> Option<(Arc<FaultLayer>, String)> {
+        let layer = self.fault.as_ref()?;
+        layer.name_of(path).map(|n| (layer.clone(), n))
+    }
+
     pub(crate) fn throttle(&self, bytes: usize) {
         if let Some(l) = &self.limiter {
             let waited = l.request(bytes as u64);
@@ -104,10 +117,17 @@ fn open_flags(mode: EffectiveMode) -> i32 {
 
 /// Opens `path` read-only with the flags of `mode`; returns it and its length.
 fn open_for_reading(path: &Path, cfg: &FileConfig, mode: EffectiveMode) -> Result<(File, u64)> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(open_flags(mode))
-        .open(path)
+    let admitted = match cfg.fault_name(path) {
+        Some((layer, name)) => layer.admit(OpKind::Open, &name),
+        None => Ok(()),
+    };
+    let file = admitted
+        .and_then(|()| {
+            OpenOptions::new()
+                .read(true)
+                .custom_flags(open_flags(mode))
+                .open(path)
+        })
         .map_err(|e| {
             Error::io(
                 e,
@@ -160,6 +180,8 @@ pub struct SeqWriter {
     /// disk (and durable after `sync`), so a later failed write never cuts
     /// the file below it, even when it was the rewrite of their last block.
     flushed_len: u64,
+    /// The fault layer's handle on this file (tests only).
+    tracked: Option<Tracked>,
     /// Write-behind of a table file: the file is allocated ahead of the
     /// writes (see `preallocate`).
     preallocating: bool,
@@ -191,12 +213,20 @@ impl SeqWriter {
             .with_file(path));
         }
         let buf = cfg.buffer(size).map_err(|e| e.with_file(path))?;
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .custom_flags(open_flags(cfg.mode))
-            .open(path)
+        let fault = cfg.fault_name(path);
+        let admitted = match &fault {
+            Some((layer, name)) => layer.admit(OpKind::Create, name),
+            None => Ok(()),
+        };
+        let file = admitted
+            .and_then(|()| {
+                OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .custom_flags(open_flags(cfg.mode))
+                    .open(path)
+            })
             .map_err(|e| {
                 Error::io(
                     e,
@@ -204,8 +234,9 @@ impl SeqWriter {
                 )
                 .with_file(path)
             })?;
+        let tracked = fault.map(|(layer, name)| layer.created(&name, true));
         let behind = if cfg.uses_uring() {
-            match WriteBehind::new(cfg.io_depth) {
+            match WriteBehind::new(cfg.io_depth, tracked.clone()) {
                 Ok(wb) => Some(wb),
                 Err(e) => {
                     // A ring can fail where the probe's worked (memory,
@@ -230,6 +261,7 @@ impl SeqWriter {
             cfg,
             buf,
             behind,
+            tracked,
             failed_at: None,
             flushed_len: 0,
             preallocating,
@@ -374,7 +406,7 @@ impl SeqWriter {
             cut = cut.min(wb.failed_at().unwrap_or(u64::MAX));
         }
         let cut = cut.max(self.flushed_len);
-        if let Err(e) = sys::ftruncate(self.file.as_raw_fd(), cut) {
+        if let Err(e) = self.truncate(cut) {
             log::warn!(
                 "quietio: cannot cut {} back to {cut} bytes after a failed write: {e}",
                 self.path.display()
@@ -385,10 +417,30 @@ impl SeqWriter {
         err
     }
 
+    /// `ftruncate`, through the fault layer when there is one.
+    fn truncate(&self, len: u64) -> std::io::Result<()> {
+        if let Some(t) = &self.tracked {
+            t.admit(OpKind::Truncate)?;
+        }
+        sys::ftruncate(self.file.as_raw_fd(), len)?;
+        if let Some(t) = &self.tracked {
+            t.set_len(len);
+        }
+        Ok(())
+    }
+
     fn fdatasync(&mut self) -> Result<()> {
         let t = Instant::now();
-        sys::fdatasync(self.file.as_raw_fd())
-            .map_err(|e| io_err(&self.path, self.len(), "fdatasync failed", e))?;
+        let synced = match &self.tracked {
+            Some(tr) => tr
+                .before_sync()
+                .and_then(|()| sys::fdatasync(self.file.as_raw_fd())),
+            None => sys::fdatasync(self.file.as_raw_fd()),
+        };
+        if let Some(tr) = &self.tracked {
+            tr.synced(synced.is_ok());
+        }
+        synced.map_err(|e| io_err(&self.path, self.len(), "fdatasync failed", e))?;
         self.cfg.stats.record_sync(self.cfg.class, t.elapsed());
         Ok(())
     }
@@ -402,11 +454,18 @@ impl SeqWriter {
         let padded = self.buf.padded();
         let n = padded.len();
         self.cfg.throttle(n);
-        if let Err(e) = write_fully(&self.file, &self.path, &self.cfg, padded, self.pos) {
+        if let Err(e) = write_fully(
+            &self.file,
+            &self.path,
+            &self.cfg,
+            self.tracked.as_ref(),
+            padded,
+            self.pos,
+        ) {
             return Err(self.fail_file(e));
         }
         self.cfg.stats.record_write(self.cfg.class, n, t.elapsed());
-        sys::ftruncate(self.file.as_raw_fd(), len)
+        self.truncate(len)
             .map_err(|e| io_err(&self.path, len, "ftruncate to the true length failed", e))?;
         self.preallocated_to = self.preallocated_to.min(len);
         Ok(())
@@ -424,6 +483,7 @@ impl SeqWriter {
             &self.file,
             &self.path,
             &self.cfg,
+            self.tracked.as_ref(),
             &self.buf.as_slice()[..n],
             sent,
         ) {
@@ -466,8 +526,19 @@ impl SeqWriter {
         // trimmed before the file is synced.
         let end = upto + PREALLOCATE_STEP;
         let from = self.preallocated_to;
-        match sys::fallocate(self.file.as_raw_fd(), from, end - from) {
-            Ok(()) => self.preallocated_to = end,
+        let allocated = match &self.tracked {
+            Some(t) => t
+                .admit(OpKind::Fallocate)
+                .and_then(|()| sys::fallocate(self.file.as_raw_fd(), from, end - from)),
+            None => sys::fallocate(self.file.as_raw_fd(), from, end - from),
+        };
+        match allocated {
+            Ok(()) => {
+                if let Some(t) = &self.tracked {
+                    t.extended(end);
+                }
+                self.preallocated_to = end
+            }
             Err(e) => {
                 log::debug!(
                     "quietio: cannot preallocate {} ({e}); appending instead",
@@ -483,7 +554,7 @@ impl SeqWriter {
     fn trim_preallocation(&mut self) -> Result<()> {
         let len = self.len();
         if self.preallocated_to > len {
-            sys::ftruncate(self.file.as_raw_fd(), len)
+            self.truncate(len)
                 .map_err(|e| io_err(&self.path, len, "ftruncate to the true length failed", e))?;
             self.preallocated_to = len;
         }
@@ -537,11 +608,15 @@ impl SeqWriter {
 }
 
 /// Writes all of `data` at `offset`, retrying short writes. In direct mode a
-/// short write is resumed from the last aligned boundary it reached.
+/// short write is resumed from the last aligned boundary it reached. With
+/// a fault layer (`tracked`), each write system call is first offered to
+/// it (which may fail it or cut it short) and what was written is
+/// recorded in its shadow model.
 pub(crate) fn write_fully(
     file: &File,
     path: &Path,
     cfg: &FileConfig,
+    tracked: Option<&Tracked>,
     data: &[u8],
     offset: u64,
 ) -> Result<()> {
@@ -559,11 +634,32 @@ pub(crate) fn write_fully(
         } else {
             &data[done..]
         };
-        let r = match cfg.mode {
+        let rest = match tracked.map(|t| t.write_verdict(rest.len())) {
+            None | Some(WriteVerdict::Full) => Ok(rest),
+            Some(WriteVerdict::Short(n)) => {
+                // A direct transfer stops on an aligned boundary.
+                let n = if cfg.is_direct() {
+                    n / align * align
+                } else {
+                    n
+                };
+                if n == 0 {
+                    Err(std::io::Error::from_raw_os_error(libc::ENOSPC))
+                } else {
+                    Ok(&rest[..n])
+                }
+            }
+            Some(WriteVerdict::Fail(errno)) => Err(std::io::Error::from_raw_os_error(errno)),
+        };
+        let r = rest.and_then(|rest| match cfg.mode {
             EffectiveMode::DontCache => sys::pwritev2(fd, rest, at, sys::RWF_DONTCACHE),
             _ => sys::pwrite(fd, rest, at),
-        };
+        });
         let n = r.map_err(|e| io_err(path, at, &format!("write failed ({} mode)", cfg.mode), e))?;
+        if let Some(t) = tracked {
+            // `rest` may be a bounce copy; the bytes are the same.
+            t.wrote(at, &data[done..done + n]);
+        }
         if n == 0 {
             return Err(io_err(
                 path,

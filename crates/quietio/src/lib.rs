@@ -16,6 +16,7 @@ pub mod class;
 pub mod device;
 pub mod env;
 pub mod error;
+pub mod fault;
 pub mod file;
 pub mod memlimit;
 pub mod probe;

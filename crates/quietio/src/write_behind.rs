@@ -14,6 +14,7 @@ use std::time::Instant;
 
 use crate::aligned::{note_direct_io, AlignedBuf};
 use crate::error::{Error, Result};
+use crate::fault::{Tracked, WriteVerdict};
 use crate::file::{io_err, write_fully, FileConfig};
 use crate::uring::Ring;
 
@@ -23,12 +24,17 @@ struct Pending {
     offset: u64,
     len: usize,
     started: Instant,
+    /// A fault the layer injects into this write: the completion's result
+    /// is replaced by it (`-errno`, or a short length).
+    injected: Option<i32>,
 }
 
 /// The first write that failed: its offset and what happened.
 struct Failure {
     offset: u64,
     message: String,
+    /// The write's errno, so a full disk stays recognisable as one.
+    errno: Option<i32>,
 }
 
 pub(crate) struct WriteBehind {
@@ -44,10 +50,12 @@ pub(crate) struct WriteBehind {
     /// The ring itself broke (waiting for completions failed): buffers still
     /// in flight can never be known to be free, so they are leaked.
     ring_broken: bool,
+    /// The fault layer's handle on the file (tests only).
+    tracked: Option<Tracked>,
 }
 
 impl WriteBehind {
-    pub(crate) fn new(depth: usize) -> std::io::Result<WriteBehind> {
+    pub(crate) fn new(depth: usize, tracked: Option<Tracked>) -> std::io::Result<WriteBehind> {
         let depth = depth.max(1);
         Ok(WriteBehind {
             ring: Ring::new(depth)?,
@@ -58,6 +66,7 @@ impl WriteBehind {
             allocated: 1,
             failure: None,
             ring_broken: false,
+            tracked,
         })
     }
 
@@ -118,11 +127,20 @@ impl WriteBehind {
         let ptr = buf.full().as_ptr();
         note_direct_io(ptr, len, cfg.align());
         cfg.throttle(len);
+        // The write is submitted whatever the layer says; its verdict
+        // replaces the completion's result, so the error takes the path a
+        // kernel error takes.
+        let injected = match self.tracked.as_ref().map(|t| t.write_verdict(len)) {
+            None | Some(WriteVerdict::Full) => None,
+            Some(WriteVerdict::Short(n)) => Some((n / cfg.align() * cfg.align()) as i32),
+            Some(WriteVerdict::Fail(errno)) => Some(-errno),
+        };
         self.slots[slot] = Some(Pending {
             buf,
             offset,
             len,
             started: Instant::now(),
+            injected,
         });
         let before = self.ring.in_flight();
         // SAFETY: the buffer lives in `self.slots[slot]` until the
@@ -165,8 +183,14 @@ impl WriteBehind {
         match &self.failure {
             None => Ok(()),
             Some(f) => Err(Error::io(
-                std::io::Error::other(f.message.clone()),
-                "a write of this file failed; the file is incomplete",
+                f.errno.map_or_else(
+                    || std::io::Error::other(f.message.clone()),
+                    std::io::Error::from_raw_os_error,
+                ),
+                format!(
+                    "a write of this file failed; the file is incomplete: {}",
+                    f.message
+                ),
             )
             .with_file(path)
             .with_offset(f.offset)),
@@ -179,7 +203,8 @@ impl WriteBehind {
             _ => {
                 self.failure = Some(Failure {
                     offset,
-                    message: err.to_string(),
+                    message: err.message().to_string(),
+                    errno: err.os_error().and_then(std::io::Error::raw_os_error),
                 })
             }
         }
@@ -205,6 +230,17 @@ impl WriteBehind {
             )
             .with_file(path));
         };
+        let res = match p.injected {
+            // A short transfer of nothing is a full disk.
+            Some(0) => -libc::ENOSPC,
+            Some(forced) if res >= 0 => forced.min(res),
+            _ => res,
+        };
+        if res > 0 {
+            if let Some(t) = &self.tracked {
+                t.wrote(p.offset, &p.buf.full()[..res as usize]);
+            }
+        }
         let mut result = Ok(());
         if res < 0 {
             let e = std::io::Error::from_raw_os_error(-res);
@@ -223,6 +259,7 @@ impl WriteBehind {
                 file,
                 path,
                 cfg,
+                self.tracked.as_ref(),
                 &p.buf.full()[done..p.len],
                 p.offset + done as u64,
             );
@@ -287,7 +324,7 @@ mod tests {
         let path = d.path().join("wb");
         let file = std::fs::File::create(&path).unwrap();
         let depth = 2;
-        let mut wb = WriteBehind::new(depth).unwrap();
+        let mut wb = WriteBehind::new(depth, None).unwrap();
         // The writer's own first buffer.
         let mut buf = cfg.buffer(8192).unwrap();
         // Every buffer stays alive, so distinct addresses are distinct buffers.

@@ -87,9 +87,9 @@ pub fn inspect(dir: &Path) -> Result<Creation> {
 
 /// Deletes what [`inspect`] reported as left over (a file already gone is
 /// fine).
-pub(crate) fn remove_leftovers(leftovers: &[PathBuf]) -> Result<()> {
+pub(crate) fn remove_leftovers(env: &quietio::IoEnv, leftovers: &[PathBuf]) -> Result<()> {
     for path in leftovers {
-        match fs::remove_file(path) {
+        match env.remove_file(path) {
             Ok(()) => {}
             Err(e) if e.kind() == IoErrorKind::NotFound => {}
             Err(e) => {

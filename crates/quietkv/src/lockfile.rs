@@ -30,6 +30,17 @@ pub(crate) fn lock_exclusive(dir: &Path) -> Result<DirLock> {
     take(f, LockKind::Exclusive, dir, &path)
 }
 
+/// [`lock_exclusive`] of the environment's directory, the LOCK file opened
+/// through the environment (so a test's fault layer sees it).
+pub(crate) fn lock_exclusive_in(env: &quietio::IoEnv) -> Result<DirLock> {
+    let dir = env.dir();
+    let path = dir.join(LOCK);
+    let f = env
+        .open_lock_file(&path)
+        .map_err(|e| Error::io(e, "cannot open the lock file").with_file(&path))?;
+    take(f, LockKind::Exclusive, dir, &path)
+}
+
 /// Takes the lock shared, without creating or writing anything: `None`
 /// when there is no LOCK file (no process can hold it then). Busy if a
 /// writer holds it.

@@ -112,6 +112,11 @@ pub struct Options {
     /// compressed and plain records alike, so this may change between
     /// runs. Default none.
     pub wal_compression: Compression,
+    /// Tests only: a fault-injecting, crash-simulating layer every file
+    /// operation of the database goes through (see `quietio::fault`).
+    /// `None` (the default) costs nothing.
+    #[doc(hidden)]
+    pub fault_layer: Option<std::sync::Arc<quietio::fault::FaultLayer>>,
 }
 
 impl Default for Options {
@@ -148,6 +153,7 @@ impl Default for Options {
             max_manifest_size: 4 << 20,
             wal_sync: WalSync::None,
             wal_compression: Compression::None,
+            fault_layer: None,
         }
     }
 }

@@ -119,7 +119,8 @@ fn flush_one(inner: &Arc<Inner>) {
     );
     let mut st = inner.state.lock();
     st.flushing = false;
-    st.pending_outputs.remove(&number);
+    // Written: whatever the install does, the table stays (see below).
+    let installing = written.is_ok();
     let result = written.and_then(|meta| {
         let mut edit = VersionEdit::new();
         let bytes = meta.as_ref().map_or(0, |m| m.size);
@@ -137,8 +138,15 @@ fn flush_one(inner: &Arc<Inner>) {
         inner.counters.record_flush(bytes, t.elapsed(), cpu);
         Ok(())
     });
+    // A failed write removed its own file (`write_l0`). A failed install
+    // may still have put the edit in the manifest (the write went through,
+    // the sync failed), so the table is kept, and kept out of reach of
+    // obsolete-file deletion, until a reopen reads the manifest and either
+    // uses it or deletes it as an orphan.
+    if result.is_ok() || !installing {
+        st.pending_outputs.remove(&number);
+    }
     if let Err(e) = result {
-        let _ = std::fs::remove_file(table_path(&inner.dir, number));
         inner.set_bg_error(&mut st, &e);
     }
     inner.done_cv.notify_all();
@@ -156,8 +164,12 @@ fn compact(inner: &Arc<Inner>, job: CompactionJob) -> Result<()> {
             let mut st = inner.state.lock();
             let numbers: Vec<u64> = outputs.iter().map(|m| m.number).collect();
             let r = inner.install(&mut st, job.edit_for_outputs(outputs));
-            for n in numbers {
-                st.pending_outputs.remove(&n);
+            // After a failed install the edit may be in the manifest all the
+            // same: the outputs stay protected until a reopen decides.
+            if r.is_ok() {
+                for n in numbers {
+                    st.pending_outputs.remove(&n);
+                }
             }
             if r.is_ok() {
                 let cpu = quietio::sys::thread_cpu_time().saturating_sub(cpu0);
@@ -311,7 +323,7 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
             st.pending_outputs.remove(&n);
             // Warming may have opened it through the table cache.
             inner.table_cache.evict(n);
-            let _ = std::fs::remove_file(table_path(&inner.dir, n));
+            let _ = inner.env.remove_file(&table_path(&inner.dir, n));
         }
         return Err(e);
     }

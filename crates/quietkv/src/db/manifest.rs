@@ -73,16 +73,16 @@ pub(crate) fn write_new(
         Ok(w)
     })();
     if result.is_err() {
-        let _ = std::fs::remove_file(&path);
+        let _ = env.remove_file(&path);
     }
     result
 }
 
 /// Whether CURRENT (as the file system shows it now, durable or not) names
 /// manifest `number`.
-fn current_names(dir: &Path, number: u64) -> bool {
-    std::fs::read_to_string(dir.join(crate::filenames::CURRENT))
-        .is_ok_and(|c| c.trim_end_matches('\n') == manifest_name(number))
+fn current_names(env: &IoEnv, dir: &Path, number: u64) -> bool {
+    env.read_file(&dir.join(crate::filenames::CURRENT))
+        .is_ok_and(|c| c.strip_suffix(b"\n").unwrap_or(&c) == manifest_name(number).as_bytes())
 }
 
 /// The size past which the manifest is rotated: the option, or twice the
@@ -133,7 +133,7 @@ pub(crate) fn maybe_rotate(inner: &Inner, st: &mut State) {
         }
     };
     if let Err(e) = set_current(&inner.env, &inner.dir, number) {
-        if current_names(&inner.dir, st.manifest_number) {
+        if current_names(&inner.env, &inner.dir, st.manifest_number) {
             // The rename did not happen: the old manifest is still in
             // charge, and stays so after a crash.
             log::warn!(
@@ -141,7 +141,9 @@ pub(crate) fn maybe_rotate(inner: &Inner, st: &mut State) {
                 inner.dir.display(),
                 st.manifest_number
             );
-            let _ = std::fs::remove_file(inner.dir.join(manifest_name(number)));
+            let _ = inner
+                .env
+                .remove_file(&inner.dir.join(manifest_name(number)));
             return;
         }
         // The rename happened (or CURRENT cannot be read) but may not be

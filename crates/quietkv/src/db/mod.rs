@@ -514,7 +514,7 @@ impl Inner {
                 if let FileKind::Table(n) = kind {
                     self.table_cache.evict(n);
                 }
-                if let Err(e) = std::fs::remove_file(entry.path()) {
+                if let Err(e) = self.env.remove_file(&entry.path()) {
                     log::warn!(
                         "quietkv: cannot delete obsolete {}: {e}",
                         entry.path().display()

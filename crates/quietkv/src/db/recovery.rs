@@ -42,9 +42,10 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
         fs::create_dir_all(dir)
             .map_err(|e| Error::io(e, "cannot create database directory").with_file(dir))?;
     }
-    let env = Arc::new(IoEnv::open(dir, opts.io_options())?);
+    let env =
+        Arc::new(IoEnv::open(dir, opts.io_options())?.with_fault_layer(opts.fault_layer.clone()));
     let dir = env.dir().to_path_buf();
-    let lock = crate::lockfile::lock_exclusive(&dir)?;
+    let lock = crate::lockfile::lock_exclusive_in(&env)?;
 
     let current = dir.join(CURRENT);
     let recovered = if current.exists() {
@@ -53,7 +54,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
                 Error::invalid("database already exists (error_if_exists is on)").with_file(&dir),
             );
         }
-        read_manifest(&dir)?
+        read_manifest(&env, &dir)?
     } else {
         // Never create a new database over the remains of an old one (its
         // tables would be garbage to the new manifest and deleted): only
@@ -82,7 +83,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
                 dir.display(),
                 leftovers.len()
             );
-            creation::remove_leftovers(&leftovers)?;
+            creation::remove_leftovers(&env, &leftovers)?;
             env.sync_dir()?;
         }
         Recovered {
@@ -101,7 +102,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
         .max(2)
         .max(wals.last().map_or(0, |n| n + 1));
     let mut edit = VersionEdit::new();
-    let replayed = replay_wals(&dir, &recovered, &wals, opts.memtable_size, |mem| {
+    let replayed = replay_wals(&env, &dir, &recovered, &wals, opts.memtable_size, |mem| {
         let number = next_file;
         next_file += 1;
         if let Some(meta) = write_l0(&env, &dir, &opts, &mem, number, recovered.db_id)? {
@@ -183,13 +184,16 @@ pub(crate) fn open_read_only(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
         });
     }
     let lock = crate::lockfile::lock_shared(dir)?;
-    let env = Arc::new(IoEnv::open_read_only(dir, &current, opts.io_options())?);
+    let env = Arc::new(
+        IoEnv::open_read_only(dir, &current, opts.io_options())?
+            .with_fault_layer(opts.fault_layer.clone()),
+    );
     let dir = env.dir().to_path_buf();
-    let recovered = read_manifest(&dir)?;
+    let recovered = read_manifest(&env, &dir)?;
     check_tables_present(&dir, &recovered.version)?;
     let wals = wals_to_replay(&dir, &recovered)?;
     let mut frozen = Vec::new();
-    let replayed = replay_wals(&dir, &recovered, &wals, opts.memtable_size, |mem| {
+    let replayed = replay_wals(&env, &dir, &recovered, &wals, opts.memtable_size, |mem| {
         frozen.push(mem);
         Ok(())
     })?;
@@ -263,6 +267,7 @@ fn wals_to_replay(dir: &Path, recovered: &Recovered) -> Result<Vec<u64>> {
 /// about it (sealed ones strictly to their length). Each memtable that reaches `memtable_size` is handed
 /// to `full` and a new one started.
 fn replay_wals(
+    env: &IoEnv,
     dir: &Path,
     recovered: &Recovered,
     wals: &[u64],
@@ -273,7 +278,9 @@ fn replay_wals(
     let mut mem = Arc::new(Memtable::new());
     for &n in wals {
         let path = wal_path(dir, n);
-        let data = fs::read(&path).map_err(|e| Error::io(e, "cannot read WAL").with_file(&path))?;
+        let data = env
+            .read_file(&path)
+            .map_err(|e| Error::io(e, "cannot read WAL").with_file(&path))?;
         let mut reader = LogReader::new(&path, &data);
         if let Some(len) = recovered.wals.sealed_len(n) {
             reader = reader.sealed_at(len);
@@ -449,9 +456,10 @@ pub(crate) struct Recovered {
 
 /// Replays the manifest named by CURRENT. A torn last record is an edit
 /// that was never installed; damage before it is corruption.
-fn read_manifest(dir: &Path) -> Result<Recovered> {
+fn read_manifest(env: &IoEnv, dir: &Path) -> Result<Recovered> {
     let current_path = dir.join(CURRENT);
-    let current = fs::read(&current_path)
+    let current = env
+        .read_file(&current_path)
         .map_err(|e| Error::io(e, "cannot read CURRENT").with_file(&current_path))?;
     // Damage, not an I/O error: CURRENT that is not a manifest's name, or
     // names one that is gone, is a database that lost its state.
@@ -464,7 +472,7 @@ fn read_manifest(dir: &Path) -> Result<Recovered> {
         );
     }
     let path = dir.join(name);
-    let data = match fs::read(&path) {
+    let data = match env.read_file(&path) {
         Ok(d) => d,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(Error::corruption(format!(
@@ -527,7 +535,7 @@ pub(crate) fn set_current(env: &IoEnv, dir: &Path, manifest_number: u64) -> Resu
     let mut w = env.create(&tmp, IoClass::Manifest)?;
     w.write_all(format!("{}\n", manifest_name(manifest_number)).as_bytes())?;
     w.finish(true)?;
-    fs::rename(&tmp, dir.join(CURRENT))
+    env.rename(&tmp, &dir.join(CURRENT))
         .map_err(|e| Error::io(e, "cannot install CURRENT").with_file(&tmp))?;
     env.sync_dir()?;
     Ok(())
@@ -572,7 +580,7 @@ pub(crate) fn write_l0(
         Ok(meta_from(number, &summary))
     })();
     if result.is_err() {
-        let _ = fs::remove_file(&path);
+        let _ = env.remove_file(&path);
     }
     result.map(Some)
 }

@@ -1,0 +1,196 @@
+//! Power cuts at every sync point. The workload runs once per access-mode
+//! combination with the fault layer under the engine; just before every
+//! file sync and directory sync the layer writes power-cut images (unsynced
+//! changes dropped; kept; and one random mix of kept, dropped and torn
+//! writes with a random prefix of the unsynced name changes). Each image is
+//! then opened with a clean environment and must hold every write
+//! acknowledged as synced (and all before it) and equal the model after a
+//! prefix of the writes issued, or be refused with a Corruption error
+//! naming a file. A SIGKILL test cannot show this: the page cache
+//! survives a kill, not a power cut.
+//!
+//! `QUIETKV_SIM_SEEDS=n` takes n random cuts per sync point instead of 1.
+
+mod sim;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use quietio::fault::{CutPolicy, FaultLayer, OpKind, SyncPoint};
+use sim::{check_dir, mode_sets, options_for, run, states, workload, Progress, Verdict};
+
+struct Cut {
+    dir: PathBuf,
+    point: String,
+    policy: CutPolicy,
+    lo: usize,
+    hi: usize,
+}
+
+fn policies(point: u64, seeds: u64) -> Vec<CutPolicy> {
+    let mut v = vec![CutPolicy::DropUnsynced, CutPolicy::KeepUnsynced];
+    v.extend((0..seeds).map(|s| CutPolicy::Random(point * 7919 + s)));
+    v
+}
+
+fn take_cuts(
+    layer: &FaultLayer,
+    root: &Path,
+    point: &str,
+    tag: u64,
+    progress: &Progress,
+    seeds: u64,
+) -> Vec<Cut> {
+    // Read `lo` before the image and `hi` after: a write acknowledged
+    // meanwhile is only less required, and none issued later can be in it.
+    let lo = progress.durable.load(Ordering::SeqCst);
+    let mut cuts = Vec::new();
+    for (i, policy) in policies(tag, seeds).into_iter().enumerate() {
+        let dir = root.join(format!("cut-{tag}-{i}"));
+        layer.power_cut_image(&dir, policy).unwrap();
+        cuts.push(Cut {
+            dir,
+            point: point.to_string(),
+            policy,
+            lo,
+            hi: 0,
+        });
+    }
+    let hi = progress.issued.load(Ordering::SeqCst);
+    for c in &mut cuts {
+        c.hi = hi;
+    }
+    cuts
+}
+
+#[test]
+fn every_sync_point_of_the_workload_survives_a_power_cut_in_every_mode() {
+    let seeds: u64 = std::env::var("QUIETKV_SIM_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let steps = workload();
+    let model = states(&steps);
+    let mut violations = Vec::new();
+    let mut summary = Vec::new();
+    for set in mode_sets(root.path()) {
+        let db_dir = root.path().join(set.name).join("db");
+        let images = root.path().join(set.name).join("images");
+        std::fs::create_dir_all(&images).unwrap();
+        let layer = FaultLayer::new(&db_dir).unwrap();
+        let progress = Arc::new(Progress::default());
+        let cuts: Arc<Mutex<Vec<Cut>>> = Arc::default();
+        let kinds: Arc<Mutex<std::collections::BTreeSet<String>>> = Arc::default();
+        {
+            let (progress, cuts, kinds, images) = (
+                progress.clone(),
+                cuts.clone(),
+                kinds.clone(),
+                images.clone(),
+            );
+            layer.set_sync_hook(Some(Arc::new(move |l: &FaultLayer, p: &SyncPoint| {
+                let what = match p.kind {
+                    OpKind::DirSync => "dir".to_string(),
+                    _ => file_class(&p.name).to_string(),
+                };
+                kinds.lock().unwrap().insert(what.clone());
+                let name = format!("#{} {} {}", p.index, p.kind, p.name);
+                let c = take_cuts(l, &images, &name, p.index, &progress, seeds);
+                cuts.lock().unwrap().extend(c);
+            })));
+        }
+        let mut opts = options_for(&set);
+        opts.fault_layer = Some(layer.clone());
+        let end = run(&db_dir, &opts, &steps, &progress);
+        assert!(end.error.is_none(), "{}: {:?}", set.name, end.error);
+        layer.set_sync_hook(None);
+        let points = layer.sync_points();
+        // And the state after the clean close: everything acknowledged.
+        let last = take_cuts(&layer, &images, "after close", points, &progress, seeds);
+        cuts.lock().unwrap().extend(last);
+
+        let kinds = kinds.lock().unwrap().clone();
+        for want in ["wal", "manifest", "table", "current", "dir"] {
+            assert!(
+                kinds.contains(want),
+                "{}: no sync point of a {want}: {kinds:?}",
+                set.name
+            );
+        }
+        let cuts = std::mem::take(&mut *cuts.lock().unwrap());
+        let (mut prefixes, mut refused) = (0, 0);
+        for c in &cuts {
+            match check_dir(&c.dir, &model, c.lo, c.hi) {
+                Ok(Verdict::Prefix(_)) => prefixes += 1,
+                Ok(Verdict::Corruption(e)) => {
+                    refused += 1;
+                    eprintln!("{}: {} {:?}: refused: {e}", set.name, c.point, c.policy);
+                    // An in-order cut (everything unsynced lost, or all of
+                    // it kept) must always open. Known limitation: a
+                    // reordered cut of the live WAL's unsynced tail (a
+                    // later sector on disk, an earlier one not) is refused,
+                    // since the WAL does not record how much of it was
+                    // synced.
+                    if !matches!(c.policy, CutPolicy::Random(_)) {
+                        violations.push(format!(
+                            "{}: cut before {} ({:?}) refused: {e}",
+                            set.name, c.point, c.policy
+                        ));
+                    }
+                }
+                Err(v) => violations.push(format!(
+                    "{}: cut before {} ({:?}, writes {}..={}): {v} [image {}]",
+                    set.name,
+                    c.point,
+                    c.policy,
+                    c.lo,
+                    c.hi,
+                    c.dir.display()
+                )),
+            }
+            if violations.is_empty() {
+                let _ = std::fs::remove_dir_all(&c.dir);
+            }
+        }
+        let line = format!(
+            "{}: {} sync points, {} images checked: {} a valid prefix, {} refused as corruption; sync points by file: {:?}",
+            set.name,
+            points,
+            cuts.len(),
+            prefixes,
+            refused,
+            kinds
+        );
+        eprintln!("{line}");
+        summary.push(line);
+    }
+    for s in &summary {
+        println!("{s}");
+    }
+    if !violations.is_empty() {
+        // Keep the images for a look.
+        let kept = root.keep();
+        panic!(
+            "{} violations (images kept under {}):\n{}",
+            violations.len(),
+            kept.display(),
+            violations[..violations.len().min(30)].join("\n")
+        );
+    }
+}
+
+fn file_class(name: &str) -> &'static str {
+    if name.ends_with(".log") {
+        "wal"
+    } else if name.ends_with(".sst") {
+        "table"
+    } else if name.starts_with("MANIFEST") {
+        "manifest"
+    } else if name.starts_with("CURRENT") {
+        "current"
+    } else {
+        "other"
+    }
+}
