@@ -503,8 +503,13 @@ pub fn render_markdown(r: &Report) -> String {
                 out.push_str(&format!("- {n}\n"));
             }
         }
+        let latency = if e.params["load"]["kind"] == "closed" {
+            "Closed loop: latency is each read's service time (nothing is scheduled)"
+        } else {
+            "Latency is measured from each read's scheduled time (open loop, coordinated omission corrected)"
+        };
         out.push_str(&format!(
-            "\nLatency is measured from each read's scheduled time (open loop, coordinated omission corrected); \
+            "\n{latency}; \
              cells with repeats show median (min..max). Plots: `{0}-percentiles.png`, `{0}-p99-over-time.png`.\n",
             e.id.to_lowercase()
         ));

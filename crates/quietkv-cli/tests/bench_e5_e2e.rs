@@ -62,6 +62,8 @@ fn e5_tiny_run_reports_every_mode_and_load() {
         "**CPU system, % of all CPUs**",
         "## Verdict",
         "E5-closed2: direct:",
+        "Closed loop: latency is each read's service time",
+        "Latency is measured from each read's scheduled time",
     ] {
         assert!(md.contains(s), "report.md lacks {s:?}:\n{md}");
     }
