@@ -201,7 +201,15 @@ pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String>
     );
     // No engine runs here: the streams use quietio's access modes per
     // class, as quietkv's configuration of the same name sets them.
-    let EngineMode::Quietkv(modes) = &spec.mode;
+    // Irrefutable when no peer engine is built.
+    #[allow(irrefutable_let_patterns)]
+    let EngineMode::Quietkv(modes) = &spec.mode
+    else {
+        return Err(format!(
+            "E0 has no engine: mode {} is not one of quietio's access modes",
+            spec.name
+        ));
+    };
     let umode = modes.access(IoClass::UserRead);
     let hot = env
         .open_random_with_mode(&dir.join(HOT), IoClass::UserRead, umode)

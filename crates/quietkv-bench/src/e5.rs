@@ -450,7 +450,12 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
                     return Err("interrupted; cgroups and scratch files removed".into());
                 }
                 let t = Instant::now();
-                crate::source::copy_to(&src_dir, &manifest, &run_db)?;
+                crate::source::copy_to(
+                    &src_dir,
+                    &manifest,
+                    &run_db,
+                    &QuietkvEngine::immutable_file,
+                )?;
                 let spec = WorkerSpec {
                     experiment: "E5".into(),
                     mode: modes[mi].clone(),

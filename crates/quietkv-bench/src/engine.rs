@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::engines::{Batch, BenchEngine, Counters, EngineMode, QuietkvEngine, Tuning};
+use crate::engines::{dispatch, Batch, BenchEngine, Counters, Tuning};
 use crate::keys::{fill_value, is_value_of, key, KEY_SIZE};
 use crate::loadgen::{
     percentile_curve, run_open_loop, run_open_loop_until, LoadConfig, PhaseEnd, SplitMix64,
@@ -74,9 +74,7 @@ fn hit_delta(a: &Counters, b: &Counters) -> Option<(u64, u64)> {
 
 /// The worker of E1, E2 and E3, for the engine of `spec.mode`.
 pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String> {
-    match &spec.mode {
-        EngineMode::Quietkv(c) => run::<QuietkvEngine>(spec, c, stop),
-    }
+    dispatch!(&spec.mode, |c: E| run::<E>(spec, c, stop))
 }
 
 /// One run of E1 and E3 (compaction) or E2 (writer) with engine `E`.

@@ -48,6 +48,7 @@ pub mod engines;
 pub mod keys;
 pub mod loadgen;
 pub mod metrics;
+pub mod peers;
 pub mod plot;
 pub mod progress;
 pub mod report;
@@ -86,6 +87,14 @@ pub struct BenchArgs {
     /// buffered,direct,dontcache; throughput: buffered,direct).
     #[arg(long, value_delimiter = ',')]
     pub modes: Option<Vec<String>>,
+    /// Engines to run, comma-separated: quietkv, rocksdb, fjall (the peers
+    /// need the Cargo features of the same names). Each runs its default
+    /// configurations (quietkv: --modes or the default list; RocksDB: the
+    /// five of PR #14743; fjall: buffered) unless --modes names some as
+    /// `engine:config`. Modes are named `engine:config` when more than one
+    /// engine runs, and interleaved across engines. Default: quietkv.
+    #[arg(long, value_delimiter = ',')]
+    pub engines: Option<Vec<String>>,
     /// Preset sizes of E1/E2/E3 (PROTOCOL.md): quick (2 GiB db, 256 MiB
     /// cgroup, minutes) or full (8 GiB db, 1 GiB cgroup). Flags override.
     #[arg(long, default_value = "quick")]
@@ -310,6 +319,66 @@ pub(crate) fn parse_modes(names: &[String]) -> Result<Vec<EngineMode>, String> {
         .collect()
 }
 
+/// The modes of a run: without `--engines`, `--modes` (or
+/// `quietkv_default`) as given; with it, each listed engine's modes from
+/// `--modes` (`engine:config`; bare names are quietkv's) or else its
+/// defaults, merged round-robin across engines so that no engine's runs
+/// bunch together. An engine this binary lacks is an error saying which
+/// feature builds it.
+pub(crate) fn engine_modes(
+    args: &BenchArgs,
+    quietkv_default: &[&str],
+    rocksdb_default: &[&str],
+) -> Result<Vec<EngineMode>, String> {
+    let given = match &args.modes {
+        Some(m) => parse_modes(m)?,
+        None => Vec::new(),
+    };
+    let Some(engines) = &args.engines else {
+        if args.modes.is_none() {
+            if let Some(how) = engines::how_to_build_peers() {
+                crate::progress_line!("quietkv bench: {how}");
+            }
+            return parse_modes(
+                &quietkv_default
+                    .iter()
+                    .map(|m| m.to_string())
+                    .collect::<Vec<_>>(),
+            );
+        }
+        return Ok(given);
+    };
+    let engines: Vec<String> = engines
+        .iter()
+        .map(|e| e.trim().to_ascii_lowercase())
+        .filter(|e| !e.is_empty())
+        .collect();
+    if let Some(m) = given
+        .iter()
+        .find(|m| !engines.iter().any(|e| e == m.engine()))
+    {
+        return Err(format!(
+            "mode {}:{} names an engine not in --engines {}",
+            m.engine(),
+            m.config_name(),
+            engines.join(",")
+        ));
+    }
+    let mut per_engine = Vec::new();
+    for e in &engines {
+        let mine: Vec<EngineMode> = given.iter().filter(|m| m.engine() == e).cloned().collect();
+        per_engine.push(if mine.is_empty() {
+            EngineMode::defaults_of(e, quietkv_default, rocksdb_default)?
+        } else {
+            mine
+        });
+    }
+    let longest = per_engine.iter().map(Vec::len).max().unwrap_or(0);
+    Ok((0..longest)
+        .flat_map(|i| per_engine.iter().filter_map(move |v| v.get(i).cloned()))
+        .collect())
+}
+
 /// The header line of the user reads' load generator.
 pub(crate) fn readers_text(common: &CommonParams) -> String {
     let pool = if common.reader_threads > 1 {
@@ -356,6 +425,15 @@ pub fn run(mut args: BenchArgs) -> Result<(), String> {
     }
     if exps == ["E5"] {
         return e5::run(&args);
+    }
+    if exps.iter().any(|e| e == "E0")
+        && args
+            .engines
+            .iter()
+            .flatten()
+            .any(|e| !e.trim().eq_ignore_ascii_case("quietkv"))
+    {
+        return Err("E0 has no engine: --engines other than quietkv do not apply".into());
     }
     if exps == ["E0"] {
         args.modes.get_or_insert_with(|| {
@@ -658,7 +736,11 @@ pub fn write_outputs_with_verdict(
     tail: &str,
 ) -> Result<String, String> {
     write_outputs(report, out)?;
-    let verdict = verdict::verdict(&report.experiments);
+    let verdict = if report.experiments.iter().any(peers::is_multi_engine) {
+        peers::verdict(&report.experiments)
+    } else {
+        verdict::verdict(&report.experiments)
+    };
     let mut md = report::render_markdown(report);
     md.push_str(&format!("\n## Verdict\n\n{verdict}\n\n{tail}\n"));
     std::fs::write(out.join("report.md"), md).map_err(|e| e.to_string())?;
@@ -751,16 +833,32 @@ fn run_e4(args: &BenchArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// RocksDB's configurations in the engine experiments unless --modes
+/// names some: the five of PR #14743.
+pub(crate) const ROCKSDB_MODES: [&str; 5] = [
+    "buffered",
+    "write-direct",
+    "read-direct",
+    "both-direct",
+    "all-direct",
+];
+
 /// The engine throughput experiment (fill, random reads, compact_all per
-/// compaction mode); no cgroup: it measures the engine, not the cache.
+/// configuration, every engine of --engines); no cgroup: it measures the
+/// engine, not the cache.
 fn run_throughput(args: &BenchArgs) -> Result<(), String> {
-    let modes: Vec<QuietkvConfig> = args
-        .modes
-        .clone()
-        .unwrap_or_else(|| vec!["buffered".into(), "direct".into()])
-        .iter()
-        .map(|m| QuietkvConfig::parse_compaction_only(m))
-        .collect::<Result<_, _>>()?;
+    // quietkv's configurations set compaction alone (the rest `auto`).
+    let modes: Vec<EngineMode> =
+        engine_modes(args, &["buffered", "direct"], &["buffered", "both-direct"])?
+            .into_iter()
+            .map(|m| match m {
+                EngineMode::Quietkv(c) => {
+                    QuietkvConfig::parse_compaction_only(&c.name).map(EngineMode::Quietkv)
+                }
+                #[allow(unreachable_patterns)]
+                other => Ok(other),
+            })
+            .collect::<Result<_, _>>()?;
     let base = match &args.dir {
         Some(d) => d.clone(),
         None => std::env::current_dir().map_err(|e| e.to_string())?,
@@ -770,23 +868,43 @@ fn run_throughput(args: &BenchArgs) -> Result<(), String> {
         keys: args.keys,
         value_size: args.value_size,
         reads: args.point_reads,
-        modes,
+        modes: report_names(&modes),
         repeats: args.repeats,
         dir: scratch.0.clone(),
     };
     if params.keys == 0 || params.value_size < 8 || params.repeats == 0 {
         return Err("--keys and --repeats must be positive and --value-size at least 8".into());
     }
+    if modes.is_empty() {
+        return Err("no modes given".into());
+    }
     let out = args
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("bench-results").join(timestamp()));
     std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    std::fs::create_dir_all(&params.dir)
+        .map_err(|e| format!("cannot create {}: {e}", params.dir.display()))?;
     let progress = |msg: &str| crate::progress_line!("[throughput] {msg}");
-    let runs = throughput::run::<engines::QuietkvEngine>(&params, &progress)?;
+    // Interleaved (A B C, B C A, ...): the order rotates each round as in
+    // the engine experiments.
+    let mut runs = Vec::new();
+    for r in 0..params.repeats {
+        for i in 0..modes.len() {
+            let mi = (i + r as usize) % modes.len();
+            let name = &params.modes[mi];
+            runs.push(engines::dispatch!(&modes[mi], |c: E| {
+                throughput::run_one::<E>(&params, c, name, r, &progress)
+            })?);
+        }
+    }
     let mach = machine(&scratch.0);
+    let engines_line = match engines::how_to_build_peers() {
+        Some(how) if engine_count(&modes) == 1 => format!("\nEngines: quietkv ({how})\n"),
+        _ => String::new(),
+    };
     let header = format!(
-        "# quietkv engine throughput\n\nMachine: {}\n",
+        "# quietkv engine throughput\n\nMachine: {}\n{engines_line}",
         serde_json::to_string(&mach).unwrap_or_default()
     );
     let md = throughput::markdown(&params, &runs, &header);
@@ -795,6 +913,7 @@ fn run_throughput(args: &BenchArgs) -> Result<(), String> {
     let json = serde_json::json!({
         "machine": mach,
         "experiment": "throughput",
+        "modes": params.modes.iter().map(|n| serde_json::json!({"name": n})).collect::<Vec<_>>(),
         "runs": runs,
         "same_work": same_work,
     });
@@ -830,6 +949,81 @@ mod tests {
             ["warm_compaction_output on"]
         );
         assert!(parse_modes(&["quietkv:turbo".into()]).is_err());
+    }
+
+    fn args(cli: &[&str]) -> BenchArgs {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            bench: BenchArgs,
+        }
+        let mut v = vec!["bench"];
+        v.extend_from_slice(cli);
+        Cli::parse_from(v).bench
+    }
+
+    #[test]
+    fn engines_select_modes_and_interleave_them() {
+        let names = |a: &[&str]| -> Result<Vec<String>, String> {
+            let m = engine_modes(&args(a), &["buffered", "auto"], &ROCKSDB_MODES)?;
+            Ok(report_names(&m))
+        };
+        // No --engines: quietkv's modes as before, bare names.
+        assert_eq!(names(&[]).unwrap(), ["buffered", "auto"]);
+        assert_eq!(names(&["--modes", "dontcache"]).unwrap(), ["dontcache"]);
+        assert_eq!(
+            names(&["--engines", "quietkv", "--modes", "direct,auto"]).unwrap(),
+            ["direct", "auto"]
+        );
+        // A mode of an engine left out of --engines is refused.
+        let e = names(&["--engines", "quietkv", "--modes", "fjall:buffered"]).unwrap_err();
+        assert!(e.contains("not in --engines"), "{e}");
+        #[cfg(not(feature = "rocksdb"))]
+        {
+            let e = names(&["--engines", "quietkv,rocksdb"]).unwrap_err();
+            assert!(e.contains("--features rocksdb"), "{e}");
+        }
+        #[cfg(feature = "fjall")]
+        {
+            // Round-robin across engines; --modes' bare names are quietkv's.
+            assert_eq!(
+                names(&[
+                    "--engines",
+                    "quietkv,fjall",
+                    "--modes",
+                    "buffered,both-direct,auto"
+                ])
+                .unwrap(),
+                [
+                    "quietkv:buffered",
+                    "fjall:buffered",
+                    "quietkv:both-direct",
+                    "quietkv:auto"
+                ]
+            );
+            assert_eq!(
+                names(&["--engines", "fjall,quietkv"]).unwrap(),
+                ["fjall:buffered", "quietkv:buffered", "quietkv:auto"]
+            );
+        }
+        #[cfg(feature = "rocksdb")]
+        {
+            let all = names(&["--engines", "rocksdb"]).unwrap();
+            assert_eq!(all, ROCKSDB_MODES);
+        }
+    }
+
+    #[test]
+    fn a_quietkv_only_run_says_how_to_build_the_peers() {
+        let modes = parse_modes(&["buffered".into()]).unwrap();
+        let t = engines::engines_text(&modes);
+        assert!(t.starts_with("quietkv ("), "{t}");
+        if engines::built_engines().len() < engines::ALL_ENGINES.len() {
+            assert!(t.contains("to bench the peers too, build with `cargo build --release -p quietkv-cli --features"), "{t}");
+        } else {
+            assert!(!t.contains("build with"), "{t}");
+        }
     }
 
     #[test]

@@ -358,10 +358,20 @@ fn reference(e: &ExperimentReport) -> Option<&ModeReport> {
 
 /// The experiment's Markdown table (no header).
 pub fn markdown_table(e: &ExperimentReport) -> String {
-    let stats: Vec<BTreeMap<String, Stat>> = e.modes.iter().map(|m| m.stats()).collect();
     let refm = reference(e).map(|m| m.name.clone()).unwrap_or_default();
     let ref_idx = e.modes.iter().position(|m| m.name == refm).unwrap_or(0);
-    let others: Vec<usize> = (0..e.modes.len()).filter(|&i| i != ref_idx).collect();
+    let pairs: Vec<(usize, usize)> = (0..e.modes.len())
+        .filter(|&i| i != ref_idx)
+        .map(|i| (i, ref_idx))
+        .collect();
+    render_table(e, true, &pairs)
+}
+
+/// A table of `e`'s rows: one column per mode with its values (when
+/// `values`), then one per `(mode, reference)` pair (indices into
+/// `e.modes`) with the ratio of the mode against the reference.
+pub fn render_table(e: &ExperimentReport, values: bool, pairs: &[(usize, usize)]) -> String {
+    let stats: Vec<BTreeMap<String, Stat>> = e.modes.iter().map(|m| m.stats()).collect();
     let mut rows = standard_rows();
     // Experiment-specific numbers follow the standard rows.
     let mut extra: Vec<String> = stats
@@ -378,19 +388,25 @@ pub fn markdown_table(e: &ExperimentReport) -> String {
             cmp: Cmp::Percent,
         });
     }
+    let value_cols = if values { e.modes.len() } else { 0 };
     let mut out = String::new();
     out.push_str("| Metric |");
-    for m in &e.modes {
-        out.push_str(&format!(" {} |", m.name));
+    if values {
+        for m in &e.modes {
+            out.push_str(&format!(" {} |", m.name));
+        }
     }
-    for &i in &others {
-        out.push_str(&format!(" {} vs {refm} |", e.modes[i].name));
+    for &(i, r) in pairs {
+        out.push_str(&format!(" {} vs {} |", e.modes[i].name, e.modes[r].name));
     }
     out.push('\n');
-    out.push_str(&"|---".repeat(1 + e.modes.len() + others.len()));
+    out.push_str(&"|---".repeat(1 + value_cols + pairs.len()));
     out.push_str("|\n");
     for r in rows {
         if stats.iter().all(|s| !s.contains_key(&r.key)) {
+            continue;
+        }
+        if !values && r.cmp == Cmp::None {
             continue;
         }
         let label = if r.label.is_empty() {
@@ -399,14 +415,16 @@ pub fn markdown_table(e: &ExperimentReport) -> String {
             r.label.to_string()
         };
         out.push_str(&format!("| {label} |"));
-        for s in &stats {
-            match s.get(&r.key) {
-                Some(st) => out.push_str(&format!(" {} |", fmt_range(st, r.fmt))),
-                None => out.push_str(" n/a |"),
+        if values {
+            for s in &stats {
+                match s.get(&r.key) {
+                    Some(st) => out.push_str(&format!(" {} |", fmt_range(st, r.fmt))),
+                    None => out.push_str(" n/a |"),
+                }
             }
         }
-        for &i in &others {
-            let txt = match (stats[ref_idx].get(&r.key), stats[i].get(&r.key)) {
+        for &(i, refi) in pairs {
+            let txt = match (stats[refi].get(&r.key), stats[i].get(&r.key)) {
                 (Some(a), Some(b)) => compare(a.median, b.median, r.cmp),
                 _ => String::new(),
             };
@@ -451,6 +469,28 @@ pub fn readers_behind(e: &ExperimentReport) -> Vec<String> {
         .collect()
 }
 
+/// A section's tables: one table with ratios against buffered, or with
+/// several engines, the values and the two ratio views of
+/// [`crate::peers::markdown_tables`].
+pub fn section_tables(e: &ExperimentReport) -> String {
+    if crate::peers::is_multi_engine(e) {
+        crate::peers::markdown_tables(e)
+    } else {
+        markdown_table(e)
+    }
+}
+
+/// The "not the same work" lines of a section (see [`section_tables`]).
+pub fn not_same_work_lines(e: &ExperimentReport) -> Vec<String> {
+    if crate::peers::is_multi_engine(e) {
+        return crate::peers::not_same_work_lines(e);
+    }
+    let j = verdict::judge(&verdict::figures_of(e));
+    j.not_same_work()
+        .filter_map(|m| verdict::not_same_work_line(&j, m))
+        .collect()
+}
+
 /// The whole `report.md`.
 pub fn render_markdown(r: &Report) -> String {
     let m = &r.machine;
@@ -477,14 +517,12 @@ pub fn render_markdown(r: &Report) -> String {
             }
         }
         out.push('\n');
-        out.push_str(&markdown_table(e));
+        out.push_str(&section_tables(e));
         // The same-work rule of every experiment (verdict.rs): a mode short
-        // of buffered's background work does not compare.
-        let j = verdict::judge(&verdict::figures_of(e));
-        for m in j.not_same_work() {
-            if let Some(line) = verdict::not_same_work_line(&j, m) {
-                out.push_str(&format!("\n**Not the same work:** {line}\n"));
-            }
+        // of buffered's background work does not compare; with several
+        // engines, each engine's modes against its own buffered (peers.rs).
+        for line in not_same_work_lines(e) {
+            out.push_str(&format!("\n**Not the same work:** {line}\n"));
         }
         for line in readers_behind(e) {
             out.push_str(&format!("\n**Readers fell behind:** {line}\n"));
@@ -574,6 +612,12 @@ pub fn render_json(r: &Report) -> Value {
         .iter()
         .map(|e| {
             let judged = verdict::judge(&verdict::figures_of(e));
+            let multi = crate::peers::is_multi_engine(e);
+            let per_engine = if multi {
+                crate::peers::judge_per_engine(e)
+            } else {
+                Vec::new()
+            };
             let modes: Vec<Value> = e
                 .modes
                 .iter()
@@ -591,7 +635,11 @@ pub fn render_json(r: &Report) -> Value {
                         set_path(&mut range, k, json!([s.min, s.max]));
                     }
                     o.insert("range".into(), Value::Object(range));
-                    let standing = judged.mode(&m.name).map(|j| &j.standing);
+                    let standing = if multi {
+                        crate::peers::standing(&per_engine, &m.name)
+                    } else {
+                        judged.mode(&m.name).map(|j| j.standing.clone())
+                    };
                     o.insert(
                         "same_work".into(),
                         json!(!matches!(standing, Some(Standing::NotSameWork { .. }))),
@@ -614,7 +662,7 @@ pub fn render_json(r: &Report) -> Value {
                     Value::Object(o)
                 })
                 .collect();
-            json!({
+            let mut section = json!({
                 "id": e.id,
                 "title": e.title,
                 "params": e.params,
@@ -636,7 +684,11 @@ pub fn render_json(r: &Report) -> Value {
                         _ => Value::Null,
                     }).collect::<Vec<_>>(),
                 },
-            })
+            });
+            if multi {
+                section["peers"] = crate::peers::json_of(e, &per_engine);
+            }
+            section
         })
         .collect();
     json!({"machine": r.machine, "experiments": exps})

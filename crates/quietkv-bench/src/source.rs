@@ -106,22 +106,33 @@ pub struct Manifest {
     pub build_seconds: f64,
 }
 
-/// The files of a database directory with their sizes, sorted by name.
+/// The files of a database directory with their sizes, sorted by name;
+/// files in subdirectories (fjall keeps its tables there) by their path
+/// relative to `dir`, `/`-separated.
 pub fn list_files(dir: &Path) -> Result<Vec<(String, u64)>, String> {
     let mut v = Vec::new();
+    list_into(dir, "", &mut v)?;
+    v.sort();
+    Ok(v)
+}
+
+fn list_into(dir: &Path, prefix: &str, v: &mut Vec<(String, u64)>) -> Result<(), String> {
     for e in std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))? {
-        let e = e.map_err(|e| e.to_string())?;
-        let name = e.file_name().to_string_lossy().to_string();
+        let e = e.map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+        let name = format!("{prefix}{}", e.file_name().to_string_lossy());
         if name == MANIFEST {
             continue;
         }
-        let md = e.metadata().map_err(|e| e.to_string())?;
-        if md.is_file() {
+        let md = e
+            .metadata()
+            .map_err(|err| format!("cannot stat {}: {err}", e.path().display()))?;
+        if md.is_dir() {
+            list_into(&e.path(), &format!("{name}/"), v)?;
+        } else if md.is_file() {
             v.push((name, md.len()));
         }
     }
-    v.sort();
-    Ok(v)
+    Ok(())
 }
 
 /// Why the source in `dir` cannot be reused for `spec`, or `None` if it can.
@@ -269,7 +280,8 @@ pub fn prepare<E: BenchEngine>(
 }
 
 /// Makes `to` (created afresh) a copy of the source without its manifest,
-/// and syncs it. Tables (`*.sst`) are hard-linked: the engine never writes
+/// and syncs it. Tables (the files `immutable` says are never written
+/// again: quietkv's and RocksDB's `*.sst`) are hard-linked: the engine never writes
 /// to a table after it is built, it only unlinks tables it replaced, so a
 /// link is as good as a copy for the run and the source stays intact. That
 /// spares each run an 8 GiB copy, whose write-back on this kind of
@@ -277,12 +289,21 @@ pub fn prepare<E: BenchEngine>(
 /// Everything else (WAL, manifest, CURRENT) is copied, because opening the
 /// database rewrites it. Falls back to copying a table where the filesystem
 /// refuses the link.
-pub fn copy_to(src: &Path, m: &Manifest, to: &Path) -> Result<(), String> {
+pub fn copy_to(
+    src: &Path,
+    m: &Manifest,
+    to: &Path,
+    immutable: &dyn Fn(&str) -> bool,
+) -> Result<(), String> {
     let _ = std::fs::remove_dir_all(to);
     std::fs::create_dir_all(to).map_err(|e| format!("cannot create {}: {e}", to.display()))?;
     for (name, size) in &m.files {
         let (from, dest) = (src.join(name), to.join(name));
-        if name.ends_with(".sst") && std::fs::hard_link(&from, &dest).is_ok() {
+        if let Some(parent) = dest.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+        }
+        if immutable(name) && std::fs::hard_link(&from, &dest).is_ok() {
             continue;
         }
         let n = std::fs::copy(&from, &dest).map_err(|e| format!("cannot copy {name}: {e}"))?;
@@ -367,7 +388,8 @@ mod tests {
             build_seconds: 0.0,
         };
         let dst = tmp.path().join("b");
-        copy_to(&src, &m, &dst).unwrap();
+        let sst = |n: &str| n.ends_with(".sst");
+        copy_to(&src, &m, &dst, &sst).unwrap();
         assert_eq!(
             std::fs::read(dst.join("000007.sst")).unwrap(),
             vec![7u8; 10_000]
@@ -384,8 +406,47 @@ mod tests {
             b"MANIFEST-000001\n"
         );
         // Deleting the run's table (as a compaction does) keeps the source's.
-        copy_to(&src, &m, &dst).unwrap();
+        copy_to(&src, &m, &dst, &sst).unwrap();
         std::fs::remove_file(dst.join("000007.sst")).unwrap();
         assert_eq!(std::fs::read(src.join("000007.sst")).unwrap().len(), 10_000);
+    }
+
+    #[test]
+    fn subdirectories_are_listed_and_copied_with_their_paths() {
+        use std::os::unix::fs::MetadataExt;
+        // fjall's layout: tables in nested directories, named by number.
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("a");
+        std::fs::create_dir_all(src.join("keyspaces/1/tables")).unwrap();
+        std::fs::write(src.join("keyspaces/1/tables/7"), vec![1u8; 300]).unwrap();
+        std::fs::write(src.join("keyspaces/1/meta"), b"m").unwrap();
+        std::fs::write(src.join("version"), b"v1").unwrap();
+        let files = list_files(&src).unwrap();
+        assert_eq!(
+            files,
+            vec![
+                ("keyspaces/1/meta".to_string(), 1),
+                ("keyspaces/1/tables/7".to_string(), 300),
+                ("version".to_string(), 2)
+            ]
+        );
+        let m = Manifest {
+            spec: quietkv_spec(1 << 20),
+            files,
+            total_bytes: 303,
+            build_seconds: 0.0,
+        };
+        let dst = tmp.path().join("b");
+        copy_to(&src, &m, &dst, &|n: &str| n.contains("/tables/")).unwrap();
+        assert_eq!(std::fs::read(dst.join("version")).unwrap(), b"v1");
+        let ino = |p: &Path| std::fs::metadata(p).unwrap().ino();
+        assert_eq!(
+            ino(&src.join("keyspaces/1/tables/7")),
+            ino(&dst.join("keyspaces/1/tables/7"))
+        );
+        assert_ne!(
+            ino(&src.join("keyspaces/1/meta")),
+            ino(&dst.join("keyspaces/1/meta"))
+        );
     }
 }

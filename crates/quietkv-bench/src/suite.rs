@@ -15,9 +15,8 @@ use crate::runner::{Runner, RunnerOptions};
 use crate::sampler::SamplerConfig;
 use crate::scale::{mib, parse_size, preset, Overrides, Preset, Scale, MIB, VALUE_SIZE};
 use crate::source::{self, Manifest};
-use crate::verdict;
 use crate::{
-    check_modes, describe_modes, fmt_secs, loadavg, machine, page_cache_by_name, parse_modes,
+    check_modes, describe_modes, engine_modes, fmt_secs, loadavg, machine, page_cache_by_name,
     readers_text, report_names, timestamp, write_outputs_with_verdict, BenchArgs, Scratch,
 };
 
@@ -61,10 +60,7 @@ fn title(exp: &str) -> &'static str {
 /// Runs the engine experiments `exps` (E1, E2, E3).
 pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
     let scale = Scale::parse(&args.scale)?;
-    let modes = parse_modes(&match &args.modes {
-        Some(m) => m.clone(),
-        None => DEFAULT_MODES.map(String::from).to_vec(),
-    })?;
+    let modes = engine_modes(args, &DEFAULT_MODES, &crate::ROCKSDB_MODES)?;
     let names = report_names(&modes);
     if modes.is_empty() {
         return Err("no modes given".into());
@@ -103,6 +99,7 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
     let scratch = Scratch(scratch_dir);
     check_modes(&scratch.0, &modes)?;
     let modes_text = describe_modes(&scratch.0, &modes);
+    let engines_text = crate::engines::engines_text(&modes);
     let page_cache = page_cache_by_name(&scratch.0, &modes);
     let out = args
         .out
@@ -215,7 +212,7 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
                 }
                 let t = Instant::now();
                 let (src_dir, src_manifest, _) = &built[&(mode.engine(), s.preset.db_bytes)];
-                source::copy_to(src_dir, src_manifest, &run_db)?;
+                source::copy_to(src_dir, src_manifest, &run_db, &|f| mode.immutable_file(f))?;
                 let spec = WorkerSpec {
                     experiment: s.exp.clone(),
                     mode: mode.clone(),
@@ -269,7 +266,7 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
                 runs_left -= 1;
             }
         }
-        let header = section_header(
+        let mut header = section_header(
             s.exp.as_str(),
             &s.preset,
             s.hot,
@@ -279,8 +276,43 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
             manifest,
             *reused,
             &modes_text,
+            &engines_text,
             &runner,
         );
+        if crate::engines::engine_count(&modes) > 1 {
+            // Each engine's own source: the same keys and values in the
+            // same order, each fully compacted by its engine.
+            let mut seen = Vec::new();
+            let mut per = Vec::new();
+            for m in &modes {
+                if seen.contains(&m.engine()) {
+                    continue;
+                }
+                seen.push(m.engine());
+                let (dir, sm, reused) = &built[&(m.engine(), s.preset.db_bytes)];
+                per.push(format!(
+                    "{}: {} in {} files ({}, {})",
+                    m.engine(),
+                    mib(sm.total_bytes),
+                    sm.files.len(),
+                    dir.display(),
+                    if *reused {
+                        "reused: manifest matched"
+                    } else {
+                        "built for this run"
+                    }
+                ));
+            }
+            header.push((
+                "Sources".into(),
+                format!(
+                    "one per engine, built from the same {} keys x {} B values in the same order and fully compacted: {}",
+                    manifest.spec.keys,
+                    manifest.spec.value_size,
+                    per.join("; ")
+                ),
+            ));
+        }
         experiments.push(ExperimentReport {
             id: s.id.clone(),
             title: title(&s.exp).into(),
@@ -325,12 +357,9 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
     )?;
     for e in &report.experiments {
         println!("\n## {}: {}\n", e.id, e.title);
-        println!("{}", report::markdown_table(e));
-        let j = verdict::judge(&verdict::figures_of(e));
-        for m in j.not_same_work() {
-            if let Some(line) = verdict::not_same_work_line(&j, m) {
-                println!("Not the same work: {line}");
-            }
+        println!("{}", report::section_tables(e));
+        for line in report::not_same_work_lines(e) {
+            println!("Not the same work: {line}");
         }
         for line in report::readers_behind(e) {
             println!("Readers fell behind: {line}");
@@ -364,6 +393,7 @@ fn section_header(
     m: &Manifest,
     reused: bool,
     modes: &str,
+    engines: &str,
     runner: &Runner,
 ) -> Vec<(String, String)> {
     let hot_b = hot * VALUE_SIZE as u64;
@@ -453,6 +483,7 @@ fn section_header(
         },
     ));
     h.push(("Modes".into(), modes.to_string()));
+    h.push(("Engines".into(), engines.to_string()));
     h.push(("Finished".into(), timestamp() + " UTC"));
     h
 }

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::engines::{Batch, BenchEngine, EngineConfig, Tuning};
+use crate::engines::{Batch, BenchEngine, Tuning};
 use crate::keys::{key, scatter, KEY_SIZE};
 use crate::runner::drop_page_cache;
 use crate::verdict::{
@@ -15,13 +15,13 @@ use crate::verdict::{
 };
 
 #[derive(Debug, Clone)]
-pub struct Params<C> {
+pub struct Params {
     pub keys: u64,
     pub value_size: usize,
     pub reads: u64,
-    /// The engine's configurations, each run on the engine's defaults
-    /// otherwise.
-    pub modes: Vec<C>,
+    /// The report names of the configurations (`engine:config` when
+    /// several engines run), each run on its engine's defaults otherwise.
+    pub modes: Vec<String>,
     pub repeats: u32,
     pub dir: PathBuf,
 }
@@ -56,14 +56,17 @@ fn cpu_times() -> (f64, f64) {
     (t(ru.ru_utime), t(ru.ru_stime))
 }
 
+/// One run of `config` of engine `E`, reported as `mode`.
 pub fn run_one<E: BenchEngine>(
-    p: &Params<E::Config>,
+    p: &Params,
     config: &E::Config,
+    mode: &str,
     repeat: u32,
     progress: &dyn Fn(&str),
 ) -> Result<Run, String> {
-    let mode = config.name();
-    let dir = p.dir.join(format!("throughput-{mode}-{repeat}"));
+    let dir = p
+        .dir
+        .join(format!("throughput-{}-{repeat}", mode.replace(':', "-")));
     let _ = std::fs::remove_dir_all(&dir);
     let (u0, s0) = cpu_times();
     let db = E::open(&dir, config, &Tuning::engine_defaults())?;
@@ -151,22 +154,6 @@ pub fn run_one<E: BenchEngine>(
     })
 }
 
-/// Runs every mode `repeats` times, interleaved (A B, A B, ...).
-pub fn run<E: BenchEngine>(
-    p: &Params<E::Config>,
-    progress: &dyn Fn(&str),
-) -> Result<Vec<Run>, String> {
-    std::fs::create_dir_all(&p.dir)
-        .map_err(|e| format!("cannot create {}: {e}", p.dir.display()))?;
-    let mut runs = Vec::new();
-    for r in 0..p.repeats {
-        for m in &p.modes {
-            runs.push(run_one::<E>(p, m, r, progress)?);
-        }
-    }
-    Ok(runs)
-}
-
 fn median(mut v: Vec<f64>) -> (f64, f64, f64) {
     v.sort_by(|a, b| a.total_cmp(b));
     let n = v.len();
@@ -179,68 +166,90 @@ fn median(mut v: Vec<f64>) -> (f64, f64, f64) {
 }
 
 /// The same-work rule applied to `compact_all`: a mode whose compaction
-/// MiB/s fell more than 10% below buffered's is not the same work.
-pub fn judge_compaction<C: EngineConfig>(p: &Params<C>, runs: &[Run]) -> SectionJudgement {
-    let modes = p
-        .modes
-        .iter()
-        .filter_map(|m| {
-            let rates: Vec<f64> = runs
+/// MiB/s fell more than 10% below buffered's is not the same work. With
+/// several engines (`engine:config` names), each engine's modes against
+/// its own buffered: one judgement per engine, with its name prefix
+/// (`rocksdb:`; empty for bare names).
+pub fn judge_compaction(p: &Params, runs: &[Run]) -> Vec<(String, SectionJudgement)> {
+    let mut prefixes: Vec<String> = Vec::new();
+    for m in &p.modes {
+        let pre = crate::peers::engine_of(m)
+            .map(|e| format!("{e}:"))
+            .unwrap_or_default();
+        if !prefixes.contains(&pre) {
+            prefixes.push(pre);
+        }
+    }
+    prefixes
+        .into_iter()
+        .map(|pre| {
+            let modes = p
+                .modes
                 .iter()
-                .filter(|r| r.mode == m.name())
-                .map(|r| r.compact_mib_s)
+                .filter(|m| {
+                    m.starts_with(&pre) && (!pre.is_empty() || crate::peers::engine_of(m).is_none())
+                })
+                .filter_map(|m| {
+                    let rates: Vec<f64> = runs
+                        .iter()
+                        .filter(|r| &r.mode == m)
+                        .map(|r| r.compact_mib_s)
+                        .collect();
+                    let written: Vec<f64> = runs
+                        .iter()
+                        .filter(|r| &r.mode == m)
+                        .map(|r| r.compact_written_mib)
+                        .collect();
+                    if rates.is_empty() {
+                        return None;
+                    }
+                    let rate = median(rates).0;
+                    Some(ModeFigures {
+                        name: m[pre.len()..].to_string(),
+                        p99_us: None,
+                        p999_us: None,
+                        background_mib_s: rate,
+                        background_read_mib_s: 0.0,
+                        background_write_mib_s: rate,
+                        background_mib: median(written).0,
+                    })
+                })
                 .collect();
-            let written: Vec<f64> = runs
-                .iter()
-                .filter(|r| r.mode == m.name())
-                .map(|r| r.compact_written_mib)
-                .collect();
-            if rates.is_empty() {
-                return None;
-            }
-            let rate = median(rates).0;
-            Some(ModeFigures {
-                name: m.name().to_string(),
-                p99_us: None,
-                p999_us: None,
-                background_mib_s: rate,
-                background_read_mib_s: 0.0,
-                background_write_mib_s: rate,
-                background_mib: median(written).0,
-            })
-        })
-        .collect();
-    judge(&SectionFigures {
-        id: "throughput".into(),
-        experiment: "throughput".into(),
-        work: Work::Flat,
-        hot_bytes: 0,
-        memory_limit_bytes: None,
-        modes,
-    })
-}
-
-/// One line per mode other than buffered: the same work or not, and what it
-/// would take.
-pub fn same_work_lines(j: &SectionJudgement) -> Vec<String> {
-    j.modes
-        .iter()
-        .filter_map(|m| match &m.standing {
-            Standing::Reference => None,
-            Standing::SameWork => Some(format!(
-                "{}: the same work (compact_all {:.0} MiB/s, {:+.0}% against buffered).",
-                m.name, m.background_mib_s, m.speed_pct
-            )),
-            Standing::NotSameWork { .. } => {
-                not_same_work_line(j, m).map(|l| format!("**Not the same work:** {l}"))
-            }
+            let j = judge(&SectionFigures {
+                id: "throughput".into(),
+                experiment: "throughput".into(),
+                work: Work::Flat,
+                hot_bytes: 0,
+                memory_limit_bytes: None,
+                modes,
+            });
+            (pre, j)
         })
         .collect()
 }
 
+/// One line per mode other than its engine's buffered: the same work or
+/// not, and what it would take.
+pub fn same_work_lines(judged: &[(String, SectionJudgement)]) -> Vec<String> {
+    let mut v = Vec::new();
+    for (pre, j) in judged {
+        v.extend(j.modes.iter().filter_map(|m| match &m.standing {
+            Standing::Reference => None,
+            Standing::SameWork => Some(format!(
+                "{pre}{}: the same work (compact_all {:.0} MiB/s, {:+.0}% against {pre}buffered).",
+                m.name, m.background_mib_s, m.speed_pct
+            )),
+            Standing::NotSameWork { .. } => {
+                not_same_work_line(j, m).map(|l| format!("**Not the same work:** {pre}{l}"))
+            }
+        }));
+    }
+    v
+}
+
 /// A Markdown table: one row per metric, one column per mode, median with
 /// min..max when repeated.
-pub fn markdown<C: EngineConfig>(p: &Params<C>, runs: &[Run], header: &str) -> String {
+pub fn markdown(p: &Params, runs: &[Run], header: &str) -> String {
     let mut out = String::new();
     out.push_str(header);
     out.push_str(&format!(
@@ -254,7 +263,7 @@ pub fn markdown<C: EngineConfig>(p: &Params<C>, runs: &[Run], header: &str) -> S
     ));
     out.push_str("| metric |");
     for m in &p.modes {
-        out.push_str(&format!(" {} |", m.name()));
+        out.push_str(&format!(" {m} |"));
     }
     out.push_str("\n|---|");
     for _ in &p.modes {
@@ -277,11 +286,7 @@ pub fn markdown<C: EngineConfig>(p: &Params<C>, runs: &[Run], header: &str) -> S
     for (name, get, prec) in rows {
         out.push_str(&format!("| {name} |"));
         for m in &p.modes {
-            let vals: Vec<f64> = runs
-                .iter()
-                .filter(|r| r.mode == m.name())
-                .map(get)
-                .collect();
+            let vals: Vec<f64> = runs.iter().filter(|r| &r.mode == m).map(get).collect();
             if vals.is_empty() {
                 out.push_str(" - |");
                 continue;
@@ -297,7 +302,7 @@ pub fn markdown<C: EngineConfig>(p: &Params<C>, runs: &[Run], header: &str) -> S
     }
     let lines = same_work_lines(&judge_compaction(p, runs));
     if !lines.is_empty() {
-        out.push_str("\nSame work (compact_all MiB/s within 10% of buffered's or above):\n\n");
+        out.push_str("\nSame work (compact_all MiB/s within 10% of the same engine's buffered or above):\n\n");
         for l in lines {
             out.push_str(&format!("- {l}\n"));
         }
@@ -308,7 +313,6 @@ pub fn markdown<C: EngineConfig>(p: &Params<C>, runs: &[Run], header: &str) -> S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engines::QuietkvConfig;
 
     fn run(mode: &str, repeat: u32, compact_mib_s: f64) -> Run {
         Run {
@@ -336,9 +340,7 @@ mod tests {
             keys: 1000,
             value_size: 4096,
             reads: 10,
-            modes: ["buffered", "direct", "auto"]
-                .map(|m| QuietkvConfig::parse_compaction_only(m).unwrap())
-                .to_vec(),
+            modes: ["buffered", "direct", "auto"].map(String::from).to_vec(),
             repeats: 2,
             dir: PathBuf::from("/nonexistent"),
         };
@@ -350,7 +352,9 @@ mod tests {
             run("direct", 1, 220.0),
             run("auto", 1, 310.0),
         ];
-        let j = judge_compaction(&p, &runs);
+        let judged = judge_compaction(&p, &runs);
+        assert_eq!(judged.len(), 1);
+        let j = &judged[0].1;
         assert!(matches!(
             j.mode("direct").unwrap().standing,
             Standing::NotSameWork { .. }
@@ -370,5 +374,42 @@ mod tests {
             md.contains("auto: the same work (compact_all 300 MiB/s, -3% against buffered)"),
             "{md}"
         );
+    }
+
+    #[test]
+    fn with_several_engines_each_is_judged_against_its_own_buffered() {
+        let p = Params {
+            keys: 1000,
+            value_size: 4096,
+            reads: 10,
+            modes: [
+                "quietkv:buffered",
+                "rocksdb:buffered",
+                "rocksdb:both-direct",
+                "fjall:buffered",
+            ]
+            .map(String::from)
+            .to_vec(),
+            repeats: 1,
+            dir: PathBuf::from("/nonexistent"),
+        };
+        let runs = vec![
+            run("quietkv:buffered", 0, 300.0),
+            run("rocksdb:buffered", 0, 100.0),
+            run("rocksdb:both-direct", 0, 80.0),
+            run("fjall:buffered", 0, 50.0),
+        ];
+        let judged = judge_compaction(&p, &runs);
+        let pres: Vec<&str> = judged.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(pres, ["quietkv:", "rocksdb:", "fjall:"]);
+        // fjall at a sixth of quietkv's speed is its own reference, not
+        // "short" of quietkv's work; both-direct is 20% short of RocksDB's.
+        let md = markdown(&p, &runs, "# t\n");
+        assert!(md.contains("| metric | quietkv:buffered | rocksdb:buffered | rocksdb:both-direct | fjall:buffered |"), "{md}");
+        assert!(
+            md.contains("**Not the same work:** rocksdb:both-direct did 80 MiB/s of background work, 20% below buffered's 100 MiB/s"),
+            "{md}"
+        );
+        assert!(!md.contains("fjall:buffered did"), "{md}");
     }
 }

@@ -1,6 +1,7 @@
 //! The contract every engine behind `BenchEngine` keeps, checked against
-//! each built engine (quietkv today): what the experiments rely on when
-//! they fill, read, flush, compact and read the counters.
+//! each built engine (quietkv always; RocksDB and fjall with the features
+//! `rocksdb` and `fjall`): what the experiments rely on when they fill,
+//! read, flush, compact, copy a source and read the counters.
 
 #[path = "../../quietio/tests/support/skip.rs"]
 mod skip;
@@ -191,4 +192,129 @@ fn quietkv_throughput_configs_keep_the_contract_on_engine_defaults() {
     assert!(db.counters().flush_write_bytes > 0);
     assert_eq!(version_of(&db, 49), Some(1));
     db.close().unwrap();
+}
+
+/// A database built, closed, and copied the way a run copies its source
+/// (immutable files hard-linked, the rest copied) opens with create off
+/// and holds every key; the source stays intact when the copy compacts.
+fn a_copy_of_a_closed_database_opens_and_reads<E: BenchEngine>() {
+    let dir = scratch(&format!("copy-{}", E::NAME));
+    let src = dir.path().join("src");
+    let config = E::source_config();
+    let db = E::open(&src, &config, &tuning::<E>(true)).unwrap();
+    fill(&db, 0..300, 3);
+    db.flush().unwrap();
+    db.compact_all().unwrap();
+    db.wait_idle().unwrap();
+    db.close().unwrap();
+    let files = quietkv_bench::source::list_files(&src).unwrap();
+    assert!(
+        files.iter().any(|(f, _)| E::immutable_file(f)),
+        "{}: no file of the database is taken for a table: {files:?}",
+        E::NAME
+    );
+    let m = quietkv_bench::source::Manifest {
+        spec: quietkv_bench::source::SourceSpec::new::<E>(1 << 20, VALUE),
+        total_bytes: files.iter().map(|f| f.1).sum(),
+        files,
+        build_seconds: 0.0,
+    };
+    let run = dir.path().join("run");
+    quietkv_bench::source::copy_to(&src, &m, &run, &|f| E::immutable_file(f)).unwrap();
+    let db = E::open(&run, &config, &tuning::<E>(false)).unwrap();
+    for k in [0, 150, 299] {
+        assert_eq!(version_of(&db, k), Some(3), "{}: key {k}", E::NAME);
+    }
+    fill(&db, 0..100, 4);
+    db.flush().unwrap();
+    db.compact_all().unwrap();
+    db.close().unwrap();
+    assert_eq!(
+        quietkv_bench::source::mismatch(&src, &m.spec),
+        Some("no manifest (not built, or the build did not finish)".into()),
+        "only the manifest is missing"
+    );
+    assert_eq!(quietkv_bench::source::list_files(&src).unwrap(), m.files);
+}
+
+#[test]
+fn quietkv_copies_of_a_source_open_and_read() {
+    a_copy_of_a_closed_database_opens_and_reads::<QuietkvEngine>();
+}
+
+#[cfg(feature = "rocksdb")]
+mod rocksdb {
+    use super::*;
+    use quietkv_bench::engines::{RocksDbConfig, RocksDbEngine};
+
+    #[test]
+    fn rocksdb_keeps_the_contract_with_its_source_configuration() {
+        source_config_keeps_the_cache::<RocksDbEngine>();
+        contract::<RocksDbEngine>(&RocksDbEngine::source_config());
+    }
+
+    #[test]
+    fn rocksdb_keeps_the_contract_in_every_direct_configuration() {
+        for name in ["write-direct", "read-direct", "both-direct", "all-direct"] {
+            let config = RocksDbConfig::parse(name).unwrap();
+            let dir = scratch("rocksdb-direct-probe");
+            if let Err(why) = config.check(dir.path()) {
+                skip::skip(&format!("no O_DIRECT: {why}"));
+                return;
+            }
+            contract::<RocksDbEngine>(&config);
+        }
+    }
+
+    #[test]
+    fn rocksdb_copies_of_a_source_open_and_read() {
+        a_copy_of_a_closed_database_opens_and_reads::<RocksDbEngine>();
+    }
+
+    #[test]
+    fn rocksdb_throttled_compaction_is_held_to_the_rate() {
+        // 2 MiB/s over reads and writes: a full compaction of ~1.2 MiB
+        // (read + written ~2.4 MiB) cannot finish in well under a second.
+        let dir = scratch("rocksdb-throttle");
+        let path = dir.path().join("db");
+        let config = RocksDbEngine::source_config();
+        let db = RocksDbEngine::open(&path, &config, &tuning::<RocksDbEngine>(true)).unwrap();
+        fill(&db, 0..1200, 1);
+        db.flush().unwrap();
+        db.wait_idle().unwrap();
+        db.close().unwrap();
+        let mut t = tuning::<RocksDbEngine>(false);
+        t.background_rate_limit_mib = 2;
+        let db = RocksDbEngine::open(&path, &config, &t).unwrap();
+        let before = db.counters();
+        let start = std::time::Instant::now();
+        db.compact_all().unwrap();
+        let secs = start.elapsed().as_secs_f64();
+        let after = db.counters();
+        let moved = (after.compaction_read_bytes - before.compaction_read_bytes)
+            + (after.compaction_write_bytes - before.compaction_write_bytes);
+        assert!(moved > 2 << 20, "moved {moved}");
+        assert!(
+            secs >= 0.5 * moved as f64 / (2u64 << 20) as f64,
+            "{moved} bytes in {secs:.2} s at 2 MiB/s"
+        );
+        db.close().unwrap();
+    }
+}
+
+#[cfg(feature = "fjall")]
+mod fjall {
+    use super::*;
+    use quietkv_bench::engines::FjallEngine;
+
+    #[test]
+    fn fjall_keeps_the_contract_with_its_configuration() {
+        source_config_keeps_the_cache::<FjallEngine>();
+        contract::<FjallEngine>(&FjallEngine::source_config());
+    }
+
+    #[test]
+    fn fjall_copies_of_a_source_open_and_read() {
+        a_copy_of_a_closed_database_opens_and_reads::<FjallEngine>();
+    }
 }

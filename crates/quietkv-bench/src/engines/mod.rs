@@ -10,17 +10,63 @@
 //! any engine's own option types.
 //!
 //! [`EngineMode`] is the closed set of configurations the worker process
-//! can be handed: one variant per built engine (quietkv today; RocksDB and
-//! fjall behind their Cargo features later).
+//! can be handed: one variant per built engine (quietkv always; RocksDB and
+//! fjall behind their Cargo features `rocksdb` and `fjall`).
 
+#[cfg(feature = "fjall")]
+pub mod fjall;
 pub mod quietkv;
+#[cfg(feature = "rocksdb")]
+pub mod rocksdb;
+pub mod thread_io;
 
 use std::path::Path;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "fjall")]
+pub use self::fjall::{FjallConfig, FjallEngine};
 pub use self::quietkv::{QuietkvConfig, QuietkvEngine};
+#[cfg(feature = "rocksdb")]
+pub use self::rocksdb::{RocksDbConfig, RocksDbEngine};
+
+/// Every engine the bench knows, built or not, with the Cargo feature that
+/// builds it (`None`: always built).
+pub const ALL_ENGINES: [(&str, Option<&str>); 3] = [
+    ("quietkv", None),
+    ("rocksdb", Some("rocksdb")),
+    ("fjall", Some("fjall")),
+];
+
+/// The engines this binary was built with.
+pub fn built_engines() -> Vec<&'static str> {
+    // Mutable only when a peer is built.
+    #[allow(unused_mut)]
+    let mut v = vec![QuietkvEngine::NAME];
+    #[cfg(feature = "rocksdb")]
+    v.push(RocksDbEngine::NAME);
+    #[cfg(feature = "fjall")]
+    v.push(FjallEngine::NAME);
+    v
+}
+
+/// How to build the peers this binary lacks, for messages and reports;
+/// `None` when every engine is built.
+pub fn how_to_build_peers() -> Option<String> {
+    let built = built_engines();
+    let missing: Vec<&str> = ALL_ENGINES
+        .iter()
+        .filter(|(n, _)| !built.contains(n))
+        .filter_map(|(_, f)| *f)
+        .collect();
+    (!missing.is_empty()).then(|| {
+        format!(
+            "this binary runs quietkv alone; to bench the peers too, build with `cargo build --release -p quietkv-cli --features {}` (RocksDB's C++ build takes ~25 minutes on two cores and needs libclang)",
+            missing.join(",")
+        )
+    })
+}
 
 /// What a configuration does to the page cache in one direction of I/O.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -261,6 +307,17 @@ pub trait BenchEngine: Sized + Send + Sync {
     fn flush(&self) -> Result<(), String>;
     /// Rewrites the whole database into its bottom level; returns when done.
     fn compact_all(&self) -> Result<(), String>;
+    /// Whether the file at `rel` (a path relative to the database
+    /// directory) is never written again once complete, so a run's copy
+    /// of a source may hard-link it instead of copying it.
+    fn immutable_file(rel: &str) -> bool {
+        rel.ends_with(".sst")
+    }
+    /// How the engine is set up for the bench beside its configuration,
+    /// for the report's header (what it was tuned like, what it lacks).
+    fn setup_note() -> String {
+        String::new()
+    }
     /// Returns when no flush or compaction is running or due.
     fn wait_idle(&self) -> Result<(), String>;
     fn counters(&self) -> Counters;
@@ -273,7 +330,38 @@ pub trait BenchEngine: Sized + Send + Sync {
 #[serde(tag = "engine", rename_all = "snake_case")]
 pub enum EngineMode {
     Quietkv(QuietkvConfig),
+    #[cfg(feature = "rocksdb")]
+    #[serde(rename = "rocksdb")]
+    RocksDb(RocksDbConfig),
+    #[cfg(feature = "fjall")]
+    Fjall(FjallConfig),
 }
+
+/// Calls `$f::<Engine>($config, args...)` for the engine of `$mode`.
+macro_rules! dispatch {
+    ($mode:expr, |$c:ident : $e:ident| $body:expr) => {
+        match $mode {
+            $crate::engines::EngineMode::Quietkv($c) => {
+                #[allow(dead_code)]
+                type $e = $crate::engines::QuietkvEngine;
+                $body
+            }
+            #[cfg(feature = "rocksdb")]
+            $crate::engines::EngineMode::RocksDb($c) => {
+                #[allow(dead_code)]
+                type $e = $crate::engines::RocksDbEngine;
+                $body
+            }
+            #[cfg(feature = "fjall")]
+            $crate::engines::EngineMode::Fjall($c) => {
+                #[allow(dead_code)]
+                type $e = $crate::engines::FjallEngine;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use dispatch;
 
 impl EngineMode {
     /// Parses `engine:config`, or a bare config name as quietkv's.
@@ -284,23 +372,61 @@ impl EngineMode {
         };
         match engine.as_str() {
             QuietkvEngine::NAME => Ok(EngineMode::Quietkv(QuietkvConfig::parse(config)?)),
-            other => Err(format!(
-                "unknown engine '{other}' in mode '{name}' (built engines: {})",
-                QuietkvEngine::NAME
-            )),
+            #[cfg(feature = "rocksdb")]
+            RocksDbEngine::NAME => Ok(EngineMode::RocksDb(RocksDbConfig::parse(config)?)),
+            #[cfg(feature = "fjall")]
+            FjallEngine::NAME => Ok(EngineMode::Fjall(FjallConfig::parse(config)?)),
+            other => Err(not_built(other, name)),
         }
+    }
+
+    /// The default configurations of `engine` in an experiment: quietkv's
+    /// `quietkv_default`, RocksDB's `rocksdb_default`, fjall's one.
+    pub fn defaults_of(
+        engine: &str,
+        quietkv_default: &[&str],
+        rocksdb_default: &[&str],
+    ) -> Result<Vec<EngineMode>, String> {
+        let names: Vec<String> = match engine {
+            QuietkvEngine::NAME => quietkv_default.iter().map(|c| c.to_string()).collect(),
+            #[cfg(feature = "rocksdb")]
+            RocksDbEngine::NAME => rocksdb_default.iter().map(|c| c.to_string()).collect(),
+            #[cfg(feature = "fjall")]
+            FjallEngine::NAME => vec!["buffered".into()],
+            other => {
+                let _ = rocksdb_default;
+                return Err(not_built(other, other));
+            }
+        };
+        names
+            .iter()
+            .map(|c| EngineMode::parse(&format!("{engine}:{c}")))
+            .collect()
     }
 
     pub fn engine(&self) -> &'static str {
-        match self {
-            EngineMode::Quietkv(_) => QuietkvEngine::NAME,
-        }
+        dispatch!(self, |_c: E| E::NAME)
     }
 
     pub fn config_name(&self) -> &str {
-        match self {
-            EngineMode::Quietkv(c) => c.name(),
-        }
+        dispatch!(self, |c: E| c.name())
+    }
+
+    /// The engine's name and version with its [`BenchEngine::setup_note`].
+    pub fn engine_text(&self) -> String {
+        dispatch!(self, |_c: E| {
+            let note = E::setup_note();
+            if note.is_empty() {
+                format!("{} ({})", E::NAME, E::VERSION)
+            } else {
+                format!("{} ({}): {note}", E::NAME, E::VERSION)
+            }
+        })
+    }
+
+    /// See [`BenchEngine::immutable_file`].
+    pub fn immutable_file(&self, rel: &str) -> bool {
+        dispatch!(self, |_c: E| E::immutable_file(rel))
     }
 
     /// The name in the report: the configuration's own when one engine
@@ -314,15 +440,11 @@ impl EngineMode {
     }
 
     pub fn check(&self, dir: &Path) -> Result<(), String> {
-        match self {
-            EngineMode::Quietkv(c) => c.check(dir),
-        }
+        dispatch!(self, |c: E| c.check(dir))
     }
 
     pub fn page_cache(&self, dir: &Path) -> PageCacheUse {
-        match self {
-            EngineMode::Quietkv(c) => c.page_cache(dir),
-        }
+        dispatch!(self, |c: E| c.page_cache(dir))
     }
 
     /// The configuration reads compaction output back into the page cache
@@ -330,6 +452,8 @@ impl EngineMode {
     pub fn warms_output(&self) -> bool {
         match self {
             EngineMode::Quietkv(c) => c.warm_output,
+            #[allow(unreachable_patterns)]
+            _ => false,
         }
     }
 
@@ -353,19 +477,50 @@ impl EngineMode {
             let spec = crate::source::SourceSpec::new::<E>(db_bytes, value_size);
             crate::source::prepare::<E>(base, &spec, &E::source_config(), reuse, progress)
         }
-        match self {
-            EngineMode::Quietkv(_) => {
-                prepare::<QuietkvEngine>(base, db_bytes, value_size, reuse, progress)
-            }
-        }
+        dispatch!(self, |_c: E| prepare::<E>(
+            base, db_bytes, value_size, reuse, progress
+        ))
     }
 
-    /// The configuration alone, as the report's parameters list it.
+    /// The configuration alone, as the report's parameters list it (with
+    /// its engine when that is not quietkv).
     pub fn config_json(&self) -> serde_json::Value {
-        match self {
-            EngineMode::Quietkv(c) => serde_json::to_value(c).unwrap_or_default(),
+        let mut v = dispatch!(self, |c: E| serde_json::to_value(c).unwrap_or_default());
+        if self.engine() != QuietkvEngine::NAME {
+            v["engine"] = serde_json::json!(self.engine());
+        }
+        v
+    }
+}
+
+fn not_built(engine: &str, mode: &str) -> String {
+    let built = built_engines().join(", ");
+    match ALL_ENGINES.iter().find(|(n, _)| *n == engine) {
+        Some((_, Some(feature))) => format!(
+            "engine '{engine}' (in '{mode}') is not built into this binary (built: {built}); build with `--features {feature}`"
+        ),
+        _ => format!("unknown engine '{engine}' in mode '{mode}' (built engines: {built})"),
+    }
+}
+
+/// The report header's line on the engines of a run: each one's version
+/// and setup, or quietkv alone and how to build the peers.
+pub fn engines_text(modes: &[EngineMode]) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    let mut parts = Vec::new();
+    for m in modes {
+        if !seen.contains(&m.engine()) {
+            seen.push(m.engine());
+            parts.push(m.engine_text());
         }
     }
+    let mut out = parts.join("; ");
+    if seen == [QuietkvEngine::NAME] {
+        if let Some(how) = how_to_build_peers() {
+            out.push_str(&format!("; {how}"));
+        }
+    }
+    out
 }
 
 /// How many engines `modes` span.

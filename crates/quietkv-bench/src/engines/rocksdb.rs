@@ -1,0 +1,437 @@
+//! RocksDB behind [`BenchEngine`] (Cargo feature `rocksdb`), through the
+//! `rust-rocksdb` crate, which bundles RocksDB 11.12 and sets
+//! `use_direct_io_for_compaction_reads` (PR #14743) natively.
+//!
+//! Its configurations are the five of seed 004, named as in PR #14743; each
+//! is a pair of RocksDB's own switches, not quietio's per-class modes:
+//!
+//! | name | direct compaction reads | direct flush + compaction writes | direct user reads |
+//! |---|---|---|---|
+//! | buffered | - | - | - |
+//! | write-direct | - | yes | - |
+//! | read-direct | yes | - | - |
+//! | both-direct | yes | yes | - |
+//! | all-direct | yes (implied) | yes | yes, with a 4 MiB block cache (the seed's `--cache_size`) |
+//!
+//! Tuned like quietkv where the knob exists (see [`RocksDbEngine::open`]).
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rust_rocksdb::statistics::{Histogram, Ticker};
+use rust_rocksdb::{
+    BlockBasedOptions, BottommostLevelCompaction, Cache, CompactOptions, DBCompressionType,
+    Options, RateLimiterMode, WaitForCompactOptions, WriteBatch, DB,
+};
+use serde::{Deserialize, Serialize};
+
+use super::{
+    BenchEngine, CacheUse, Counters, Direction, EngineConfig, HitsMisses, Layout, PageCacheUse,
+    Tuning,
+};
+
+/// The block cache of `all-direct`: the seed's `db_bench --cache_size=4194304`.
+pub const ALL_DIRECT_BLOCK_CACHE: usize = 4 << 20;
+
+/// The configuration names, in the order the bench runs them by default.
+pub const CONFIG_NAMES: [&str; 5] = [
+    "buffered",
+    "write-direct",
+    "read-direct",
+    "both-direct",
+    "all-direct",
+];
+
+/// A RocksDB configuration: its three direct-I/O switches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RocksDbConfig {
+    pub name: String,
+    /// `use_direct_io_for_compaction_reads` (RocksDB 11.5+).
+    pub direct_compaction_reads: bool,
+    /// `use_direct_io_for_flush_and_compaction` (writes only since 11.5).
+    pub direct_flush_and_compaction_writes: bool,
+    /// `use_direct_reads`: user reads and compaction reads.
+    pub direct_reads: bool,
+}
+
+impl RocksDbConfig {
+    pub fn parse(name: &str) -> Result<RocksDbConfig, String> {
+        let n = name.trim().to_ascii_lowercase();
+        let (r, w, u) = match n.as_str() {
+            "buffered" => (false, false, false),
+            "write-direct" => (false, true, false),
+            "read-direct" => (true, false, false),
+            "both-direct" => (true, true, false),
+            "all-direct" => (true, true, true),
+            _ => {
+                return Err(format!(
+                    "unknown RocksDB configuration '{name}' (expected {})",
+                    CONFIG_NAMES.join(", ")
+                ))
+            }
+        };
+        Ok(RocksDbConfig {
+            name: n,
+            direct_compaction_reads: r,
+            direct_flush_and_compaction_writes: w,
+            direct_reads: u,
+        })
+    }
+
+    /// RocksDB's own names of the switches this configuration turns on.
+    fn switches(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if self.direct_compaction_reads && !self.direct_reads {
+            v.push("use_direct_io_for_compaction_reads");
+        }
+        if self.direct_flush_and_compaction_writes {
+            v.push("use_direct_io_for_flush_and_compaction");
+        }
+        if self.direct_reads {
+            v.push("use_direct_reads");
+        }
+        v
+    }
+}
+
+fn direction(direct: bool, switch: &str) -> Direction {
+    if direct {
+        Direction {
+            effect: CacheUse::Bypassed,
+            label: format!("direct ({switch})"),
+        }
+    } else {
+        Direction {
+            effect: CacheUse::Cached,
+            label: "buffered".into(),
+        }
+    }
+}
+
+impl EngineConfig for RocksDbConfig {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// RocksDB refuses to open with direct I/O where O_DIRECT fails; the
+    /// same probe (a file opened with O_DIRECT in `dir`) says so first.
+    fn check(&self, dir: &Path) -> Result<(), String> {
+        if !(self.direct_compaction_reads
+            || self.direct_flush_and_compaction_writes
+            || self.direct_reads)
+        {
+            return Ok(());
+        }
+        let caps = quietio::probe(dir).map_err(|e| format!("rocksdb:{}: {e}", self.name))?;
+        if !caps.direct.supported {
+            return Err(format!(
+                "rocksdb:{}: O_DIRECT does not work in {} ({}: {})",
+                self.name,
+                dir.display(),
+                caps.filesystem,
+                caps.direct.reason.as_deref().unwrap_or("refused")
+            ));
+        }
+        Ok(())
+    }
+
+    fn page_cache(&self, _dir: &Path) -> PageCacheUse {
+        let reads = self.direct_compaction_reads || self.direct_reads;
+        PageCacheUse {
+            compaction_reads: direction(
+                reads,
+                if self.direct_reads {
+                    "use_direct_reads"
+                } else {
+                    "use_direct_io_for_compaction_reads"
+                },
+            ),
+            compaction_writes: direction(
+                self.direct_flush_and_compaction_writes,
+                "use_direct_io_for_flush_and_compaction",
+            ),
+            flush_writes: direction(
+                self.direct_flush_and_compaction_writes,
+                "use_direct_io_for_flush_and_compaction",
+            ),
+            user_reads: direction(self.direct_reads, "use_direct_reads"),
+            also: if self.direct_reads {
+                vec![format!(
+                    "block cache {} MiB (the seed's db_bench --cache_size)",
+                    ALL_DIRECT_BLOCK_CACHE >> 20
+                )]
+            } else {
+                Vec::new()
+            },
+            engine_defaults: self.switches().is_empty(),
+        }
+    }
+}
+
+/// A RocksDB database under test. The `Options` are kept: RocksDB's
+/// statistics object hangs off them.
+pub struct RocksDbEngine {
+    db: DB,
+    options: Options,
+    /// Bytes of keys and values written (puts and batches).
+    user_write_bytes: AtomicU64,
+}
+
+impl RocksDbEngine {
+    fn property(&self, name: &str) -> u64 {
+        self.db.property_int_value(name).ok().flatten().unwrap_or(0)
+    }
+
+    fn ticker(&self, t: Ticker) -> u64 {
+        self.options.get_ticker_count(t)
+    }
+}
+
+fn err(what: &str, dir: &Path, e: rust_rocksdb::Error) -> String {
+    format!("rocksdb: {what} in {}: {e}", dir.display())
+}
+
+impl BenchEngine for RocksDbEngine {
+    type Config = RocksDbConfig;
+    const NAME: &'static str = "rocksdb";
+    /// The bundled RocksDB (the crate's version tag says which).
+    const VERSION: &'static str = "rust-rocksdb 0.54 / RocksDB 11.12";
+
+    /// quietkv's shape, so the trees compare: 32 MiB tables, L1 256 MiB,
+    /// 4 KiB blocks, 10 bloom bits per key, no compression.
+    fn bench_layout() -> Layout {
+        super::QuietkvEngine::bench_layout()
+    }
+
+    fn setup_note() -> String {
+        let q = quietkv::Options::default();
+        let l = Self::bench_layout();
+        format!(
+            "tuned like quietkv where RocksDB has the knob: memtable as quietkv's, L1 {} MiB x {} (static level sizes), {} MiB target files, {} KiB blocks, no compression, {} bloom bits per key, 1 background job, compaction readahead {} MiB, direct write buffer 1 MiB, block cache as quietkv's (all-direct: at least {} MiB), throttled sections through its rate limiter over reads and writes; compaction and flush bytes from its statistics",
+            l.level_base_bytes >> 20,
+            q.level_multiplier,
+            l.target_file_size >> 20,
+            l.block_size >> 10,
+            l.bloom_bits_per_key,
+            q.compaction_readahead_size >> 20,
+            ALL_DIRECT_BLOCK_CACHE >> 20
+        )
+    }
+
+    fn source_config() -> RocksDbConfig {
+        RocksDbConfig::parse("buffered").expect("a known configuration")
+    }
+
+    /// Tuned like quietkv where RocksDB has the knob: memtable size, L1
+    /// size and multiplier (10, static level sizes as quietkv's), target
+    /// file size, block size, no compression, bloom bits, one background
+    /// job, compaction readahead 2 MiB, direct write buffer 1 MiB, and the
+    /// background rate limit counting reads and writes (quietkv's throttle
+    /// counts both).
+    fn open(dir: &Path, config: &RocksDbConfig, tuning: &Tuning) -> Result<Self, String> {
+        let q = quietkv::Options::default();
+        let mut o = Options::default();
+        o.create_if_missing(tuning.create);
+        o.set_use_direct_io_for_compaction_reads(config.direct_compaction_reads);
+        o.set_use_direct_io_for_flush_and_compaction(config.direct_flush_and_compaction_writes);
+        o.set_use_direct_reads(config.direct_reads);
+        let mut t = BlockBasedOptions::default();
+        if let Some(l) = &tuning.layout {
+            if l.compression != "none" {
+                return Err(format!(
+                    "rocksdb: unsupported compression '{}'",
+                    l.compression
+                ));
+            }
+            o.set_target_file_size_base(l.target_file_size);
+            o.set_max_bytes_for_level_base(l.level_base_bytes);
+            t.set_block_size(l.block_size);
+            t.set_bloom_filter(l.bloom_bits_per_key as f64, false);
+        }
+        o.set_compression_type(DBCompressionType::None);
+        o.set_bottommost_compression_type(DBCompressionType::None);
+        o.set_max_bytes_for_level_multiplier(q.level_multiplier);
+        o.set_level_compaction_dynamic_level_bytes(false);
+        let cache_bytes = match (config.direct_reads, tuning.block_cache_bytes) {
+            (true, b) => b.unwrap_or(0).max(ALL_DIRECT_BLOCK_CACHE),
+            (false, Some(b)) => b,
+            (false, None) => q.block_cache_bytes,
+        };
+        t.set_block_cache(&Cache::new_lru_cache(cache_bytes.max(1)));
+        o.set_block_based_table_factory(&t);
+        if let Some(m) = tuning.memtable_bytes {
+            o.set_write_buffer_size(m.max(4096));
+        }
+        if let Some(n) = tuning.background_threads {
+            o.set_max_background_jobs(n.max(1) as i32);
+            o.set_max_subcompactions(1);
+        }
+        o.set_compaction_readahead_size(q.compaction_readahead_size);
+        o.set_writable_file_max_buffer_size(1 << 20);
+        if tuning.background_rate_limit_mib > 0 {
+            o.set_ratelimiter_with_mode(
+                (tuning.background_rate_limit_mib << 20) as i64,
+                100_000,
+                10,
+                RateLimiterMode::KAllIo,
+                false,
+            );
+        }
+        o.enable_statistics();
+        let db = DB::open(&o, dir).map_err(|e| err("cannot open the database", dir, e))?;
+        Ok(RocksDbEngine {
+            db,
+            options: o,
+            user_write_bytes: AtomicU64::new(0),
+        })
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, String> {
+        self.db
+            .get_pinned(key)
+            .map(|v| v.map(|v| v.to_vec()))
+            .map_err(|e| format!("rocksdb: get: {e}"))
+    }
+
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<(), String> {
+        self.db
+            .put(key, value)
+            .map_err(|e| format!("rocksdb: put: {e}"))?;
+        self.user_write_bytes
+            .fetch_add((key.len() + value.len()) as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// One write batch, WAL on, no sync (as quietkv's default writes).
+    fn put_batch(&self, batch: &super::Batch) -> Result<(), String> {
+        let mut b = WriteBatch::default();
+        let mut bytes = 0;
+        for (k, v) in batch.iter() {
+            b.put(k, v);
+            bytes += k.len() + v.len();
+        }
+        self.db
+            .write(&b)
+            .map_err(|e| format!("rocksdb: write failed: {e}"))?;
+        self.user_write_bytes
+            .fetch_add(bytes as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn flush(&self) -> Result<(), String> {
+        self.db.flush().map_err(|e| format!("rocksdb: flush: {e}"))
+    }
+
+    /// `CompactRange` over every key with the bottom level forced: the
+    /// whole database is read and rewritten, as quietkv's `compact_all`.
+    fn compact_all(&self) -> Result<(), String> {
+        let mut c = CompactOptions::default();
+        c.set_bottommost_level_compaction(BottommostLevelCompaction::Force);
+        c.set_exclusive_manual_compaction(true);
+        self.db.compact_range_opt(None::<&[u8]>, None::<&[u8]>, &c);
+        Ok(())
+    }
+
+    fn wait_idle(&self) -> Result<(), String> {
+        let mut w = WaitForCompactOptions::default();
+        w.set_flush(true);
+        self.db
+            .wait_for_compact(&w)
+            .map_err(|e| format!("rocksdb: waiting for compactions: {e}"))
+    }
+
+    /// Compaction and flush bytes from RocksDB's own statistics
+    /// (`rocksdb.compact.read.bytes`, `rocksdb.compact.write.bytes`,
+    /// `rocksdb.flush.write.bytes`), busy seconds from its compaction and
+    /// flush time histograms.
+    fn counters(&self) -> Counters {
+        let compaction = self.options.get_histogram_data(Histogram::CompactionTime);
+        let flush = self.options.get_histogram_data(Histogram::FlushTime);
+        Counters {
+            compaction_read_bytes: self.ticker(Ticker::CompactReadBytes),
+            compaction_write_bytes: self.ticker(Ticker::CompactWriteBytes),
+            flush_write_bytes: self.ticker(Ticker::FlushWriteBytes),
+            compaction_seconds: compaction.sum() as f64 / 1e6,
+            flush_seconds: flush.sum() as f64 / 1e6,
+            compactions: compaction.count(),
+            compactions_running: self.property("rocksdb.num-running-compactions"),
+            user_write_bytes: self.user_write_bytes.load(Ordering::Relaxed),
+            write_stall_seconds: self.ticker(Ticker::StallMicros) as f64 / 1e6,
+            warmed_bytes: 0,
+            // RocksDB cannot tell whether a read found its block in the
+            // page cache.
+            user_read_page_cache: None,
+            block_cache: Some(HitsMisses {
+                hits: self.ticker(Ticker::BlockCacheHit),
+                misses: self.ticker(Ticker::BlockCacheMiss),
+            }),
+        }
+    }
+
+    fn close(self) -> Result<(), String> {
+        // Dropping the handle closes it; flush first so a reopened copy
+        // replays no WAL (quietkv's close does the same).
+        self.db
+            .flush()
+            .map_err(|e| format!("rocksdb: flush at close: {e}"))?;
+        drop(self.db);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configurations_are_the_switches_of_pr_14743() {
+        let c = RocksDbConfig::parse("Read-Direct").unwrap();
+        assert_eq!(c.name, "read-direct");
+        assert_eq!(c.switches(), ["use_direct_io_for_compaction_reads"]);
+        let c = RocksDbConfig::parse("write-direct").unwrap();
+        assert_eq!(c.switches(), ["use_direct_io_for_flush_and_compaction"]);
+        let c = RocksDbConfig::parse("both-direct").unwrap();
+        assert_eq!(
+            c.switches(),
+            [
+                "use_direct_io_for_compaction_reads",
+                "use_direct_io_for_flush_and_compaction"
+            ]
+        );
+        let c = RocksDbConfig::parse("all-direct").unwrap();
+        assert_eq!(
+            c.switches(),
+            ["use_direct_io_for_flush_and_compaction", "use_direct_reads"]
+        );
+        assert!(RocksDbConfig::parse("buffered")
+            .unwrap()
+            .switches()
+            .is_empty());
+        assert!(RocksDbConfig::parse("auto")
+            .unwrap_err()
+            .contains("unknown RocksDB configuration"));
+    }
+
+    #[test]
+    fn the_page_cache_description_follows_the_switches() {
+        let dir = std::path::Path::new("/");
+        let u = RocksDbConfig::parse("read-direct").unwrap().page_cache(dir);
+        assert_eq!(u.compaction_reads.effect, CacheUse::Bypassed);
+        assert_eq!(u.compaction_writes.effect, CacheUse::Cached);
+        assert_eq!(u.user_reads.effect, CacheUse::Cached);
+        assert_eq!(
+            u.describe(),
+            "compaction read direct (use_direct_io_for_compaction_reads) / compaction+flush write buffered / user read buffered"
+        );
+        let u = RocksDbConfig::parse("all-direct").unwrap().page_cache(dir);
+        assert_eq!(u.user_reads.effect, CacheUse::Bypassed);
+        assert_eq!(u.flush_writes.effect, CacheUse::Bypassed);
+        assert!(u.also[0].contains("block cache 4 MiB"), "{:?}", u.also);
+        assert!(
+            RocksDbConfig::parse("buffered")
+                .unwrap()
+                .page_cache(dir)
+                .engine_defaults
+        );
+    }
+}
