@@ -216,14 +216,13 @@ enum Access {
 /// that holds a database but lost CURRENT is damage (exit 2, naming the
 /// manifest to restore CURRENT from).
 fn open(dir: &Path, access: Access) -> Result<Db, Failure> {
-    use quietkv::creation::{inspect, Creation};
-    if let Creation::NotCreated { .. } = inspect(dir)? {
-        if access != Access::Create {
-            return Err(Failure::user(format!(
-                "no quietkv database in {} (no CURRENT file)",
-                dir.display()
-            )));
-        }
+    // Asked even when creating: a database that lost CURRENT is refused.
+    let exists = Db::exists(dir)?;
+    if !exists && access != Access::Create {
+        return Err(Failure::user(format!(
+            "no quietkv database in {} (no CURRENT file)",
+            dir.display()
+        )));
     }
     let opts = Options {
         create_if_missing: access == Access::Create,

@@ -197,10 +197,6 @@ impl<V> Cache<V> {
         }
     }
 
-    pub fn capacity(&self) -> usize {
-        self.capacity
-    }
-
     pub fn is_enabled(&self) -> bool {
         self.capacity > 0
     }

@@ -28,37 +28,41 @@
 //! # }
 //! ```
 
-pub mod batch;
-pub mod block_cache;
-pub mod check;
-pub mod creation;
+mod batch;
+mod block_cache;
+mod check;
+mod creation;
 mod db;
-pub mod error;
-pub mod fileio;
-pub mod filenames;
-pub mod iter;
-pub mod key;
+mod error;
+mod fileio;
+mod filenames;
+mod iter;
+mod key;
 mod lockfile;
-pub mod log;
-pub mod memtable;
-pub mod merge;
-pub mod options;
-pub mod picker;
-pub mod repair;
-pub mod snapshot;
-pub mod table;
-pub mod table_cache;
+mod log;
+mod memtable;
+mod merge;
+mod options;
+mod picker;
+mod repair;
+mod snapshot;
+mod table;
+mod table_cache;
 mod varint;
-pub mod version;
-pub mod wal_set;
-pub mod warm;
+mod version;
+mod wal_set;
+mod warm;
+
+#[cfg(test)]
+mod tests;
 
 pub use batch::WriteBatch;
-pub use check::{check_dir, CheckReport};
+pub use block_cache::CacheStats;
+pub use check::{check_dir, check_dir_with, CheckOptions, CheckReport, Finding};
 pub use db::{CompactionStats, Db, DbIter, DbStats, LevelStats, WriteStallStats};
 pub use error::{Error, ErrorKind, Result};
 pub use options::{IoPriority, Options, ReadOptions, WriteOptions};
-pub use quietio::{AccessMode, EffectiveMode, IoClass};
-pub use repair::{repair_dir, RepairOptions, RepairReport};
+pub use quietio::{AccessMode, ClassModes, ClassStats, EffectiveMode, IoClass, IoEngine};
+pub use repair::{repair_dir, Dropped, KeptTable, RepairOptions, RepairReport, SalvagedTable};
 pub use snapshot::Snapshot;
 pub use table::Compression;

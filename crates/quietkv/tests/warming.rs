@@ -69,13 +69,11 @@ fn run(warm: bool, user_read: AccessMode, block_cache_bytes: usize) -> Option<Ou
     .io_mode(IoClass::CompactionRead, AccessMode::Auto)
     .io_mode(IoClass::CompactionWrite, AccessMode::Auto);
     let db = Db::open(d.path(), opts).unwrap();
-    if db.io_env().mode(IoClass::CompactionRead) != EffectiveMode::Direct {
+    if db.io_mode(IoClass::CompactionRead) != EffectiveMode::Direct {
         skip::skip(&format!("no O_DIRECT under {}", d.path().display()));
         return None;
     }
-    if user_read == AccessMode::Direct
-        && db.io_env().mode(IoClass::UserRead) != EffectiveMode::Direct
-    {
+    if user_read == AccessMode::Direct && db.io_mode(IoClass::UserRead) != EffectiveMode::Direct {
         skip::skip("no O_DIRECT user reads");
         return None;
     }

@@ -145,6 +145,13 @@ fn flush_one(inner: &Arc<Inner>) {
 /// Runs one compaction job and installs its result.
 fn compact(inner: &Arc<Inner>, job: CompactionJob) -> Result<()> {
     let t = Instant::now();
+    log::debug!(
+        "quietkv: {:?} compaction ({:?}) of L{} into L{}",
+        job.kind,
+        job.reason,
+        job.level,
+        job.output_level
+    );
     let result = if job.kind == CompactionKind::TrivialMove {
         let mut st = inner.state.lock();
         inner.install(&mut st, job.trivial_move_edit())

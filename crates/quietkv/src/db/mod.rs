@@ -179,6 +179,20 @@ impl Db {
         })
     }
 
+    /// Whether `path` holds a database, found without writing to it.
+    ///
+    /// `Ok(false)` for a missing or empty directory, and for one holding
+    /// only what a creation cut short leaves (which [`Db::open`] cleans up).
+    /// [`ErrorKind::Corruption`](crate::ErrorKind::Corruption), naming the
+    /// newest manifest, for a directory that holds data but lost its
+    /// CURRENT file: opening it would not create a fresh database.
+    pub fn exists(path: impl AsRef<Path>) -> Result<bool> {
+        Ok(matches!(
+            crate::creation::inspect(path.as_ref())?,
+            crate::creation::Creation::Complete
+        ))
+    }
+
     /// Whether the database was opened with [`Db::open_read_only`].
     pub fn is_read_only(&self) -> bool {
         self.inner.read_only
@@ -192,9 +206,11 @@ impl Db {
         &self.inner.opts
     }
 
-    /// The I/O environment: probed capabilities and the mode of each class.
-    pub fn io_env(&self) -> &IoEnv {
-        &self.inner.env
+    /// The access mode `class` resolved to when the database was opened:
+    /// what an `auto` (or explicit) [`AccessMode`](crate::AccessMode) became
+    /// on this directory's file system and kernel.
+    pub fn io_mode(&self, class: quietio::IoClass) -> quietio::EffectiveMode {
+        self.inner.env.mode(class)
     }
 
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {

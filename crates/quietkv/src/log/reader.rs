@@ -109,6 +109,7 @@ impl<'a> LogReader<'a> {
     }
 
     /// The largest log length a sync mark read so far says was made durable.
+    #[cfg(test)]
     pub fn synced_len(&self) -> u64 {
         self.synced_len
     }
@@ -148,12 +149,9 @@ impl<'a> LogReader<'a> {
     }
 
     /// File offset just past the last record returned so far.
+    #[cfg(test)]
     pub fn valid_len(&self) -> u64 {
         self.pos as u64
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     fn corruption(&self, message: String, offset: u64) -> Error {

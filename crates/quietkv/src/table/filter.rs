@@ -63,10 +63,6 @@ impl BloomBuilder {
         self.hashes.push(hash64(user_key));
     }
 
-    pub fn num_keys(&self) -> usize {
-        self.hashes.len()
-    }
-
     /// The encoded filter.
     pub fn finish(&self) -> Vec<u8> {
         let k = ((self.bits_per_key as f64) * std::f64::consts::LN_2).round() as u8;
@@ -117,11 +113,6 @@ impl BloomFilter {
                 .get((bit / 8) as usize)
                 .is_some_and(|b| b & (1 << (bit % 8)) != 0)
         })
-    }
-
-    /// Memory used by the bit array.
-    pub fn size(&self) -> usize {
-        self.bits.len()
     }
 }
 
