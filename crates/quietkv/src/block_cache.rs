@@ -26,12 +26,19 @@ const MAX_SHARD_BITS: u32 = 4;
 /// Counter snapshot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CacheStats {
+    /// Bytes the cache may hold (0: no cache).
     pub capacity: u64,
+    /// Bytes it holds now.
     pub usage: u64,
+    /// Blocks it holds now.
     pub entries: u64,
+    /// Lookups that found their block.
     pub hits: u64,
+    /// Lookups that did not.
     pub misses: u64,
+    /// Blocks added.
     pub inserts: u64,
+    /// Blocks evicted to make room.
     pub evictions: u64,
 }
 

@@ -16,10 +16,7 @@
 //! db.write(batch, WriteOptions { sync: true })?; // atomic, durable
 //!
 //! assert_eq!(db.get(b"user:2")?, Some(b"bob".to_vec()));
-//! let _snap = db.snapshot(); // a consistent view
-//! let users: Vec<_> = db
-//!     .range(Some(b"user:"), Some(b"user;"))?
-//!     .collect::<quietkv::Result<_>>()?;
+//! let users: Vec<_> = db.prefix(b"user:")?.collect::<quietkv::Result<_>>()?;
 //! assert_eq!(users, vec![(b"user:2".to_vec(), b"bob".to_vec())]);
 //! db.compact_all()?; // full major compaction
 //! println!("{:?}", db.stats().compaction);
@@ -27,6 +24,35 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! Snapshots, ranges, prefixes and reverse iteration:
+//!
+//! ```
+//! use quietkv::{Db, Options};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let tmp = tempfile::tempdir()?;
+//! # let dir = tmp.path();
+//! # let db = Db::open(&dir, Options::default())?;
+//! # for i in 0..100u32 {
+//! #     db.put(format!("k{i:03}").as_bytes(), b"v")?;
+//! # }
+//! # drop(db);
+//! let db = Db::open(&dir, Options::default())?;
+//! let snap = db.snapshot();
+//! db.put(b"k000", b"changed")?;
+//! let old = snap.get(b"k000")?;                                  // the value before
+//! let ten = db.range(&b"k010"[..]..&b"k020"[..])?.collect::<Result<Vec<_>, _>>()?;
+//! let back = db.range(&b"k010"[..]..&b"k020"[..])?.rev().count();
+//! let p = db.prefix(b"k05")?.count();
+//! let all_at_snap = snap.range(&b""[..]..)?.count();
+//! assert_eq!(old, Some(b"v".to_vec()));
+//! assert_eq!((ten.len(), back, p, all_at_snap), (10, 10, 10, 100));
+//! assert_eq!(ten[0].0, b"k010");
+//! # Ok(())
+//! # }
+//! ```
+
+#![deny(missing_docs)]
 
 mod batch;
 mod block_cache;
@@ -61,7 +87,7 @@ pub use block_cache::CacheStats;
 pub use check::{check_dir, check_dir_with, CheckOptions, CheckReport, Finding};
 pub use db::{CompactionStats, Db, DbIter, DbStats, LevelStats, WriteStallStats};
 pub use error::{Error, ErrorKind, Result};
-pub use options::{IoPriority, Options, ReadOptions, WriteOptions};
+pub use options::{IoPriority, Options, WriteOptions};
 pub use quietio::{AccessMode, ClassModes, ClassStats, EffectiveMode, IoClass, IoEngine};
 pub use repair::{repair_dir, Dropped, KeptTable, RepairOptions, RepairReport, SalvagedTable};
 pub use snapshot::Snapshot;

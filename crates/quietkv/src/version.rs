@@ -164,7 +164,7 @@ impl<'a> Reader<'a> {
         let start = self.pos;
         let k = self.bytes(what)?;
         parse_internal_key(k).map_err(|e| {
-            Error::corruption(format!("version edit: bad {what}: {}", e.message()))
+            e.context(&format!("version edit: bad {what}"))
                 .with_offset(start as u64)
         })?;
         Ok(k.to_vec())
