@@ -8,33 +8,24 @@
 //! finishes tearing down an exited process.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 /// Prefix of every directory the benchmark creates; followed by the
 /// creating process's pid and a counter.
 pub const DIR_PREFIX: &str = "quietkv-bench-";
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 static COUNTER: AtomicU32 = AtomicU32::new(0);
-
-extern "C" fn on_signal(_sig: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
 
 /// SIGINT and SIGTERM set a flag instead of killing the process; the runner
 /// checks [`interrupted`] and cleans up.
 pub fn install_interrupt_handler() {
-    // SAFETY: `on_signal` is an `extern "C" fn(c_int)` that only stores to
-    // an atomic, which is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-    }
+    quietio::sys::catch_interrupts();
 }
 
+/// Whether SIGINT or SIGTERM arrived.
 pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
+    quietio::sys::interrupted()
 }
 
 /// Which cgroup interface a directory belongs to.

@@ -98,10 +98,8 @@ impl SplitMix64 {
 /// Sleeps are woken within microseconds rather than the default 50 us
 /// timer slack.
 fn tighten_timer_slack() {
-    // SAFETY: PR_SET_TIMERSLACK takes an integer and no pointers.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
-    }
+    // Best effort: a refusal only makes wake-ups later.
+    let _ = quietio::sys::set_timer_slack(1);
 }
 
 /// The last stretch before a request's scheduled instant is spun instead of

@@ -243,13 +243,8 @@ pub fn parse_proc_stat(text: &str) -> Option<ProcCpu> {
 }
 
 pub fn clock_ticks_per_sec() -> f64 {
-    // SAFETY: sysconf only reads its integer argument.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 {
-        t as f64
-    } else {
-        100.0
-    }
+    // 100 is what Linux uses everywhere it does not say.
+    quietio::sys::clock_ticks_per_sec().map_or(100.0, |t| t as f64)
 }
 
 /// `/proc/PID/io`.
@@ -284,7 +279,7 @@ pub fn parse_proc_io(text: &str) -> ProcIo {
 pub fn block_device_of(dir: &Path) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     let dev = std::fs::metadata(dir).ok()?.dev();
-    let (maj, min) = (libc::major(dev), libc::minor(dev));
+    let (maj, min) = quietio::sys::device_numbers(dev);
     if maj == 0 {
         return None;
     }

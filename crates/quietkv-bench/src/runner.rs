@@ -36,8 +36,7 @@ pub const WORKER_SUBCOMMAND: &str = "bench-worker";
 
 /// `sync`, then drop clean page cache, dentries and inodes.
 pub fn drop_page_cache() -> Result<(), String> {
-    // SAFETY: sync takes no arguments and cannot fail.
-    unsafe { libc::sync() };
+    quietio::sys::sync_all();
     std::fs::write("/proc/sys/vm/drop_caches", "3")
         .map_err(|e| format!("cannot drop the page cache (/proc/sys/vm/drop_caches: {e})"))
 }

@@ -224,8 +224,7 @@ pub fn build<E: BenchEngine>(
     // The manifest is written last: a build cut short has none.
     let json = serde_json::to_string_pretty(&m).map_err(|e| e.to_string())?;
     std::fs::write(tmp.join(MANIFEST), json).map_err(|e| e.to_string())?;
-    // SAFETY: sync takes no arguments and cannot fail.
-    unsafe { libc::sync() };
+    quietio::sys::sync_all();
     let _ = std::fs::remove_dir_all(dir);
     std::fs::rename(&tmp, dir).map_err(|e| format!("cannot rename {}: {e}", tmp.display()))?;
     Ok(m)
@@ -311,8 +310,7 @@ pub fn copy_to(
             return Err(format!("copied {n} bytes of {name}, expected {size}"));
         }
     }
-    // SAFETY: sync takes no arguments and cannot fail.
-    unsafe { libc::sync() };
+    quietio::sys::sync_all();
     Ok(())
 }
 

@@ -48,12 +48,7 @@ pub struct Run {
 }
 
 fn cpu_times() -> (f64, f64) {
-    // SAFETY: rusage is a plain C struct of integers; all zeros is valid.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `ru` is a valid, exclusively borrowed rusage to fill.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-    (t(ru.ru_utime), t(ru.ru_stime))
+    quietio::sys::process_cpu_seconds()
 }
 
 /// One run of `config` of engine `E`, reported as `mode`.

@@ -11,7 +11,7 @@ use std::io::{self, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
-use quietkv::check::{check_dir_with, CheckOptions, Finding};
+use quietkv::{check_dir_with, CheckOptions, Finding};
 
 use crate::kv::Failure;
 

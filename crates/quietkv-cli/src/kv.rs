@@ -13,6 +13,7 @@
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::ops::Bound;
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -165,13 +166,19 @@ fn run(db: Option<PathBuf>, cmd: KvCommand) -> Result<ExitCode, Failure> {
         KvCommand::Delete { key } => db.delete(&bytes(key))?,
         KvCommand::Scan { from, to, limit } => {
             let (from, to) = (from.map(bytes), to.map(bytes));
-            let iter = db.range(from.as_deref(), to.as_deref())?;
-            for item in iter.take(limit.map_or(usize::MAX, |l| l as usize)) {
+            let lower = from.as_deref().map_or(Bound::Unbounded, Bound::Included);
+            let upper = to.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+            let mut iter = db.range::<&[u8], _>((lower, upper))?;
+            let mut left = limit.unwrap_or(u64::MAX);
+            // Borrowed pairs: a long scan allocates nothing per entry.
+            while left > 0 {
+                let Some(item) = iter.next_ref() else { break };
                 let (k, v) = item?;
-                out.write_all(&k)?;
+                out.write_all(k)?;
                 out.write_all(b"\t")?;
-                out.write_all(&v)?;
+                out.write_all(v)?;
                 out.write_all(b"\n")?;
+                left -= 1;
             }
         }
         KvCommand::Load { file, sync, batch } => {
@@ -216,19 +223,15 @@ enum Access {
 /// that holds a database but lost CURRENT is damage (exit 2, naming the
 /// manifest to restore CURRENT from).
 fn open(dir: &Path, access: Access) -> Result<Db, Failure> {
-    use quietkv::creation::{inspect, Creation};
-    if let Creation::NotCreated { .. } = inspect(dir)? {
-        if access != Access::Create {
-            return Err(Failure::user(format!(
-                "no quietkv database in {} (no CURRENT file)",
-                dir.display()
-            )));
-        }
+    // Asked even when creating: a database that lost CURRENT is refused.
+    let exists = Db::exists(dir)?;
+    if !exists && access != Access::Create {
+        return Err(Failure::user(format!(
+            "no quietkv database in {} (no CURRENT file)",
+            dir.display()
+        )));
     }
-    let opts = Options {
-        create_if_missing: access == Access::Create,
-        ..Options::default()
-    };
+    let opts = Options::default().create_if_missing(access == Access::Create);
     Ok(if access == Access::Read {
         Db::open_read_only(dir, opts)?
     } else {

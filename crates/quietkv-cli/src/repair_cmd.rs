@@ -15,8 +15,8 @@ use std::io::{self, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
-use quietkv::repair::{repair_dir, Dropped, RepairOptions};
 use quietkv::ErrorKind;
+use quietkv::{repair_dir, Dropped, RepairOptions};
 
 use crate::kv::Failure;
 

@@ -82,7 +82,7 @@ pub fn to_json(s: &DbStats) -> Value {
         },
         "open_tables": s.open_tables,
         "io": io,
-        "background_error": s.background_error,
+        "background_error": s.background_error.as_ref().map(ToString::to_string),
     })
 }
 

@@ -61,6 +61,7 @@ impl std::fmt::Debug for WriteBatch {
 }
 
 impl WriteBatch {
+    /// An empty batch.
     pub fn new() -> Self {
         Self::with_capacity(0)
     }
@@ -72,6 +73,7 @@ impl WriteBatch {
         WriteBatch { rep }
     }
 
+    /// Adds a put of `key` = `value`; InvalidArgument if the key or value is over the size limit.
     pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         check_key(key)?;
         if value.len() > MAX_VALUE_LEN {
@@ -91,6 +93,7 @@ impl WriteBatch {
         Ok(())
     }
 
+    /// Adds a delete of `key`; InvalidArgument if the key is over the size limit.
     pub fn delete(&mut self, key: &[u8]) -> Result<()> {
         check_key(key)?;
         self.reserve_entry(1 + MAX_LEN_U32 + key.len())?;
@@ -118,6 +121,7 @@ impl WriteBatch {
         self.count() as usize
     }
 
+    /// Whether the batch holds no operation.
     pub fn is_empty(&self) -> bool {
         self.count() == 0
     }
@@ -135,26 +139,26 @@ impl WriteBatch {
     }
 
     /// Sequence number of the first operation.
-    pub fn sequence(&self) -> SeqNo {
+    pub(crate) fn sequence(&self) -> SeqNo {
         u64::from_le_bytes(self.rep[0..8].try_into().expect("8 bytes"))
     }
 
     /// Sets the sequence number of the first operation; operation `i` gets
     /// `seq + i`. The memtable rejects batches whose last sequence number
     /// would exceed [`MAX_SEQ`].
-    pub fn set_sequence(&mut self, seq: SeqNo) {
+    pub(crate) fn set_sequence(&mut self, seq: SeqNo) {
         self.rep[0..8].copy_from_slice(&seq.to_le_bytes());
     }
 
     /// The encoded batch: the payload of one WAL record.
-    pub fn data(&self) -> &[u8] {
+    pub(crate) fn data(&self) -> &[u8] {
         &self.rep
     }
 
     /// Parses and fully validates an encoded batch (from a WAL record).
     /// Damaged input is `Corruption`, never a panic; the caller adds the
     /// file and offset.
-    pub fn decode(data: &[u8]) -> Result<WriteBatch> {
+    pub(crate) fn decode(data: &[u8]) -> Result<WriteBatch> {
         if data.len() < BATCH_HEADER_LEN {
             return Err(Error::corruption(format!(
                 "write batch of {} bytes is shorter than its {BATCH_HEADER_LEN}-byte header",
@@ -194,7 +198,7 @@ impl WriteBatch {
     }
 
     /// The operations in the order they were added.
-    pub fn iter(&self) -> BatchIter<'_> {
+    pub(crate) fn iter(&self) -> BatchIter<'_> {
         BatchIter {
             rest: &self.rep[BATCH_HEADER_LEN..],
         }

@@ -56,12 +56,19 @@ pub const PROTECTED_PERCENT: usize = 80;
 /// Counter snapshot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CacheStats {
+    /// Bytes the cache may hold (0: no cache).
     pub capacity: u64,
+    /// Bytes it holds now.
     pub usage: u64,
+    /// Blocks it holds now.
     pub entries: u64,
+    /// Lookups that found their block.
     pub hits: u64,
+    /// Lookups that did not.
     pub misses: u64,
+    /// Blocks added.
     pub inserts: u64,
+    /// Blocks evicted to make room.
     pub evictions: u64,
     /// Bytes reserved for memory held elsewhere (index and filter blocks).
     pub pinned: u64,
@@ -271,6 +278,7 @@ pub struct Reservation<V> {
 }
 
 impl<V> Reservation<V> {
+    #[cfg(test)]
     pub fn bytes(&self) -> usize {
         self.bytes
     }
@@ -315,10 +323,6 @@ impl<V> Cache<V> {
     pub fn without_pinned_charge(mut self) -> Self {
         self.charge_pinned = false;
         self
-    }
-
-    pub fn capacity(&self) -> usize {
-        self.capacity
     }
 
     pub fn is_enabled(&self) -> bool {

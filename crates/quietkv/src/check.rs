@@ -61,15 +61,18 @@ use crate::wal_set::WalSet;
 /// One finding: where and what.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
+    /// The file the finding is about.
     pub file: PathBuf,
     /// Byte offset in `file` (a block, record or footer) when known.
     pub offset: Option<u64>,
+    /// What is wrong (or worth noting) there.
     pub message: String,
 }
 
 /// What [`check_dir`] verified and what it found.
 #[derive(Debug, Clone, Default)]
 pub struct CheckReport {
+    /// The database directory checked.
     pub dir: PathBuf,
     /// The manifest CURRENT names, if CURRENT could be read.
     pub manifest: Option<PathBuf>,

@@ -56,10 +56,11 @@ pub struct Error {
     source: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
+/// `Result` with the engine's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
-    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+    pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Error {
             kind,
             message: message.into(),
@@ -69,16 +70,16 @@ impl Error {
         }
     }
 
-    pub fn corruption(message: impl Into<String>) -> Self {
+    pub(crate) fn corruption(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Corruption, message)
     }
 
-    pub fn invalid(message: impl Into<String>) -> Self {
+    pub(crate) fn invalid(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::InvalidArgument, message)
     }
 
     /// An I/O error from the OS, with what we were doing.
-    pub fn io(err: std::io::Error, message: impl Into<String>) -> Self {
+    pub(crate) fn io(err: std::io::Error, message: impl Into<String>) -> Self {
         let mut e = Self::new(ErrorKind::Io, message);
         e.source = Some(Arc::new(err));
         e
@@ -92,28 +93,39 @@ impl Error {
         e
     }
 
-    pub fn with_file(mut self, file: impl AsRef<Path>) -> Self {
+    pub(crate) fn with_file(mut self, file: impl AsRef<Path>) -> Self {
         self.file = Some(file.as_ref().to_path_buf());
         self
     }
 
-    pub fn with_offset(mut self, offset: u64) -> Self {
+    /// Says what was being done when the error happened, in front of the
+    /// message; the kind, file, offset and cause stay as they are.
+    pub(crate) fn context(mut self, doing: &str) -> Self {
+        self.message = format!("{doing}: {}", self.message);
+        self
+    }
+
+    pub(crate) fn with_offset(mut self, offset: u64) -> Self {
         self.offset = Some(offset);
         self
     }
 
+    /// What went wrong, to match on.
     pub fn kind(&self) -> ErrorKind {
         self.kind
     }
 
+    /// The file the error is about, when there is one.
     pub fn file(&self) -> Option<&Path> {
         self.file.as_deref()
     }
 
+    /// The byte offset in [`file`](Self::file) the error is about, when known.
     pub fn offset(&self) -> Option<u64> {
         self.offset
     }
 
+    /// What happened, without the kind, file, offset or cause.
     pub fn message(&self) -> &str {
         &self.message
     }

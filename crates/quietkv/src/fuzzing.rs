@@ -33,7 +33,7 @@ use crate::table::format::{
 use crate::table::properties::TableProperties;
 use crate::table::reader::TableReader;
 use crate::table::scanner::TableScanner;
-use crate::table::source::MemSource;
+use crate::table::MemSource;
 use crate::version::{Version, VersionBuilder, VersionEdit, NUM_LEVELS};
 use crate::wal_set::WalSet;
 
@@ -676,6 +676,13 @@ pub fn current(data: &[u8]) {
 }
 
 // ------------------------------------------------------------------- seeds
+
+/// Whether `name` is a file name the engine treats as one of its own
+/// (the regression test of the non-canonical names the `current` target
+/// found).
+pub fn is_database_file_name(name: &str) -> bool {
+    crate::filenames::parse(name).is_some()
+}
 
 /// Seed inputs for every target, cut from a real database: a few small
 /// databases (one per compression) are written with the engine, and their

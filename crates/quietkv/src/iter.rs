@@ -1,20 +1,43 @@
 //! The iterator protocol shared by memtables, tables and merging iterators.
 
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 
-/// A forward cursor over `(internal key, value)` entries in
-/// [`crate::key::compare_internal`] order.
+/// A cursor over `(internal key, value)` entries in
+/// [`crate::key::compare_internal`] order, movable both ways.
 ///
 /// Positioning calls return errors (a damaged block is found while moving);
-/// `key`/`value` may only be called while `valid()`.
+/// `key`/`value` may only be called while `valid()`. Cursors that can only
+/// stream forward (compaction input read sequentially) answer `prev` and
+/// `seek_to_last` with [`forward_only`].
 pub trait InternalIterator {
     fn valid(&self) -> bool;
     fn seek_to_first(&mut self) -> Result<()>;
+    /// Positions at the last entry.
+    fn seek_to_last(&mut self) -> Result<()>;
     /// Positions at the first entry whose internal key is >= `target`.
     fn seek(&mut self, target: &[u8]) -> Result<()>;
+    /// Positions at the last entry whose internal key is < `target`.
+    fn seek_before(&mut self, target: &[u8]) -> Result<()> {
+        self.seek(target)?;
+        if self.valid() {
+            self.prev()
+        } else {
+            self.seek_to_last()
+        }
+    }
     fn next(&mut self) -> Result<()>;
+    /// Moves to the previous entry (invalid before the first).
+    fn prev(&mut self) -> Result<()>;
     fn key(&self) -> &[u8];
     fn value(&self) -> &[u8];
+}
+
+/// What a forward-only cursor answers to `prev` and `seek_to_last`.
+pub(crate) fn forward_only() -> Error {
+    Error::new(
+        ErrorKind::NotSupported,
+        "this cursor reads its input sequentially and only moves forward",
+    )
 }
 
 impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
@@ -24,11 +47,20 @@ impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
     fn seek_to_first(&mut self) -> Result<()> {
         (**self).seek_to_first()
     }
+    fn seek_to_last(&mut self) -> Result<()> {
+        (**self).seek_to_last()
+    }
     fn seek(&mut self, target: &[u8]) -> Result<()> {
         (**self).seek(target)
     }
+    fn seek_before(&mut self, target: &[u8]) -> Result<()> {
+        (**self).seek_before(target)
+    }
     fn next(&mut self) -> Result<()> {
         (**self).next()
+    }
+    fn prev(&mut self) -> Result<()> {
+        (**self).prev()
     }
     fn key(&self) -> &[u8] {
         (**self).key()
@@ -40,11 +72,13 @@ impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
 
 /// An iterator over a sorted in-memory vector; handy for tests and for
 /// small sorted runs.
+#[cfg(test)]
 pub struct VecIterator {
     entries: Vec<(Vec<u8>, Vec<u8>)>,
     pos: usize,
 }
 
+#[cfg(test)]
 impl VecIterator {
     /// `entries` must already be sorted by internal key.
     pub fn new(entries: Vec<(Vec<u8>, Vec<u8>)>) -> Self {
@@ -53,12 +87,29 @@ impl VecIterator {
     }
 }
 
+#[cfg(test)]
 impl InternalIterator for VecIterator {
     fn valid(&self) -> bool {
         self.pos < self.entries.len()
     }
     fn seek_to_first(&mut self) -> Result<()> {
         self.pos = 0;
+        Ok(())
+    }
+    fn seek_to_last(&mut self) -> Result<()> {
+        self.pos = self
+            .entries
+            .len()
+            .checked_sub(1)
+            .unwrap_or(self.entries.len());
+        Ok(())
+    }
+    fn prev(&mut self) -> Result<()> {
+        self.pos = match self.pos {
+            0 => self.entries.len(),
+            p if p < self.entries.len() => p - 1,
+            p => p,
+        };
         Ok(())
     }
     fn seek(&mut self, target: &[u8]) -> Result<()> {

@@ -131,6 +131,7 @@ impl InternalKey {
         &self.0
     }
 
+    #[cfg(test)]
     pub fn user_key(&self) -> &[u8] {
         user_key(&self.0)
     }

@@ -16,10 +16,7 @@
 //! db.write(batch, WriteOptions { sync: true })?; // atomic, durable
 //!
 //! assert_eq!(db.get(b"user:2")?, Some(b"bob".to_vec()));
-//! let _snap = db.snapshot(); // a consistent view
-//! let users: Vec<_> = db
-//!     .range(Some(b"user:"), Some(b"user;"))?
-//!     .collect::<quietkv::Result<_>>()?;
+//! let users: Vec<_> = db.prefix(b"user:")?.collect::<quietkv::Result<_>>()?;
 //! assert_eq!(users, vec![(b"user:2".to_vec(), b"bob".to_vec())]);
 //! db.compact_all()?; // full major compaction
 //! println!("{:?}", db.stats().compaction);
@@ -27,45 +24,78 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! Snapshots, ranges, prefixes and reverse iteration:
+//!
+//! ```
+//! use quietkv::{Db, Options};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let tmp = tempfile::tempdir()?;
+//! # let dir = tmp.path();
+//! # let db = Db::open(&dir, Options::default())?;
+//! # for i in 0..100u32 {
+//! #     db.put(format!("k{i:03}").as_bytes(), b"v")?;
+//! # }
+//! # drop(db);
+//! let db = Db::open(&dir, Options::default())?;
+//! let snap = db.snapshot();
+//! db.put(b"k000", b"changed")?;
+//! let old = snap.get(b"k000")?;                                  // the value before
+//! let ten = db.range(&b"k010"[..]..&b"k020"[..])?.collect::<Result<Vec<_>, _>>()?;
+//! let back = db.range(&b"k010"[..]..&b"k020"[..])?.rev().count();
+//! let p = db.prefix(b"k05")?.count();
+//! let all_at_snap = snap.range(&b""[..]..)?.count();
+//! assert_eq!(old, Some(b"v".to_vec()));
+//! assert_eq!((ten.len(), back, p, all_at_snap), (10, 10, 10, 100));
+//! assert_eq!(ten[0].0, b"k010");
+//! # Ok(())
+//! # }
+//! ```
 
-pub mod batch;
-pub mod block_cache;
-pub mod check;
+#![deny(missing_docs)]
+
+mod batch;
+mod block_cache;
+mod check;
 mod codec;
-pub mod creation;
+mod creation;
 mod db;
-pub mod error;
-pub mod fileio;
-pub mod filenames;
+mod error;
+mod fileio;
+mod filenames;
 /// Entry points for the fuzz targets in `fuzz/`; not a public API.
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod iter;
-pub mod key;
+mod iter;
+mod key;
 mod lockfile;
-pub mod log;
-pub mod memtable;
-pub mod merge;
-pub mod options;
-pub mod picker;
-pub mod repair;
-pub mod snapshot;
-pub mod table;
-pub mod table_cache;
+mod log;
+mod memtable;
+mod merge;
+mod options;
+mod picker;
+mod repair;
+mod snapshot;
+mod table;
+mod table_cache;
 mod varint;
-pub mod version;
-pub mod wal_set;
+mod version;
+mod wal_set;
 mod wal_sync;
-pub mod warm;
+mod warm;
+
+#[cfg(test)]
+mod tests;
 
 pub use batch::WriteBatch;
-pub use check::{check_dir, CheckReport};
+pub use block_cache::CacheStats;
+pub use check::{check_dir, check_dir_with, CheckOptions, CheckReport, Finding};
 pub use db::{CompactionStats, Db, DbIter, DbStats, LevelStats, WriteStallStats};
 pub use error::{Error, ErrorKind, Result};
-pub use options::{IoPriority, Options, ReadOptions, WriteOptions};
-pub use quietio::{AccessMode, EffectiveMode, IoClass};
-pub use repair::{repair_dir, RepairOptions, RepairReport};
+pub use options::{IoPriority, Options, WriteOptions};
+pub use quietio::{AccessMode, ClassModes, ClassStats, EffectiveMode, IoClass, IoEngine};
+pub use repair::{repair_dir, Dropped, KeptTable, RepairOptions, RepairReport, SalvagedTable};
 pub use snapshot::Snapshot;
 pub use table::Compression;
 pub use wal_sync::WalSync;

@@ -181,6 +181,22 @@ impl InternalIterator for MemtableIter {
         Ok(())
     }
 
+    fn seek_to_last(&mut self) -> Result<()> {
+        self.cur = None;
+        let mem = Arc::clone(&self.mem);
+        self.set(mem.map.back());
+        Ok(())
+    }
+
+    fn prev(&mut self) -> Result<()> {
+        if let Some(e) = &mut self.cur {
+            if !e.move_prev() {
+                self.cur = None;
+            }
+        }
+        Ok(())
+    }
+
     fn seek(&mut self, target: &[u8]) -> Result<()> {
         self.cur = None;
         let mem = Arc::clone(&self.mem);

@@ -3,7 +3,7 @@
 //!
 //! * [`MergingIterator`] merges any number of [`InternalIterator`]s into one
 //!   stream in [`compare_internal`] order.
-//! * [`CompactionFilter`] decides, entry by entry over such a stream, what a
+//! * [`DropRules`] decides, entry by entry over such a stream, what a
 //!   compaction keeps; [`CompactionIterator`] applies it to an iterator.
 //! * [`DbIterator`] turns an internal stream into `(user key, value)` pairs as
 //!   seen at one snapshot.
@@ -16,18 +16,24 @@ use crate::key::{
     compare_internal, parse_internal_key, seek_key, user_key, SeqNo, ValueKind, MAX_SEQ,
 };
 
-/// Merges children into one stream in internal-key order.
+/// Merges children into one stream in internal-key order, both ways.
 ///
-/// Selection is a linear scan for the minimum, which beats a heap for the
-/// handful of children (memtables + L0 files + one per level) a read has.
-/// If two children are positioned on equal internal keys (only possible with
-/// corrupted input, since sequence numbers are unique), both entries are
-/// yielded, the child with the lower index first; pass children newest
-/// source first so the newer one wins wherever a consumer keeps only the
-/// first.
+/// Selection is a linear scan for the minimum (maximum when moving back),
+/// which beats a heap for the handful of children (memtables + L0 files +
+/// one per level) a read has. If two children are positioned on equal
+/// internal keys (only possible with corrupted input, since sequence
+/// numbers are unique), both entries are yielded, the child with the lower
+/// index first when moving forward; pass children newest source first so
+/// the newer one wins wherever a consumer keeps only the first.
+///
+/// Moving forward, every child is at its first entry after the current
+/// key; moving back, at its last entry before it. Changing direction
+/// repositions the other children around the current key (as LevelDB's
+/// merging iterator does), which costs one seek per child.
 pub struct MergingIterator {
     children: Vec<Box<dyn InternalIterator + Send>>,
     current: Option<usize>,
+    forward: bool,
 }
 
 impl MergingIterator {
@@ -35,40 +41,91 @@ impl MergingIterator {
         MergingIterator {
             children,
             current: None,
+            forward: true,
         }
     }
 
-    pub fn num_children(&self) -> usize {
-        self.children.len()
-    }
-
-    fn find_smallest(&mut self) {
+    /// Picks the child with the smallest key (`forward`) or the largest.
+    fn pick(&mut self, forward: bool) {
         let mut best: Option<usize> = None;
         for (i, c) in self.children.iter().enumerate() {
             if !c.valid() {
                 continue;
             }
             best = match best {
-                Some(b) if compare_internal(c.key(), self.children[b].key()) != Ordering::Less => {
-                    Some(b)
+                Some(b) => {
+                    let ord = compare_internal(c.key(), self.children[b].key());
+                    let better = if forward {
+                        ord == Ordering::Less
+                    } else {
+                        ord != Ordering::Less
+                    };
+                    Some(if better { i } else { b })
                 }
-                _ => Some(i),
+                None => Some(i),
             };
         }
         self.current = best;
+        self.forward = forward;
     }
 
-    /// Runs `f` on every child; on the first error the iterator becomes
-    /// invalid and the error is returned.
+    /// Runs `f` on every child, then picks the current one; on the first
+    /// error the iterator becomes invalid and the error is returned.
     fn position_all(
         &mut self,
+        forward: bool,
         mut f: impl FnMut(&mut (dyn InternalIterator + Send)) -> Result<()>,
     ) -> Result<()> {
         self.current = None;
         for c in &mut self.children {
             f(c.as_mut())?;
         }
-        self.find_smallest();
+        self.pick(forward);
+        Ok(())
+    }
+
+    /// Puts every child but the current one on the `forward` side of the
+    /// current key. The key is copied once per change of direction.
+    fn turn(&mut self, current: usize, forward: bool) -> Result<()> {
+        let key = self.children[current].key().to_vec();
+        for (i, c) in self.children.iter_mut().enumerate() {
+            if i == current {
+                continue;
+            }
+            let r = if forward {
+                c.seek(&key).and_then(|_| {
+                    if c.valid() && compare_internal(c.key(), &key) == Ordering::Equal {
+                        c.next()
+                    } else {
+                        Ok(())
+                    }
+                })
+            } else {
+                c.seek_before(&key)
+            };
+            if let Err(e) = r {
+                self.current = None;
+                return Err(e);
+            }
+        }
+        self.forward = forward;
+        Ok(())
+    }
+
+    /// Moves the current child one step and picks the next current one.
+    fn step(&mut self, forward: bool) -> Result<()> {
+        let Some(i) = self.current else {
+            return Ok(());
+        };
+        if self.forward != forward {
+            self.turn(i, forward)?;
+        }
+        let c = &mut self.children[i];
+        if let Err(e) = if forward { c.next() } else { c.prev() } {
+            self.current = None;
+            return Err(e);
+        }
+        self.pick(forward);
         Ok(())
     }
 }
@@ -79,23 +136,27 @@ impl InternalIterator for MergingIterator {
     }
 
     fn seek_to_first(&mut self) -> Result<()> {
-        self.position_all(|c| c.seek_to_first())
+        self.position_all(true, |c| c.seek_to_first())
+    }
+
+    fn seek_to_last(&mut self) -> Result<()> {
+        self.position_all(false, |c| c.seek_to_last())
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
-        self.position_all(|c| c.seek(target))
+        self.position_all(true, |c| c.seek(target))
+    }
+
+    fn seek_before(&mut self, target: &[u8]) -> Result<()> {
+        self.position_all(false, |c| c.seek_before(target))
     }
 
     fn next(&mut self) -> Result<()> {
-        let Some(i) = self.current else {
-            return Ok(());
-        };
-        if let Err(e) = self.children[i].next() {
-            self.current = None;
-            return Err(e);
-        }
-        self.find_smallest();
-        Ok(())
+        self.step(true)
+    }
+
+    fn prev(&mut self) -> Result<()> {
+        self.step(false)
     }
 
     fn key(&self) -> &[u8] {
@@ -107,7 +168,8 @@ impl InternalIterator for MergingIterator {
     }
 }
 
-/// The compaction drop rules, applied entry by entry to a stream in
+/// The compaction drop rules (internal; not a user hook like RocksDB's
+/// `CompactionFilter`), applied entry by entry to a stream in
 /// internal-key order.
 ///
 /// Snapshots split sequence numbers into stripes: stripe `i` holds the
@@ -124,7 +186,7 @@ impl InternalIterator for MergingIterator {
 /// kept entry is also a tombstone; that conservative rule needs no
 /// look-ahead.)
 #[derive(Debug, Clone)]
-pub struct CompactionFilter {
+pub struct DropRules {
     snapshots: Vec<SeqNo>,
     bottommost: bool,
     current_key: Vec<u8>,
@@ -134,13 +196,13 @@ pub struct CompactionFilter {
     dropped_tombstones: u64,
 }
 
-impl CompactionFilter {
+impl DropRules {
     /// `snapshots`: live snapshot sequence numbers, in any order.
     pub fn new(snapshots: &[SeqNo], is_bottommost: bool) -> Self {
         let mut snapshots = snapshots.to_vec();
         snapshots.sort_unstable();
         snapshots.dedup();
-        CompactionFilter {
+        DropRules {
             snapshots,
             bottommost: is_bottommost,
             current_key: Vec::new(),
@@ -179,34 +241,36 @@ impl CompactionFilter {
     }
 
     /// Entries dropped because a newer entry in the same stripe shadows them.
+    #[cfg(test)]
     pub fn dropped_shadowed(&self) -> u64 {
         self.dropped_shadowed
     }
 
     /// Tombstones dropped at the bottom.
+    #[cfg(test)]
     pub fn dropped_tombstones(&self) -> u64 {
         self.dropped_tombstones
     }
 }
 
-/// Applies a [`CompactionFilter`] to an input stream: yields exactly the
+/// Applies a [`DropRules`] to an input stream: yields exactly the
 /// entries a compaction writes out, in order. Forward-only (no seek: the
 /// drop rules depend on everything before in the stream).
 pub struct CompactionIterator<I> {
     input: I,
-    filter: CompactionFilter,
+    rules: DropRules,
 }
 
 impl<I: InternalIterator> CompactionIterator<I> {
     pub fn new(input: I, snapshots: &[SeqNo], is_bottommost: bool) -> Self {
         CompactionIterator {
             input,
-            filter: CompactionFilter::new(snapshots, is_bottommost),
+            rules: DropRules::new(snapshots, is_bottommost),
         }
     }
 
     pub fn seek_to_first(&mut self) -> Result<()> {
-        self.filter.reset();
+        self.rules.reset();
         self.input.seek_to_first()?;
         self.skip_dropped()
     }
@@ -233,16 +297,13 @@ impl<I: InternalIterator> CompactionIterator<I> {
         self.input.value()
     }
 
-    pub fn filter(&self) -> &CompactionFilter {
-        &self.filter
-    }
-
-    pub fn into_inner(self) -> I {
-        self.input
+    #[cfg(test)]
+    pub fn rules(&self) -> &DropRules {
+        &self.rules
     }
 
     fn skip_dropped(&mut self) -> Result<()> {
-        while self.input.valid() && !self.filter.keep(self.input.key())? {
+        while self.input.valid() && !self.rules.keep(self.input.key())? {
             self.input.next()?;
         }
         Ok(())
@@ -320,10 +381,6 @@ impl<I: InternalIterator> DbIterator<I> {
         self.inner.value()
     }
 
-    pub fn into_inner(self) -> I {
-        self.inner
-    }
-
     fn find_next(&mut self, mut skipping: bool) -> Result<()> {
         while self.inner.valid() {
             let p = parse_internal_key(self.inner.key())?;
@@ -349,6 +406,110 @@ impl<I: InternalIterator> DbIterator<I> {
                 }
             }
         }
+        Ok(())
+    }
+}
+
+/// [`DbIterator`] backwards: for each user key in descending order, the
+/// newest entry with `seq <= snapshot`, if it is a Put. An optional
+/// inclusive lower bound ends the iteration early.
+///
+/// Moving back, a key's entries arrive oldest first, so the cursor reads
+/// all of them (keeping the newest visible one in its own buffers, reused
+/// from key to key) and stops on the first entry of the key before; that
+/// is where the next step starts.
+pub struct DbRevIterator<I> {
+    inner: I,
+    snapshot: SeqNo,
+    lower_bound: Option<Vec<u8>>,
+    valid: bool,
+    key: Vec<u8>,
+    value: Vec<u8>,
+}
+
+impl<I: InternalIterator> DbRevIterator<I> {
+    /// `snapshot` is clamped to [`MAX_SEQ`]; use `MAX_SEQ` for "latest".
+    pub fn new(inner: I, snapshot: SeqNo, lower_bound: Option<Vec<u8>>) -> Self {
+        DbRevIterator {
+            inner,
+            snapshot: snapshot.min(MAX_SEQ),
+            lower_bound,
+            valid: false,
+            key: Vec::new(),
+            value: Vec::new(),
+        }
+    }
+
+    pub fn valid(&self) -> bool {
+        self.valid
+    }
+
+    /// Positions at the last visible key.
+    pub fn seek_to_last(&mut self) -> Result<()> {
+        self.valid = false;
+        self.inner.seek_to_last()?;
+        self.find_prev()
+    }
+
+    /// Positions at the last visible key `< user_key`.
+    pub fn seek_before(&mut self, user_key: &[u8]) -> Result<()> {
+        self.valid = false;
+        // The smallest internal key of `user_key`: everything before it
+        // belongs to smaller user keys.
+        self.inner.seek_before(&seek_key(user_key, MAX_SEQ))?;
+        self.find_prev()
+    }
+
+    /// Moves to the previous visible key (invalid past the lower bound).
+    pub fn prev(&mut self) -> Result<()> {
+        if !self.valid {
+            return Ok(());
+        }
+        self.valid = false;
+        self.find_prev()
+    }
+
+    /// The current user key.
+    pub fn key(&self) -> &[u8] {
+        assert!(self.valid, "key() on invalid DbRevIterator");
+        &self.key
+    }
+
+    pub fn value(&self) -> &[u8] {
+        assert!(self.valid, "value() on invalid DbRevIterator");
+        &self.value
+    }
+
+    fn find_prev(&mut self) -> Result<()> {
+        // Whether `key`/`value` hold a Put that is the newest visible
+        // entry of `key` seen so far.
+        let mut have_put = false;
+        while self.inner.valid() {
+            let p = parse_internal_key(self.inner.key())?;
+            if let Some(lb) = &self.lower_bound {
+                if p.user_key < lb.as_slice() {
+                    break;
+                }
+            }
+            if p.seq <= self.snapshot {
+                if have_put && p.user_key < self.key.as_slice() {
+                    // All of `key`'s entries are read: the Put stands.
+                    break;
+                }
+                match p.kind {
+                    ValueKind::Delete => have_put = false,
+                    ValueKind::Put => {
+                        have_put = true;
+                        self.key.clear();
+                        self.key.extend_from_slice(p.user_key);
+                        self.value.clear();
+                        self.value.extend_from_slice(self.inner.value());
+                    }
+                }
+            }
+            self.inner.prev()?;
+        }
+        self.valid = have_put;
         Ok(())
     }
 }
@@ -414,6 +575,12 @@ mod tests {
         }
         fn seek(&mut self, t: &[u8]) -> Result<()> {
             self.inner.seek(t)
+        }
+        fn seek_to_last(&mut self) -> Result<()> {
+            self.inner.seek_to_last()
+        }
+        fn prev(&mut self) -> Result<()> {
+            self.inner.prev()
         }
         fn next(&mut self) -> Result<()> {
             if self.left == 0 {
@@ -492,7 +659,7 @@ mod tests {
             ik(b"b", 2, ValueKind::Delete),
         ];
         let run = |snaps: &[SeqNo], bottom: bool| -> Vec<bool> {
-            let mut f = CompactionFilter::new(snaps, bottom);
+            let mut f = DropRules::new(snaps, bottom);
             keys.iter().map(|k| f.keep(k).unwrap()).collect()
         };
         assert_eq!(
@@ -522,7 +689,7 @@ mod tests {
             run(&[8, 2], false),
             vec![true, true, false, false, true, true]
         );
-        let mut f = CompactionFilter::new(&[], true);
+        let mut f = DropRules::new(&[], true);
         assert!(f.keep(b"short").is_err());
         for k in &keys {
             f.keep(k).unwrap();
@@ -650,8 +817,56 @@ mod tests {
         out
     }
 
+    /// Scans backwards from before `ub` (or the end) down to `lb`.
+    fn db_scan_back(
+        entries: &[Entry],
+        assign: &[usize],
+        n: usize,
+        snap: SeqNo,
+        ub: Option<&[u8]>,
+        lb: Option<&[u8]>,
+    ) -> Vec<Entry> {
+        let m = MergingIterator::new(children(entries, assign, n));
+        let mut it = DbRevIterator::new(m, snap, lb.map(<[u8]>::to_vec));
+        match ub {
+            Some(k) => it.seek_before(k).unwrap(),
+            None => it.seek_to_last().unwrap(),
+        }
+        let mut out = Vec::new();
+        while it.valid() {
+            out.push((it.key().to_vec(), it.value().to_vec()));
+            it.prev().unwrap();
+        }
+        out
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(200))]
+
+        #[test]
+        fn db_rev_iterator_matches_model(
+            h in arb_history(),
+            assign in proptest::collection::vec(any::<usize>(), 60),
+            n in 1usize..5,
+            snap in 0u64..70,
+            ub in proptest::option::of(proptest::collection::vec(0u8..3, 0..3)),
+            lb in proptest::option::of(proptest::collection::vec(0u8..3, 0..3)),
+        ) {
+            let entries = history_entries(&h);
+            let snap = if snap >= 65 { MAX_SEQ } else { snap };
+            let expect: Vec<Entry> = model_read(&entries, snap, ub.as_deref())
+                .into_iter()
+                .rev()
+                .filter(|(k, _)| match &lb {
+                    Some(l) => k >= l,
+                    None => true,
+                })
+                .collect();
+            prop_assert_eq!(
+                db_scan_back(&entries, &assign, n, snap, ub.as_deref(), lb.as_deref()),
+                expect
+            );
+        }
 
         #[test]
         fn merging_equals_sorted_union(
@@ -672,6 +887,56 @@ mod tests {
                 .filter(|(k, _)| compare_internal(k, &t) != Ordering::Less)
                 .collect();
             prop_assert_eq!(drain(&mut m), expect);
+        }
+
+        /// Backward, from the end or before any key, and with the direction
+        /// changed at every step of a random walk, the merge sees exactly
+        /// the sorted union.
+        #[test]
+        fn merging_backward_and_turning_match_sorted_union(
+            h in arb_history(),
+            assign in proptest::collection::vec(any::<usize>(), 60),
+            n in 1usize..6,
+            target in (proptest::collection::vec(0u8..3, 0..3), 0u64..70),
+            walk in proptest::collection::vec(any::<bool>(), 0..40),
+        ) {
+            let entries = history_entries(&h);
+            let all = sorted(entries.clone());
+            let mut m = MergingIterator::new(children(&entries, &assign, n));
+            m.seek_to_last().unwrap();
+            let mut back = Vec::new();
+            while m.valid() {
+                back.push((m.key().to_vec(), m.value().to_vec()));
+                m.prev().unwrap();
+            }
+            back.reverse();
+            prop_assert_eq!(&back, &all);
+
+            let t = seek_key(&target.0, target.1);
+            m.seek_before(&t).unwrap();
+            let before = all.iter().rposition(|(k, _)| compare_internal(k, &t) == Ordering::Less);
+            prop_assert_eq!(m.valid(), before.is_some());
+            if let Some(mut pos) = before {
+                prop_assert_eq!(m.key(), &all[pos].0[..]);
+                for forward in walk {
+                    if forward {
+                        m.next().unwrap();
+                        pos += 1;
+                    } else {
+                        m.prev().unwrap();
+                        if pos == 0 {
+                            prop_assert!(!m.valid());
+                            break;
+                        }
+                        pos -= 1;
+                    }
+                    if pos == all.len() {
+                        prop_assert!(!m.valid());
+                        break;
+                    }
+                    prop_assert_eq!(m.key(), &all[pos].0[..]);
+                }
+            }
         }
 
         #[test]
@@ -747,7 +1012,7 @@ mod tests {
             for &r in &points {
                 prop_assert_eq!(model_read(&out, r, None), model_read(&entries, r, None));
             }
-            let f = it.filter();
+            let f = it.rules();
             prop_assert_eq!(
                 f.dropped_shadowed() + f.dropped_tombstones() + out.len() as u64,
                 entries.len() as u64

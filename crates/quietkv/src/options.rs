@@ -4,7 +4,6 @@ use quietio::{AccessMode, ClassModes, EffectiveMode, IoClass, IoEngine, IoOption
 
 use crate::error::{Error, Result};
 use crate::picker::PickerOptions;
-use crate::snapshot::Snapshot;
 use crate::table::{Compression, TableOptions};
 use crate::wal_sync::WalSync;
 
@@ -17,145 +16,152 @@ pub enum IoPriority {
     Idle,
 }
 
-#[derive(Debug, Clone)]
-pub struct Options {
+/// Declares the options once: the public field (readable, documented with
+/// its default), its default value, and a `#[must_use]` builder setter of
+/// the same name. `Options` is `#[non_exhaustive]`, so a new option is not a
+/// breaking change; outside the crate it is built with
+/// `Options::default()` and the setters.
+macro_rules! options {
+    ($( $(#[doc = $doc:literal])* $name:ident : $ty:ty = $default:expr; )*) => {
+        /// How a database is opened and run. Start from
+        /// [`Options::default()`] and change what you need with the
+        /// setters; [`Options::validate`] (also run by [`Db::open`](crate::Db::open))
+        /// names the first option out of range.
+        ///
+        /// ```
+        /// use quietkv::{AccessMode, IoClass, Options};
+        /// let opts = Options::default()
+        ///     .memtable_size(16 << 20)
+        ///     .background_threads(2)
+        ///     .io_mode(IoClass::CompactionRead, AccessMode::Direct);
+        /// assert_eq!(opts.memtable_size, 16 << 20);
+        /// opts.validate().unwrap();
+        /// ```
+        #[derive(Debug, Clone)]
+        #[non_exhaustive]
+        pub struct Options {
+            $( $(#[doc = $doc])* pub $name: $ty, )*
+        }
+
+        impl Default for Options {
+            fn default() -> Self {
+                Options { $( $name: $default, )* }
+            }
+        }
+
+        impl Options {
+            $(
+                $(#[doc = $doc])*
+                #[doc = ""]
+                #[doc = concat!("Default: `", stringify!($default), "`.")]
+                #[must_use]
+                pub fn $name(mut self, value: $ty) -> Self {
+                    self.$name = value;
+                    self
+                }
+            )*
+        }
+    };
+}
+
+options! {
     /// Create the database if the directory holds none. Default true.
-    pub create_if_missing: bool,
+    create_if_missing: bool = true;
     /// Fail if a database already exists. Default false.
-    pub error_if_exists: bool,
+    error_if_exists: bool = false;
     /// Bytes a memtable holds before it is frozen and flushed. Default 64 MiB.
-    pub memtable_size: usize,
+    memtable_size: usize = 64 << 20;
     /// Frozen memtables waiting for flush before writers stall. Default 2.
-    pub max_immutable_memtables: usize,
+    max_immutable_memtables: usize = 2;
     /// L0 files that trigger a compaction. Default 4.
-    pub l0_compaction_trigger: usize,
+    l0_compaction_trigger: usize = 4;
     /// L0 files at which each write is delayed. Default 8.
-    pub l0_slowdown_trigger: usize,
+    l0_slowdown_trigger: usize = 8;
     /// L0 files at which writes stop until compaction catches up. Default 12.
-    pub l0_stop_trigger: usize,
+    l0_stop_trigger: usize = 12;
     /// Target size of L1. Default 256 MiB.
-    pub level_base_bytes: u64,
+    level_base_bytes: u64 = 256 << 20;
     /// Each level is this many times the one above. Default 10.
-    pub level_multiplier: f64,
+    level_multiplier: f64 = 10.0;
     /// Size at which compaction output is cut into a new table. Default 64 MiB.
-    pub target_file_size: u64,
+    target_file_size: u64 = 64 << 20;
     /// Uncompressed size of a data block. Default 4 KiB.
-    pub block_size: usize,
+    block_size: usize = 4096;
     /// Per-block compression. Default none.
-    pub compression: Compression,
+    compression: Compression = Compression::None;
     /// Bloom filter bits per key (0 = no filter). Default 10.
-    pub bloom_bits_per_key: usize,
+    bloom_bits_per_key: usize = 10;
     /// Bytes of decompressed blocks cached for user reads (0 = none). Default 32 MiB.
     /// See `block_cache_limit_share` for when the cache is sized from the
     /// memory limit instead.
-    pub block_cache_bytes: usize,
+    block_cache_bytes: usize = 32 << 20;
     /// When user reads leave nothing in the page cache (`direct`,
     /// `dontcache`: the block cache is then their only cache) and the
     /// process runs under a memory cgroup limit, the block cache gets this
     /// share of the limit if that is more than `block_cache_bytes`. That
     /// share is a budget for data blocks *and* the pinned index and filter
-    /// blocks of the open tables (see `TableReader`); the rest of the limit
+    /// blocks of the open tables; the rest of the limit
     /// is left for memtables, the page cache of the WAL and of buffered
     /// classes, and the heap. 0 = always `block_cache_bytes` (bytes of data
     /// blocks; pinned blocks are then not charged to it). Default 0.5; at
     /// most 0.9.
-    pub block_cache_limit_share: f64,
+    block_cache_limit_share: f64 = 0.5;
     /// Table readers kept open for user reads. Default 1000.
-    pub max_open_tables: usize,
+    max_open_tables: usize = 1000;
     /// Background threads doing flush and compaction. Default 1.
-    pub background_threads: usize,
+    background_threads: usize = 1;
     /// Background (compaction) I/O limit in MiB/s; 0 = unthrottled. Default 0.
-    pub background_rate_limit_mib: u64,
+    background_rate_limit_mib: u64 = 0;
     /// Niceness added to background threads (0 = same CPU priority as users).
-    pub background_nice: i32,
+    background_nice: i32 = 0;
     /// I/O priority of background threads; None leaves it alone.
-    pub background_io_priority: Option<IoPriority>,
+    background_io_priority: Option<IoPriority> = None;
     /// Sequential writer buffer; a multiple of the direct I/O alignment. Default 1 MiB.
-    pub direct_write_buffer_size: usize,
+    direct_write_buffer_size: usize = 1 << 20;
     /// Compaction input readahead. Default 2 MiB.
-    pub compaction_readahead_size: usize,
+    compaction_readahead_size: usize = 2 << 20;
     /// Fadvise mode drops written/read pages every this many bytes. Default 4 MiB.
-    pub fadvise_chunk_size: u64,
+    fadvise_chunk_size: u64 = 4 << 20;
     /// How direct (compaction) files move their bytes: `auto` uses io_uring
     /// where the kernel allows it and blocking calls elsewhere; `uring`
     /// fails to open where it is refused; `sync` never uses it. Default auto.
-    pub io_engine: IoEngine,
+    io_engine: IoEngine = IoEngine::Auto;
     /// Writes a direct writer keeps in flight behind the caller, and reads a
     /// direct reader keeps in flight ahead of it, with io_uring (1..=64).
     /// Each costs one buffer (`direct_write_buffer_size` or
     /// `compaction_readahead_size`) per open file. Default 4.
-    pub io_depth: usize,
+    io_depth: usize = 4;
     /// Access mode per I/O class; all `auto` by default (compaction direct
     /// where the probe allows, everything else buffered).
-    pub io_modes: ClassModes,
+    io_modes: ClassModes = ClassModes::default();
     /// Count page-cache hits and misses of user reads. Default true.
-    pub attribute_cache_hits: bool,
+    attribute_cache_hits: bool = true;
     /// Before installing a compaction's output, read the output blocks whose
     /// keys were hot in its inputs (in the block cache, or in the page cache
     /// for inputs read with O_DIRECT) through the user read path, so reads
     /// do not all miss at once when the new tables take over. Costs one read
     /// of the hot part of the output. Default false.
-    pub warm_compaction_output: bool,
+    warm_compaction_output: bool = false;
     /// Size past which the manifest is rewritten as one snapshot of the
     /// current state (a new file, switched to through CURRENT), so a
     /// long-lived database's manifest stays small. At least 1 KiB.
     /// Default 4 MiB.
-    pub max_manifest_size: u64,
+    max_manifest_size: u64 = 4 << 20;
     /// When the write-ahead log is synced: only the writes that ask
     /// (`none`, the default), every write with group commit (`group`), every
     /// write alone (`per-write`), or every interval in the background
     /// (`periodic`). See [`WalSync`].
-    pub wal_sync: WalSync,
+    wal_sync: WalSync = WalSync::None;
     /// Compression of WAL records (each group commit's batch): lz4 or zstd
     /// (level 1), kept only where it makes the record smaller; records
     /// under 128 bytes or over 64 MiB are never compressed. Replay reads
     /// compressed and plain records alike, so this may change between
     /// runs. Default none.
-    pub wal_compression: Compression,
-    /// Tests only: a fault-injecting, crash-simulating layer every file
+    wal_compression: Compression = Compression::None;
+    /// For tests: a fault-injecting, crash-simulating layer that every file
     /// operation of the database goes through (see `quietio::fault`).
     /// `None` (the default) costs nothing.
-    #[doc(hidden)]
-    pub fault_layer: Option<std::sync::Arc<quietio::fault::FaultLayer>>,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            create_if_missing: true,
-            error_if_exists: false,
-            memtable_size: 64 << 20,
-            max_immutable_memtables: 2,
-            l0_compaction_trigger: 4,
-            l0_slowdown_trigger: 8,
-            l0_stop_trigger: 12,
-            level_base_bytes: 256 << 20,
-            level_multiplier: 10.0,
-            target_file_size: 64 << 20,
-            block_size: 4096,
-            compression: Compression::None,
-            bloom_bits_per_key: 10,
-            block_cache_bytes: 32 << 20,
-            block_cache_limit_share: 0.5,
-            max_open_tables: 1000,
-            background_threads: 1,
-            background_rate_limit_mib: 0,
-            background_nice: 0,
-            background_io_priority: None,
-            direct_write_buffer_size: 1 << 20,
-            compaction_readahead_size: 2 << 20,
-            fadvise_chunk_size: 4 << 20,
-            io_engine: IoEngine::Auto,
-            io_depth: 4,
-            io_modes: ClassModes::default(),
-            attribute_cache_hits: true,
-            warm_compaction_output: false,
-            max_manifest_size: 4 << 20,
-            wal_sync: WalSync::None,
-            wal_compression: Compression::None,
-            fault_layer: None,
-        }
-    }
+    fault_layer: Option<std::sync::Arc<quietio::fault::FaultLayer>> = None;
 }
 
 impl Options {
@@ -352,16 +358,30 @@ pub struct WriteOptions {
     pub sync: bool,
 }
 
-/// Options of one read or iterator.
-#[derive(Debug, Clone, Default)]
-pub struct ReadOptions<'a> {
-    /// Read as of this snapshot instead of the latest state.
-    pub snapshot: Option<&'a Snapshot>,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each setter changes its own option and nothing else.
+    #[test]
+    fn setters_change_one_option() {
+        let o = Options::default()
+            .memtable_size(1 << 20)
+            .l0_stop_trigger(20)
+            .background_io_priority(Some(IoPriority::Idle))
+            .io_engine(IoEngine::Sync)
+            .max_manifest_size(8 << 10);
+        let d = Options::default();
+        assert_eq!(o.memtable_size, 1 << 20);
+        assert_eq!(o.l0_stop_trigger, 20);
+        assert_eq!(o.background_io_priority, Some(IoPriority::Idle));
+        assert_eq!(o.io_engine, IoEngine::Sync);
+        assert_eq!(o.max_manifest_size, 8 << 10);
+        assert_eq!(o.l0_slowdown_trigger, d.l0_slowdown_trigger);
+        assert_eq!(o.block_size, d.block_size);
+        assert_eq!(o.target_file_size, d.target_file_size);
+        o.validate().unwrap();
+    }
 
     #[test]
     fn block_cache_takes_a_share_of_the_limit_only_when_it_is_the_only_cache() {

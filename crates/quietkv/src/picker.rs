@@ -127,9 +127,6 @@ pub struct CompactionJob {
     /// Input files by level, ascending levels, no empty lists. Within a
     /// level, files are in [`Version::files`] order.
     pub inputs: Vec<(usize, Vec<Arc<FileMeta>>)>,
-    /// Files of `output_level + 1` overlapping the inputs; a writer may cut
-    /// output files early to limit how much each overlaps (optional).
-    pub grandparents: Vec<Arc<FileMeta>>,
     /// No level deeper than `output_level` holds data in the job's key
     /// range: tombstones may be dropped (subject to snapshots).
     pub is_bottommost: bool,
@@ -143,6 +140,7 @@ impl CompactionJob {
         self.input_files().map(|(_, f)| f.size).sum()
     }
 
+    #[cfg(test)]
     pub fn num_input_files(&self) -> usize {
         self.inputs.iter().map(|(_, v)| v.len()).sum()
     }
@@ -211,6 +209,7 @@ impl BusyFiles {
         Self::default()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.files.is_empty() && self.jobs.is_empty()
     }
@@ -455,7 +454,6 @@ fn setup_job(
         level,
         output_level: out,
         inputs: lists,
-        grandparents,
         is_bottommost,
         max_output_file_size: opts.target_file_size,
         compact_pointer,
@@ -464,6 +462,7 @@ fn setup_job(
 
 /// Manual compaction of everything (`compact_all`): see [`pick_range`] with
 /// an unbounded range.
+#[cfg(test)]
 pub fn pick_full(version: &Version, opts: &PickerOptions) -> Option<CompactionJob> {
     pick_range(version, opts, None, None)
 }
@@ -517,7 +516,6 @@ pub fn pick_range(
         level,
         output_level,
         inputs,
-        grandparents: Vec::new(),
         is_bottommost: true,
         max_output_file_size: opts.target_file_size,
         compact_pointer: None,
@@ -659,7 +657,6 @@ mod tests {
         let job = pick(&v, &o, &BusyFiles::new()).unwrap();
         assert_eq!(job.kind, CompactionKind::TrivialMove);
         assert_eq!(numbers_at(&job, 1), vec![1]);
-        assert_eq!(job.grandparents.len(), 1);
         let v2 = v.apply(&job.trivial_move_edit()).unwrap();
         assert_eq!(v2.files(2).len(), 2);
         assert_eq!(v2.files(1).len(), 1);

@@ -86,10 +86,13 @@ pub struct RepairOptions {
 /// A file (or part of one) that repair did not keep, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dropped {
+    /// The file, at its original path.
     pub file: PathBuf,
     /// Where in the file the dropped bytes start, when only part of it is.
     pub offset: Option<u64>,
+    /// Bytes dropped.
     pub bytes: u64,
+    /// Why, with the damage found.
     pub reason: String,
 }
 
@@ -116,22 +119,29 @@ impl Dropped {
 /// An intact table the repaired database holds as it was.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeptTable {
+    /// The table's file number.
     pub number: u64,
     /// Its level in the repaired database (`None`: merged into the new
     /// tables listed in [`RepairReport::merged_into`]).
     pub level: Option<usize>,
+    /// Entries it holds.
     pub entries: u64,
+    /// Its size in bytes.
     pub bytes: u64,
 }
 
 /// A damaged table whose intact blocks were rewritten under its number.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SalvagedTable {
+    /// The table's file number.
     pub number: u64,
+    /// Its level in the repaired database, as for [`KeptTable::level`].
     pub level: Option<usize>,
+    /// Entries read from intact blocks and kept.
     pub entries_kept: u64,
     /// Entries its properties promised that were in damaged blocks.
     pub entries_lost: u64,
+    /// Data blocks that were damaged.
     pub blocks_lost: u64,
     /// The damage found, with the file offset when known.
     pub reason: String,
@@ -140,6 +150,7 @@ pub struct SalvagedTable {
 /// What [`repair_dir`] did.
 #[derive(Debug, Clone, Default)]
 pub struct RepairReport {
+    /// The database directory repaired.
     pub dir: PathBuf,
     /// Where replaced and dropped files were moved.
     pub lost_dir: PathBuf,
@@ -157,11 +168,15 @@ pub struct RepairReport {
     /// Whether that id was recovered (from the manifest or the tables)
     /// rather than made up.
     pub db_id_recovered: bool,
+    /// Intact tables kept.
     pub tables_kept: Vec<KeptTable>,
+    /// Damaged tables rewritten from their intact blocks.
     pub tables_salvaged: Vec<SalvagedTable>,
+    /// Tables not kept at all.
     pub tables_dropped: Vec<Dropped>,
     /// New tables holding the merged data when no manifest was usable.
     pub merged_into: Vec<u64>,
+    /// WAL files read.
     pub wal_files: u64,
     /// WAL records (write batches) whose entries went into new tables.
     pub wal_records_salvaged: u64,
@@ -177,7 +192,9 @@ pub struct RepairReport {
     pub wal_tables: Vec<u64>,
     /// Every file moved (or copied) into `lost/`, at its new path.
     pub moved_to_lost: Vec<PathBuf>,
+    /// The manifest written for the repaired database.
     pub new_manifest: PathBuf,
+    /// The newest sequence number the repaired database holds.
     pub last_sequence: SeqNo,
     /// Bytes of data the repaired database holds in tables.
     pub table_bytes: u64,

@@ -1,10 +1,14 @@
-//! Snapshots: a sequence number that compaction must keep readable.
+//! Snapshots: a sequence number that compaction must keep readable, and
+//! the read view a user holds at it.
 
 use std::collections::BTreeMap;
+use std::ops::RangeBounds;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use crate::db::{Db, DbIter, KeyRange};
+use crate::error::Result;
 use crate::key::SeqNo;
 
 /// The registry of live snapshots, consulted by compaction.
@@ -14,9 +18,9 @@ pub(crate) struct SnapshotList {
 }
 
 impl SnapshotList {
-    pub(crate) fn acquire(self: &Arc<Self>, seq: SeqNo) -> Snapshot {
+    pub(crate) fn acquire(self: &Arc<Self>, seq: SeqNo) -> Registration {
         *self.live.lock().entry(seq).or_insert(0) += 1;
-        Snapshot {
+        Registration {
             seq,
             list: self.clone(),
         }
@@ -38,27 +42,75 @@ impl SnapshotList {
     }
 }
 
-/// A consistent read view: reads through it see the database as it was
-/// when it was taken. Dropping it lets compaction discard old versions.
-pub struct Snapshot {
+/// One entry in [`SnapshotList`], removed when dropped.
+pub(crate) struct Registration {
     seq: SeqNo,
     list: Arc<SnapshotList>,
 }
 
-impl Snapshot {
-    pub fn sequence(&self) -> SeqNo {
-        self.seq
-    }
-}
-
-impl Drop for Snapshot {
+impl Drop for Registration {
     fn drop(&mut self) {
         self.list.release(self.seq);
     }
 }
 
-impl std::fmt::Debug for Snapshot {
+/// A consistent read view of a [`Db`], from [`Db::snapshot`]: reads
+/// through it see the database as it was when it was taken, whatever is
+/// written, flushed or compacted since. It borrows the database; dropping
+/// it lets compaction discard the old versions it kept.
+///
+/// ```
+/// # fn main() -> quietkv::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = quietkv::Db::open(dir.path(), quietkv::Options::default())?;
+/// db.put(b"k", b"old")?;
+/// let snap = db.snapshot();
+/// db.put(b"k", b"new")?;
+/// db.put(b"k2", b"x")?;
+/// db.flush()?;
+/// assert_eq!(snap.get(b"k")?, Some(b"old".to_vec()));
+/// assert_eq!(snap.iter()?.count(), 1);
+/// assert_eq!(db.get(b"k")?, Some(b"new".to_vec()));
+/// # Ok(())
+/// # }
+/// ```
+pub struct Snapshot<'a> {
+    db: &'a Db,
+    registration: Registration,
+}
+
+impl<'a> Snapshot<'a> {
+    pub(crate) fn new(db: &'a Db, registration: Registration) -> Self {
+        Snapshot { db, registration }
+    }
+
+    fn seq(&self) -> SeqNo {
+        self.registration.seq
+    }
+
+    /// The value of `key` when the snapshot was taken.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.db.get_at(key, self.seq())
+    }
+
+    /// Every key, in order, as of the snapshot.
+    pub fn iter(&self) -> Result<DbIter> {
+        self.db.iter_at(KeyRange::default(), self.seq())
+    }
+
+    /// The keys in `range`, as of the snapshot; see [`Db::range`].
+    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<DbIter> {
+        self.db.iter_at(KeyRange::from_bounds(&range), self.seq())
+    }
+
+    /// The keys starting with `prefix`, as of the snapshot.
+    pub fn prefix(&self, prefix: &[u8]) -> Result<DbIter> {
+        self.db.iter_at(KeyRange::prefix(prefix), self.seq())
+    }
+}
+
+impl std::fmt::Debug for Snapshot<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Snapshot({})", self.seq)
+        write!(f, "Snapshot({})", self.seq())
     }
 }

@@ -164,7 +164,7 @@ impl<'a> Reader<'a> {
         let start = self.pos;
         let k = self.bytes(what)?;
         parse_internal_key(k).map_err(|e| {
-            Error::corruption(format!("version edit: bad {what}: {}", e.message()))
+            e.context(&format!("version edit: bad {what}"))
                 .with_offset(start as u64)
         })?;
         Ok(k.to_vec())
@@ -176,6 +176,7 @@ impl VersionEdit {
         Self::default()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         *self == Self::default()
     }
@@ -399,6 +400,7 @@ impl Version {
         self.levels[level].iter().map(|f| f.size).sum()
     }
 
+    #[cfg(test)]
     pub fn total_bytes(&self) -> u64 {
         (0..NUM_LEVELS).map(|l| self.level_bytes(l)).sum()
     }
@@ -501,16 +503,6 @@ impl Version {
         end: Option<&[u8]>,
     ) -> bool {
         (level + 1..NUM_LEVELS).any(|l| !self.overlapping_files(l, begin, end).is_empty())
-    }
-
-    /// A compact one-line summary such as `files[ 3 0 5 0 0 0 0 ]`.
-    pub fn level_summary(&self) -> String {
-        let mut s = String::from("files[");
-        for l in &self.levels {
-            s.push_str(&format!(" {}", l.len()));
-        }
-        s.push_str(" ]");
-        s
     }
 }
 

@@ -1,6 +1,6 @@
 //! The public API end to end on a real directory.
 
-use quietkv::{Db, ErrorKind, Options, ReadOptions, WriteBatch, WriteOptions};
+use quietkv::{Db, ErrorKind, Options, WriteBatch, WriteOptions};
 
 fn dir() -> tempfile::TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
@@ -8,14 +8,12 @@ fn dir() -> tempfile::TempDir {
 
 /// Small sizes so flushes and compactions happen with little data.
 fn small() -> Options {
-    Options {
-        memtable_size: 64 << 10,
-        level_base_bytes: 256 << 10,
-        target_file_size: 64 << 10,
-        l0_compaction_trigger: 2,
-        block_cache_bytes: 1 << 20,
-        ..Options::default()
-    }
+    Options::default()
+        .memtable_size(64 << 10)
+        .level_base_bytes(256 << 10)
+        .target_file_size(64 << 10)
+        .l0_compaction_trigger(2)
+        .block_cache_bytes(1 << 20)
 }
 
 fn key(i: u32) -> Vec<u8> {
@@ -109,7 +107,7 @@ fn many_writes_flush_compact_and_survive_reopen() {
         assert_eq!(db.get(&key(i)).unwrap(), want, "key {i}");
     }
     let range: Vec<_> = db
-        .range(Some(&key(10)), Some(&key(20)))
+        .range(key(10)..key(20))
         .unwrap()
         .map(|r| r.unwrap().0)
         .collect();
@@ -134,18 +132,11 @@ fn batches_are_atomic_and_snapshots_are_stable() {
         db.put(&key(i), &value(i, 0)).unwrap();
     }
     db.compact_all().unwrap();
-    let at = ReadOptions {
-        snapshot: Some(&snap),
-    };
-    assert_eq!(db.get_with(b"x", &at).unwrap(), Some(b"1".to_vec()));
-    assert_eq!(db.get_with(b"y", &at).unwrap(), Some(b"1".to_vec()));
+    assert_eq!(snap.get(b"x").unwrap(), Some(b"1".to_vec()));
+    assert_eq!(snap.get(b"y").unwrap(), Some(b"1".to_vec()));
     assert_eq!(db.get(b"x").unwrap(), Some(b"2".to_vec()));
     assert_eq!(db.get(b"y").unwrap(), None);
-    let at_snap: Vec<_> = db
-        .range_with(None, None, &at)
-        .unwrap()
-        .map(|r| r.unwrap().0)
-        .collect();
+    let at_snap: Vec<_> = snap.iter().unwrap().map(|r| r.unwrap().0).collect();
     assert_eq!(at_snap, vec![b"x".to_vec(), b"y".to_vec()]);
 }
 
@@ -201,24 +192,10 @@ fn second_open_is_refused_with_busy() {
 fn invalid_options_are_rejected_before_touching_disk() {
     let d = dir();
     let p = d.path().join("db");
-    let e = Db::open(
-        &p,
-        Options {
-            l0_stop_trigger: 1,
-            ..Options::default()
-        },
-    )
-    .unwrap_err();
+    let e = Db::open(&p, Options::default().l0_stop_trigger(1)).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     assert!(!p.exists());
-    let e = Db::open(
-        &p,
-        Options {
-            create_if_missing: false,
-            ..Options::default()
-        },
-    )
-    .unwrap_err();
+    let e = Db::open(&p, Options::default().create_if_missing(false)).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
 }
 
@@ -226,14 +203,7 @@ fn invalid_options_are_rejected_before_touching_disk() {
 fn background_rate_limit_throttles_compaction_only() {
     let run = |limit_mib: u64| {
         let d = dir();
-        let db = Db::open(
-            d.path(),
-            Options {
-                background_rate_limit_mib: limit_mib,
-                ..small()
-            },
-        )
-        .unwrap();
+        let db = Db::open(d.path(), small().background_rate_limit_mib(limit_mib)).unwrap();
         for i in 0..3000 {
             db.put(&key(i), &value(i, 9)).unwrap();
         }
@@ -260,11 +230,9 @@ fn background_rate_limit_throttles_compaction_only() {
 #[test]
 fn background_threads_get_the_configured_priority() {
     let d = dir();
-    let opts = Options {
-        background_nice: 7,
-        background_io_priority: Some(quietkv::IoPriority::BestEffort(6)),
-        ..small()
-    };
+    let opts = small()
+        .background_nice(7)
+        .background_io_priority(Some(quietkv::IoPriority::BestEffort(6)));
     let db = Db::open(d.path(), opts).unwrap();
     db.put(b"k", b"v").unwrap();
     let mut found = false;

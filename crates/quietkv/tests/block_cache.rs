@@ -45,16 +45,14 @@ fn decode(k: u64, v: &[u8]) -> u64 {
 #[test]
 fn many_direct_readers_always_see_the_right_values() {
     let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let opts = Options {
-        memtable_size: 256 << 10,
-        target_file_size: 256 << 10,
-        level_base_bytes: 1 << 20,
+    let opts = Options::default()
+        .memtable_size(256 << 10)
+        .target_file_size(256 << 10)
+        .level_base_bytes(1 << 20)
         // A cache far smaller than the data: constant eviction.
-        block_cache_bytes: 256 << 10,
-        block_cache_limit_share: 0.0,
-        ..Options::default()
-    }
-    .io_mode(IoClass::UserRead, AccessMode::Direct);
+        .block_cache_bytes(256 << 10)
+        .block_cache_limit_share(0.0)
+        .io_mode(IoClass::UserRead, AccessMode::Direct);
     let db = match Db::open(d.path(), opts) {
         Ok(db) => Arc::new(db),
         Err(e) => {
@@ -62,7 +60,7 @@ fn many_direct_readers_always_see_the_right_values() {
             return;
         }
     };
-    assert_eq!(db.io_env().mode(IoClass::UserRead), EffectiveMode::Direct);
+    assert_eq!(db.io_mode(IoClass::UserRead), EffectiveMode::Direct);
     for k in 0..KEYS {
         db.put(&key(k), &value(k, 0)).unwrap();
     }
@@ -136,12 +134,10 @@ fn many_direct_readers_always_see_the_right_values() {
 #[test]
 fn a_scan_does_not_flush_the_point_reads_working_set() {
     let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let opts = Options {
+    let opts = Options::default()
         // 4000 x 1 KiB values: about 4 MiB of blocks for a 1 MiB cache.
-        block_cache_bytes: 1 << 20,
-        block_cache_limit_share: 0.0,
-        ..Options::default()
-    };
+        .block_cache_bytes(1 << 20)
+        .block_cache_limit_share(0.0);
     let db = Db::open(d.path(), opts).unwrap();
     let big = vec![7u8; 1024];
     for k in 0..KEYS {

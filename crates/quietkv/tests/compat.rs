@@ -178,14 +178,12 @@ fn fingerprint(model: &BTreeMap<Vec<u8>, Option<Vec<u8>>>) -> u64 {
 /// Options for the generator: only explicit flushes and compactions, small
 /// tables so the last level has several.
 fn generator_options(compression: Compression) -> Options {
-    Options {
-        compression,
-        target_file_size: 16 << 10,
-        l0_compaction_trigger: 8,
-        l0_slowdown_trigger: 16,
-        l0_stop_trigger: 24,
-        ..Options::default()
-    }
+    Options::default()
+        .compression(compression)
+        .target_file_size(16 << 10)
+        .l0_compaction_trigger(8)
+        .l0_slowdown_trigger(16)
+        .l0_stop_trigger(24)
 }
 
 /// A private copy of the fixture: opening it writes (a new manifest, the

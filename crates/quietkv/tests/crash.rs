@@ -33,15 +33,13 @@ fn value(i: u64) -> Vec<u8> {
 /// flushes.
 fn options(wal_mode: AccessMode, max_manifest_size: Option<u64>) -> Options {
     let rotating = max_manifest_size.is_some();
-    Options {
-        memtable_size: if rotating { 32 << 10 } else { 256 << 10 },
-        level_base_bytes: if rotating { 4 << 20 } else { 1 << 20 },
-        target_file_size: if rotating { 1 << 20 } else { 256 << 10 },
-        l0_compaction_trigger: 2,
-        max_manifest_size: max_manifest_size.unwrap_or(Options::default().max_manifest_size),
-        ..Options::default()
-    }
-    .io_mode(IoClass::WalWrite, wal_mode)
+    Options::default()
+        .memtable_size(if rotating { 32 << 10 } else { 256 << 10 })
+        .level_base_bytes(if rotating { 4 << 20 } else { 1 << 20 })
+        .target_file_size(if rotating { 1 << 20 } else { 256 << 10 })
+        .l0_compaction_trigger(2)
+        .max_manifest_size(max_manifest_size.unwrap_or(Options::default().max_manifest_size))
+        .io_mode(IoClass::WalWrite, wal_mode)
 }
 
 fn mode_from_env() -> AccessMode {

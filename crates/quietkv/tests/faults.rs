@@ -240,13 +240,11 @@ fn full_disk_keeps_acknowledged_writes_and_reopens() {
         skip::skip("cannot mount a tmpfs here (not root?): no full-disk test");
         return;
     };
-    let opts = Options {
-        memtable_size: 256 << 10,
-        target_file_size: 256 << 10,
-        level_base_bytes: 1 << 20,
-        l0_compaction_trigger: 2,
-        ..Options::default()
-    };
+    let opts = Options::default()
+        .memtable_size(256 << 10)
+        .target_file_size(256 << 10)
+        .level_base_bytes(1 << 20)
+        .l0_compaction_trigger(2);
     let mut acked = 0u32;
     let err = {
         let db = Db::open(&fs_.0, opts.clone()).unwrap();
@@ -264,6 +262,9 @@ fn full_disk_keeps_acknowledged_writes_and_reopens() {
         // Once failed, writes stay refused with a clear error, reads work.
         assert!(db.put(b"after", b"x").is_err());
         assert_eq!(db.get(&key(0)).unwrap(), Some(value(0)));
+        // The stored failure keeps its cause, not just its text.
+        let stored = db.stats().background_error.expect("a stored failure");
+        assert!(stored.is_no_space(), "{stored}");
         err
     };
     assert_eq!(err.kind(), ErrorKind::Io, "{err}");

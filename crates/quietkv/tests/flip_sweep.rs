@@ -26,10 +26,7 @@ fn value(i: u32, round: u32) -> Vec<u8> {
 }
 
 fn options() -> Options {
-    Options {
-        block_size: 512,
-        ..Options::default()
-    }
+    Options::default().block_size(512)
 }
 
 /// Builds the database and returns what it must hold.

@@ -24,14 +24,12 @@ fn value(i: u32, round: u32) -> Vec<u8> {
 /// flushes and compactions, and a manifest limit small enough to rotate
 /// every few installs.
 fn options(max_manifest_size: u64) -> Options {
-    Options {
-        memtable_size: 8 << 10,
-        level_base_bytes: 32 << 10,
-        target_file_size: 8 << 10,
-        l0_compaction_trigger: 2,
-        max_manifest_size,
-        ..Options::default()
-    }
+    Options::default()
+        .memtable_size(8 << 10)
+        .level_base_bytes(32 << 10)
+        .target_file_size(8 << 10)
+        .l0_compaction_trigger(2)
+        .max_manifest_size(max_manifest_size)
 }
 
 fn files_with(dir: &Path, suffix: &str) -> Vec<PathBuf> {

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use proptest::prelude::*;
 use quietkv::{
-    AccessMode, Db, ErrorKind, IoClass, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions,
+    AccessMode, Db, DbIter, ErrorKind, IoClass, Options, Snapshot, WriteBatch, WriteOptions,
 };
 
 #[derive(Debug, Clone)]
@@ -26,6 +26,10 @@ enum Op {
     CheckSnapshots,
     Get(u16),
     Scan(u16, u16),
+    /// `a..=b` walked backwards.
+    ScanBack(u16, u16),
+    /// The keys starting with the first `len` bytes of `key(k)`.
+    Prefix(u16, usize),
 }
 
 fn key(k: u16) -> Vec<u8> {
@@ -52,7 +56,9 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         2 => Just(Op::TakeSnapshot),
         2 => Just(Op::CheckSnapshots),
         6 => k.clone().prop_map(Op::Get),
-        2 => (k.clone(), k).prop_map(|(a, b)| Op::Scan(a.min(b), a.max(b))),
+        2 => (k.clone(), k.clone()).prop_map(|(a, b)| Op::Scan(a.min(b), a.max(b))),
+        2 => (k.clone(), k.clone()).prop_map(|(a, b)| Op::ScanBack(a.min(b), a.max(b))),
+        2 => (k, 1usize..7).prop_map(|(k, len)| Op::Prefix(k, len)),
     ]
 }
 
@@ -70,36 +76,146 @@ const USER_READ_MODES: [AccessMode; 4] = [
 ];
 
 fn options(modes: [AccessMode; 5]) -> Options {
-    Options {
-        memtable_size: 16 << 10,
-        level_base_bytes: 64 << 10,
-        target_file_size: 16 << 10,
-        l0_compaction_trigger: 2,
-        l0_slowdown_trigger: 4,
-        l0_stop_trigger: 8,
-        block_size: 1024,
-        block_cache_bytes: 256 << 10,
-        direct_write_buffer_size: 16 << 10,
-        compaction_readahead_size: 16 << 10,
-        fadvise_chunk_size: 32 << 10,
-        ..Options::default()
-    }
-    .io_mode(IoClass::CompactionRead, modes[0])
-    .io_mode(IoClass::CompactionWrite, modes[1])
-    .io_mode(IoClass::FlushWrite, modes[2])
-    .io_mode(IoClass::UserRead, modes[3])
-    .io_mode(IoClass::WalWrite, modes[4])
+    Options::default()
+        .memtable_size(16 << 10)
+        .level_base_bytes(64 << 10)
+        .target_file_size(16 << 10)
+        .l0_compaction_trigger(2)
+        .l0_slowdown_trigger(4)
+        .l0_stop_trigger(8)
+        .block_size(1024)
+        .block_cache_bytes(256 << 10)
+        .direct_write_buffer_size(16 << 10)
+        .compaction_readahead_size(16 << 10)
+        .fadvise_chunk_size(32 << 10)
+        .io_mode(IoClass::CompactionRead, modes[0])
+        .io_mode(IoClass::CompactionWrite, modes[1])
+        .io_mode(IoClass::FlushWrite, modes[2])
+        .io_mode(IoClass::UserRead, modes[3])
+        .io_mode(IoClass::WalWrite, modes[4])
 }
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
-/// Runs `ops` against a fresh database in `dir` and the model.
+/// Every pair `it` yields, unwrapped.
+fn pairs(it: impl Iterator<Item = quietkv::Result<(Vec<u8>, Vec<u8>)>>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    it.map(|r| r.unwrap()).collect()
+}
+
+fn model_pairs<'a>(
+    it: impl Iterator<Item = (&'a Vec<u8>, &'a Vec<u8>)>,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    it.map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+/// The reads the database and its snapshots share.
+trait View {
+    fn get(&self, k: &[u8]) -> Option<Vec<u8>>;
+    fn iter(&self) -> DbIter;
+    fn range(&self, a: Vec<u8>, b: Vec<u8>) -> DbIter;
+    fn range_incl(&self, a: Vec<u8>, b: Vec<u8>) -> DbIter;
+    fn prefix(&self, p: &[u8]) -> DbIter;
+}
+
+impl View for Db {
+    fn get(&self, k: &[u8]) -> Option<Vec<u8>> {
+        Db::get(self, k).unwrap()
+    }
+    fn iter(&self) -> DbIter {
+        Db::iter(self).unwrap()
+    }
+    fn range(&self, a: Vec<u8>, b: Vec<u8>) -> DbIter {
+        Db::range(self, a..b).unwrap()
+    }
+    fn range_incl(&self, a: Vec<u8>, b: Vec<u8>) -> DbIter {
+        Db::range(self, a..=b).unwrap()
+    }
+    fn prefix(&self, p: &[u8]) -> DbIter {
+        Db::prefix(self, p).unwrap()
+    }
+}
+
+impl View for Snapshot<'_> {
+    fn get(&self, k: &[u8]) -> Option<Vec<u8>> {
+        Snapshot::get(self, k).unwrap()
+    }
+    fn iter(&self) -> DbIter {
+        Snapshot::iter(self).unwrap()
+    }
+    fn range(&self, a: Vec<u8>, b: Vec<u8>) -> DbIter {
+        Snapshot::range(self, a..b).unwrap()
+    }
+    fn range_incl(&self, a: Vec<u8>, b: Vec<u8>) -> DbIter {
+        Snapshot::range(self, a..=b).unwrap()
+    }
+    fn prefix(&self, p: &[u8]) -> DbIter {
+        Snapshot::prefix(self, p).unwrap()
+    }
+}
+
+/// Checks the read operations of the API, on the database or on a
+/// snapshot, against the model `m`: full iteration both ways, a forward
+/// range, an inclusive range backwards, a prefix both ways, and gets.
+fn check_view(v: &impl View, m: &Model, what: &str, probe: (u16, u16)) {
+    let (a, b) = (probe.0.min(probe.1), probe.0.max(probe.1));
+    assert_eq!(pairs(v.iter()), model_pairs(m.iter()), "{what}: iter");
+    assert_eq!(
+        pairs(v.iter().rev()),
+        model_pairs(m.iter().rev()),
+        "{what}: iter().rev()"
+    );
+    assert_eq!(
+        pairs(v.range(key(a), key(b))),
+        model_pairs(m.range(key(a)..key(b))),
+        "{what}: range {a}..{b}"
+    );
+    assert_eq!(
+        pairs(v.range_incl(key(a), key(b)).rev()),
+        model_pairs(m.range(key(a)..=key(b)).rev()),
+        "{what}: range {a}..={b} reversed"
+    );
+    let p = &key(a)[..4];
+    let want: Vec<_> = model_pairs(m.iter().filter(|(k, _)| k.starts_with(p)));
+    assert_eq!(pairs(v.prefix(p)), want, "{what}: prefix {p:?}");
+    let mut back = pairs(v.prefix(p).rev());
+    back.reverse();
+    assert_eq!(back, want, "{what}: prefix {p:?} reversed");
+    for k in [a, b] {
+        assert_eq!(v.get(&key(k)), m.get(&key(k)).cloned(), "{what}: get {k}");
+    }
+}
+
+/// Runs `ops` against a fresh database in `dir` and the model. Snapshots
+/// borrow the database, so each open is one session; a reopen ends it
+/// (and its snapshots).
 fn run(dir: &Path, opts: &Options, ops: &[Op]) {
-    let mut db = Some(Db::open(dir, opts.clone()).unwrap());
     let mut model: Model = BTreeMap::new();
-    let mut snaps: Vec<(Snapshot, Model)> = Vec::new();
-    for (step, op) in ops.iter().enumerate() {
-        let d = db.as_ref().unwrap();
+    let mut ops = ops.iter().enumerate().peekable();
+    loop {
+        let db = Db::open(dir, opts.clone()).unwrap();
+        let reopen = run_session(&db, &mut ops, &mut model);
+        db.close().unwrap();
+        if !reopen {
+            break;
+        }
+    }
+    // Full check at the end, after a reopen.
+    let d = Db::open(dir, opts.clone()).unwrap();
+    let want = model_pairs(model.iter());
+    assert_eq!(pairs(d.iter().unwrap()), want, "final scan after reopen");
+    for (k, v) in &model {
+        assert_eq!(d.get(k).unwrap().as_ref(), Some(v));
+    }
+}
+
+/// Applies ops to `d` and `model` until a reopen (true) or the end (false).
+fn run_session<'a>(
+    d: &Db,
+    ops: &mut impl Iterator<Item = (usize, &'a Op)>,
+    model: &mut Model,
+) -> bool {
+    let mut snaps: Vec<(Snapshot<'_>, Model)> = Vec::new();
+    for (step, op) in ops {
         match op {
             Op::Put(k, v) => {
                 d.put(&key(*k), v).unwrap();
@@ -134,22 +250,12 @@ fn run(dir: &Path, opts: &Options, ops: &[Op]) {
             Op::Flush => d.flush().unwrap(),
             Op::CompactAll => d.compact_all().unwrap(),
             Op::CompactRange(a, b) => d.compact_range(Some(&key(*a)), Some(&key(*b))).unwrap(),
-            Op::Reopen => {
-                snaps.clear();
-                db.take().unwrap().close().unwrap();
-                db = Some(Db::open(dir, opts.clone()).unwrap());
-            }
+            Op::Reopen => return true,
             Op::TakeSnapshot => snaps.push((d.snapshot(), model.clone())),
             Op::CheckSnapshots => {
-                for (s, m) in &snaps {
-                    let ro = ReadOptions { snapshot: Some(s) };
-                    let got: Vec<_> = d
-                        .range_with(None, None, &ro)
-                        .unwrap()
-                        .map(|r| r.unwrap())
-                        .collect();
-                    let want: Vec<_> = m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-                    assert_eq!(got, want, "snapshot {} at step {step}", s.sequence());
+                for (i, (s, m)) in snaps.iter().enumerate() {
+                    let probe = (step as u16 * 7 % 300, step as u16 * 13 % 300);
+                    check_view(s, m, &format!("snapshot {i} at step {step}"), probe);
                 }
             }
             Op::Get(k) => assert_eq!(
@@ -158,32 +264,26 @@ fn run(dir: &Path, opts: &Options, ops: &[Op]) {
                 "get {k} at step {step}"
             ),
             Op::Scan(a, b) => {
-                let got: Vec<_> = d
-                    .range(Some(&key(*a)), Some(&key(*b)))
-                    .unwrap()
-                    .map(|r| r.unwrap())
-                    .collect();
-                let want: Vec<_> = model
-                    .range(key(*a)..key(*b))
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect();
+                let got = pairs(d.range(key(*a)..key(*b)).unwrap());
+                let want = model_pairs(model.range(key(*a)..key(*b)));
                 assert_eq!(got, want, "scan {a}..{b} at step {step}");
+            }
+            Op::ScanBack(a, b) => {
+                let got = pairs(d.range(key(*a)..=key(*b)).unwrap().rev());
+                let want = model_pairs(model.range(key(*a)..=key(*b)).rev());
+                assert_eq!(got, want, "scan back {a}..={b} at step {step}");
+            }
+            Op::Prefix(k, len) => {
+                let p = &key(*k)[..*len];
+                let got = pairs(d.prefix(p).unwrap());
+                let want = model_pairs(model.iter().filter(|(k, _)| k.starts_with(p)));
+                assert_eq!(got, want, "prefix {p:?} at step {step}");
             }
         }
     }
-    // Full check at the end, and again after a reopen.
-    snaps.clear();
-    let d = db.take().unwrap();
-    let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    let got: Vec<_> = d.iter().unwrap().map(|r| r.unwrap()).collect();
-    assert_eq!(got, want, "final scan");
-    d.close().unwrap();
-    let d = Db::open(dir, opts.clone()).unwrap();
-    let got: Vec<_> = d.iter().unwrap().map(|r| r.unwrap()).collect();
-    assert_eq!(got, want, "final scan after reopen");
-    for (k, v) in &model {
-        assert_eq!(d.get(k).unwrap().as_ref(), Some(v));
-    }
+    // The end: the database and every snapshot still open, both ways.
+    check_view(d, model, "final", (17, 240));
+    false
 }
 
 fn scratch() -> tempfile::TempDir {
@@ -205,7 +305,7 @@ proptest! {
         let d = scratch();
         let modes = [WRITE_MODES[cr], WRITE_MODES[cw], WRITE_MODES[fw], USER_READ_MODES[ur], WRITE_MODES[wal]];
         let max_manifest_size = if tiny_manifest { 1024 } else { Options::default().max_manifest_size };
-        let opts = Options { warm_compaction_output: warm, max_manifest_size, ..options(modes) };
+        let opts = options(modes).warm_compaction_output(warm).max_manifest_size(max_manifest_size);
         run(d.path(), &opts, &ops);
     }
 }

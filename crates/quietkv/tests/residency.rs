@@ -27,18 +27,13 @@ fn cached_fraction(files: &[PathBuf]) -> f64 {
 
 fn compact_and_measure(mode: AccessMode) -> f64 {
     let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let opts = Options {
-        memtable_size: 16 << 20,
-        target_file_size: 16 << 20,
-        ..Options::default()
-    }
-    .io_mode(IoClass::CompactionRead, mode)
-    .io_mode(IoClass::CompactionWrite, mode);
+    let opts = Options::default()
+        .memtable_size(16 << 20)
+        .target_file_size(16 << 20)
+        .io_mode(IoClass::CompactionRead, mode)
+        .io_mode(IoClass::CompactionWrite, mode);
     let db = Db::open(d.path(), opts).unwrap();
-    assert_eq!(
-        db.io_env().mode(IoClass::CompactionWrite).name(),
-        mode.name()
-    );
+    assert_eq!(db.io_mode(IoClass::CompactionWrite).name(), mode.name());
     let mut value = vec![0u8; VALUE];
     // A scattered key order (a permutation: 7919 is prime and does not
     // divide KEYS), so the compaction really merges.

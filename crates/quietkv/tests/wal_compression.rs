@@ -9,10 +9,7 @@ fn dir() -> tempfile::TempDir {
 }
 
 fn with(c: Compression) -> Options {
-    Options {
-        wal_compression: c,
-        ..Options::default()
-    }
+    Options::default().wal_compression(c)
 }
 
 fn key(run: usize, i: usize) -> Vec<u8> {

@@ -14,10 +14,7 @@ fn dir() -> tempfile::TempDir {
 }
 
 fn with(policy: WalSync) -> Options {
-    Options {
-        wal_sync: policy,
-        ..Options::default()
-    }
+    Options::default().wal_sync(policy)
 }
 
 /// Syncs of the WAL class so far, and WAL groups and writes.

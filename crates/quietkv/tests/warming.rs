@@ -58,24 +58,20 @@ struct Outcome {
 /// counts the misses of reading the hot keys again.
 fn run(warm: bool, user_read: AccessMode, block_cache_bytes: usize) -> Option<Outcome> {
     let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let opts = Options {
-        memtable_size: 8 << 20,
-        target_file_size: 8 << 20,
-        block_cache_bytes,
-        warm_compaction_output: warm,
-        ..Options::default()
-    }
-    .io_mode(IoClass::UserRead, user_read)
-    .io_mode(IoClass::CompactionRead, AccessMode::Auto)
-    .io_mode(IoClass::CompactionWrite, AccessMode::Auto);
+    let opts = Options::default()
+        .memtable_size(8 << 20)
+        .target_file_size(8 << 20)
+        .block_cache_bytes(block_cache_bytes)
+        .warm_compaction_output(warm)
+        .io_mode(IoClass::UserRead, user_read)
+        .io_mode(IoClass::CompactionRead, AccessMode::Auto)
+        .io_mode(IoClass::CompactionWrite, AccessMode::Auto);
     let db = Db::open(d.path(), opts).unwrap();
-    if db.io_env().mode(IoClass::CompactionRead) != EffectiveMode::Direct {
+    if db.io_mode(IoClass::CompactionRead) != EffectiveMode::Direct {
         skip::skip(&format!("no O_DIRECT under {}", d.path().display()));
         return None;
     }
-    if user_read == AccessMode::Direct
-        && db.io_env().mode(IoClass::UserRead) != EffectiveMode::Direct
-    {
+    if user_read == AccessMode::Direct && db.io_mode(IoClass::UserRead) != EffectiveMode::Direct {
         skip::skip("no O_DIRECT user reads");
         return None;
     }

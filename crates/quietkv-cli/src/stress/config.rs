@@ -96,22 +96,20 @@ impl StressConfig {
     /// Small trees, so a short cycle flushes and compacts through several
     /// levels.
     pub fn options(&self) -> Options {
-        let mut o = Options {
-            memtable_size: self.memtable_size,
-            l0_compaction_trigger: 2,
-            l0_slowdown_trigger: 6,
-            l0_stop_trigger: 10,
-            level_base_bytes: 1 << 20,
-            target_file_size: 256 << 10,
-            compression: self.compression,
-            bloom_bits_per_key: self.bloom_bits,
-            block_cache_bytes: self.block_cache,
-            direct_write_buffer_size: 64 << 10,
-            compaction_readahead_size: 128 << 10,
-            wal_sync: self.wal_sync,
-            wal_compression: self.wal_compression,
-            ..Options::default()
-        };
+        let mut o = Options::default()
+            .memtable_size(self.memtable_size)
+            .l0_compaction_trigger(2)
+            .l0_slowdown_trigger(6)
+            .l0_stop_trigger(10)
+            .level_base_bytes(1 << 20)
+            .target_file_size(256 << 10)
+            .compression(self.compression)
+            .bloom_bits_per_key(self.bloom_bits)
+            .block_cache_bytes(self.block_cache)
+            .direct_write_buffer_size(64 << 10)
+            .compaction_readahead_size(128 << 10)
+            .wal_sync(self.wal_sync)
+            .wal_compression(self.wal_compression);
         for (class, mode) in CLASSES.into_iter().zip(self.modes) {
             o = o.io_mode(class, mode);
         }

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use quietkv::{Db, ReadOptions, WriteBatch, WriteOptions};
+use quietkv::{Db, WriteBatch, WriteOptions};
 
 use super::config::{Rng, StressConfig};
 use super::expected::{key, value, Expected};
@@ -124,11 +124,8 @@ fn work(db: &Db, exp: &Expected, t: usize, threads: usize, seed: u64) -> Result<
             _ => {
                 let snap = db.snapshot();
                 let from = own(&mut rng);
-                let opts = ReadOptions {
-                    snapshot: Some(&snap),
-                };
-                let iter = db
-                    .range_with(Some(&key(from)), None, &opts)
+                let iter = snap
+                    .range(key(from)..)
                     .map_err(|e| format!("scan failed: {e}"))?;
                 for item in iter.take(20) {
                     let (k, v) = item.map_err(|e| format!("scan failed: {e}"))?;

@@ -156,6 +156,13 @@ fn flush_one(inner: &Arc<Inner>) {
 fn compact(inner: &Arc<Inner>, job: CompactionJob) -> Result<()> {
     let t = Instant::now();
     let cpu0 = quietio::sys::thread_cpu_time();
+    log::debug!(
+        "quietkv: {:?} compaction ({:?}) of L{} into L{}",
+        job.kind,
+        job.reason,
+        job.level,
+        job.output_level
+    );
     let result = if job.kind == CompactionKind::TrivialMove {
         let mut st = inner.state.lock();
         inner.install(&mut st, job.trivial_move_edit())

@@ -1,91 +1,331 @@
 //! The user-facing iterator: a merged view of memtables and tables at one
-//! sequence number, yielding the newest visible value of each key in order.
+//! sequence number, yielding the newest visible value of each key in key
+//! order, from either end.
 
+use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
 use super::level_iter::LevelIter;
-use super::{Inner, SuperVersion};
+use super::SuperVersion;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::SeqNo;
-use crate::merge::{DbIterator, MergingIterator};
+use crate::merge::{DbIterator, DbRevIterator, MergingIterator};
+use crate::table::TableReader;
+use crate::table_cache::TableCache;
 
-/// Ordered `(key, value)` pairs. Holds the state it was created from, so
-/// the tables it reads are not deleted under it, and sees no later writes.
+/// User keys `[lower, upper)`; `None` is unbounded.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct KeyRange {
+    lower: Option<Vec<u8>>,
+    upper: Option<Vec<u8>>,
+}
+
+/// The smallest key after `key` in byte order.
+fn successor(key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(key.len() + 1);
+    k.extend_from_slice(key);
+    k.push(0);
+    k
+}
+
+impl KeyRange {
+    /// Any `RangeBounds`, with inclusive ends and exclusive starts turned
+    /// into `[lower, upper)` through [`successor`].
+    pub(crate) fn from_bounds<K: AsRef<[u8]> + ?Sized>(range: &impl RangeBounds<K>) -> Self {
+        let lower = match range.start_bound() {
+            Bound::Included(k) => Some(k.as_ref().to_vec()),
+            Bound::Excluded(k) => Some(successor(k.as_ref())),
+            Bound::Unbounded => None,
+        };
+        let upper = match range.end_bound() {
+            Bound::Included(k) => Some(successor(k.as_ref())),
+            Bound::Excluded(k) => Some(k.as_ref().to_vec()),
+            Bound::Unbounded => None,
+        };
+        KeyRange { lower, upper }
+    }
+
+    /// Every key starting with `prefix`: from the prefix up to (excluding)
+    /// the first key that does not start with it, if there is one.
+    pub(crate) fn prefix(prefix: &[u8]) -> Self {
+        let mut upper = prefix.to_vec();
+        // Drop trailing 0xff bytes, then increment the last byte: "ab\xff"
+        // ends before "ac". All 0xff (or empty): no end.
+        while upper.last() == Some(&0xff) {
+            upper.pop();
+        }
+        let upper = match upper.last_mut() {
+            Some(last) => {
+                *last += 1;
+                Some(upper)
+            }
+            None => None,
+        };
+        KeyRange {
+            lower: Some(prefix.to_vec()),
+            upper,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        matches!((&self.lower, &self.upper), (Some(l), Some(u)) if l >= u)
+    }
+}
+
+/// Ordered `(key, value)` pairs of a database or a [`Snapshot`](crate::Snapshot),
+/// from [`Db::iter`](crate::Db::iter), [`Db::range`](crate::Db::range) or
+/// [`Db::prefix`](crate::Db::prefix).
+///
+/// It reads the state it was created from: later writes are not seen, and
+/// the tables it reads are kept until it is dropped. It is double-ended:
+/// [`rev`](Iterator::rev) walks the range backwards, and `next` and
+/// `next_back` can be mixed; they meet in the middle, each key yielded
+/// once. A read error is yielded as an `Err` item, after which the
+/// iterator ends.
+///
+/// As an [`Iterator`] each item is an owned pair (two allocations, like
+/// `Vec`-returning `get`). Items a standard iterator yields must outlive
+/// the next call, so they cannot borrow the iterator's buffers, and keys
+/// are prefix-compressed in their blocks, so a shared-slice item type would
+/// still copy the key while pinning a whole block per item. For scans where
+/// that copy matters, [`next_ref`](Self::next_ref) and
+/// [`next_back_ref`](Self::next_back_ref) lend the current pair without
+/// allocating; it is valid until the next call.
+///
+/// ```
+/// # fn main() -> quietkv::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = quietkv::Db::open(dir.path(), quietkv::Options::default())?;
+/// for k in [b"a1", b"a2", b"b1"] {
+///     db.put(k, b"v")?;
+/// }
+/// let mut it = db.prefix(b"a")?;
+/// let mut bytes = 0;
+/// while let Some(item) = it.next_ref() {
+///     let (key, value) = item?; // borrowed, no allocation
+///     bytes += key.len() + value.len();
+/// }
+/// assert_eq!(bytes, 6);
+/// # Ok(())
+/// # }
+/// ```
 pub struct DbIter {
-    inner: DbIterator<MergingIterator>,
-    /// Keeps the memtables and the version alive while iterating.
-    _sv: Arc<SuperVersion>,
-    started: bool,
-    failed: bool,
+    sv: Arc<SuperVersion>,
+    cache: Arc<TableCache>,
+    /// L0 tables, newest first, opened when the iterator was created.
+    l0: Vec<Arc<TableReader>>,
+    seq: SeqNo,
+    range: KeyRange,
+    /// The cursor `next` moves; created on the first call. While it exists
+    /// and is valid it stands on the last key it yielded.
+    front: Option<DbIterator<MergingIterator>>,
+    /// The cursor `next_back` moves, likewise.
+    back: Option<DbRevIterator<MergingIterator>>,
+    done: bool,
 }
 
 impl DbIter {
     pub(crate) fn new(
-        db: &Arc<Inner>,
         sv: Arc<SuperVersion>,
+        cache: Arc<TableCache>,
         seq: SeqNo,
-        from: Option<&[u8]>,
-        to: Option<&[u8]>,
+        range: KeyRange,
     ) -> Result<DbIter> {
+        // L0 newest first (highest file number).
+        let mut files: Vec<_> = sv.version.files(0).to_vec();
+        files.sort_by_key(|f| std::cmp::Reverse(f.number));
+        let l0 = files
+            .iter()
+            .map(|f| cache.get(f))
+            .collect::<Result<Vec<_>>>()?;
+        let done = range.is_empty();
+        Ok(DbIter {
+            sv,
+            cache,
+            l0,
+            seq,
+            range,
+            front: None,
+            back: None,
+            done,
+        })
+    }
+
+    /// Memtables newest first, then L0 newest first, then one lazy
+    /// iterator per level.
+    fn merged(&self) -> MergingIterator {
+        let sv = &self.sv;
         let mut children: Vec<Box<dyn InternalIterator + Send>> = Vec::new();
         children.push(Box::new(sv.mem.iter()));
         for imm in &sv.imms {
             children.push(Box::new(imm.iter()));
         }
-        // L0 newest first (highest file number), then one lazy iterator per level.
-        let mut l0: Vec<_> = sv.version.files(0).to_vec();
-        l0.sort_by_key(|f| std::cmp::Reverse(f.number));
-        for f in l0 {
-            children.push(Box::new(db.table_cache.get(&f)?.iter()));
+        for t in &self.l0 {
+            children.push(Box::new(t.iter()));
         }
         for level in 1..crate::version::NUM_LEVELS {
             let files = sv.version.files(level);
             if !files.is_empty() {
-                children.push(Box::new(LevelIter::new(
-                    files.to_vec(),
-                    db.table_cache.clone(),
-                )));
+                children.push(Box::new(LevelIter::new(files.to_vec(), self.cache.clone())));
             }
         }
-        let mut inner =
-            DbIterator::new(MergingIterator::new(children), seq, to.map(<[u8]>::to_vec));
-        match from {
-            Some(k) => inner.seek(k)?,
-            None => inner.seek_to_first()?,
-        }
-        Ok(DbIter {
-            inner,
-            _sv: sv,
-            started: false,
-            failed: false,
-        })
+        MergingIterator::new(children)
     }
 
-    /// Repositions at the first key >= `key`.
-    pub fn seek(&mut self, key: &[u8]) -> Result<()> {
-        self.started = false;
-        self.inner.seek(key)
+    fn step_front(&mut self) -> Result<bool> {
+        match &mut self.front {
+            Some(f) => f.next()?,
+            None => {
+                let mut f = DbIterator::new(self.merged(), self.seq, self.range.upper.clone());
+                match &self.range.lower {
+                    Some(k) => f.seek(k)?,
+                    None => f.seek_to_first()?,
+                }
+                self.front = Some(f);
+            }
+        }
+        let f = self.front.as_ref().expect("just set");
+        let crossed = self
+            .back
+            .as_ref()
+            .is_some_and(|b| b.valid() && f.valid() && f.key() >= b.key());
+        Ok(f.valid() && !crossed)
     }
+
+    fn step_back(&mut self) -> Result<bool> {
+        match &mut self.back {
+            Some(b) => b.prev()?,
+            None => {
+                let mut b = DbRevIterator::new(self.merged(), self.seq, self.range.lower.clone());
+                match &self.range.upper {
+                    Some(k) => b.seek_before(k)?,
+                    None => b.seek_to_last()?,
+                }
+                self.back = Some(b);
+            }
+        }
+        let b = self.back.as_ref().expect("just set");
+        let crossed = self
+            .front
+            .as_ref()
+            .is_some_and(|f| f.valid() && b.valid() && b.key() <= f.key());
+        Ok(b.valid() && !crossed)
+    }
+
+    /// Runs one step; ends the iteration on the end, a crossing or an error.
+    fn step(&mut self, front: bool) -> Option<Result<()>> {
+        if self.done {
+            return None;
+        }
+        let r = if front {
+            self.step_front()
+        } else {
+            self.step_back()
+        };
+        match r {
+            Ok(true) => Some(Ok(())),
+            Ok(false) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+
+    /// The next pair from the front, borrowed until the next call: no
+    /// allocation per item.
+    pub fn next_ref(&mut self) -> Option<Result<(&[u8], &[u8])>> {
+        match self.step(true)? {
+            Ok(()) => {
+                let f = self.front.as_ref().expect("stepped");
+                Some(Ok((f.key(), f.value())))
+            }
+            Err(e) => Some(Err(e)),
+        }
+    }
+
+    /// The next pair from the back, borrowed until the next call.
+    pub fn next_back_ref(&mut self) -> Option<Result<(&[u8], &[u8])>> {
+        match self.step(false)? {
+            Ok(()) => {
+                let b = self.back.as_ref().expect("stepped");
+                Some(Ok((b.key(), b.value())))
+            }
+            Err(e) => Some(Err(e)),
+        }
+    }
+}
+
+fn owned(item: Result<(&[u8], &[u8])>) -> Result<(Vec<u8>, Vec<u8>)> {
+    item.map(|(k, v)| (k.to_vec(), v.to_vec()))
 }
 
 impl Iterator for DbIter {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.failed {
-            return None;
+        self.next_ref().map(owned)
+    }
+}
+
+impl DoubleEndedIterator for DbIter {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.next_back_ref().map(owned)
+    }
+}
+
+impl std::iter::FusedIterator for DbIter {}
+
+impl std::fmt::Debug for DbIter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DbIter")
+            .field("sequence", &self.seq)
+            .field("range", &self.range)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(lower: Option<&[u8]>, upper: Option<&[u8]>) -> KeyRange {
+        KeyRange {
+            lower: lower.map(<[u8]>::to_vec),
+            upper: upper.map(<[u8]>::to_vec),
         }
-        if self.started {
-            if let Err(e) = self.inner.next() {
-                self.failed = true;
-                return Some(Err(e));
-            }
-        }
-        self.started = true;
-        if !self.inner.valid() {
-            return None;
-        }
-        Some(Ok((self.inner.key().to_vec(), self.inner.value().to_vec())))
+    }
+
+    #[test]
+    fn bounds_become_half_open_ranges() {
+        let a: &[u8] = b"a";
+        let c: &[u8] = b"c";
+        assert_eq!(KeyRange::from_bounds(&(a..c)), r(Some(b"a"), Some(b"c")));
+        assert_eq!(KeyRange::from_bounds(&(a..=c)), r(Some(b"a"), Some(b"c\0")));
+        assert_eq!(KeyRange::from_bounds(&(a..)), r(Some(b"a"), None));
+        assert_eq!(KeyRange::from_bounds(&(..c)), r(None, Some(b"c")));
+        let excluded: (Bound<&[u8]>, Bound<&[u8]>) = (Bound::Excluded(a), Bound::Unbounded);
+        assert_eq!(
+            KeyRange::from_bounds::<&[u8]>(&excluded),
+            r(Some(b"a\0"), None)
+        );
+        assert!(KeyRange::from_bounds(&(c..a)).is_empty());
+        assert!(KeyRange::from_bounds(&(a..a)).is_empty());
+        assert!(!KeyRange::from_bounds(&(a..=a)).is_empty());
+    }
+
+    #[test]
+    fn prefixes_end_at_the_next_prefix() {
+        assert_eq!(KeyRange::prefix(b"ab"), r(Some(b"ab"), Some(b"ac")));
+        assert_eq!(
+            KeyRange::prefix(b"a\xff\xff"),
+            r(Some(b"a\xff\xff"), Some(b"b"))
+        );
+        assert_eq!(KeyRange::prefix(b"\xff"), r(Some(b"\xff"), None));
+        assert_eq!(KeyRange::prefix(b""), r(Some(b""), None));
     }
 }

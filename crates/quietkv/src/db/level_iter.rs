@@ -56,6 +56,23 @@ impl LevelIter {
     }
 }
 
+impl LevelIter {
+    /// Moves to preceding tables while the current one is exhausted.
+    fn skip_empty_back(&mut self) -> Result<()> {
+        while self.current.as_ref().is_some_and(|c| !c.valid()) {
+            let Some(index) = self.index.checked_sub(1) else {
+                self.current = None;
+                return Ok(());
+            };
+            self.open(index)?;
+            if let Some(c) = self.current.as_mut() {
+                c.seek_to_last()?;
+            }
+        }
+        Ok(())
+    }
+}
+
 impl InternalIterator for LevelIter {
     fn valid(&self) -> bool {
         self.current.as_ref().is_some_and(|c| c.valid())
@@ -85,6 +102,25 @@ impl InternalIterator for LevelIter {
             c.next()?;
         }
         self.skip_empty()
+    }
+
+    fn seek_to_last(&mut self) -> Result<()> {
+        let Some(last) = self.files.len().checked_sub(1) else {
+            self.current = None;
+            return Ok(());
+        };
+        self.open(last)?;
+        if let Some(c) = self.current.as_mut() {
+            c.seek_to_last()?;
+        }
+        self.skip_empty_back()
+    }
+
+    fn prev(&mut self) -> Result<()> {
+        if let Some(c) = self.current.as_mut() {
+            c.prev()?;
+        }
+        self.skip_empty_back()
     }
 
     fn key(&self) -> &[u8] {
@@ -231,6 +267,14 @@ impl InternalIterator for CompactionLevelIter {
         self.skip_empty()
     }
 
+    fn seek_to_last(&mut self) -> Result<()> {
+        Err(crate::iter::forward_only())
+    }
+
+    fn prev(&mut self) -> Result<()> {
+        Err(crate::iter::forward_only())
+    }
+
     fn key(&self) -> &[u8] {
         self.current.as_ref().expect("valid").scanner.key()
     }
@@ -252,6 +296,12 @@ impl InternalIterator for CountedScanner {
     }
     fn next(&mut self) -> Result<()> {
         self.scanner.next()
+    }
+    fn seek_to_last(&mut self) -> Result<()> {
+        Err(crate::iter::forward_only())
+    }
+    fn prev(&mut self) -> Result<()> {
+        Err(crate::iter::forward_only())
     }
     fn key(&self) -> &[u8] {
         self.scanner.key()

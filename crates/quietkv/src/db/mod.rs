@@ -28,14 +28,16 @@ use crate::filenames::{self, FileKind};
 use crate::key::{SeqNo, ValueKind};
 use crate::log::LogWriter;
 use crate::memtable::Memtable;
-use crate::options::{Options, ReadOptions};
+use crate::options::Options;
 use crate::picker::{BusyFiles, PickerOptions};
 use crate::snapshot::{Snapshot, SnapshotList};
 use crate::table_cache::TableCache;
 use crate::version::{Version, VersionEdit};
 use crate::wal_set::WalSet;
+use std::ops::RangeBounds;
 
 pub use iter::DbIter;
+pub(crate) use iter::KeyRange;
 pub(crate) use recovery::{meta_from, missing_wal, new_db_id, set_current, write_l0};
 pub use stats::{CompactionStats, DbStats, LevelStats, WriteStallStats};
 
@@ -190,30 +192,50 @@ impl Db {
         })
     }
 
+    /// Whether `path` holds a database, found without writing to it.
+    ///
+    /// `Ok(false)` for a missing or empty directory, and for one holding
+    /// only what a creation cut short leaves (which [`Db::open`] cleans up).
+    /// [`ErrorKind::Corruption`](crate::ErrorKind::Corruption), naming the
+    /// newest manifest, for a directory that holds data but lost its
+    /// CURRENT file: opening it would not create a fresh database.
+    pub fn exists(path: impl AsRef<Path>) -> Result<bool> {
+        Ok(matches!(
+            crate::creation::inspect(path.as_ref())?,
+            crate::creation::Creation::Complete
+        ))
+    }
+
     /// Whether the database was opened with [`Db::open_read_only`].
     pub fn is_read_only(&self) -> bool {
         self.inner.read_only
     }
 
+    /// The directory the database lives in.
     pub fn path(&self) -> &Path {
         &self.inner.dir
     }
 
+    /// The options the database was opened with.
     pub fn options(&self) -> &Options {
         &self.inner.opts
     }
 
-    /// The I/O environment: probed capabilities and the mode of each class.
-    pub fn io_env(&self) -> &IoEnv {
-        &self.inner.env
+    /// The access mode `class` resolved to when the database was opened:
+    /// what an `auto` (or explicit) [`AccessMode`](crate::AccessMode) became
+    /// on this directory's file system and kernel.
+    pub fn io_mode(&self, class: quietio::IoClass) -> quietio::EffectiveMode {
+        self.inner.env.mode(class)
     }
 
+    /// Sets `key` to `value` (not synced; see [`WriteOptions::sync`](crate::WriteOptions::sync)).
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         let mut b = crate::batch::WriteBatch::new();
         b.put(key, value)?;
         self.write(b, crate::options::WriteOptions::default())
     }
 
+    /// Deletes `key` (not synced). Deleting a missing key is not an error.
     pub fn delete(&self, key: &[u8]) -> Result<()> {
         let mut b = crate::batch::WriteBatch::new();
         b.delete(key)?;
@@ -230,14 +252,15 @@ impl Db {
         write::write(&self.inner, batch, opts.sync, false)
     }
 
+    /// The newest value of `key`, or `None` if it was never written or
+    /// was deleted.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.get_with(key, &ReadOptions::default())
+        self.get_at(key, self.latest())
     }
 
-    pub fn get_with(&self, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
-        // The sequence number first, then the state: the state is at least
-        // as new as the sequence number, so nothing visible is missed.
-        let seq = self.read_seq(opts);
+    pub(crate) fn get_at(&self, key: &[u8], seq: SeqNo) -> Result<Option<Vec<u8>>> {
+        // The caller read the sequence number first, then this reads the
+        // state: the state is at least as new, so nothing visible is missed.
         let sv = self.inner.super_version.read().clone();
         if let Some(found) = sv.mem.get(key, seq) {
             return Ok(value_of(found));
@@ -256,32 +279,50 @@ impl Db {
         Ok(None)
     }
 
-    /// A consistent view for reads and iterators.
-    pub fn snapshot(&self) -> Snapshot {
-        self.inner
-            .snapshots
-            .acquire(self.inner.visible_seq.load(Ordering::Acquire))
+    /// A consistent read view: reads through it ignore every later write.
+    /// See [`Snapshot`].
+    pub fn snapshot(&self) -> Snapshot<'_> {
+        let registration = self.inner.snapshots.acquire(self.latest());
+        Snapshot::new(self, registration)
     }
 
-    /// Iterates over all keys in order.
+    /// Every key in order (double-ended: `.rev()` starts at the last).
     pub fn iter(&self) -> Result<DbIter> {
-        self.range_with(None, None, &ReadOptions::default())
+        self.iter_at(KeyRange::default(), self.latest())
     }
 
-    /// Iterates over keys in `[from, to)` (either end open when `None`).
-    pub fn range(&self, from: Option<&[u8]>, to: Option<&[u8]>) -> Result<DbIter> {
-        self.range_with(from, to, &ReadOptions::default())
+    /// The keys in `range`, in order; `.rev()` walks them backwards.
+    ///
+    /// Any [`RangeBounds`] over byte strings works: `a..b`, `a..=b`, `a..`,
+    /// `..b`, or `(Bound, Bound)` pairs. A range whose start is after its
+    /// end is empty.
+    ///
+    /// ```
+    /// # fn main() -> quietkv::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = quietkv::Db::open(dir.path(), quietkv::Options::default())?;
+    /// for i in 0..30u32 {
+    ///     db.put(format!("k{i:03}").as_bytes(), b"v")?;
+    /// }
+    /// let ten = db.range(&b"k010"[..]..&b"k020"[..])?.collect::<Result<Vec<_>, _>>()?;
+    /// assert_eq!(ten.len(), 10);
+    /// let (last, _) = db.range(&b"k010"[..]..=&b"k020"[..])?.next_back().unwrap()?;
+    /// assert_eq!(last, b"k020");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<DbIter> {
+        self.iter_at(KeyRange::from_bounds(&range), self.latest())
     }
 
-    pub fn range_with(
-        &self,
-        from: Option<&[u8]>,
-        to: Option<&[u8]>,
-        opts: &ReadOptions,
-    ) -> Result<DbIter> {
-        let seq = self.read_seq(opts);
+    /// The keys that start with `prefix`, in order.
+    pub fn prefix(&self, prefix: &[u8]) -> Result<DbIter> {
+        self.iter_at(KeyRange::prefix(prefix), self.latest())
+    }
+
+    pub(crate) fn iter_at(&self, range: KeyRange, seq: SeqNo) -> Result<DbIter> {
         let sv = self.inner.super_version.read().clone();
-        DbIter::new(&self.inner, sv, seq, from, to)
+        DbIter::new(sv, self.inner.table_cache.clone(), seq, range)
     }
 
     /// Writes the memtable out as a table and waits until every frozen
@@ -346,6 +387,7 @@ impl Db {
         }
     }
 
+    /// Counters and the shape of the tree, as of now.
     pub fn stats(&self) -> DbStats {
         stats::collect(&self.inner)
     }
@@ -384,11 +426,9 @@ impl Db {
         self.inner.install(&mut st, edit)
     }
 
-    fn read_seq(&self, opts: &ReadOptions) -> SeqNo {
-        match opts.snapshot {
-            Some(s) => s.sequence(),
-            None => self.inner.visible_seq.load(Ordering::Acquire),
-        }
+    /// The newest sequence number readers may see.
+    fn latest(&self) -> SeqNo {
+        self.inner.visible_seq.load(Ordering::Acquire)
     }
 }
 

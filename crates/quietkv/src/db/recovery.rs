@@ -288,12 +288,9 @@ fn replay_wals(
         while let Some(record) = reader.read_record()? {
             let offset = reader.last_record_offset();
             let batch = WriteBatch::decode(&record).map_err(|e| {
-                Error::corruption(format!(
-                    "WAL record is not a valid write batch: {}",
-                    e.message()
-                ))
-                .with_file(&path)
-                .with_offset(offset)
+                e.context("WAL record is not a valid write batch")
+                    .with_file(&path)
+                    .with_offset(offset)
             })?;
             if batch.is_empty() {
                 continue;
@@ -500,7 +497,7 @@ pub(crate) fn replay_manifest(path: &Path, data: &[u8]) -> Result<Recovered> {
         let edit = VersionEdit::decode(&record)
             .and_then(|e| builder.apply(&e).map(|_| e))
             .map_err(|e| {
-                Error::corruption(format!("bad manifest edit: {}", e.message()))
+                e.context("bad manifest edit")
                     .with_file(path)
                     .with_offset(offset)
             })?;

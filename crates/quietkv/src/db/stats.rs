@@ -8,6 +8,7 @@ use quietio::{ClassStats, EffectiveMode, IoClass};
 
 use super::Inner;
 use crate::block_cache::CacheStats;
+use crate::error::Error;
 
 #[derive(Default)]
 pub(crate) struct Counters {
@@ -79,23 +80,31 @@ impl Counters {
     }
 }
 
+/// One level of the tree.
 #[derive(Debug, Clone, Default)]
 pub struct LevelStats {
+    /// Tables in the level.
     pub files: usize,
+    /// Their total size.
     pub bytes: u64,
 }
 
+/// Compaction since open.
 #[derive(Debug, Clone, Default)]
 pub struct CompactionStats {
     /// Merge compactions completed (trivial moves are not counted).
     pub count: u64,
+    /// Bytes of input tables read.
     pub bytes_read: u64,
+    /// Bytes of output tables written.
     pub bytes_written: u64,
+    /// Time spent in merge compactions.
     pub seconds: f64,
     /// CPU seconds (user + system) of the threads while they ran merge
     /// compactions. Kernel work done on their behalf in other threads
     /// (buffered writeback, io_uring workers) is not included.
     pub cpu_seconds: f64,
+    /// Compactions running now.
     pub running: usize,
     /// Table handles compaction holds open right now (its own, not the
     /// table cache's).
@@ -103,41 +112,66 @@ pub struct CompactionStats {
     /// Output data blocks read back before install because their keys were
     /// hot in the inputs (`Options::warm_compaction_output`), and their bytes.
     pub warmed_blocks: u64,
+    /// Bytes of those blocks.
     pub warmed_bytes: u64,
 }
 
+/// Writes held back because compaction fell behind (L0 triggers).
 #[derive(Debug, Clone, Default)]
 pub struct WriteStallStats {
+    /// Writes delayed at the slowdown trigger.
     pub slowdowns: u64,
+    /// Writes stopped at the stop trigger until compaction caught up.
     pub stops: u64,
+    /// Time writers spent delayed or stopped.
     pub stall_seconds: f64,
 }
 
+/// A database's counters since open and the shape of its tree, from
+/// [`Db::stats`](crate::Db::stats).
 #[derive(Debug, Clone)]
 pub struct DbStats {
+    /// Each level, L0 first.
     pub levels: Vec<LevelStats>,
+    /// The newest sequence number written.
     pub last_sequence: u64,
+    /// Entries written (puts and deletes).
     pub writes: u64,
+    /// Bytes of keys and values written.
     pub write_bytes: u64,
     /// WAL writes (groups) and the batches they carried: batches/groups is
     /// the group-commit factor.
     pub write_groups: u64,
+    /// Batches written (see `write_groups`).
     pub write_batches: u64,
+    /// Bytes in the active memtable.
     pub memtable_bytes: usize,
+    /// Frozen memtables waiting for flush.
     pub immutable_memtables: usize,
+    /// Memtables flushed to tables.
     pub flushes: u64,
+    /// Bytes of tables flushes wrote.
     pub flush_bytes: u64,
+    /// Time spent flushing.
     pub flush_seconds: f64,
     /// CPU seconds of the threads while they flushed (as for
     /// [`CompactionStats::cpu_seconds`]).
     pub flush_cpu_seconds: f64,
+    /// Compaction counters.
     pub compaction: CompactionStats,
+    /// Write stalls.
     pub stalls: WriteStallStats,
+    /// The block cache of user reads.
     pub block_cache: CacheStats,
+    /// Table readers open for user reads.
     pub open_tables: usize,
+    /// What each I/O class's access mode resolved to.
     pub io_modes: Vec<(IoClass, EffectiveMode)>,
+    /// I/O counters per class.
     pub io: Vec<(IoClass, ClassStats)>,
-    pub background_error: Option<String>,
+    /// The failure that made the database refuse writes, if one did; its
+    /// cause is kept (see [`Error::io_error_kind`](crate::Error::io_error_kind)).
+    pub background_error: Option<Error>,
     /// Times the manifest was replaced by a fresh snapshot because it grew
     /// past `Options::max_manifest_size` (since open).
     pub manifest_rotations: u64,
@@ -188,7 +222,7 @@ pub(crate) fn collect(inner: &Inner) -> DbStats {
             .map(|c| (*c, inner.env.mode(*c)))
             .collect(),
         io: inner.env.stats().snapshot(),
-        background_error: st.bg_error.as_ref().map(ToString::to_string),
+        background_error: st.bg_error.clone(),
         manifest_rotations: c.manifest_rotations.load(Relaxed),
     }
 }

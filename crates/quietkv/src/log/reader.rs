@@ -110,6 +110,7 @@ impl<'a> LogReader<'a> {
     }
 
     /// The largest log length a sync mark read so far says was made durable.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub fn synced_len(&self) -> u64 {
         self.synced_len
     }
@@ -150,12 +151,9 @@ impl<'a> LogReader<'a> {
     }
 
     /// File offset just past the last record returned so far.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub fn valid_len(&self) -> u64 {
         self.pos as u64
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     fn corruption(&self, message: String, offset: u64) -> Error {

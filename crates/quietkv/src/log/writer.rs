@@ -212,6 +212,7 @@ impl<S: LogSink> LogWriter<S> {
 
     /// The log length the last successful [`sync`](Self::sync) made durable
     /// (sync marks after it are not counted).
+    #[cfg(test)]
     pub fn synced_len(&self) -> u64 {
         self.synced_len
     }
@@ -221,12 +222,9 @@ impl<S: LogSink> LogWriter<S> {
         self.bytes_written
     }
 
+    #[cfg(test)]
     pub fn sink(&self) -> &S {
         &self.sink
-    }
-
-    pub fn sink_mut(&mut self) -> &mut S {
-        &mut self.sink
     }
 
     pub fn into_inner(self) -> S {

@@ -49,10 +49,6 @@ impl BlockBuilder {
         self.entries == 0
     }
 
-    pub fn num_entries(&self) -> usize {
-        self.entries
-    }
-
     pub fn last_key(&self) -> &[u8] {
         &self.last_key
     }
@@ -165,10 +161,6 @@ impl Block {
         self.data.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.num_restarts == 0
-    }
-
     fn restart(&self, i: usize) -> usize {
         // Validated in `new`.
         read_u32_le(&self.data, self.restarts_off + 4 * i).unwrap_or(0) as usize
@@ -253,10 +245,6 @@ impl BlockIter {
             value: (0, 0),
             valid: false,
         }
-    }
-
-    pub fn block(&self) -> &Arc<Block> {
-        &self.block
     }
 
     fn invalidate(&mut self) {
@@ -380,6 +368,57 @@ impl InternalIterator for BlockIter {
         let at = self.next;
         self.parse_at(at)
     }
+
+    fn seek_to_last(&mut self) -> Result<()> {
+        let n = self.block.num_restarts;
+        if n == 0 {
+            self.invalidate();
+            return Ok(());
+        }
+        self.seek_to_restart(n - 1)?;
+        while self.valid && self.next < self.block.restarts_off {
+            self.next()?;
+        }
+        Ok(())
+    }
+
+    /// Entries are prefix-compressed, so the previous one is found by
+    /// decoding forward from the last restart point before the current
+    /// entry.
+    fn prev(&mut self) -> Result<()> {
+        if !self.valid {
+            return Ok(());
+        }
+        let target = self.current;
+        // Restart offsets strictly increase (checked in `Block::new`):
+        // count those before the current entry.
+        let (mut lo, mut hi) = (0usize, self.block.num_restarts);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.block.restart(mid) < target {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        let Some(i) = lo.checked_sub(1) else {
+            // The current entry is the first.
+            self.invalidate();
+            return Ok(());
+        };
+        self.seek_to_restart(i)?;
+        while self.valid && self.next < target {
+            self.next()?;
+        }
+        if self.valid && self.next != target {
+            let e = Error::corruption(format!(
+                "block entries do not lead from restart {i} to the entry at {target}"
+            ));
+            self.invalidate();
+            return Err(e);
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -430,6 +469,35 @@ mod tests {
             assert_eq!(it.valid(), n > 0);
             it.seek(&ik("z", 1)).unwrap();
             assert!(!it.valid());
+        }
+    }
+
+    /// Backward iteration decodes from restart points: every restart
+    /// interval, including one entry per restart, walks back over exactly
+    /// the entries forward iteration yields.
+    #[test]
+    fn iterate_backward_and_step_back_from_a_seek() {
+        for (n, interval) in [(0, 16), (1, 16), (17, 16), (100, 16), (50, 1), (33, 3)] {
+            let (block, entries) = build(n, interval);
+            let mut it = BlockIter::new(block);
+            it.seek_to_last().unwrap();
+            let mut got = Vec::new();
+            while it.valid() {
+                got.push((it.key().to_vec(), it.value().to_vec()));
+                it.prev().unwrap();
+            }
+            got.reverse();
+            assert_eq!(got, entries);
+            for i in 0..n {
+                it.seek(&entries[i].0).unwrap();
+                it.prev().unwrap();
+                assert_eq!(it.valid(), i > 0);
+                if i > 0 {
+                    assert_eq!(it.key(), &entries[i - 1].0[..]);
+                    it.next().unwrap();
+                    assert_eq!(it.key(), &entries[i].0[..]);
+                }
+            }
         }
     }
 

@@ -63,10 +63,6 @@ impl BloomBuilder {
         self.hashes.push(hash64(user_key));
     }
 
-    pub fn num_keys(&self) -> usize {
-        self.hashes.len()
-    }
-
     /// The encoded filter.
     pub fn finish(&self) -> Vec<u8> {
         let k = ((self.bits_per_key as f64) * std::f64::consts::LN_2).round() as u8;

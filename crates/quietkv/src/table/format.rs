@@ -24,6 +24,7 @@ pub const MAX_DECOMPRESSED_BLOCK: usize = 64 << 20;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Compression {
     #[default]
+    /// Stored as is.
     None,
     /// lz4_flex block format; payload = u32 LE uncompressed size ++ lz4 block.
     Lz4,
@@ -32,7 +33,7 @@ pub enum Compression {
 }
 
 impl Compression {
-    pub fn to_u8(self) -> u8 {
+    pub(crate) fn to_u8(self) -> u8 {
         match self {
             Compression::None => 0,
             Compression::Lz4 => 1,
@@ -40,7 +41,7 @@ impl Compression {
         }
     }
 
-    pub fn from_u8(b: u8) -> Option<Compression> {
+    pub(crate) fn from_u8(b: u8) -> Option<Compression> {
         match b {
             0 => Some(Compression::None),
             1 => Some(Compression::Lz4),

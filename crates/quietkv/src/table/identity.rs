@@ -37,6 +37,7 @@ impl ExpectedTable {
 
     /// Corruption naming `path` if the file's size or recorded identity
     /// differ from what is expected.
+    #[cfg(test)]
     pub fn verify(&self, path: &Path, file_size: u64, props: &TableProperties) -> Result<()> {
         self.verify_size(path, file_size)?;
         self.verify_properties(path, props)

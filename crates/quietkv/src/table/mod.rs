@@ -27,6 +27,8 @@ pub mod builder;
 pub mod filter;
 pub mod format;
 pub mod identity;
+#[cfg(any(test, feature = "fuzzing"))]
+mod mem_source;
 pub mod properties;
 pub mod reader;
 pub mod scanner;
@@ -39,7 +41,11 @@ pub use block::Block;
 pub use builder::{TableBuilder, TableOptions, TableSummary};
 pub use format::{BlockHandle, Compression};
 pub use identity::ExpectedTable;
+#[cfg(test)]
+pub use mem_source::MemSeqSource;
+#[cfg(any(test, feature = "fuzzing"))]
+pub use mem_source::MemSource;
 pub use properties::TableProperties;
-pub use reader::{IndexEntry, TableIterator, TableReader};
+pub use reader::{TableIterator, TableReader};
 pub use scanner::TableScanner;
-pub use source::{MemSeqSource, MemSource, RandomSource, SeqSource, TableSink};
+pub use source::{RandomSource, SeqSource, TableSink};

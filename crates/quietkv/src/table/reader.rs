@@ -39,7 +39,7 @@ pub struct TableReader {
     filter: Option<BloomFilter>,
     props: TableProperties,
     file_size: u64,
-    pin: Option<Reservation<Block>>,
+    _pin: Option<Reservation<Block>>,
 }
 
 impl std::fmt::Debug for TableReader {
@@ -129,7 +129,7 @@ impl TableReader {
             filter,
             props,
             file_size,
-            pin,
+            _pin: pin,
         })
     }
 
@@ -206,18 +206,15 @@ impl TableReader {
         self.source.path()
     }
 
-    pub fn file_size(&self) -> u64 {
-        self.file_size
-    }
-
     pub fn properties(&self) -> &TableProperties {
         &self.props
     }
 
     /// Bytes of index and filter this reader pins against the block
     /// cache's budget (0 without a cache).
+    #[cfg(test)]
     pub fn pinned_bytes(&self) -> usize {
-        self.pin.as_ref().map_or(0, |p| p.bytes())
+        self._pin.as_ref().map_or(0, |p| p.bytes())
     }
 
     /// The in-memory index, one entry per data block in file order.
@@ -393,10 +390,6 @@ impl<F: BlockFetch> TwoLevel<F> {
         }
     }
 
-    pub(crate) fn table(&self) -> &Arc<TableReader> {
-        &self.table
-    }
-
     pub(crate) fn fetch_mut(&mut self) -> &mut F {
         &mut self.fetch
     }
@@ -450,6 +443,21 @@ impl<F: BlockFetch> TwoLevel<F> {
         Ok(())
     }
 
+    /// Moves back over exhausted blocks until positioned or before the
+    /// first.
+    fn skip_exhausted_back(&mut self) -> Result<()> {
+        while self.block.as_ref().is_some_and(|b| !b.valid()) {
+            let Some(idx) = self.block_idx.checked_sub(1) else {
+                self.block = None;
+                return Ok(());
+            };
+            self.load(idx)?;
+            let r = self.block.as_mut().map_or(Ok(()), |b| b.seek_to_last());
+            self.check(r)?;
+        }
+        Ok(())
+    }
+
     pub(crate) fn seek_to_block(&mut self, idx: usize, target: Option<&[u8]>) -> Result<()> {
         if !self.load(idx)? {
             return Ok(());
@@ -482,6 +490,25 @@ impl<F: BlockFetch> InternalIterator for TwoLevel<F> {
         self.seek_to_block(idx, Some(target))
     }
 
+    fn seek_to_last(&mut self) -> Result<()> {
+        let Some(last) = self.table.index.len().checked_sub(1) else {
+            self.block = None;
+            return Ok(());
+        };
+        if !self.load(last)? {
+            return Ok(());
+        }
+        let r = self.block.as_mut().map_or(Ok(()), |b| b.seek_to_last());
+        self.check(r)?;
+        self.skip_exhausted_back()
+    }
+
+    fn prev(&mut self) -> Result<()> {
+        let r = self.block.as_mut().map_or(Ok(()), |b| b.prev());
+        self.check(r)?;
+        self.skip_exhausted_back()
+    }
+
     fn next(&mut self) -> Result<()> {
         let r = self.block.as_mut().map_or(Ok(()), |b| b.next());
         self.check(r)?;
@@ -503,12 +530,6 @@ pub struct TableIterator {
     inner: TwoLevel<CachedFetch>,
 }
 
-impl TableIterator {
-    pub fn table(&self) -> &Arc<TableReader> {
-        self.inner.table()
-    }
-}
-
 impl InternalIterator for TableIterator {
     fn valid(&self) -> bool {
         self.inner.valid()
@@ -519,8 +540,14 @@ impl InternalIterator for TableIterator {
     fn seek(&mut self, target: &[u8]) -> Result<()> {
         self.inner.seek(target)
     }
+    fn seek_to_last(&mut self) -> Result<()> {
+        self.inner.seek_to_last()
+    }
     fn next(&mut self) -> Result<()> {
         self.inner.next()
+    }
+    fn prev(&mut self) -> Result<()> {
+        self.inner.prev()
     }
     fn key(&self) -> &[u8] {
         self.inner.key()

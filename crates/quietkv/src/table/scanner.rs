@@ -113,10 +113,6 @@ impl TableScanner {
         self.inner.fetch_mut().hot = Some(probe);
     }
 
-    pub fn table(&self) -> &Arc<TableReader> {
-        self.inner.table()
-    }
-
     /// Index of the data block the scanner is in.
     pub fn current_block(&self) -> usize {
         self.inner.current_block()
@@ -135,6 +131,12 @@ impl InternalIterator for TableScanner {
     }
     fn next(&mut self) -> Result<()> {
         self.inner.next()
+    }
+    fn seek_to_last(&mut self) -> Result<()> {
+        Err(crate::iter::forward_only())
+    }
+    fn prev(&mut self) -> Result<()> {
+        Err(crate::iter::forward_only())
     }
     fn key(&self) -> &[u8] {
         self.inner.key()

@@ -186,23 +186,21 @@ pub fn mode_sets(probe_dir: &Path) -> Vec<ModeSet> {
 /// Small everything, so the workload flushes, switches WALs, compacts
 /// and rotates the manifest.
 pub fn base_options() -> Options {
-    Options {
-        memtable_size: 4096,
-        max_immutable_memtables: 2,
-        l0_compaction_trigger: 2,
-        l0_slowdown_trigger: 8,
-        l0_stop_trigger: 12,
-        level_base_bytes: 16 << 10,
-        target_file_size: 8 << 10,
-        block_size: 512,
-        block_cache_bytes: 64 << 10,
-        direct_write_buffer_size: 8192,
-        compaction_readahead_size: 8192,
-        fadvise_chunk_size: 8192,
-        io_depth: 2,
-        max_manifest_size: 1024,
-        ..Options::default()
-    }
+    Options::default()
+        .memtable_size(4096)
+        .max_immutable_memtables(2)
+        .l0_compaction_trigger(2)
+        .l0_slowdown_trigger(8)
+        .l0_stop_trigger(12)
+        .level_base_bytes(16 << 10)
+        .target_file_size(8 << 10)
+        .block_size(512)
+        .block_cache_bytes(64 << 10)
+        .direct_write_buffer_size(8192)
+        .compaction_readahead_size(8192)
+        .fadvise_chunk_size(8192)
+        .io_depth(2)
+        .max_manifest_size(1024)
 }
 
 pub fn options_for(set: &ModeSet) -> Options {

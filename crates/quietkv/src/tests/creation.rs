@@ -5,12 +5,12 @@
 use std::fs;
 use std::path::Path;
 
-use quietkv::log::LogWriter;
-use quietkv::version::VersionEdit;
-use quietkv::{check_dir, Db, ErrorKind, Options};
+use crate::log::LogWriter;
+use crate::version::VersionEdit;
+use crate::{check_dir, Db, ErrorKind, Options};
 
 fn dir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+    tempfile::tempdir().unwrap()
 }
 
 /// The edit a new database's first manifest starts with.

@@ -7,13 +7,13 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use quietkv::log::LogReader;
-use quietkv::repair::{repair_dir, RepairOptions, RepairReport};
-use quietkv::version::VersionEdit;
-use quietkv::{check_dir, Db, ErrorKind, Options, WriteBatch, WriteOptions};
+use crate::log::LogReader;
+use crate::repair::{repair_dir, RepairOptions, RepairReport};
+use crate::version::VersionEdit;
+use crate::{check_dir, Db, ErrorKind, Options, WriteBatch, WriteOptions};
 
 fn dir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+    tempfile::tempdir().unwrap()
 }
 
 /// Small blocks and tables; no background compaction, so the tables a test
@@ -82,7 +82,7 @@ fn make_db(d: &Path) -> Model {
 }
 
 fn contents(db: &Db) -> Vec<(Vec<u8>, Vec<u8>)> {
-    db.iter().unwrap().collect::<quietkv::Result<_>>().unwrap()
+    db.iter().unwrap().collect::<crate::Result<_>>().unwrap()
 }
 
 /// Every key has exactly the model's value, through `get` and a scan.

@@ -5,10 +5,10 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use quietkv::{check_dir, Db, Error, ErrorKind, Options};
+use crate::{check_dir, Db, Error, ErrorKind, Options};
 
 fn dir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+    tempfile::tempdir().unwrap()
 }
 
 /// Fixed-size keys and values, so tables with the same key set and
@@ -188,8 +188,8 @@ fn intact_tables_still_read_and_check_ok() {
 /// Rewrites the manifest CURRENT names without its database id, as a
 /// database created before ids existed has it.
 fn strip_db_id_from_manifest(d: &Path) {
-    use quietkv::log::{LogReader, LogWriter};
-    use quietkv::version::VersionEdit;
+    use crate::log::{LogReader, LogWriter};
+    use crate::version::VersionEdit;
     let name = fs::read_to_string(d.join("CURRENT")).unwrap();
     let path = d.join(name.trim());
     let data = fs::read(&path).unwrap();
@@ -229,8 +229,8 @@ fn database_without_an_id_still_opens_reads_and_compacts() {
 
 #[test]
 fn manifest_mixing_two_database_ids_is_corruption() {
-    use quietkv::log::{LogReader, LogWriter};
-    use quietkv::version::VersionEdit;
+    use crate::log::{LogReader, LogWriter};
+    use crate::version::VersionEdit;
     let d = dir();
     make_db(d.path(), 1, KEYS);
     let name = fs::read_to_string(d.path().join("CURRENT")).unwrap();
