@@ -142,7 +142,11 @@ fn ratio(h: u64, m: u64) -> Option<f64> {
 pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String> {
     let p: E5Params =
         serde_json::from_value(spec.params.clone()).map_err(|e| format!("bad E5 params: {e}"))?;
-    let EngineMode::Quietkv(config) = &spec.mode;
+    #[allow(irrefutable_let_patterns)]
+    let EngineMode::Quietkv(config) = &spec.mode
+    else {
+        return Err("E5 runs quietkv only".into());
+    };
     let c = &spec.common;
     let tuning = Tuning {
         create: false,

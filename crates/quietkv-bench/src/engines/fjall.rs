@@ -321,6 +321,8 @@ impl BenchEngine for FjallEngine {
             warmed_bytes: 0,
             user_read_page_cache: None,
             block_cache: None,
+            // Its threads' CPU is not measured.
+            background_cpu_seconds: None,
         }
     }
 

@@ -365,6 +365,8 @@ impl BenchEngine for RocksDbEngine {
                 hits: self.ticker(Ticker::BlockCacheHit),
                 misses: self.ticker(Ticker::BlockCacheMiss),
             }),
+            // Not read yet (its compaction CPU ticker is untested here).
+            background_cpu_seconds: None,
         }
     }
 
