@@ -818,14 +818,20 @@ fn run_e4(args: &BenchArgs) -> Result<(), String> {
         serde_json::to_string(&mach).unwrap_or_default()
     );
     let md = e4::markdown(&params, &modes, &runs, &header);
-    std::fs::write(out.join("report.md"), &md).map_err(|e| e.to_string())?;
     let json = serde_json::json!({
         "machine": mach,
         "experiments": [e4::json(&params, &modes, &runs)],
     });
+    write_plain_report(&out, &md, &json)
+}
+
+/// Writes report.md and report.json of an experiment without plots (E4,
+/// throughput) into `out` and prints the table and where it is.
+fn write_plain_report(out: &Path, md: &str, json: &serde_json::Value) -> Result<(), String> {
+    std::fs::write(out.join("report.md"), md).map_err(|e| e.to_string())?;
     std::fs::write(
         out.join("report.json"),
-        serde_json::to_string_pretty(&json).unwrap(),
+        serde_json::to_string_pretty(json).unwrap(),
     )
     .map_err(|e| e.to_string())?;
     println!("{md}");
@@ -908,7 +914,6 @@ fn run_throughput(args: &BenchArgs) -> Result<(), String> {
         serde_json::to_string(&mach).unwrap_or_default()
     );
     let md = throughput::markdown(&params, &runs, &header);
-    std::fs::write(out.join("report.md"), &md).map_err(|e| e.to_string())?;
     let same_work = throughput::same_work_lines(&throughput::judge_compaction(&params, &runs));
     let json = serde_json::json!({
         "machine": mach,
@@ -917,14 +922,7 @@ fn run_throughput(args: &BenchArgs) -> Result<(), String> {
         "runs": runs,
         "same_work": same_work,
     });
-    std::fs::write(
-        out.join("report.json"),
-        serde_json::to_string_pretty(&json).unwrap(),
-    )
-    .map_err(|e| e.to_string())?;
-    println!("{md}");
-    println!("report: {}", out.join("report.md").display());
-    Ok(())
+    write_plain_report(&out, &md, &json)
 }
 
 #[cfg(test)]
