@@ -347,12 +347,19 @@ impl Checker<'_> {
             };
             self.report.manifest_edits += 1;
         }
-        if let TailState::Torn { offset } = reader.tail() {
-            self.note(
+        match reader.tail() {
+            TailState::Torn { offset } => self.note(
                 path.clone(),
                 Some(offset),
                 "torn last manifest edit (never installed; recovery drops it)".into(),
-            );
+            ),
+            TailState::Unpersisted { offset } => self.note(
+                path.clone(),
+                Some(offset),
+                "last manifest edit partly persisted out of order (never installed; recovery drops it)"
+                    .into(),
+            ),
+            TailState::Clean | TailState::ZeroPadded { .. } => {}
         }
         if self.report.manifest_edits == 0 {
             self.problem(path, None, "the manifest holds no complete edit".into());
@@ -460,12 +467,20 @@ impl Checker<'_> {
                 }
             }
         }
-        if let TailState::Torn { offset } = reader.tail() {
-            self.note(
+        match reader.tail() {
+            TailState::Torn { offset } => self.note(
                 path.clone(),
                 Some(offset),
                 "torn last WAL record (never synced; recovery drops it)".into(),
-            );
+            ),
+            TailState::Unpersisted { offset } => self.note(
+                path.clone(),
+                Some(offset),
+                "unsynced WAL tail persisted out of order: a sector is missing (never synced; \
+                 recovery drops the records from here)"
+                    .into(),
+            ),
+            TailState::Clean | TailState::ZeroPadded { .. } => {}
         }
         if damaged && !live {
             self.note(

@@ -132,7 +132,12 @@ fn wal_holds_data(path: &Path) -> Result<Option<String>> {
     let mut reader = LogReader::new(path, &data);
     Ok(match reader.read_record() {
         Ok(Some(_)) => Some("a WAL holding records".into()),
-        Ok(None) if matches!(reader.tail(), TailState::Torn { .. }) => {
+        Ok(None)
+            if matches!(
+                reader.tail(),
+                TailState::Torn { .. } | TailState::Unpersisted { .. }
+            ) =>
+        {
             Some("a WAL with a partial record".into())
         }
         Ok(None) => None,

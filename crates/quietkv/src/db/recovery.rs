@@ -307,6 +307,11 @@ fn replay_wals(
                 "quietkv: {}: dropped a torn last record at offset {offset} (it was never synced)",
                 path.display()
             ),
+            TailState::Unpersisted { offset } => log::warn!(
+                "quietkv: {}: dropped the records from offset {offset}: a sector of them never \
+                 reached the disk (an unsynced tail written back out of order)",
+                path.display()
+            ),
             TailState::ZeroPadded { offset } => {
                 log::info!(
                     "quietkv: {}: zero padding from offset {offset}",

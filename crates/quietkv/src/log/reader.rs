@@ -17,6 +17,12 @@ pub enum TailState {
     /// From `offset` to the end the file is zero bytes (O_DIRECT padding or
     /// preallocated space).
     ZeroPadded { offset: u64 },
+    /// The record at `offset` is missing a whole sector (it reads back as
+    /// zeros) while later bytes of the file reached the disk, and no intact
+    /// sync mark after it says it was synced: an unsynced tail the kernel
+    /// wrote back out of order before a power cut. Everything from
+    /// `offset` on was dropped.
+    Unpersisted { offset: u64 },
 }
 
 impl TailState {
@@ -25,7 +31,9 @@ impl TailState {
     pub fn valid_len(&self, file_len: u64) -> u64 {
         match *self {
             TailState::Clean => file_len,
-            TailState::Torn { offset } | TailState::ZeroPadded { offset } => offset,
+            TailState::Torn { offset }
+            | TailState::ZeroPadded { offset }
+            | TailState::Unpersisted { offset } => offset,
         }
     }
 }
@@ -58,7 +66,15 @@ enum State {
 /// * any of those followed by anything non-zero is Corruption naming the
 ///   file and the offset of the bad record. Since every sync appends a sync
 ///   mark, a record that was synced (and the mark reached the file) is
-///   never the last one, so damage to it is always reported.
+///   never the last one, so damage to it is always reported;
+/// * except for the one shape a power cut gives an unsynced tail the kernel
+///   wrote back out of order (a later page reached the disk, an earlier one
+///   did not): the damaged record overlaps a 512-byte sector that reads as
+///   zeros from the record (or the sector's start) to the sector's end, and
+///   no intact sync mark after it claims a synced length past its start.
+///   Then the log ends there ([`TailState::Unpersisted`]). A flipped bit
+///   does not zero a sector, and damage to a synced record is still
+///   Corruption as long as a later sync mark survives.
 ///
 /// A log the manifest recorded as sealed at a known length
 /// ([`sealed_at`](Self::sealed_at)) is read strictly to that length: a torn
@@ -168,7 +184,9 @@ impl<'a> LogReader<'a> {
             if end < sealed {
                 let what = match tail {
                     TailState::Clean => "the file ends",
-                    TailState::Torn { .. } => "a damaged or incomplete record starts",
+                    TailState::Torn { .. } | TailState::Unpersisted { .. } => {
+                        "a damaged or incomplete record starts"
+                    }
                     TailState::ZeroPadded { .. } => "zero bytes start",
                 };
                 return Err((
@@ -260,13 +278,14 @@ impl<'a> LogReader<'a> {
         let after_header = &rest[HEADER_LEN..];
         if all_zero(header) {
             if let Some(nz) = rest.iter().position(|&b| b != 0) {
-                return Err((
+                return self.damaged(
+                    start,
+                    start + HEADER_LEN,
                     format!(
                         "log has a zero record header followed by non-zero data at offset {}",
                         offset + nz as u64
                     ),
-                    offset,
-                ));
+                );
             }
             return self.stop(TailState::ZeroPadded { offset }).map(|_| None);
         }
@@ -275,7 +294,11 @@ impl<'a> LogReader<'a> {
             if all_zero(after_header) {
                 return self.stop(TailState::Torn { offset }).map(|_| None);
             }
-            return Err(("log record header fails its checksum".to_string(), offset));
+            return self.damaged(
+                start,
+                start + HEADER_LEN,
+                "log record header fails its checksum".to_string(),
+            );
         };
         if h.len > after_header.len() {
             // The writer crashed before the whole payload reached the disk.
@@ -296,11 +319,85 @@ impl<'a> LogReader<'a> {
                 // Last record of the file: a partially persisted page.
                 return self.stop(TailState::Torn { offset }).map(|_| None);
             }
-            return Err((problem, offset));
+            return self.damaged(start, start + HEADER_LEN + h.len, problem);
         }
         self.pos = start + HEADER_LEN + h.len;
         Ok(ty.map(|t| (t, payload)))
     }
+}
+
+impl<'a> LogReader<'a> {
+    /// A damaged record at `start` (its bytes end at `end`, or its header
+    /// does where the length cannot be trusted) with non-zero bytes after
+    /// it: Corruption, unless it has the shape of an unsynced tail written
+    /// back out of order (see the type's docs).
+    fn damaged(
+        &mut self,
+        start: usize,
+        end: usize,
+        problem: String,
+    ) -> std::result::Result<Option<(RecordType, &'a [u8])>, Problem> {
+        let data = self.data;
+        if self.sealed_len.is_none()
+            && has_unpersisted_sector(data, start, end.min(data.len()))
+            && !sync_mark_after_covers(data, start)
+        {
+            return self
+                .stop(TailState::Unpersisted {
+                    offset: start as u64,
+                })
+                .map(|_| None);
+        }
+        Err((problem, start as u64))
+    }
+}
+
+/// The unit a disk persists atomically, at its smallest. A page the kernel
+/// never wrote back reads as zeros in every one of its sectors, so checking
+/// 512-byte sectors also finds lost 4 KiB pages.
+const SECTOR: usize = 512;
+
+/// Shortest zero run, from inside a damaged record to a sector boundary,
+/// taken as a lost sector rather than as zero bytes the record may hold.
+const MIN_LOST_RUN: usize = 4;
+
+/// Whether some sector overlapping `data[start..end]` reads as zeros from
+/// `max(start, sector start)` to the end of the sector (or of the file) -
+/// the bytes a power cut leaves where an unsynced write never reached the
+/// disk (the sector's durable part, before `start`, may hold data).
+fn has_unpersisted_sector(data: &[u8], start: usize, end: usize) -> bool {
+    let mut sector = start / SECTOR * SECTOR;
+    while sector < end {
+        let lo = sector.max(start);
+        let hi = (sector + SECTOR).min(data.len());
+        if hi - lo >= MIN_LOST_RUN && all_zero(&data[lo..hi]) {
+            return true;
+        }
+        sector += SECTOR;
+    }
+    false
+}
+
+/// Whether an intact sync mark after `offset` says the log was synced past
+/// it: then the bytes at `offset` were durable and damage there is real.
+/// Resynchronises on intact records like repair's salvage scan.
+fn sync_mark_after_covers(data: &[u8], offset: usize) -> bool {
+    let mut pos = offset + 1;
+    while pos < data.len() {
+        match super::salvage::record_at(data, pos) {
+            Some((ty, payload)) => {
+                if ty == RecordType::SyncMark {
+                    let synced = <[u8; SYNC_MARK_LEN]>::try_from(payload).map(u64::from_le_bytes);
+                    if matches!(synced, Ok(len) if len > offset as u64) {
+                        return true;
+                    }
+                }
+                pos += HEADER_LEN + payload.len();
+            }
+            None => pos += 1,
+        }
+    }
+    false
 }
 
 impl<'a> Iterator for LogReader<'a> {

@@ -78,7 +78,7 @@ pub(crate) fn salvage_records(data: &[u8]) -> Vec<Salvaged<'_>> {
 }
 
 /// The intact record of a known type starting at `pos`, if there is one.
-fn record_at(data: &[u8], pos: usize) -> Option<(RecordType, &[u8])> {
+pub(super) fn record_at(data: &[u8], pos: usize) -> Option<(RecordType, &[u8])> {
     let header: &[u8; HEADER_LEN] = data
         .get(pos..pos.checked_add(HEADER_LEN)?)?
         .try_into()

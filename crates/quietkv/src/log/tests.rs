@@ -689,3 +689,105 @@ fn compressed_payloads_that_do_not_decompress_are_corruption_even_last() {
     flipped[offsets[1] as usize + HEADER_LEN + 3] ^= 0x04;
     expect_corruption(&flipped, offsets[1]);
 }
+
+/// Records of about 300 bytes after a synced prefix, as a writer leaves
+/// them; returns the image, each record's offset and the synced length.
+fn unsynced_tail_image(records: usize, sync_at_end: bool) -> (Vec<u8>, Vec<u64>, u64) {
+    let mut w = LogWriter::new(Vec::new());
+    w.add_record(b"synced").unwrap();
+    w.sync().unwrap();
+    let synced = w.synced_len();
+    let mut offsets = Vec::new();
+    for i in 0..records {
+        offsets.push(w.bytes_written());
+        w.add_record(&vec![b'a' + i as u8; 300]).unwrap();
+    }
+    if sync_at_end {
+        w.sync().unwrap();
+    }
+    (w.into_inner(), offsets, synced)
+}
+
+/// The first sector boundary at or after `pos`, and the one after it.
+fn sector_after(pos: u64) -> usize {
+    (pos as usize / 512 + 1) * 512
+}
+
+/// A power cut after the kernel wrote back a later page of the unsynced
+/// tail but not an earlier one: the lost sector reads as zeros, later
+/// records are intact. Nothing was synced past the damage, so the log ends
+/// before it, like a torn tail, instead of refusing the database.
+#[test]
+fn an_unsynced_tail_persisted_out_of_order_ends_the_log() {
+    let (data, offsets, _) = unsynced_tail_image(8, false);
+    // Lose the second whole sector (bytes 512..1024): it holds parts of
+    // records 1 and 2 (offsets ~ 31, 344, 657, ...).
+    let mut d = data.clone();
+    d[512..1024].fill(0);
+    let first_hit = offsets.iter().rposition(|&o| (o as usize) < 512).unwrap();
+    let (recs, tail) = read_all(&d).unwrap();
+    assert_eq!(recs.len(), 1 + first_hit, "the records before the lost sector");
+    assert_eq!(
+        tail,
+        TailState::Unpersisted {
+            offset: offsets[first_hit]
+        }
+    );
+    // A lost first sector of a record's header: zeros from inside the
+    // sector to its end, the header's start made it.
+    let rec = offsets.iter().position(|&o| o as usize % 512 > 500).map_or(3, |i| i);
+    let mut d = data.clone();
+    let boundary = sector_after(offsets[rec]);
+    d[boundary..boundary + 512].fill(0);
+    let (_, tail) = read_all(&d).unwrap();
+    assert!(matches!(tail, TailState::Unpersisted { .. }), "{tail:?}");
+}
+
+/// The same lost sector with an intact sync mark after it that covers it:
+/// those bytes were synced, so the damage is real.
+#[test]
+fn a_lost_sector_a_later_sync_mark_covers_is_corruption() {
+    let (data, offsets, _) = unsynced_tail_image(8, true);
+    let mut d = data.clone();
+    d[512..1024].fill(0);
+    let first_hit = offsets.iter().rposition(|&o| (o as usize) < 512).unwrap();
+    expect_corruption(&d, offsets[first_hit]);
+    // A sync mark before the damage does not cover it.
+    let (data, offsets, synced) = unsynced_tail_image(8, false);
+    assert!(synced < offsets[0]);
+    let mut d = data.clone();
+    d[1024..1536].fill(0);
+    assert!(matches!(
+        read_all(&d).unwrap().1,
+        TailState::Unpersisted { .. }
+    ));
+}
+
+/// Damage that is not a lost sector stays Corruption when records follow:
+/// a flipped bit, a zero run that stops short of a sector boundary, and
+/// anything in a sealed log.
+#[test]
+fn damage_that_is_not_a_lost_sector_is_still_corruption() {
+    let (data, offsets, _) = unsynced_tail_image(8, false);
+    for pos in [offsets[2] as usize + 1, offsets[2] as usize + 40] {
+        let mut d = data.clone();
+        d[pos] ^= 0x08;
+        expect_corruption(&d, offsets[2]);
+    }
+    let mut d = data.clone();
+    let end = sector_after(offsets[2]) - 1;
+    d[offsets[2] as usize + 20..end].fill(0);
+    expect_corruption(&d, offsets[2]);
+
+    let mut d = data.clone();
+    d[512..1024].fill(0);
+    let mut r = LogReader::new(PATH, &d).sealed_at(data.len() as u64);
+    let e = loop {
+        match r.read_record() {
+            Ok(Some(_)) => {}
+            Ok(None) => panic!("a sealed log read past a lost sector"),
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(e.kind(), ErrorKind::Corruption);
+}

@@ -97,6 +97,49 @@ pub fn workload() -> Vec<Step> {
     steps
 }
 
+/// A small workload with every kind of step, for enumerating every
+/// operation of it exhaustively: puts, a synced batch with a delete, a
+/// flush, a compaction of two tables, a reopen, and writes to a new WAL
+/// after it. Twelve writes, four of them synced.
+pub fn small_workload() -> Vec<Step> {
+    let mut steps = Vec::new();
+    let mut w = 0usize;
+    let mut put = |steps: &mut Vec<Step>, k: u32, sync: bool| {
+        steps.push(Step::Write {
+            ops: vec![(key(k), Some(value(w, k)))],
+            sync,
+        });
+        w += 1;
+    };
+    put(&mut steps, 0, false);
+    put(&mut steps, 1, true);
+    steps.push(Step::Write {
+        ops: vec![
+            (key(2), Some(value(99, 2))),
+            (key(3), Some(value(99, 3))),
+            (key(0), None),
+        ],
+        sync: true,
+    });
+    steps.push(Step::Flush);
+    put(&mut steps, 4, false);
+    put(&mut steps, 1, false);
+    steps.push(Step::Flush);
+    steps.push(Step::CompactAll);
+    put(&mut steps, 5, true);
+    put(&mut steps, 2, false);
+    steps.push(Step::Reopen);
+    put(&mut steps, 6, false);
+    put(&mut steps, 3, true);
+    put(&mut steps, 7, false);
+    steps.push(Step::Write {
+        ops: vec![(key(5), None), (key(8), Some(value(98, 8)))],
+        sync: false,
+    });
+    put(&mut steps, 9, false);
+    steps
+}
+
 /// `states[p]`: the database after the first `p` writes.
 pub fn states(steps: &[Step]) -> Vec<Kv> {
     let mut s = Kv::new();
