@@ -30,8 +30,16 @@ static DIRECT_IOS_BAD_LENGTH: AtomicU64 = AtomicU64::new(0);
 /// and how many had a length that is not a multiple of the offset alignment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct DirectIoAudit {
+    /// Buffers handed to an O_DIRECT read or write (one per system call or
+    /// io_uring submission).
     pub ios: u64,
+    /// Of those, buffers whose address did not start on a page boundary:
+    /// accepted by the kernel when the file system's `dio_mem_align` is
+    /// smaller than a page, but slow on some devices (see the module docs).
+    /// quietio's own buffers never do; a nonzero count is a bug to look at.
     pub off_page: u64,
+    /// Of those, transfers whose length was not a multiple of the direct-I/O
+    /// offset alignment, which the kernel refuses with EINVAL.
     pub bad_length: u64,
 }
 
@@ -120,6 +128,8 @@ impl AlignedBuf {
         })
     }
 
+    /// The size in bytes, fixed at allocation: a positive multiple of
+    /// [`block`](Self::block).
     pub fn capacity(&self) -> usize {
         self.layout.size()
     }
@@ -134,14 +144,17 @@ impl AlignedBuf {
         self.block
     }
 
+    /// Bytes filled so far: the length of [`as_slice`](Self::as_slice).
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether nothing is filled (`len() == 0`).
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
+    /// Bytes that still fit: `capacity() - len()`.
     pub fn remaining(&self) -> usize {
         self.capacity() - self.len
     }
@@ -197,6 +210,9 @@ impl AlignedBuf {
         self.len = len - from;
     }
 
+    /// Empties the buffer (length 0), keeping its allocation. The old bytes
+    /// stay in memory; [`padded`](Self::padded) zeroes whatever it sends
+    /// past the filled length.
     pub fn clear(&mut self) {
         self.len = 0;
     }

@@ -25,6 +25,8 @@ pub enum IoClass {
 }
 
 impl IoClass {
+    /// Every class, in the order per-class tables use (the order of
+    /// [`IoStats::snapshot`](crate::IoStats::snapshot)).
     pub const ALL: [IoClass; 6] = [
         IoClass::UserRead,
         IoClass::CompactionRead,
@@ -34,6 +36,8 @@ impl IoClass {
         IoClass::Manifest,
     ];
 
+    /// The class's name as printed (`UserRead`, `CompactionWrite`, ...),
+    /// the same as its `Display`.
     pub fn name(self) -> &'static str {
         match self {
             IoClass::UserRead => "UserRead",
@@ -45,7 +49,8 @@ impl IoClass {
         }
     }
 
-    pub fn index(self) -> usize {
+    /// The class's position in [`ALL`](Self::ALL), for per-class arrays.
+    pub(crate) fn index(self) -> usize {
         self as usize
     }
 
@@ -87,6 +92,8 @@ pub enum AccessMode {
 }
 
 impl AccessMode {
+    /// The lower-case name `FromStr` accepts and `Display` prints:
+    /// `buffered`, `direct`, `dontcache`, `fadvise`, `mmap` or `auto`.
     pub fn name(self) -> &'static str {
         match self {
             AccessMode::Buffered => "buffered",
@@ -128,14 +135,32 @@ impl FromStr for AccessMode {
 /// The mode a class really gets after resolution: never `Auto`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EffectiveMode {
+    /// Plain page-cache reads and writes.
     Buffered,
+    /// O_DIRECT, which the probe found working in the directory. Buffers
+    /// start on a page boundary; offsets and lengths are multiples of
+    /// [`DirectCaps::offset_align`](crate::DirectCaps::offset_align), a
+    /// partial last block being written zero-padded and the file then
+    /// truncated to its true length.
     Direct,
+    /// Buffered I/O with `RWF_DONTCACHE`, which the probe found working: the
+    /// kernel needs Linux 6.14+ and the file system support for it (ext4
+    /// from 6.17, xfs from 6.15).
     DontCache,
+    /// Buffered I/O; writers start write-back every
+    /// [`IoOptions::fadvise_chunk_size`](crate::IoOptions::fadvise_chunk_size)
+    /// bytes (`sync_file_range`) and drop the pages written back
+    /// (`POSIX_FADV_DONTNEED`), sequential readers drop the pages behind
+    /// them, random readers only turn readahead off. Works on every kernel.
     Fadvise,
+    /// Memory-mapped reads ([`RandomReader`](crate::RandomReader) only: a
+    /// [`SeqReader`](crate::SeqReader) reads such a file buffered).
     Mmap,
 }
 
 impl EffectiveMode {
+    /// The lower-case name, spelled as [`AccessMode::name`] spells the same
+    /// mode.
     pub fn name(self) -> &'static str {
         match self {
             EffectiveMode::Buffered => "buffered",
@@ -156,7 +181,11 @@ impl fmt::Display for EffectiveMode {
 /// A resolved mode plus, when `auto` had to fall back, why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resolution {
+    /// The mode the class gets.
     pub mode: EffectiveMode,
+    /// Why `auto` could not give a compaction class direct I/O and what it
+    /// chose instead (logged once per directory and class); `None` for an
+    /// explicit mode and for `auto` that got its first choice.
     pub fallback: Option<String>,
 }
 
@@ -231,19 +260,26 @@ pub fn resolve(class: IoClass, requested: AccessMode, caps: &Capabilities) -> Re
 pub struct ClassModes([AccessMode; 6]);
 
 impl ClassModes {
+    /// The same requested mode for every class. `Mmap` for all of them
+    /// fails at [`IoEnv::open`](crate::IoEnv::open), since the write
+    /// classes cannot map (a read-only environment ignores them).
     pub fn all(mode: AccessMode) -> Self {
         ClassModes([mode; 6])
     }
 
+    /// The mode requested for `class`.
     pub fn get(&self, class: IoClass) -> AccessMode {
         self.0[class.index()]
     }
 
+    /// Requests `mode` for `class`; returns `self` so calls can be chained.
     pub fn set(&mut self, class: IoClass, mode: AccessMode) -> &mut Self {
         self.0[class.index()] = mode;
         self
     }
 
+    /// [`set`](Self::set) by value, to build the modes in one expression:
+    /// `ClassModes::default().with(IoClass::CompactionWrite, AccessMode::Direct)`.
     pub fn with(mut self, class: IoClass, mode: AccessMode) -> Self {
         self.set(class, mode);
         self

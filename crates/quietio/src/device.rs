@@ -28,8 +28,13 @@ pub const REFERENCE_BLOCK: usize = 1 << 20;
 /// One reference measurement.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DeviceSpeed {
+    /// Requests kept in flight (always 1 with [`Engine::Sync`]).
     pub depth: usize,
+    /// Write throughput in MiB/s (2^20 bytes per second), over the
+    /// `fallocate`, the writes and the closing `fdatasync`.
     pub write_mib_s: f64,
+    /// Throughput in MiB/s of reading the same file back with O_DIRECT,
+    /// so from the device, not the page cache.
     pub read_mib_s: f64,
 }
 

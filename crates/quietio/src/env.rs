@@ -63,7 +63,10 @@ impl Default for IoOptions {
     }
 }
 
-/// The I/O environment of one directory.
+/// The I/O environment of one directory: what the probe found there, the
+/// mode every [`IoClass`] resolved to, the shared counters ([`IoStats`]) and
+/// the background [`RateLimiter`]. Every file of the directory is opened
+/// through it, so its mode, counting and throttling follow its class.
 #[derive(Debug)]
 pub struct IoEnv {
     dir: PathBuf,
@@ -82,6 +85,14 @@ pub struct IoEnv {
 impl IoEnv {
     /// Probes `dir` (once per process) and resolves every class's mode.
     /// An explicit mode that cannot work here fails now, not at first use.
+    ///
+    /// Errors: `Io` when `dir` is missing or not writable (the probe creates
+    /// a file in it; see [`open_read_only`](Self::open_read_only));
+    /// `InvalidArgument` for options that cannot work (buffer sizes that are
+    /// not multiples of the direct-I/O alignment, `io_depth` outside
+    /// 1..=[`MAX_IO_DEPTH`], mmap for a write class); `NotSupported` for an
+    /// explicit mode or `io_engine = uring` the kernel or file system
+    /// cannot do here.
     pub fn open(dir: &Path, opts: IoOptions) -> Result<IoEnv> {
         Self::with_capabilities(probe(dir)?, opts, false)
     }
@@ -195,14 +206,20 @@ impl IoEnv {
         Ok(())
     }
 
+    /// The directory, as the probe canonicalised it (absolute, symbolic
+    /// links resolved).
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
+    /// What the probe found in the directory: O_DIRECT and its alignment,
+    /// RWF_DONTCACHE, the device's limits.
     pub fn capabilities(&self) -> &Capabilities {
         &self.caps
     }
 
+    /// The options the environment was opened with (validated: buffer sizes
+    /// are multiples of the alignment, `io_depth` is in range).
     pub fn options(&self) -> &IoOptions {
         &self.opts
     }
@@ -231,6 +248,8 @@ impl IoEnv {
         &self.resolved[class.index()]
     }
 
+    /// The per-class counters of every file opened through this
+    /// environment, readable while the files are in use.
     pub fn stats(&self) -> &Arc<IoStats> {
         &self.stats
     }
@@ -277,12 +296,19 @@ impl IoEnv {
         Ok(resolve(class, mode, &self.caps)?.mode)
     }
 
-    /// Creates `path` for sequential writing in `class`'s mode.
+    /// Creates (or truncates) `path` for writing front to back in `class`'s
+    /// mode. Refused (`InvalidArgument`) in a read-only environment.
     pub fn create(&self, path: &Path, class: IoClass) -> Result<SeqWriter> {
         self.check_writable(path)?;
         SeqWriter::create(path, self.file_config(class, self.mode(class)))
     }
 
+    /// Creates `path` like [`create`](Self::create), but in `mode` instead
+    /// of the class's resolved mode; the bytes are still counted (and
+    /// throttled) under `class`. `mode` is resolved here as
+    /// [`resolve`] does, so a mode that cannot work in this
+    /// directory is a `NotSupported` error (`InvalidArgument` for `Mmap`).
+    /// Refused in a read-only environment, as `create` is.
     pub fn create_with_mode(
         &self,
         path: &Path,
@@ -299,6 +325,9 @@ impl IoEnv {
         SeqReader::open(path, self.file_config(class, self.mode(class)))
     }
 
+    /// Opens `path` like [`open_sequential`](Self::open_sequential), but in
+    /// `mode` (resolved as for [`create_with_mode`](Self::create_with_mode));
+    /// counted under `class`.
     pub fn open_sequential_with_mode(
         &self,
         path: &Path,
@@ -314,6 +343,9 @@ impl IoEnv {
         RandomReader::open(path, self.file_config(class, self.mode(class)))
     }
 
+    /// Opens `path` like [`open_random`](Self::open_random), but in `mode`
+    /// (resolved as for [`create_with_mode`](Self::create_with_mode));
+    /// counted under `class`.
     pub fn open_random_with_mode(
         &self,
         path: &Path,

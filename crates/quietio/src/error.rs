@@ -3,6 +3,12 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+/// What kind of failure an [`Error`] is: a setting to change
+/// ([`InvalidArgument`](Self::InvalidArgument),
+/// [`NotSupported`](Self::NotSupported)) or an operation the OS refused
+/// ([`Io`](Self::Io), whose OS error [`Error::os_error`] returns).
+///
+/// More kinds may be added: match with a wildcard arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {
@@ -14,6 +20,13 @@ pub enum ErrorKind {
     Io,
 }
 
+/// A quietio failure: its [`ErrorKind`], what was being done (the
+/// message), and, where known, the file, the byte offset in it and the OS
+/// error behind it.
+///
+/// `Display` prints `message (file F, offset O): OS error`, each part only
+/// when present; [`source`](std::error::Error::source) is the OS error, so
+/// a wrapping error can keep the chain instead of flattening it to text.
 pub struct Error {
     kind: ErrorKind,
     message: String,
@@ -22,9 +35,13 @@ pub struct Error {
     source: Option<std::io::Error>,
 }
 
+/// `Result` with quietio's [`Error`] as the default error type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// An error of `kind` saying `message` (what was being done, or what is
+    /// wrong), with no file, offset or OS error yet: add them with
+    /// [`with_file`](Self::with_file) and [`with_offset`](Self::with_offset).
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Error {
             kind,
@@ -35,10 +52,16 @@ impl Error {
         }
     }
 
+    /// An [`ErrorKind::InvalidArgument`] error: a setting or argument that
+    /// cannot work as given (a buffer size that is not a multiple of the
+    /// alignment, mmap for a class that writes, a depth out of range).
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::InvalidArgument, message)
     }
 
+    /// An [`ErrorKind::NotSupported`] error: the kernel or file system under
+    /// the directory cannot do what was explicitly asked for. The message
+    /// should say why and which setting would work instead.
     pub fn not_supported(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::NotSupported, message)
     }
@@ -50,16 +73,23 @@ impl Error {
         e
     }
 
+    /// Records the file (or directory) the error concerns, replacing any
+    /// recorded before.
     pub fn with_file(mut self, path: impl AsRef<Path>) -> Self {
         self.path = Some(path.as_ref().to_path_buf());
         self
     }
 
+    /// Records the byte offset in the file at which the failing operation
+    /// started, replacing any recorded before.
     pub fn with_offset(mut self, offset: u64) -> Self {
         self.offset = Some(offset);
         self
     }
 
+    /// The kind of failure. For the OS error behind an [`ErrorKind::Io`]
+    /// error see [`os_error`](Self::os_error) and
+    /// [`is_no_space`](Self::is_no_space).
     pub fn kind(&self) -> ErrorKind {
         self.kind
     }
@@ -69,6 +99,8 @@ impl Error {
         self.path.as_deref()
     }
 
+    /// The byte offset in [`file`](Self::file) at which the failing
+    /// operation started, when known.
     pub fn offset(&self) -> Option<u64> {
         self.offset
     }

@@ -24,10 +24,21 @@ use crate::write_behind::WriteBehind;
 /// [`crate::IoEnv`] from the probe and the options.
 #[derive(Debug, Clone)]
 pub struct FileConfig {
+    /// The class the file's I/O is counted under (and throttled for, when
+    /// [`limiter`](Self::limiter) is set).
     pub class: IoClass,
+    /// The access mode: it decides the open flags and the system calls.
+    /// `Mmap` is for [`RandomReader`] only: [`SeqWriter`] refuses it and
+    /// [`SeqReader`] reads buffered.
     pub mode: EffectiveMode,
-    /// Direct-I/O alignment of buffer addresses and of offsets/lengths.
+    /// Direct-I/O alignment of buffer addresses, in bytes (the probe's
+    /// [`DirectCaps::mem_align`](crate::DirectCaps::mem_align)). Buffers
+    /// start on a page boundary anyway when that is larger.
     pub mem_align: usize,
+    /// Direct-I/O alignment of file offsets and transfer lengths, in bytes
+    /// ([`DirectCaps::offset_align`](crate::DirectCaps::offset_align)).
+    /// `write_buffer_size` and `readahead_size` must be positive multiples
+    /// of the larger of the two alignments, in every mode.
     pub offset_align: usize,
     /// Writer buffer (bytes handed to the kernel at once).
     pub write_buffer_size: usize,
@@ -39,7 +50,12 @@ pub struct FileConfig {
     pub attribute_cache_hits: bool,
     /// cachestat(2) works here (exact attribution); else RWF_NOWAIT is used.
     pub cachestat: bool,
+    /// Where the file's bytes, operations, time and page-cache hits are
+    /// counted (under [`class`](Self::class)).
     pub stats: Arc<IoStats>,
+    /// The background rate limiter every transfer waits on, if any;
+    /// [`IoEnv`](crate::IoEnv) sets it for the compaction classes only
+    /// ([`IoClass::is_throttled`]).
     pub limiter: Option<Arc<RateLimiter>>,
     /// How direct sequential files move their bytes.
     pub engine: Engine,
@@ -198,6 +214,11 @@ pub struct SeqWriter {
 
 impl SeqWriter {
     /// Creates (or truncates) `path` and returns a writer in `cfg.mode`.
+    /// Fails with `InvalidArgument` for `Mmap` (a read mode) or a
+    /// `write_buffer_size` that is not a positive multiple of the
+    /// alignment, and with `Io` when the file cannot be created. Where an
+    /// io_uring ring cannot be set up for a direct file, the writer logs a
+    /// warning and uses blocking calls.
     pub fn create(path: &Path, cfg: FileConfig) -> Result<SeqWriter> {
         if cfg.mode == EffectiveMode::Mmap {
             return Err(
@@ -273,10 +294,12 @@ impl SeqWriter {
         })
     }
 
+    /// The file being written.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// The access mode the writer uses.
     pub fn mode(&self) -> EffectiveMode {
         self.cfg.mode
     }
@@ -286,6 +309,7 @@ impl SeqWriter {
         self.pos + self.buf.len() as u64
     }
 
+    /// Whether no byte has been accepted yet.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -296,6 +320,11 @@ impl SeqWriter {
         self.behind.as_ref().map_or(0, WriteBehind::in_flight)
     }
 
+    /// Appends `data`. It is buffered and handed to the kernel one full
+    /// buffer (`write_buffer_size`) at a time; none of it is durable before
+    /// [`sync`](Self::sync) or [`finish`](Self::finish). An error names the
+    /// file and offset; after a failed direct write the file is incomplete
+    /// and this and every later call fail.
     pub fn write_all(&mut self, mut data: &[u8]) -> Result<()> {
         if self.finished {
             return Err(Error::invalid("write after finish").with_file(&self.path));
@@ -341,13 +370,17 @@ impl SeqWriter {
         Ok(())
     }
 
-    /// Makes everything written so far durable (`fdatasync`).
+    /// Makes everything written so far durable: [`flush_all`](Self::flush_all),
+    /// then `fdatasync`. The file's name is durable only once its directory
+    /// is synced ([`IoEnv::sync_dir`](crate::IoEnv::sync_dir)).
     pub fn sync(&mut self) -> Result<()> {
         self.flush_all()?;
         self.fdatasync()
     }
 
-    /// Flushes, writes the tail, and with `sync` makes the file durable.
+    /// Flushes, writes the tail, and with `sync` makes the file's bytes
+    /// durable (`fdatasync`; the name needs a directory sync). A fadvise
+    /// writer then drops what is left of the file from the page cache.
     /// Returns the file's length.
     pub fn finish(mut self, sync: bool) -> Result<u64> {
         self.flush()?;
@@ -793,6 +826,11 @@ impl ChunkResidency {
 }
 
 impl SeqReader {
+    /// Opens `path` for reading front to back in `cfg.mode` (`Mmap` reads
+    /// buffered: a scan gains nothing from a mapping). Reads stop at the
+    /// length the file has now. Fails with `InvalidArgument` when
+    /// `readahead_size` is not a positive multiple of the alignment, and
+    /// with `Io` when the file cannot be opened or its length read.
     pub fn open(path: &Path, cfg: FileConfig) -> Result<SeqReader> {
         let align = cfg.align();
         let chunk = cfg.readahead_size;
@@ -868,10 +906,12 @@ impl SeqReader {
             .is_some_and(|r| r.iter().any(|c| c.any_cached(offset, len, page)))
     }
 
+    /// The file being read.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// The file's length in bytes when it was opened; reading ends there.
     pub fn file_len(&self) -> u64 {
         self.file_len
     }
@@ -1047,6 +1087,12 @@ pub struct RandomReader {
 }
 
 impl RandomReader {
+    /// Opens `path` for positional reads in `cfg.mode`: direct opens it
+    /// O_DIRECT, fadvise turns readahead off (`POSIX_FADV_RANDOM`), mmap
+    /// maps the whole file (only for files nobody changes or shrinks while
+    /// they are open, as table files are). Reads stop at the length the
+    /// file has now. Fails with `Io` when the file cannot be opened, its
+    /// length read or mapped.
     pub fn open(path: &Path, cfg: FileConfig) -> Result<RandomReader> {
         let (file, len) = open_for_reading(path, &cfg, cfg.mode)?;
         let fd = file.as_raw_fd();
@@ -1076,18 +1122,22 @@ impl RandomReader {
         })
     }
 
+    /// The file being read.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// The file's length in bytes when it was opened; reads end there.
     pub fn len(&self) -> u64 {
         self.len
     }
 
+    /// Whether the file was empty when opened.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
+    /// The access mode the reader uses.
     pub fn mode(&self) -> EffectiveMode {
         self.cfg.mode
     }

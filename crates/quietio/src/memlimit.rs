@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 /// Where a limit was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemoryLimit {
+    /// The effective limit in bytes: the smallest one set on this
+    /// process's cgroup or any of its ancestors.
     pub bytes: u64,
     /// The limit file that set it.
     pub file: PathBuf,
@@ -151,7 +153,8 @@ pub fn memory_limit_from(proc_cgroup: &str, mountinfo: &str) -> Option<MemoryLim
     best
 }
 
-/// The memory limit of this process's cgroup, if any.
+/// The memory limit of this process's cgroup, if any: `None` when neither
+/// the cgroup nor an ancestor sets one, or the files cannot be read.
 pub fn memory_limit() -> Option<MemoryLimit> {
     let read = |p: &str| std::fs::read_to_string(Path::new(p)).unwrap_or_default();
     memory_limit_from(&read("/proc/self/cgroup"), &read("/proc/self/mountinfo"))

@@ -22,6 +22,10 @@ pub struct DirectCaps {
     pub reason: Option<String>,
     /// Direct *writes* are safe (false on known-bad kernels even when reads work).
     pub writes_supported: bool,
+    /// Why direct writes are refused although direct reads work (a kernel
+    /// with a known O_DIRECT write bug, a read-only probe); `None` when
+    /// they are allowed or when direct I/O does not work at all (then see
+    /// [`reason`](Self::reason)).
     pub write_reason: Option<String>,
     /// Required alignment of buffer addresses.
     pub mem_align: usize,
@@ -34,22 +38,41 @@ pub struct DirectCaps {
 /// RWF_DONTCACHE support of a directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DontCacheCaps {
+    /// A `RWF_DONTCACHE` write and read-back worked on the probe file (only
+    /// a read, for a read-only probe). Needs Linux 6.14+ and a file system
+    /// that supports it: ext4 from 6.17, xfs from 6.15.
     pub supported: bool,
+    /// Why not, when not: the errno and what the kernel or file system
+    /// would need.
     pub reason: Option<String>,
 }
 
 /// The probed facts about one directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Capabilities {
+    /// The probed directory, canonicalised (absolute, symbolic links
+    /// resolved).
     pub dir: PathBuf,
     /// File-system type as the kernel names it (ext4, xfs, tmpfs, ...).
     pub filesystem: String,
     /// Block device name (vda, nvme0n1p1, loop0), when there is one.
     pub device: Option<String>,
+    /// The kernel release (`uname -r`), e.g. `6.18.0`; direct writes are
+    /// refused on releases known to corrupt them
+    /// ([`known_bad_direct_writes`]).
     pub kernel: String,
+    /// What O_DIRECT can do here, and with which alignment.
     pub direct: DirectCaps,
+    /// Whether RWF_DONTCACHE works here.
     pub dontcache: DontCacheCaps,
+    /// The device's largest single request in KiB (sysfs
+    /// `queue/max_sectors_kb`), when the directory is on a block device;
+    /// direct sequential reads are capped to it
+    /// ([`max_io_bytes`](Self::max_io_bytes)).
     pub max_sectors_kb: Option<u64>,
+    /// The device's logical block size in bytes (sysfs
+    /// `queue/logical_block_size`): the direct-I/O alignment when the
+    /// kernel does not report one through statx (`STATX_DIOALIGN`).
     pub logical_block_size: Option<u64>,
     /// cachestat(2) works (else residency falls back to mincore).
     pub cachestat: bool,
@@ -90,6 +113,13 @@ fn cache() -> &'static Mutex<HashMap<PathBuf, Arc<Capabilities>>> {
 }
 
 /// Probes `dir` once per process and returns the cached result afterwards.
+///
+/// The probe creates a hidden file in `dir` (removed again), tries an
+/// aligned O_DIRECT write and read-back and an `RWF_DONTCACHE` write and
+/// read-back on it, and reads the file system type, the kernel release and
+/// the device's limits. What does not work is recorded with the reason,
+/// not returned as an error; errors are only for a `dir` that is missing,
+/// not a directory, or not writable.
 pub fn probe(dir: &Path) -> Result<Arc<Capabilities>> {
     let canon = canonical_dir(dir)?;
     if let Some(c) = cache()

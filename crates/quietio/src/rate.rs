@@ -24,6 +24,8 @@ struct Bucket {
 }
 
 impl RateLimiter {
+    /// A limiter of `bytes_per_sec` bytes per second (0 = unlimited). The
+    /// bucket starts empty, so the first request already waits its share.
     pub fn new(bytes_per_sec: u64) -> Self {
         RateLimiter {
             bytes_per_sec: AtomicU64::new(bytes_per_sec),
@@ -34,6 +36,7 @@ impl RateLimiter {
         }
     }
 
+    /// The current rate in bytes per second; 0 means unlimited.
     pub fn bytes_per_sec(&self) -> u64 {
         self.bytes_per_sec.load(Ordering::Relaxed)
     }

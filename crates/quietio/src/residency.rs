@@ -8,9 +8,14 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::sys;
 
+/// How a [`Residency`] was measured, which decides what it can tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ResidencyMethod {
+    /// `cachestat(2)` (Linux 6.5+): cached, dirty, write-back and eviction
+    /// counts, without touching the file's pages.
     Cachestat,
+    /// `mincore(2)` on a read-only mapping of the file: cached pages only,
+    /// on any kernel.
     Mincore,
 }
 
@@ -19,12 +24,20 @@ pub enum ResidencyMethod {
 pub struct Residency {
     /// Pages the file spans.
     pub total_pages: u64,
+    /// Pages of the file in the page cache.
     pub cached: u64,
-    /// Dirty, writeback and evicted counts are only known with cachestat.
+    /// Cached pages not yet written back. The dirty, write-back and
+    /// eviction counts are only known with [`ResidencyMethod::Cachestat`].
     pub dirty: Option<u64>,
+    /// Pages being written back now.
     pub writeback: Option<u64>,
+    /// Pages evicted from the cache that the kernel still remembers (it
+    /// keeps a shadow entry to detect a refault).
     pub evicted: Option<u64>,
+    /// Of the evicted pages, those evicted recently enough that reading
+    /// them again would count as a refault of the working set.
     pub recently_evicted: Option<u64>,
+    /// How these numbers were measured.
     pub method: ResidencyMethod,
 }
 
@@ -39,7 +52,9 @@ impl Residency {
     }
 }
 
-/// Residency of the file at `path`.
+/// Residency of the file at `path`, with `cachestat` where the kernel has
+/// it, else `mincore`. Fails with `Io` when the file cannot be opened or
+/// measured.
 pub fn residency(path: &Path) -> Result<Residency> {
     let f = File::open(path)
         .map_err(|e| Error::io(e, "cannot open file for residency").with_file(path))?;

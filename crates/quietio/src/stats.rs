@@ -24,17 +24,36 @@ struct ClassCounters {
 /// A snapshot of one class's counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ClassStats {
+    /// Bytes read: what each chunk load of a [`SeqReader`](crate::SeqReader)
+    /// and each positional read of a [`RandomReader`](crate::RandomReader)
+    /// returned (mmap reads included).
     pub read_bytes: u64,
+    /// Read operations: one per chunk a sequential reader loads, one per
+    /// positional read.
     pub read_ops: u64,
+    /// Time spent in those reads, in nanoseconds; with io_uring read-ahead,
+    /// from submission to completion, so reads in flight together overlap.
     pub read_nanos: u64,
+    /// Bytes handed to the kernel by writers, including the zero padding of
+    /// a direct file's partial last block (rewritten when the file grows).
     pub write_bytes: u64,
+    /// Write operations: one per buffer handed to the kernel (a full
+    /// buffer, a flush, a padded tail).
     pub write_ops: u64,
+    /// Time spent in those writes, in nanoseconds; with io_uring
+    /// write-behind, from submission to completion, so writes in flight
+    /// together overlap.
     pub write_nanos: u64,
+    /// `fdatasync` calls of writers.
     pub sync_ops: u64,
+    /// Time spent in those calls, in nanoseconds.
     pub sync_nanos: u64,
-    /// Buffered reads found entirely in the page cache (RWF_NOWAIT succeeded).
+    /// Buffered positional reads found entirely in the page cache
+    /// (`cachestat` over the range, or `RWF_NOWAIT` succeeding); counted
+    /// only with [`IoOptions::attribute_cache_hits`](crate::IoOptions::attribute_cache_hits).
     pub cache_hits: u64,
-    /// Buffered reads that had to go to the device.
+    /// Buffered positional reads that had to go to the device, at least
+    /// in part.
     pub cache_misses: u64,
     /// Time spent waiting on the background rate limiter.
     pub throttle_nanos: u64,
@@ -47,6 +66,7 @@ pub struct IoStats {
 }
 
 impl IoStats {
+    /// Every counter at zero.
     pub fn new() -> Self {
         Self::default()
     }
@@ -90,6 +110,9 @@ impl IoStats {
             .fetch_add(took.as_nanos() as u64, Relaxed);
     }
 
+    /// The counters of `class` now. Each is read on its own, so a snapshot
+    /// taken while I/O runs may count one operation's bytes but not yet its
+    /// time.
     pub fn class(&self, class: IoClass) -> ClassStats {
         let c = self.c(class);
         ClassStats {

@@ -33,6 +33,10 @@ fn retry<F: FnMut() -> io::Result<usize>>(mut f: F) -> io::Result<usize> {
     }
 }
 
+/// `pread(2)`: reads into `buf` from `offset` without moving the file
+/// position. Returns the bytes read, fewer than `buf.len()` at end of file
+/// (or a short read: callers loop). With O_DIRECT, `buf`'s address, its
+/// length and `offset` must be aligned (EINVAL otherwise).
 pub fn pread(fd: RawFd, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     retry(|| {
         // SAFETY: the kernel writes at most `buf.len()` bytes into `buf`,
@@ -48,6 +52,10 @@ pub fn pread(fd: RawFd, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     })
 }
 
+/// `pwrite(2)`: writes `buf` at `offset` without moving the file position.
+/// Returns the bytes written, which may be fewer than `buf.len()` (a file
+/// system filling up): callers loop. Alignment as for [`pread`] under
+/// O_DIRECT.
 pub fn pwrite(fd: RawFd, buf: &[u8], offset: u64) -> io::Result<usize> {
     retry(|| {
         // SAFETY: the kernel reads at most `buf.len()` bytes from `buf`,
@@ -68,6 +76,9 @@ pub fn preadv2(fd: RawFd, buf: &mut [u8], offset: u64, flags: libc::c_int) -> io
     retry(|| cvt(unsafe { libc::preadv2(fd, &iov, 1, offset as libc::off64_t, flags) }))
 }
 
+/// `pwritev2(2)` of one buffer with `RWF_*` flags (e.g. [`RWF_DONTCACHE`]).
+/// A flag the kernel does not know fails with EINVAL, one the file system
+/// does not support with EOPNOTSUPP. Short writes as for [`pwrite`].
 pub fn pwritev2(fd: RawFd, buf: &[u8], offset: u64, flags: libc::c_int) -> io::Result<usize> {
     let iov = libc::iovec {
         iov_base: buf.as_ptr() as *mut libc::c_void,
@@ -79,18 +90,25 @@ pub fn pwritev2(fd: RawFd, buf: &[u8], offset: u64, flags: libc::c_int) -> io::R
     retry(|| cvt(unsafe { libc::pwritev2(fd, &iov, 1, offset as libc::off64_t, flags) }))
 }
 
+/// `fdatasync(2)`: makes the file's data durable, with the metadata needed
+/// to read it back (its size), but not its name: a new file's directory
+/// entry needs an [`fsync`] of the directory.
 pub fn fdatasync(fd: RawFd) -> io::Result<()> {
     // SAFETY: fdatasync only reads its integer argument; a bad fd is an
     // error return.
     retry(|| cvt(unsafe { libc::fdatasync(fd) } as isize)).map(|_| ())
 }
 
+/// `fsync(2)`: makes the file's data and all its metadata durable; on a
+/// directory, the creations, renames and removals in it.
 pub fn fsync(fd: RawFd) -> io::Result<()> {
     // SAFETY: fsync only reads its integer argument; a bad fd is an error
     // return.
     retry(|| cvt(unsafe { libc::fsync(fd) } as isize)).map(|_| ())
 }
 
+/// `ftruncate(2)`: sets the file's length to `len`, cutting it or extending
+/// it with zeros. Durable only after a sync.
 pub fn ftruncate(fd: RawFd, len: u64) -> io::Result<()> {
     // SAFETY: ftruncate only reads its integer arguments. (Shrinking a file
     // someone maps is not memory-unsafe for this call; see
@@ -130,6 +148,10 @@ pub fn sync_file_range(fd: RawFd, offset: u64, len: u64, wait: bool) -> io::Resu
     .map(|_| ())
 }
 
+/// `posix_fadvise(2)`: gives the kernel `advice` (a `libc::POSIX_FADV_*`
+/// value) about `[offset, offset + len)`, `len` 0 meaning to the end of the
+/// file. `POSIX_FADV_DONTNEED` drops only clean pages: start and wait for
+/// write-back first ([`sync_file_range`]) to drop written data.
 pub fn fadvise(fd: RawFd, offset: u64, len: u64, advice: libc::c_int) -> io::Result<()> {
     // SAFETY: posix_fadvise only reads its integer arguments.
     let rc =
@@ -179,10 +201,17 @@ pub fn statx_dio_align(fd: RawFd) -> Option<(u32, u32)> {
 /// Page-cache state of a file range from `cachestat(2)` (Linux 6.5+).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CacheStat {
+    /// Pages of the range in the page cache.
     pub cache: u64,
+    /// Of those, pages not yet written back.
     pub dirty: u64,
+    /// Pages being written back now.
     pub writeback: u64,
+    /// Pages evicted from the cache that the kernel still remembers (a
+    /// shadow entry, kept to detect a refault).
     pub evicted: u64,
+    /// Of the evicted pages, those evicted recently enough that reading
+    /// them again would count as a refault of the working set.
     pub recently_evicted: u64,
 }
 
@@ -283,6 +312,8 @@ pub fn resident_pages(fd: RawFd, offset: u64, len: u64) -> io::Result<Vec<bool>>
     Ok(vec.iter().map(|b| b & 1 == 1).collect())
 }
 
+/// The system's page size in bytes (`sysconf(_SC_PAGESIZE)`), 4096 if it
+/// cannot be read.
 pub fn page_size() -> usize {
     // SAFETY: sysconf only reads its integer argument.
     let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
@@ -328,7 +359,9 @@ pub fn kernel_release() -> String {
 /// Whether a lock taken with [`try_flock`] excludes everyone else.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LockKind {
+    /// `LOCK_SH`: any number of shared holders, no exclusive one.
     Shared,
+    /// `LOCK_EX`: one holder, and no shared ones.
     Exclusive,
 }
 
@@ -365,8 +398,12 @@ pub fn try_flock(fd: RawFd, kind: LockKind) -> io::Result<bool> {
 /// afterwards, and deleted only by unlinking it, which keeps the inode and
 /// its pages alive until the last mapping goes. Another process truncating
 /// a table is outside that contract, and a SIGBUS is then how it shows.
+///
+/// Crate-private for that reason: its soundness rests on a contract about
+/// the file that only quietio's own callers (the mmap mode of
+/// `RandomReader`) are known to keep.
 #[derive(Debug)]
-pub struct ReadOnlyMap {
+pub(crate) struct ReadOnlyMap {
     ptr: *mut libc::c_void,
     len: usize,
 }
@@ -379,7 +416,7 @@ unsafe impl Sync for ReadOnlyMap {}
 
 impl ReadOnlyMap {
     /// Maps the first `len` bytes of `fd` (its whole length; `len > 0`).
-    pub fn whole_file(fd: RawFd, len: u64) -> io::Result<ReadOnlyMap> {
+    pub(crate) fn whole_file(fd: RawFd, len: u64) -> io::Result<ReadOnlyMap> {
         let len = usize::try_from(len)
             .ok()
             .filter(|&l| l > 0)
@@ -409,7 +446,7 @@ impl ReadOnlyMap {
     /// (128 KiB and more) a sequential guess would bring in - for 4 KiB
     /// point reads in a memory cgroup, that window is mostly evicted again
     /// unread, and the reclaim of mapped pages costs kernel CPU.
-    pub fn advise_random(&self) -> io::Result<()> {
+    pub(crate) fn advise_random(&self) -> io::Result<()> {
         // SAFETY: `ptr`/`len` are exactly the live mapping made in
         // `whole_file`; MADV_RANDOM only changes readahead policy.
         let r = unsafe { libc::madvise(self.ptr, self.len, libc::MADV_RANDOM) };
@@ -419,18 +456,16 @@ impl ReadOnlyMap {
         Ok(())
     }
 
-    pub fn len(&self) -> usize {
+    /// The mapped length in bytes.
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// Copies `out.len()` mapped bytes from `offset` into `out`. Panics if
     /// that range is not inside the mapping (a caller bug: callers bound
     /// reads by the file length first).
-    pub fn copy_to(&self, offset: usize, out: &mut [u8]) {
+    pub(crate) fn copy_to(&self, offset: usize, out: &mut [u8]) {
         let end = offset.checked_add(out.len());
         assert!(
             end.is_some_and(|e| e <= self.len),

@@ -26,6 +26,8 @@ pub enum IoEngine {
 }
 
 impl IoEngine {
+    /// The lower-case name `Display` prints and `FromStr` accepts (`auto`,
+    /// `uring`, `sync`; `io_uring` is also accepted).
     pub fn name(self) -> &'static str {
         match self {
             IoEngine::Auto => "auto",
@@ -58,11 +60,16 @@ impl FromStr for IoEngine {
 /// The engine files really use: never `Auto`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Engine {
+    /// io_uring: a direct sequential writer or reader keeps up to
+    /// [`IoOptions::io_depth`](crate::IoOptions::io_depth) requests in flight.
     Uring,
+    /// Blocking `pread`/`pwrite`, one request at a time.
     Sync,
 }
 
 impl Engine {
+    /// The lower-case name (`uring` or `sync`), as [`IoEngine::name`]
+    /// spells the same engine.
     pub fn name(self) -> &'static str {
         match self {
             Engine::Uring => "uring",
@@ -80,7 +87,10 @@ impl fmt::Display for Engine {
 /// A resolved engine plus, when `auto` fell back to blocking calls, why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EngineResolution {
+    /// The engine direct sequential files use.
     pub engine: Engine,
+    /// Why `auto` fell back to [`Engine::Sync`] (what refused io_uring, as
+    /// [`uring_unavailable_reason`] says); `None` otherwise.
     pub fallback: Option<String>,
 }
 

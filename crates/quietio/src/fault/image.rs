@@ -40,7 +40,9 @@ pub enum CutPolicy {
 /// What an image holds and how it was cut.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ImageSummary {
+    /// Files in the image.
     pub files: usize,
+    /// Their total length in bytes.
     pub bytes: u64,
     /// Files with unsynced changes.
     pub files_with_unsynced: usize,
@@ -49,7 +51,10 @@ pub struct ImageSummary {
     pub sectors_behind: usize,
     /// Files whose sectors were cut at different moments.
     pub files_torn: usize,
+    /// Unsynced name changes (creates, renames, removes) the cut kept: a
+    /// prefix of them, for a random cut only.
     pub name_changes_kept: usize,
+    /// Unsynced name changes the cut undid.
     pub name_changes_undone: usize,
 }
 

@@ -10,12 +10,14 @@
 //! still runs on the real file system (direct I/O and io_uring really
 //! run); the layer
 //!
-//! * keeps a shadow model ([`shadow`]) of what is durable, from which it
-//!   builds power-cut images ([`image`]) at any moment, and calls a hook
-//!   just before every file sync and directory sync so a test can take an
-//!   image at each sync point;
+//! * keeps a shadow model of what is durable (the weak POSIX model: file
+//!   bytes become durable at `fdatasync`, names at the directory's
+//!   `fsync`), from which it builds power-cut images
+//!   ([`FaultLayer::power_cut_image`], [`CutPolicy`]) at any moment, and
+//!   calls a hook just before every file sync and directory sync so a test
+//!   can take an image at each sync point;
 //! * counts operations per [`OpKind`] and fails the one a [`FaultPlan`]
-//!   names with EIO, ENOSPC or a short write ([`plan`]). An io_uring write
+//!   names with EIO, ENOSPC or a short write ([`Fault`]). An io_uring write
 //!   that is to fail is submitted as usual and its completion's result
 //!   replaced by `-errno` (or a short length), so the writer goes through
 //!   exactly the code a kernel error would send it through.
@@ -60,6 +62,13 @@ struct LayerState {
     sync_points: u64,
 }
 
+/// The fault-injecting, crash-simulating layer of one directory (tests
+/// only; see the module docs).
+///
+/// Made with [`FaultLayer::new`] and shared: the [`IoEnv`](crate::IoEnv)
+/// it is installed on sends every operation on a file directly in
+/// [`dir`](Self::dir) through it, while the test arms a [`FaultPlan`],
+/// installs a sync hook, reads the counters and takes power-cut images.
 pub struct FaultLayer {
     dir: PathBuf,
     state: Mutex<LayerState>,
@@ -108,6 +117,8 @@ impl FaultLayer {
         }))
     }
 
+    /// The directory the layer watches, canonicalised. Only files directly
+    /// in it are tracked; files in subdirectories pass through untouched.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
@@ -137,6 +148,9 @@ impl FaultLayer {
         self.state().sync_points
     }
 
+    /// Installs `hook` to run just before every file and directory sync
+    /// from now on (see [`SyncHook`]), replacing any earlier one; `None`
+    /// removes it.
     pub fn set_sync_hook(&self, hook: Option<SyncHook>) {
         *self.hook.lock().unwrap_or_else(|e| e.into_inner()) = hook;
     }

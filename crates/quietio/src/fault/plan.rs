@@ -18,14 +18,19 @@ pub enum OpKind {
     Sync,
     /// `fsync` of the directory.
     DirSync,
+    /// Renaming a file ([`IoEnv::rename`](crate::IoEnv::rename)).
     Rename,
+    /// Removing a file ([`IoEnv::remove_file`](crate::IoEnv::remove_file)).
     Remove,
     /// `ftruncate`.
     Truncate,
+    /// `fallocate`: a table writer with io_uring write-behind allocating
+    /// its file ahead of the writes.
     Fallocate,
 }
 
 impl OpKind {
+    /// Every kind, in the order the counters keep them.
     pub const ALL: [OpKind; 9] = [
         OpKind::Create,
         OpKind::Open,
@@ -42,6 +47,8 @@ impl OpKind {
         self as usize
     }
 
+    /// The lower-case name used in messages and by `Display` (`create`,
+    /// `open`, `write`, `sync`, `dir-sync`, ...).
     pub fn name(self) -> &'static str {
         match self {
             OpKind::Create => "create",
@@ -78,6 +85,7 @@ pub enum Fault {
 }
 
 impl Fault {
+    /// The name used in messages: `EIO`, `ENOSPC` or `short write`.
     pub fn name(self) -> &'static str {
         match self {
             Fault::Eio => "EIO",
@@ -102,8 +110,12 @@ impl Fault {
 /// of that kind the layer has seen since the plan was set) is `index`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FaultPlan {
+    /// The kind of operation to fail.
     pub kind: OpKind,
+    /// Which one: the 0-based index among the operations of `kind` since
+    /// the plan was set ([`OpCounts`] tells how many a workload makes).
     pub index: u64,
+    /// How it fails.
     pub fault: Fault,
 }
 
@@ -112,6 +124,7 @@ pub struct FaultPlan {
 pub struct OpCounts([u64; 9]);
 
 impl OpCounts {
+    /// Operations of `kind` seen.
     pub fn get(&self, kind: OpKind) -> u64 {
         self.0[kind.index()]
     }
@@ -126,6 +139,7 @@ impl OpCounts {
 /// A fault that was injected: what, where, and into which file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fired {
+    /// The plan that fired: the operation kind, its index and the fault.
     pub plan: FaultPlan,
     /// The file's name (relative to the layer's directory).
     pub name: String,
