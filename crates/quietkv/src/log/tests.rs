@@ -726,7 +726,11 @@ fn an_unsynced_tail_persisted_out_of_order_ends_the_log() {
     d[512..1024].fill(0);
     let first_hit = offsets.iter().rposition(|&o| (o as usize) < 512).unwrap();
     let (recs, tail) = read_all(&d).unwrap();
-    assert_eq!(recs.len(), 1 + first_hit, "the records before the lost sector");
+    assert_eq!(
+        recs.len(),
+        1 + first_hit,
+        "the records before the lost sector"
+    );
     assert_eq!(
         tail,
         TailState::Unpersisted {
@@ -735,7 +739,10 @@ fn an_unsynced_tail_persisted_out_of_order_ends_the_log() {
     );
     // A lost first sector of a record's header: zeros from inside the
     // sector to its end, the header's start made it.
-    let rec = offsets.iter().position(|&o| o as usize % 512 > 500).map_or(3, |i| i);
+    let rec = offsets
+        .iter()
+        .position(|&o| o as usize % 512 > 500)
+        .map_or(3, |i| i);
     let mut d = data.clone();
     let boundary = sector_after(offsets[rec]);
     d[boundary..boundary + 512].fill(0);

@@ -263,6 +263,18 @@ pub struct RunEnd {
 
 /// Runs `steps` on the database in `dir`; stops at the first error.
 pub fn run(dir: &Path, opts: &Options, steps: &[Step], progress: &Progress) -> RunEnd {
+    run_with_hook(dir, opts, steps, progress, &|_| {})
+}
+
+/// [`run`], calling `after_ack(n)` right after the `n`th write was
+/// acknowledged (and `progress` updated), on the writing thread.
+pub fn run_with_hook(
+    dir: &Path,
+    opts: &Options,
+    steps: &[Step],
+    progress: &Progress,
+    after_ack: &dyn Fn(usize),
+) -> RunEnd {
     let fail = |what: String, e| RunEnd {
         error: Some((what, e)),
     };
@@ -289,6 +301,7 @@ pub fn run(dir: &Path, opts: &Options, steps: &[Step], progress: &Progress) -> R
                     if *sync {
                         progress.durable.store(w, Ordering::SeqCst);
                     }
+                    after_ack(w);
                 }
                 r
             }
