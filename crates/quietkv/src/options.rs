@@ -158,6 +158,11 @@ options! {
     /// compressed and plain records alike, so this may change between
     /// runs. Default none.
     wal_compression: Compression = Compression::None;
+    /// How much file space a WAL takes at a time. With the WAL class in
+    /// mmap mode, each WAL file is allocated (`fallocate`) and mapped this
+    /// many bytes at a time, growing by as much when full. A multiple of
+    /// 4096, at least 4096. Default 64 MiB.
+    wal_segment_size: u64 = 64 << 20;
     /// For tests: a fault-injecting, crash-simulating layer that every file
     /// operation of the database goes through (see `quietio::fault`).
     /// `None` (the default) costs nothing.
@@ -177,6 +182,12 @@ impl Options {
             Err(Error::invalid(msg))
         }
         self.wal_sync.validate()?;
+        if self.wal_segment_size < 4096 || !self.wal_segment_size.is_multiple_of(4096) {
+            return bad(format!(
+                "wal_segment_size must be a positive multiple of 4096, got {}",
+                self.wal_segment_size
+            ));
+        }
         if self.memtable_size < 4096 {
             return bad(format!(
                 "memtable_size must be at least 4096 bytes, got {}",
