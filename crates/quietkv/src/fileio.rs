@@ -31,14 +31,21 @@ pub enum LogFile {
 }
 
 impl LogFile {
-    /// Creates a new WAL file in the WAL class's mode: mapped and allocated
-    /// `segment_size` bytes at a time in mmap mode.
+    /// Creates a new WAL file in the WAL class's mode, allocated
+    /// `segment_size` bytes at a time (`fallocate`, size included) so steady
+    /// writes neither allocate blocks nor extend the file; mapped in mmap
+    /// mode. Until it is finished the file ends in allocated zeros, which
+    /// the log reader takes as padding.
     pub fn create_wal(env: &IoEnv, path: &Path, segment_size: u64) -> Result<LogFile> {
         Ok(match env.mode(IoClass::WalWrite) {
             EffectiveMode::Mmap => {
                 LogFile::Mapped(env.create_mapped(path, IoClass::WalWrite, segment_size)?)
             }
-            _ => LogFile::Seq(env.create(path, IoClass::WalWrite)?),
+            _ => {
+                let mut w = env.create(path, IoClass::WalWrite)?;
+                w.preallocate_segments(segment_size)?;
+                LogFile::Seq(w)
+            }
         })
     }
 
