@@ -296,8 +296,9 @@ impl IoEnv {
     }
 
     /// Creates `path` to be appended to through a writable mapping (the
-    /// mmap WAL), allocated `segment_size` bytes at a time. `class` must
-    /// resolve to mmap here (only the WAL can).
+    /// mmap WAL), allocated `segment_size` bytes at a time, whatever mode
+    /// `class` is set to. Fails as an explicit mmap request for `class`
+    /// would: only the WAL, and only where `fallocate` works.
     pub fn create_mapped(
         &self,
         path: &Path,
@@ -305,11 +306,8 @@ impl IoEnv {
         segment_size: u64,
     ) -> Result<MmapWriter> {
         self.check_writable(path)?;
-        MmapWriter::create(
-            path,
-            self.file_config(class, self.mode(class)),
-            segment_size,
-        )
+        let mode = self.resolve_explicit(class, AccessMode::Mmap)?;
+        MmapWriter::create(path, self.file_config(class, mode), segment_size)
     }
 
     /// Opens `path` for reading front to back in `class`'s mode.
