@@ -201,3 +201,55 @@ fn mmap_is_refused_for_classes_that_write_files_other_than_the_wal() {
     };
     assert!(e.to_string().contains("wal_segment_size"), "{e}");
 }
+
+#[test]
+fn torn_and_damaged_records_of_a_crashed_compressed_mapped_wal() {
+    let d = dir();
+    if !mmap_supported(d.path()) {
+        return;
+    }
+    let db_dir = d.path().join("db");
+    let layer = FaultLayer::new(&db_dir).unwrap();
+    let mut o = opts(AccessMode::Mmap).wal_compression(Compression::Zstd);
+    o.fault_layer = Some(layer.clone());
+    let db = Db::open(&db_dir, o).unwrap();
+    // Every write synced: each record is followed by a sync mark.
+    for i in 0..40 {
+        let mut b = WriteBatch::new();
+        b.put(&key(0, i), &value(0, i)).unwrap();
+        db.write(b, WriteOptions { sync: true }).unwrap();
+    }
+    let img = d.path().join("img");
+    layer
+        .power_cut_image(&img, CutPolicy::KeepUnsynced)
+        .unwrap();
+    drop(db);
+    let (name, _) = wal_files(&img).pop().unwrap();
+    let wal = std::fs::read(img.join(&name)).unwrap();
+    let end = wal.iter().rposition(|&b| b != 0).unwrap() + 1;
+    let copy = |tag: &str, data: &[u8]| {
+        let to = d.path().join(tag);
+        std::fs::create_dir_all(&to).unwrap();
+        for f in std::fs::read_dir(&img).unwrap() {
+            let f = f.unwrap().path();
+            std::fs::copy(&f, to.join(f.file_name().unwrap())).unwrap();
+        }
+        std::fs::write(to.join(&name), data).unwrap();
+        to
+    };
+    // A byte of a synced record in the middle: corruption naming the WAL,
+    // never a silently shorter log.
+    let mut damaged = wal.clone();
+    damaged[end / 2] ^= 0x40;
+    let Err(e) = Db::open(copy("damaged", &damaged), opts(AccessMode::Buffered)) else {
+        panic!("a damaged synced record was read past");
+    };
+    assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+    assert!(e.to_string().contains(&name), "{e}");
+    // The last mark torn off, zeros after it as the allocation leaves
+    // them: the records before it all replay.
+    let mut torn = wal.clone();
+    torn[end - 3..end].fill(0);
+    let db = Db::open(copy("torn", &torn), opts(AccessMode::Mmap)).unwrap();
+    assert_runs(&db, &[(0, 40)], "torn sync mark");
+}
