@@ -1,5 +1,5 @@
 //! What a power cut keeps under each WAL sync policy, with and without WAL
-//! compression. The small workload runs once per policy and compression
+//! compression (buffered WAL; and the mmap WAL under two policies). The small workload runs once per policy and compression
 //! with the fault layer under the engine; power-cut images are taken just
 //! before every file and directory sync (unsynced changes dropped, and a
 //! random mix of kept, dropped and torn writes) and right after every
@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use quietio::fault::{CutPolicy, FaultLayer, OpKind, SyncPoint};
-use quietkv::{Compression, WalSync};
+use quietkv::{AccessMode, Compression, IoClass, WalSync};
 use sim::{base_options, check_dir, run_with_hook, small_workload, states, Progress, Verdict};
 
 /// One image and the range of write prefixes it may hold.
@@ -122,8 +122,13 @@ fn sync_policies() -> [WalSync; 4] {
 
 /// Runs the workload under `policy` and `compression`; returns the
 /// violations and a summary line.
-fn run_one(root: &Path, policy: WalSync, compression: Compression) -> (Vec<String>, String) {
-    let name = format!("{policy}-{compression:?}").replace(':', "-");
+fn run_one(
+    root: &Path,
+    wal_mode: AccessMode,
+    policy: WalSync,
+    compression: Compression,
+) -> (Vec<String>, String) {
+    let name = format!("{wal_mode}-{policy}-{compression:?}").replace(':', "-");
     let db_dir = root.join(&name).join("db");
     let images = root.join(&name).join("images");
     std::fs::create_dir_all(&images).unwrap();
@@ -153,9 +158,20 @@ fn run_one(root: &Path, policy: WalSync, compression: Compression) -> (Vec<Strin
             cuts.lock().unwrap().extend(c);
         })));
     }
-    let mut opts = base_options().wal_sync(policy).wal_compression(compression);
+    let mut opts = base_options()
+        .io_mode(IoClass::WalWrite, wal_mode)
+        .wal_sync(policy)
+        .wal_compression(compression);
     opts.fault_layer = Some(layer.clone());
     let after_ack = |n: usize| {
+        if let WalSync::Periodic(interval) = policy {
+            // Every other write waits for the periodic thread to sync
+            // before the image, so the images see writes covered by a
+            // periodic sync as well as writes not yet covered.
+            if n.is_multiple_of(2) {
+                std::thread::sleep(interval * 3);
+            }
+        }
         let at = format!("after write {n} was acknowledged");
         let c = tracker.take(
             &layer,
@@ -223,15 +239,30 @@ fn every_sync_policy_keeps_what_it_promises_across_power_cuts() {
     let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let mut violations = Vec::new();
     let mut lost_under = Vec::new();
+    let mut runs: Vec<(AccessMode, WalSync, Compression)> = Vec::new();
     for policy in sync_policies() {
         for compression in [Compression::None, Compression::Lz4] {
-            let (v, line) = run_one(root.path(), policy, compression);
-            eprintln!("{line}");
-            if !line.contains("(0 short") {
-                lost_under.push(policy);
-            }
-            violations.extend(v);
+            runs.push((AccessMode::Buffered, policy, compression));
         }
+    }
+    // The WAL written through a mapping (msync as the sync), where it works:
+    // a policy that syncs every write, and the periodic one.
+    let env = quietio::IoEnv::open(root.path(), quietio::IoOptions::default()).unwrap();
+    if env.capabilities().fallocate.supported {
+        runs.push((AccessMode::Mmap, WalSync::Group, Compression::Zstd));
+        runs.push((
+            AccessMode::Mmap,
+            WalSync::Periodic(Duration::from_millis(2)),
+            Compression::None,
+        ));
+    }
+    for (mode, policy, compression) in runs {
+        let (v, line) = run_one(root.path(), mode, policy, compression);
+        eprintln!("{line}");
+        if !line.contains("(0 short") {
+            lost_under.push(policy);
+        }
+        violations.extend(v);
     }
     // The cuts do lose unsynced writes where a policy allows it (else the
     // images would not test the required prefix at all).
