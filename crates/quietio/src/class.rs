@@ -84,7 +84,8 @@ pub enum AccessMode {
     /// Buffered I/O plus incremental write-back and POSIX_FADV_DONTNEED as the
     /// work proceeds.
     Fadvise,
-    /// Memory-mapped reads (read classes only).
+    /// Memory-mapped reads (read classes), or for the WAL a preallocated
+    /// segment written through a shared mapping and synced with `msync`.
     Mmap,
     /// Let the directory probe decide.
     #[default]
@@ -206,8 +207,18 @@ pub fn resolve(class: IoClass, requested: AccessMode, caps: &Capabilities) -> Re
     match requested {
         AccessMode::Buffered => plain(EffectiveMode::Buffered),
         AccessMode::Fadvise => plain(EffectiveMode::Fadvise),
+        AccessMode::Mmap if class == IoClass::WalWrite => match &caps.fallocate.reason {
+            None if caps.fallocate.supported => plain(EffectiveMode::Mmap),
+            why => Err(Error::not_supported(format!(
+                "{class}: an mmap WAL was requested but fallocate cannot work in {} ({}): {}; a write through a mapping into a block the file system could not allocate would kill the process (SIGBUS); set {class} to buffered, direct or dontcache",
+                caps.dir.display(),
+                caps.filesystem,
+                why.as_deref().unwrap_or("not supported"),
+            ))
+            .with_file(&caps.dir)),
+        },
         AccessMode::Mmap if writes => Err(Error::invalid(format!(
-            "{class}: mmap is a read mode and {class} writes files; use buffered, direct, dontcache or fadvise"
+            "{class}: mmap writes are only for the WAL (WalWrite); for {class} mmap is not a mode, use buffered, direct, dontcache or fadvise"
         ))),
         AccessMode::Mmap => plain(EffectiveMode::Mmap),
         AccessMode::Direct => match caps.direct_unusable_reason(writes) {
@@ -289,7 +300,7 @@ impl ClassModes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probe::{Capabilities, DirectCaps, DontCacheCaps};
+    use crate::probe::{Capabilities, DirectCaps, DontCacheCaps, FallocateCaps};
     use std::path::PathBuf;
 
     fn caps(direct: bool, direct_writes: bool, dontcache: bool) -> Capabilities {
@@ -310,6 +321,10 @@ mod tests {
             dontcache: DontCacheCaps {
                 supported: dontcache,
                 reason: (!dontcache).then(|| "EOPNOTSUPP".to_string()),
+            },
+            fallocate: FallocateCaps {
+                supported: true,
+                reason: None,
             },
             max_sectors_kb: Some(1024),
             logical_block_size: Some(512),
@@ -388,16 +403,36 @@ mod tests {
     }
 
     #[test]
-    fn mmap_is_for_reads_only() {
+    fn mmap_is_for_reads_and_the_wal_only() {
         let c = caps(true, true, true);
-        assert_eq!(
-            resolve(IoClass::UserRead, AccessMode::Mmap, &c)
-                .unwrap()
-                .mode,
-            EffectiveMode::Mmap
-        );
-        let e = resolve(IoClass::FlushWrite, AccessMode::Mmap, &c).unwrap_err();
-        assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
+        for class in [
+            IoClass::UserRead,
+            IoClass::CompactionRead,
+            IoClass::WalWrite,
+        ] {
+            assert_eq!(
+                resolve(class, AccessMode::Mmap, &c).unwrap().mode,
+                EffectiveMode::Mmap
+            );
+        }
+        for class in [
+            IoClass::FlushWrite,
+            IoClass::CompactionWrite,
+            IoClass::Manifest,
+        ] {
+            let e = resolve(class, AccessMode::Mmap, &c).unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
+            assert!(e.to_string().contains("only for the WAL"), "{e}");
+        }
+        // Without fallocate an mmap WAL could die of SIGBUS on a full disk.
+        let mut c = caps(true, true, true);
+        c.fallocate = FallocateCaps {
+            supported: false,
+            reason: Some("fallocate failed: EOPNOTSUPP".into()),
+        };
+        let e = resolve(IoClass::WalWrite, AccessMode::Mmap, &c).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::NotSupported);
+        assert!(e.to_string().contains("fallocate failed"), "{e}");
     }
 
     #[test]

@@ -10,6 +10,7 @@ use crate::class::{resolve, AccessMode, ClassModes, EffectiveMode, IoClass, Reso
 use crate::error::{Error, Result};
 use crate::fault::{FaultLayer, OpKind};
 use crate::file::{FileConfig, RandomReader, SeqReader, SeqWriter};
+use crate::mmap_writer::MmapWriter;
 use crate::probe::{probe, Capabilities};
 use crate::rate::RateLimiter;
 use crate::stats::IoStats;
@@ -318,6 +319,21 @@ impl IoEnv {
         self.check_writable(path)?;
         let m = self.resolve_explicit(class, mode)?;
         SeqWriter::create(path, self.file_config(class, m))
+    }
+
+    /// Creates `path` to be appended to through a writable mapping (the
+    /// mmap WAL), allocated `segment_size` bytes at a time, whatever mode
+    /// `class` is set to. Fails as an explicit mmap request for `class`
+    /// would: only the WAL, and only where `fallocate` works.
+    pub fn create_mapped(
+        &self,
+        path: &Path,
+        class: IoClass,
+        segment_size: u64,
+    ) -> Result<MmapWriter> {
+        self.check_writable(path)?;
+        let mode = self.resolve_explicit(class, AccessMode::Mmap)?;
+        MmapWriter::create(path, self.file_config(class, mode), segment_size)
     }
 
     /// Opens `path` for reading front to back in `class`'s mode.

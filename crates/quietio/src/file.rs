@@ -203,6 +203,10 @@ pub struct SeqWriter {
     preallocating: bool,
     /// The file's size as extended by preallocation.
     preallocated_to: u64,
+    /// A log allocated this many bytes at a time (see
+    /// `preallocate_segments`): the allocated zeros after its data stay
+    /// until `finish`.
+    segment: Option<u64>,
     /// File offset where `buf[0]` belongs.
     pos: u64,
     /// Fadvise mode: bytes before this offset have had write-back started.
@@ -287,6 +291,7 @@ impl SeqWriter {
             flushed_len: 0,
             preallocating,
             preallocated_to: 0,
+            segment: None,
             pos: 0,
             kicked_upto: 0,
             dropped_upto: 0,
@@ -302,6 +307,38 @@ impl SeqWriter {
     /// The access mode the writer uses.
     pub fn mode(&self) -> EffectiveMode {
         self.cfg.mode
+    }
+
+    /// Allocates the file `segment` bytes at a time from now on, size
+    /// included (`fallocate` mode 0), so steady appends neither allocate
+    /// blocks nor extend the file: each is an overwrite inside it, which
+    /// an O_DIRECT writer also needs to keep several writes in flight on
+    /// ext4. (KEEP_SIZE would keep the size true, but every append would
+    /// still change it, and the truncate after an O_DIRECT padded tail
+    /// would free the allocation again.) The file therefore ends in
+    /// allocated zeros until [`finish`](Self::finish) (or drop) cuts it to
+    /// its true length, and after a crash: for a log whose reader takes
+    /// zeros after the last record as padding, as quietkv's does. If the
+    /// file system cannot allocate, the writer appends as usual. Only on
+    /// a new, empty writer.
+    pub fn preallocate_segments(&mut self, segment: u64) -> Result<()> {
+        if !self.is_empty() || segment == 0 || !segment.is_multiple_of(self.cfg.align() as u64) {
+            return Err(Error::invalid(format!(
+                "segments of {segment} bytes on a writer of {} bytes: the segment size must be a positive multiple of {} and the writer new",
+                self.len(),
+                self.cfg.align()
+            ))
+            .with_file(&self.path));
+        }
+        self.segment = Some(segment);
+        self.preallocating = true;
+        self.preallocate(segment);
+        Ok(())
+    }
+
+    /// The file's size as allocated ahead of the data (0 if it is not).
+    pub fn allocated(&self) -> u64 {
+        self.preallocated_to
     }
 
     /// Bytes accepted so far (the file's length once finished).
@@ -365,7 +402,9 @@ impl SeqWriter {
         if self.cfg.is_direct() && !self.buf.is_empty() {
             self.write_padded_tail()?;
         }
-        self.trim_preallocation()?;
+        if self.segment.is_none() {
+            self.trim_preallocation()?;
+        }
         self.flushed_len = self.len();
         Ok(())
     }
@@ -483,6 +522,10 @@ impl SeqWriter {
     /// then truncates the file to its true length.
     fn write_padded_tail(&mut self) -> Result<()> {
         let len = self.len();
+        if self.segment.is_some() {
+            let padded_end = self.len().next_multiple_of(self.cfg.align() as u64);
+            self.preallocate(padded_end);
+        }
         let t = Instant::now();
         let padded = self.buf.padded();
         let n = padded.len();
@@ -498,6 +541,11 @@ impl SeqWriter {
             return Err(self.fail_file(e));
         }
         self.cfg.stats.record_write(self.cfg.class, n, t.elapsed());
+        if self.segment.is_some() {
+            // The padding lies inside the allocation, zeros like the rest
+            // of it; `finish` cuts the file.
+            return Ok(());
+        }
         self.truncate(len)
             .map_err(|e| io_err(&self.path, len, "ftruncate to the true length failed", e))?;
         self.preallocated_to = self.preallocated_to.min(len);
@@ -509,6 +557,7 @@ impl SeqWriter {
         if self.behind.is_some() {
             return self.start_write_behind(n);
         }
+        self.preallocate(self.pos + n as u64);
         self.cfg.throttle(n);
         let t = Instant::now();
         let sent = self.cfg.sent_offset(self.pos);
@@ -557,7 +606,10 @@ impl SeqWriter {
         // call per PREALLOCATE_STEP, about once per default-sized table.
         // Unwritten extents cost no data I/O, and what runs past the end is
         // trimmed before the file is synced.
-        let end = upto + PREALLOCATE_STEP;
+        let end = match self.segment {
+            Some(s) => upto.div_ceil(s) * s,
+            None => upto + PREALLOCATE_STEP,
+        };
         let from = self.preallocated_to;
         let allocated = match &self.tracked {
             Some(t) => t
@@ -637,6 +689,29 @@ impl SeqWriter {
             .map_err(|e| io_err(&self.path, start, "sync_file_range failed", e))?;
         self.kicked_upto = self.pos;
         Ok(())
+    }
+}
+
+impl Drop for SeqWriter {
+    /// A segment-allocated writer dropped without `finish` (a database
+    /// closed after sealing its WAL) still leaves its file at the length
+    /// written; nothing is synced. A failed or finished writer is left alone.
+    fn drop(&mut self) {
+        if self.segment.is_none() || self.finished || self.failed_at.is_some() {
+            return;
+        }
+        if self.wait_for_writes().is_err() {
+            return;
+        }
+        let on_disk = self.pos.max(self.flushed_len);
+        if self.preallocated_to > on_disk {
+            if let Err(e) = self.truncate(on_disk) {
+                log::debug!(
+                    "quietio: cannot cut {} to {on_disk} bytes: {e}",
+                    self.path.display()
+                );
+            }
+        }
     }
 }
 

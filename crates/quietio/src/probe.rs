@@ -47,6 +47,16 @@ pub struct DontCacheCaps {
     pub reason: Option<String>,
 }
 
+/// Whether `fallocate` (mode 0: allocate and extend) works in a directory:
+/// the mmap WAL needs it, and preallocated WAL segments use it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FallocateCaps {
+    /// `fallocate` allocated blocks in the probe file.
+    pub supported: bool,
+    /// Why not, when it did not.
+    pub reason: Option<String>,
+}
+
 /// The probed facts about one directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Capabilities {
@@ -65,6 +75,9 @@ pub struct Capabilities {
     pub direct: DirectCaps,
     /// Whether RWF_DONTCACHE works here.
     pub dontcache: DontCacheCaps,
+    /// Whether fallocate(2) allocates blocks here (preallocated WAL
+    /// segments, and the mmap WAL, which needs it).
+    pub fallocate: FallocateCaps,
     /// The device's largest single request in KiB (sysfs
     /// `queue/max_sectors_kb`), when the directory is on a block device;
     /// direct sequential reads are capped to it
@@ -175,7 +188,8 @@ pub fn probe_uncached(dir: &Path) -> Result<Capabilities> {
         })?;
     let _cleanup = ProbeFile(path.clone());
 
-    capabilities(dir, &file, |filesystem, kernel, lbs| {
+    let fallocate = probe_fallocate(&file);
+    capabilities(dir, &file, fallocate, |filesystem, kernel, lbs| {
         let direct = probe_direct(&path, &file, filesystem, kernel, lbs);
         (direct, probe_dontcache(&file))
     })
@@ -189,7 +203,11 @@ pub fn probe_read_only(dir: &Path, sample: &Path) -> Result<Capabilities> {
     let dir = canonical_dir(dir)?;
     let file = File::open(sample)
         .map_err(|e| Error::io(e, "cannot open a file to probe the directory").with_file(sample))?;
-    capabilities(dir, &file, |filesystem, _kernel, lbs| {
+    let fallocate = FallocateCaps {
+        supported: false,
+        reason: Some("the directory was opened read-only".into()),
+    };
+    capabilities(dir, &file, fallocate, |filesystem, _kernel, lbs| {
         let mut direct = probe_direct_read(sample, &file, filesystem, lbs);
         direct.writes_supported = false;
         direct.write_reason = Some("the directory was opened read-only".into());
@@ -203,6 +221,7 @@ pub fn probe_read_only(dir: &Path, sample: &Path) -> Result<Capabilities> {
 fn capabilities(
     dir: PathBuf,
     file: &File,
+    fallocate: FallocateCaps,
     modes: impl FnOnce(&str, &str, Option<u64>) -> (DirectCaps, DontCacheCaps),
 ) -> Result<Capabilities> {
     let kernel = sys::kernel_release();
@@ -232,6 +251,7 @@ fn capabilities(
         kernel,
         direct,
         dontcache,
+        fallocate,
         max_sectors_kb,
         logical_block_size,
         cachestat,
@@ -451,6 +471,22 @@ fn probe_dontcache_read(file: &File) -> DontCacheCaps {
         Err(e) => DontCacheCaps {
             supported: false,
             reason: Some(dontcache_failure(&e, "preadv2")),
+        },
+    }
+}
+
+/// Allocates a few blocks past the probe file's end, then cuts it back.
+fn probe_fallocate(file: &File) -> FallocateCaps {
+    let fd = file.as_raw_fd();
+    let r = sys::fallocate(fd, 0, 64 << 10).and_then(|()| sys::ftruncate(fd, 0));
+    match r {
+        Ok(()) => FallocateCaps {
+            supported: true,
+            reason: None,
+        },
+        Err(e) => FallocateCaps {
+            supported: false,
+            reason: Some(format!("fallocate failed: {}", errno_name(&e))),
         },
     }
 }

@@ -498,6 +498,122 @@ impl Drop for ReadOnlyMap {
     }
 }
 
+/// A writable shared mapping of the start of a file (the mmap WAL).
+///
+/// The same hazards as the crate's read-only mapping, for a file this process writes:
+/// touching a page past the end of the file raises SIGBUS, and so does a
+/// write into a hole the file system cannot allocate (a full disk). The
+/// owner therefore maps only a range it has allocated with `fallocate`
+/// and never shrinks the file while it is mapped.
+#[derive(Debug)]
+pub struct WritableMap {
+    ptr: *mut libc::c_void,
+    len: usize,
+}
+
+// SAFETY: the mapping is owned by this value alone and only written through
+// `&mut self`; the raw pointer is not tied to the thread that created it.
+unsafe impl Send for WritableMap {}
+// SAFETY: `&self` methods only msync (a system call on the range), never
+// touch the bytes.
+unsafe impl Sync for WritableMap {}
+
+impl WritableMap {
+    /// Maps the first `len` bytes of `fd` (opened read-write) shared and
+    /// writable; the file must be at least `len` bytes long.
+    pub fn new(fd: RawFd, len: u64) -> io::Result<WritableMap> {
+        let len = usize::try_from(len)
+            .ok()
+            .filter(|&l| l > 0)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "bad mapping length"))?;
+        // SAFETY: a new shared mapping at an address the kernel picks (null
+        // hint, no MAP_FIXED) aliases no Rust memory. Writing it is sound as
+        // long as the file covers the mapping (see the type's docs).
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(WritableMap { ptr, len })
+    }
+
+    /// Bytes mapped.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the mapping is empty (never: `new` refuses a zero length).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Copies `data` into the mapping at `offset`. Panics if that range is
+    /// not inside the mapping (a caller bug: the writer grows the mapping
+    /// first).
+    pub fn copy_in(&mut self, offset: usize, data: &[u8]) {
+        let end = offset.checked_add(data.len());
+        assert!(
+            end.is_some_and(|e| e <= self.len),
+            "write of {} bytes at {offset} outside a {}-byte mapping",
+            data.len(),
+            self.len
+        );
+        // SAFETY: the destination lies inside the live, writable mapping
+        // (asserted above), which no Rust reference points into; `data` is
+        // ordinary memory, so the ranges cannot overlap.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                data.as_ptr(),
+                self.ptr.cast::<u8>().add(offset),
+                data.len(),
+            );
+        }
+    }
+
+    /// `msync(MS_SYNC)` of `len` bytes from `offset`: written back and
+    /// durable when it returns (on Linux, an `fdatasync` of that range of
+    /// the file). `offset` is rounded down to a page.
+    pub fn sync_range(&self, offset: usize, len: usize) -> io::Result<()> {
+        let page = page_size();
+        let start = offset / page * page;
+        let end = offset.saturating_add(len).min(self.len);
+        if end <= start {
+            return Ok(());
+        }
+        retry(|| {
+            cvt(
+                // SAFETY: the range is page-aligned and inside the live
+                // mapping; msync does not touch memory Rust can see.
+                unsafe {
+                    libc::msync(
+                        self.ptr.cast::<u8>().add(start).cast(),
+                        end - start,
+                        libc::MS_SYNC,
+                    )
+                } as isize,
+            )
+        })
+        .map(|_| ())
+    }
+}
+
+impl Drop for WritableMap {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping made in `new`, once; no copy of
+        // the pointer outlives this value. Dirty pages stay in the page
+        // cache and are written back (or synced by fdatasync) as usual.
+        unsafe { libc::munmap(self.ptr, self.len) };
+    }
+}
+
 /// errno of "no space left on device".
 pub const ENOSPC: i32 = libc::ENOSPC;
 /// errno of "disk quota exceeded".

@@ -81,6 +81,13 @@ fn ext4_supports_direct_and_dontcache_here() {
         assert!(caps.direct.offset_align >= 512);
         assert_eq!(env.mode(IoClass::CompactionWrite), EffectiveMode::Direct);
         assert_eq!(env.mode(IoClass::CompactionRead), EffectiveMode::Direct);
+        // fallocate works, so the WAL may be written through a mapping.
+        assert!(caps.fallocate.supported, "{caps:?}");
+        assert_eq!(
+            env.resolve_explicit(IoClass::WalWrite, AccessMode::Mmap)
+                .unwrap(),
+            EffectiveMode::Mmap
+        );
     }
     assert_eq!(env.mode(IoClass::UserRead), EffectiveMode::Buffered);
     assert_eq!(env.mode(IoClass::FlushWrite), EffectiveMode::Buffered);
@@ -136,6 +143,58 @@ fn sync_mid_file_then_continue_leaves_no_padding() {
         assert_eq!(w.finish(true).unwrap(), expect.len() as u64);
         assert!(std::fs::read(&p).unwrap() == expect);
     }
+}
+
+#[test]
+fn segment_preallocated_logs_keep_their_allocation_until_finish() {
+    // The WAL with preallocated segments: each sync leaves the file at a
+    // whole number of segments, the records then zeros; finish (or drop)
+    // cuts it to the records.
+    const SEGMENT: u64 = 16 << 10;
+    let d = disk_dir();
+    for engine in engines() {
+        let env = IoEnv::open(d.path(), pipelined(engine, 2)).unwrap();
+        for mode in write_modes(&env) {
+            for finish in [true, false] {
+                let p = d.path().join(format!("seg-{mode}-{engine:?}-{finish}"));
+                let mut w = env.create_with_mode(&p, IoClass::WalWrite, mode).unwrap();
+                w.preallocate_segments(SEGMENT).unwrap();
+                assert_eq!(std::fs::metadata(&p).unwrap().len(), SEGMENT, "{mode}");
+                let mut expect = Vec::new();
+                for i in 0..30 {
+                    let rec = pattern(37 + i * 301, i as u64);
+                    w.write_all(&rec).unwrap();
+                    expect.extend_from_slice(&rec);
+                    w.sync().unwrap();
+                    let on_disk = std::fs::read(&p).unwrap();
+                    let want = (expect.len() as u64).div_ceil(SEGMENT) * SEGMENT;
+                    assert_eq!(on_disk.len() as u64, want, "{mode} after record {i}");
+                    assert!(on_disk[..expect.len()] == expect[..], "{mode} record {i}");
+                    assert!(
+                        on_disk[expect.len()..].iter().all(|&b| b == 0),
+                        "{mode} record {i}: not zeros after the records"
+                    );
+                }
+                assert!(expect.len() as u64 > 8 * SEGMENT, "grew over segments");
+                if finish {
+                    assert_eq!(w.finish(true).unwrap(), expect.len() as u64);
+                } else {
+                    drop(w);
+                }
+                assert!(std::fs::read(&p).unwrap() == expect, "{mode} {finish}");
+            }
+        }
+    }
+    let env = IoEnv::open(d.path(), small_buffers()).unwrap();
+    let p = d.path().join("seg-odd");
+    let mut w = env
+        .create_with_mode(&p, IoClass::WalWrite, AccessMode::Buffered)
+        .unwrap();
+    w.write_all(b"x").unwrap();
+    assert!(
+        w.preallocate_segments(SEGMENT).is_err(),
+        "only a new writer"
+    );
 }
 
 #[test]

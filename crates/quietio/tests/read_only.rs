@@ -53,6 +53,8 @@ fn reads_every_mode_and_creates_nothing() {
         let env = IoEnv::open_read_only(d.path(), &file, user_reads(mode)).unwrap();
         assert!(env.is_read_only());
         assert_eq!(env.mode(IoClass::UserRead), effective);
+        // Nothing was allocated to find out: fallocate is not claimed.
+        assert!(!env.capabilities().fallocate.supported);
         let r = env.open_random(&file, IoClass::UserRead).unwrap();
         assert_eq!(
             r.read_vec(1000, 5000).unwrap(),

@@ -80,12 +80,15 @@ impl WalConfig {
 }
 
 /// The default grid: every WAL mode with group commit, plus a periodic
-/// sync and lz4 compression, on both file systems.
+/// sync and lz4 compression (of the buffered and the mmap WAL: does
+/// compression remove an mmap penalty?), on both file systems.
 pub fn default_modes(with_xfs: bool) -> Vec<String> {
     let per_fs = [
         "buffered/group/none",
         "direct/group/none",
         "dontcache/group/none",
+        "mmap/group/none",
+        "mmap/group/lz4",
         "buffered/periodic:10/none",
         "buffered/group/lz4",
     ];

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use quietio::{
     measure_device, residency, AccessMode, Capabilities, IoClass, IoEngine, IoEnv, IoOptions,
+    MmapWriter, SeqWriter,
 };
 use serde::Serialize;
 
@@ -21,6 +22,10 @@ pub struct Report {
     residency_method: &'static str,
     direct: DirectReport,
     dontcache: Support,
+    /// `fallocate` (WAL segments are allocated ahead; the mmap WAL needs it).
+    fallocate: Support,
+    /// Each WAL write mode: whether it can be set here, and why not.
+    wal_modes: Vec<WalModeSupport>,
     auto: serde_json::Map<String, serde_json::Value>,
     auto_fallbacks: serde_json::Map<String, serde_json::Value>,
     selftest_file_mib: u64,
@@ -68,6 +73,13 @@ struct Support {
 }
 
 #[derive(Serialize)]
+struct WalModeSupport {
+    mode: String,
+    supported: bool,
+    reason: Option<String>,
+}
+
+#[derive(Serialize)]
 struct SelfTest {
     mode: String,
     write_mib_s: f64,
@@ -91,6 +103,10 @@ struct WalSelfTest {
     /// pads its tail (direct) and the padding stays in the file.
     file_bytes_per_record_byte: f64,
 }
+
+/// WAL self-test files are allocated this much at a time, as the engine's
+/// WALs are (`wal_segment_size`; smaller here, the test writes 200 KiB).
+const WAL_SEGMENT_BYTES: u64 = 1 << 20;
 
 /// Records per WAL self-test: enough for a p99, short on a slow disk.
 const WAL_APPENDS: usize = 200;
@@ -153,11 +169,16 @@ pub fn run(dir: &Path, size_mib: u64, engine: IoEngine, depth: usize) -> Result<
             });
         }
     }
+    let wal_modes = wal_mode_support(&env);
     let mut selftest = Vec::new();
     let mut wal_selftest = Vec::new();
     for mode in modes {
         selftest.push(self_test(&env, &caps, mode, size_mib)?);
         wal_selftest.push(wal_self_test(&env, &caps, mode)?);
+    }
+    // The mmap WAL has no file self-test (tables are not written mapped).
+    if wal_modes.iter().any(|w| w.mode == "mmap" && w.supported) {
+        wal_selftest.push(wal_self_test(&env, &caps, AccessMode::Mmap)?);
     }
     Ok(Report {
         dir: caps.dir.display().to_string(),
@@ -184,6 +205,11 @@ pub fn run(dir: &Path, size_mib: u64, engine: IoEngine, depth: usize) -> Result<
             supported: caps.dontcache.supported,
             reason: caps.dontcache.reason.clone(),
         },
+        fallocate: Support {
+            supported: caps.fallocate.supported,
+            reason: caps.fallocate.reason.clone(),
+        },
+        wal_modes,
         auto,
         auto_fallbacks: fallbacks,
         selftest_file_mib: size_mib,
@@ -272,6 +298,67 @@ fn self_test(
     })
 }
 
+/// Whether each WAL write mode can be set in this directory, with the
+/// engine's own reason when it cannot.
+fn wal_mode_support(env: &IoEnv) -> Vec<WalModeSupport> {
+    [
+        AccessMode::Buffered,
+        AccessMode::Direct,
+        AccessMode::DontCache,
+        AccessMode::Fadvise,
+        AccessMode::Mmap,
+    ]
+    .into_iter()
+    .map(|mode| {
+        let r = env.resolve_explicit(IoClass::WalWrite, mode);
+        WalModeSupport {
+            mode: mode.name().into(),
+            supported: r.is_ok(),
+            reason: r.err().map(|e| e.to_string()),
+        }
+    })
+    .collect()
+}
+
+/// A WAL self-test file: written with system calls, or through a mapping.
+// One at a time, briefly: the size difference of the variants costs nothing.
+#[allow(clippy::large_enum_variant)]
+enum WalFile {
+    Seq(SeqWriter),
+    Mapped(MmapWriter),
+}
+
+impl WalFile {
+    /// Created as the engine creates a WAL in `mode`: allocated a segment
+    /// at a time.
+    fn create(env: &IoEnv, path: &Path, mode: AccessMode) -> quietio::Result<WalFile> {
+        if mode == AccessMode::Mmap {
+            return Ok(WalFile::Mapped(env.create_mapped(
+                path,
+                IoClass::WalWrite,
+                WAL_SEGMENT_BYTES,
+            )?));
+        }
+        let mut w = env.create_with_mode(path, IoClass::WalWrite, mode)?;
+        w.preallocate_segments(WAL_SEGMENT_BYTES)?;
+        Ok(WalFile::Seq(w))
+    }
+
+    fn append_synced(&mut self, record: &[u8]) -> quietio::Result<()> {
+        match self {
+            WalFile::Seq(w) => w.write_all(record).and_then(|()| w.sync()),
+            WalFile::Mapped(w) => w.write_all(record).and_then(|()| w.sync()),
+        }
+    }
+
+    fn finish(self) -> quietio::Result<u64> {
+        match self {
+            WalFile::Seq(w) => w.finish(true),
+            WalFile::Mapped(w) => w.finish(true),
+        }
+    }
+}
+
 /// Appends [`WAL_APPENDS`] records through the WAL class in `mode`, each
 /// followed by a sync, and times each append + sync.
 fn wal_self_test(
@@ -287,19 +374,16 @@ fn wal_self_test(
     let file = TestFile(path);
     let err = |e: quietio::Error| format!("WAL self-test in {mode} mode: {e}");
     let record: Vec<u8> = (0..WAL_RECORD_BYTES).map(|i| (i * 31 + 7) as u8).collect();
-    let mut w = env
-        .create_with_mode(&file.0, IoClass::WalWrite, mode)
-        .map_err(err)?;
+    let mut w = WalFile::create(env, &file.0, mode).map_err(err)?;
     let mut took = Vec::with_capacity(WAL_APPENDS);
     let t0 = Instant::now();
     for _ in 0..WAL_APPENDS {
         let t = Instant::now();
-        w.write_all(&record).map_err(err)?;
-        w.sync().map_err(err)?;
+        w.append_synced(&record).map_err(err)?;
         took.push(t.elapsed().as_secs_f64() * 1e6);
     }
     let total_s = t0.elapsed().as_secs_f64();
-    w.finish(true).map_err(err)?;
+    w.finish().map_err(err)?;
     let file_len = std::fs::metadata(&file.0)
         .map_err(|e| format!("WAL self-test in {mode} mode: {}: {e}", file.0.display()))?
         .len();
@@ -370,7 +454,19 @@ pub fn print_human(r: &Report) {
         None => println!("  RWF_DONTCACHE   {}", yes_no(r.dontcache.supported)),
         Some(why) => println!("  RWF_DONTCACHE   no: {why}"),
     }
+    match &r.fallocate.reason {
+        None => println!("  fallocate       {}", yes_no(r.fallocate.supported)),
+        Some(why) => println!("  fallocate       no: {why}"),
+    }
     println!("  residency via   {}", r.residency_method);
+    println!();
+    println!("  WAL write modes (WalWrite)");
+    for w in &r.wal_modes {
+        match &w.reason {
+            None => println!("  {:<16} {}", w.mode, yes_no(w.supported)),
+            Some(why) => println!("  {:<16} no: {why}", w.mode),
+        }
+    }
     println!();
     println!("  I/O class        mode under auto");
     for (class, mode) in &r.auto {
@@ -425,9 +521,10 @@ pub fn print_human(r: &Report) {
     }
     println!();
     println!(
-        "  WAL self-test: {} appends of {} B, each synced (a `sync` write)",
+        "  WAL self-test: {} appends of {} B, each synced (a `sync` write), to a\n  file allocated {} MiB at a time as the engine's WALs are",
         r.wal_selftest.first().map_or(0, |w| w.appends),
-        r.wal_selftest.first().map_or(0, |w| w.record_bytes)
+        r.wal_selftest.first().map_or(0, |w| w.record_bytes),
+        WAL_SEGMENT_BYTES >> 20
     );
     println!();
     println!(

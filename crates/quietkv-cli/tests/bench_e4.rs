@@ -29,6 +29,8 @@ fn e4_tiny_run_reports_every_mode_and_removes_the_xfs_image() {
         "ext4/buffered/per-write/none",
         "ext4/direct/periodic:10/lz4",
         "xfs/buffered/per-write/none",
+        // The seed's case: the WAL written through a mapping on xfs.
+        "xfs/mmap/group/lz4",
     ];
     let (res, pid) = common::run_bench(
         &[

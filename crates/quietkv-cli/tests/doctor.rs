@@ -95,10 +95,36 @@ fn json_has_the_documented_keys_and_an_honest_self_test() {
     // A WAL self-test beside every mode's file self-test: synced appends,
     // timed one by one, leaving a file of exactly the bytes appended (a
     // direct WAL's padding is cut when it is finished).
+    // The mmap WAL (no file self-test) comes last, where fallocate works.
     let wal = v["wal_selftest"].as_array().unwrap();
     let wal_modes: Vec<&str> = wal.iter().map(|w| w["mode"].as_str().unwrap()).collect();
-    let file_modes: Vec<&str> = tests.iter().map(|t| t["mode"].as_str().unwrap()).collect();
+    let mut file_modes: Vec<&str> = tests.iter().map(|t| t["mode"].as_str().unwrap()).collect();
+    if v["fallocate"]["supported"] == true {
+        file_modes.push("mmap");
+    }
     assert_eq!(wal_modes, file_modes, "{out}");
+    // Which WAL modes the directory takes, with the reason for those it
+    // does not; mmap's depends on fallocate.
+    let support = v["wal_modes"].as_array().unwrap();
+    let names: Vec<&str> = support
+        .iter()
+        .map(|w| w["mode"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["buffered", "direct", "dontcache", "fadvise", "mmap"]
+    );
+    for w in support {
+        assert_eq!(w["supported"] == true, w["reason"].is_null(), "{w}");
+    }
+    assert_eq!(
+        support[4]["supported"], v["fallocate"]["supported"],
+        "{out}"
+    );
+    assert_eq!(
+        support[1]["supported"], v["direct"]["writes_supported"],
+        "{out}"
+    );
     for w in wal {
         assert_eq!(w["appends"], 200, "{w}");
         assert_eq!(w["record_bytes"], 1024, "{w}");

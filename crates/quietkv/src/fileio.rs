@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use quietio::{RandomReader, SeqReader, SeqWriter};
+use quietio::{EffectiveMode, IoClass, IoEnv, MmapWriter, RandomReader, SeqReader, SeqWriter};
 
 use crate::error::Result;
 use crate::log::LogSink;
@@ -20,20 +20,68 @@ impl TableSink for TableFile {
 }
 
 /// A log file (WAL or manifest). `sync` makes records durable; records
-/// added without `sync` are handed to the kernel by `flush`.
-pub struct LogFile(pub SeqWriter);
+/// added without `sync` are handed to the kernel by `flush`. A WAL in mmap
+/// mode is written through a mapping; everything else is a [`SeqWriter`].
+// One per open log and never in a collection: the size difference of the
+// variants costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
+pub enum LogFile {
+    Seq(SeqWriter),
+    Mapped(MmapWriter),
+}
+
+impl LogFile {
+    /// Creates a new WAL file in the WAL class's mode, allocated
+    /// `segment_size` bytes at a time (`fallocate`, size included) so steady
+    /// writes neither allocate blocks nor extend the file; mapped in mmap
+    /// mode. Until it is finished the file ends in allocated zeros, which
+    /// the log reader takes as padding.
+    pub fn create_wal(env: &IoEnv, path: &Path, segment_size: u64) -> Result<LogFile> {
+        Ok(match env.mode(IoClass::WalWrite) {
+            EffectiveMode::Mmap => {
+                LogFile::Mapped(env.create_mapped(path, IoClass::WalWrite, segment_size)?)
+            }
+            _ => {
+                let mut w = env.create(path, IoClass::WalWrite)?;
+                w.preallocate_segments(segment_size)?;
+                LogFile::Seq(w)
+            }
+        })
+    }
+
+    /// Writes what is buffered, cuts the file to its true length and with
+    /// `sync` makes it durable; returns the length.
+    pub fn finish(self, sync: bool) -> Result<u64> {
+        Ok(match self {
+            LogFile::Seq(w) => w.finish(sync)?,
+            LogFile::Mapped(w) => w.finish(sync)?,
+        })
+    }
+}
 
 impl LogSink for LogFile {
     fn write_all(&mut self, buf: &[u8]) -> Result<()> {
-        Ok(self.0.write_all(buf)?)
+        match self {
+            LogFile::Seq(w) => w.write_all(buf)?,
+            LogFile::Mapped(w) => w.write_all(buf)?,
+        }
+        Ok(())
     }
 
     fn sync(&mut self) -> Result<()> {
-        Ok(self.0.sync()?)
+        match self {
+            LogFile::Seq(w) => w.sync()?,
+            LogFile::Mapped(w) => w.sync()?,
+        }
+        Ok(())
     }
 
     fn flush(&mut self) -> Result<()> {
-        Ok(self.0.flush_all()?)
+        match self {
+            LogFile::Seq(w) => w.flush_all()?,
+            LogFile::Mapped(w) => w.flush_all()?,
+        }
+        Ok(())
     }
 }
 

@@ -158,6 +158,15 @@ options! {
     /// compressed and plain records alike, so this may change between
     /// runs. Default none.
     wal_compression: Compression = Compression::None;
+    /// How much file space a WAL takes at a time: each WAL file is
+    /// allocated with `fallocate` (its size included) this many bytes at a
+    /// time, so steady writes neither allocate blocks nor extend the file
+    /// (in mmap mode it is also mapped a segment at a time). A WAL is cut
+    /// to its true length when it is closed; after a crash it ends in
+    /// allocated zeros, which replay reads as padding. Where the file
+    /// system cannot allocate, WALs are appended to as usual (mmap mode is
+    /// then refused). A multiple of 4096, at least 4096. Default 64 MiB.
+    wal_segment_size: u64 = 64 << 20;
     /// For tests: a fault-injecting, crash-simulating layer that every file
     /// operation of the database goes through (see `quietio::fault`).
     /// `None` (the default) costs nothing.
@@ -177,6 +186,12 @@ impl Options {
             Err(Error::invalid(msg))
         }
         self.wal_sync.validate()?;
+        if self.wal_segment_size < 4096 || !self.wal_segment_size.is_multiple_of(4096) {
+            return bad(format!(
+                "wal_segment_size must be a positive multiple of 4096, got {}",
+                self.wal_segment_size
+            ));
+        }
         if self.memtable_size < 4096 {
             return bad(format!(
                 "memtable_size must be at least 4096 bytes, got {}",

@@ -637,14 +637,18 @@ impl Repair<'_> {
         }
 
         let manifest_path = self.dir.join(manifest_name(manifest_number));
-        let mut manifest =
-            LogWriter::new(LogFile(self.env.create(&manifest_path, IoClass::Manifest)?));
+        let mut manifest = LogWriter::new(LogFile::Seq(
+            self.env.create(&manifest_path, IoClass::Manifest)?,
+        ));
         manifest.add_record(&edit.encode())?;
         manifest.sync()?;
-        manifest.into_inner().0.finish(true)?;
-        self.env
-            .create(&wal_path(self.dir, wal_number), IoClass::WalWrite)?
-            .finish(true)?;
+        manifest.into_inner().finish(true)?;
+        LogFile::create_wal(
+            self.env,
+            &wal_path(self.dir, wal_number),
+            self.opts.wal_segment_size,
+        )?
+        .finish(true)?;
         crate::db::set_current(self.env, self.dir, manifest_number)?;
         self.lost.retire_all()?;
         self.env.sync_dir()?;

@@ -1,6 +1,7 @@
 //! The engine against a `BTreeMap` model: random sequences of puts,
 //! deletes, batches, flushes, compactions, reopens and snapshots, under
-//! random access modes for every I/O class.
+//! random access modes for every I/O class (the WAL's mmap mode included)
+//! and random WAL compression and sync policies.
 
 #[path = "../../quietio/tests/support/skip.rs"]
 mod skip;
@@ -10,7 +11,8 @@ use std::path::Path;
 
 use proptest::prelude::*;
 use quietkv::{
-    AccessMode, Db, DbIter, ErrorKind, IoClass, Options, Snapshot, WriteBatch, WriteOptions,
+    AccessMode, Compression, Db, DbIter, ErrorKind, IoClass, Options, Snapshot, WalSync,
+    WriteBatch, WriteOptions,
 };
 
 #[derive(Debug, Clone)]
@@ -68,6 +70,21 @@ const WRITE_MODES: [AccessMode; 4] = [
     AccessMode::DontCache,
     AccessMode::Fadvise,
 ];
+/// The WAL may also be written through a mapping.
+const WAL_MODES: [AccessMode; 5] = [
+    AccessMode::Buffered,
+    AccessMode::Direct,
+    AccessMode::DontCache,
+    AccessMode::Fadvise,
+    AccessMode::Mmap,
+];
+const WAL_COMPRESSIONS: [Compression; 3] = [Compression::None, Compression::Lz4, Compression::Zstd];
+const WAL_SYNCS: [WalSync; 4] = [
+    WalSync::None,
+    WalSync::Group,
+    WalSync::PerWrite,
+    WalSync::Periodic(std::time::Duration::from_millis(1)),
+];
 const USER_READ_MODES: [AccessMode; 4] = [
     AccessMode::Buffered,
     AccessMode::Direct,
@@ -93,6 +110,8 @@ fn options(modes: [AccessMode; 5]) -> Options {
         .io_mode(IoClass::FlushWrite, modes[2])
         .io_mode(IoClass::UserRead, modes[3])
         .io_mode(IoClass::WalWrite, modes[4])
+        // Small, so WALs outgrow their first segment.
+        .wal_segment_size(64 << 10)
 }
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -296,16 +315,21 @@ proptest! {
     #[test]
     fn engine_matches_model_under_random_modes(
         ops in proptest::collection::vec(op_strategy(), 1..250),
-        cr in 0usize..4, cw in 0usize..4, fw in 0usize..4, ur in 0usize..4, wal in 0usize..4,
+        cr in 0usize..4, cw in 0usize..4, fw in 0usize..4, ur in 0usize..4, wal in 0usize..5,
+        wal_compression in 0usize..3, wal_sync in 0usize..4,
         warm in any::<bool>(),
         // Half the runs with the smallest manifest limit: rotations between
         // the model's flushes, compactions and reopens.
         tiny_manifest in any::<bool>(),
     ) {
         let d = scratch();
-        let modes = [WRITE_MODES[cr], WRITE_MODES[cw], WRITE_MODES[fw], USER_READ_MODES[ur], WRITE_MODES[wal]];
+        let modes = [WRITE_MODES[cr], WRITE_MODES[cw], WRITE_MODES[fw], USER_READ_MODES[ur], WAL_MODES[wal]];
         let max_manifest_size = if tiny_manifest { 1024 } else { Options::default().max_manifest_size };
-        let opts = options(modes).warm_compaction_output(warm).max_manifest_size(max_manifest_size);
+        let opts = options(modes)
+            .warm_compaction_output(warm)
+            .max_manifest_size(max_manifest_size)
+            .wal_compression(WAL_COMPRESSIONS[wal_compression])
+            .wal_sync(WAL_SYNCS[wal_sync]);
         run(d.path(), &opts, &ops);
     }
 }

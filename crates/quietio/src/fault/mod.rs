@@ -60,6 +60,10 @@ struct LayerState {
     shadow: Shadow,
     injector: plan::Injector,
     sync_points: u64,
+    /// Per file, the sync point of the file sync under way.
+    syncing: std::collections::HashMap<FileId, u64>,
+    /// File sync points whose sync returned success.
+    completed_syncs: std::collections::BTreeSet<u64>,
 }
 
 /// The fault-injecting, crash-simulating layer of one directory (tests
@@ -112,6 +116,8 @@ impl FaultLayer {
                 shadow,
                 injector: plan::Injector::default(),
                 sync_points: 0,
+                syncing: Default::default(),
+                completed_syncs: Default::default(),
             }),
             hook: Mutex::new(None),
         }))
@@ -146,6 +152,12 @@ impl FaultLayer {
     /// File and directory syncs seen so far (each one a sync point).
     pub fn sync_points(&self) -> u64 {
         self.state().sync_points
+    }
+
+    /// Whether the file sync at sync point `index` has returned success (a
+    /// test learns from it what a sync it saw begin has made durable).
+    pub fn sync_completed(&self, index: u64) -> bool {
+        self.state().completed_syncs.contains(&index)
     }
 
     /// Installs `hook` to run just before every file and directory sync
@@ -229,6 +241,11 @@ impl FaultLayer {
 
     /// Runs the hook for a sync point, then counts (and may fail) the sync.
     pub(crate) fn before_sync(&self, kind: OpKind, name: &str) -> io::Result<()> {
+        self.begin_sync(kind, name).1
+    }
+
+    /// [`before_sync`](Self::before_sync), also returning the sync point's index.
+    fn begin_sync(&self, kind: OpKind, name: &str) -> (u64, io::Result<()>) {
         let index = {
             let mut st = self.state();
             st.sync_points += 1;
@@ -245,7 +262,7 @@ impl FaultLayer {
                 },
             );
         }
-        self.admit(kind, name)
+        (index, self.admit(kind, name))
     }
 
     pub(crate) fn dir_synced(&self) {
@@ -287,12 +304,18 @@ impl Tracked {
     }
 
     pub(crate) fn before_sync(&self) -> io::Result<()> {
-        self.layer.before_sync(OpKind::Sync, &self.name)
+        let (index, admitted) = self.layer.begin_sync(OpKind::Sync, &self.name);
+        self.layer.state().syncing.insert(self.id, index);
+        admitted
     }
 
     pub(crate) fn synced(&self, ok: bool) {
         let mut st = self.layer.state();
+        let index = st.syncing.remove(&self.id);
         if ok {
+            if let Some(i) = index {
+                st.completed_syncs.insert(i);
+            }
             st.shadow.sync(self.id);
         } else {
             st.shadow.sync_failed(self.id);
@@ -329,7 +352,9 @@ mod tests {
                 .push((p.index, p.kind, l.durable_content("f").unwrap()));
         })));
         f.before_sync().unwrap();
+        assert!(!layer.sync_completed(0), "not before it returns");
         f.synced(true);
+        assert!(layer.sync_completed(0));
         layer.before_sync(OpKind::DirSync, "").unwrap();
         layer.dir_synced();
         let seen = seen.lock().unwrap().clone();
@@ -362,6 +387,7 @@ mod tests {
         let e = f.before_sync().unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::EIO));
         f.synced(false);
+        assert!(!layer.sync_completed(0), "a failed sync never completes");
         assert_eq!(layer.visible_content("w").unwrap(), b"", "dropped pages");
         assert_eq!(layer.fired()[0].name, "w");
         assert_eq!(layer.counts().get(OpKind::Sync), 1);

@@ -139,7 +139,12 @@ impl QuietkvConfig {
             IoClass::FlushWrite => &self.flush_write,
             IoClass::WalWrite | IoClass::Manifest => &self.wal_write,
         };
-        s.parse().unwrap_or(AccessMode::Buffered)
+        match s.parse().unwrap_or(AccessMode::Buffered) {
+            // Only the WAL can be written through a mapping; the manifest
+            // that shares its setting is then written buffered.
+            AccessMode::Mmap if class == IoClass::Manifest => AccessMode::Buffered,
+            m => m,
+        }
     }
 
     /// [`EngineConfig::page_cache`] with `resolve` saying what a class left
@@ -482,6 +487,13 @@ mod tests {
         assert!(QuietkvConfig::parse("turbo")
             .unwrap_err()
             .contains("unknown mode"));
+    }
+
+    #[test]
+    fn an_mmap_wal_leaves_the_manifest_buffered() {
+        let c = QuietkvConfig::wal("e4", AccessMode::Mmap, "group", "none").unwrap();
+        assert_eq!(c.access(IoClass::WalWrite), AccessMode::Mmap);
+        assert_eq!(c.access(IoClass::Manifest), AccessMode::Buffered);
     }
 
     #[test]

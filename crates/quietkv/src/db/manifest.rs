@@ -67,7 +67,7 @@ pub(crate) fn write_new(
 ) -> Result<LogWriter<LogFile>> {
     let path = dir.join(manifest_name(number));
     let result = (|| {
-        let mut w = LogWriter::new(LogFile(env.create(&path, IoClass::Manifest)?));
+        let mut w = LogWriter::new(LogFile::Seq(env.create(&path, IoClass::Manifest)?));
         w.add_record(&snapshot.encode())?;
         w.sync()?;
         Ok(w)

@@ -134,7 +134,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
         super::manifest::snapshot_edit(&version, &wals, next_file, last_seq, recovered.db_id);
     let manifest = super::manifest::write_new(&env, &dir, manifest_number, &snapshot)?;
     let manifest_snapshot_bytes = manifest.bytes_written();
-    let wal_file = env.create(&wal_path(&dir, wal_number), IoClass::WalWrite)?;
+    let wal_file = LogFile::create_wal(&env, &wal_path(&dir, wal_number), opts.wal_segment_size)?;
     set_current(&env, &dir, manifest_number)?;
 
     let wal_compression = opts.wal_compression;
@@ -146,7 +146,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
         Some(Writable {
             manifest,
             manifest_number,
-            wal: LogWriter::new(LogFile(wal_file)).with_compression(wal_compression),
+            wal: LogWriter::new(wal_file).with_compression(wal_compression),
             wal_number,
         }),
         version,

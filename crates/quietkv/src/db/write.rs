@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
-use quietio::IoClass;
 
 use super::{Immutable, Inner, Wal};
 use crate::batch::WriteBatch;
@@ -210,23 +209,21 @@ fn make_room(inner: &Arc<Inner>, force: bool) -> Result<Arc<Memtable>> {
         // closed (its data is now only needed until the flush).
         let number = st.new_file_number();
         let path = wal_path(&inner.dir, number);
-        let file = match inner.env.create(&path, IoClass::WalWrite) {
+        let file = match LogFile::create_wal(&inner.env, &path, inner.opts.wal_segment_size) {
             Ok(f) => f,
             Err(e) => {
-                let e = Error::from(e);
                 inner.set_bg_error(&mut st, &e);
                 return Err(e);
             }
         };
         let new_wal = Wal {
-            writer: LogWriter::new(LogFile(file)).with_compression(inner.opts.wal_compression),
+            writer: LogWriter::new(file).with_compression(inner.opts.wal_compression),
         };
         let Some(old) = inner.wal.lock().replace(new_wal) else {
             return Err(super::read_only_error());
         };
         let old_len = old.writer.bytes_written();
-        if let Err(e) = old.writer.into_inner().0.finish(true) {
-            let e = Error::from(e);
+        if let Err(e) = old.writer.into_inner().finish(true) {
             inner.set_bg_error(&mut st, &e);
             return Err(e);
         }

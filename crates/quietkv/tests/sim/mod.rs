@@ -179,7 +179,8 @@ pub struct ModeSet {
 }
 
 /// The combinations the machine supports: all buffered; all direct with
-/// io_uring and with blocking calls; a dontcache/fadvise mix.
+/// io_uring and with blocking calls; a dontcache/fadvise mix; the WAL
+/// written through a mapping (mmap reads of tables with it).
 pub fn mode_sets(probe_dir: &Path) -> Vec<ModeSet> {
     let env = quietio::IoEnv::open(probe_dir, quietio::IoOptions::default()).unwrap();
     let all = |m: AccessMode| IoClass::ALL.iter().map(|&c| (c, m)).collect::<Vec<_>>();
@@ -223,6 +224,19 @@ pub fn mode_sets(probe_dir: &Path) -> Vec<ModeSet> {
     } else {
         skip::skip("RWF_DONTCACHE unavailable: no dontcache runs");
     }
+    if env.capabilities().fallocate.supported {
+        // The WAL written through a mapping; user reads mapped too.
+        v.push(ModeSet {
+            name: "mmap-wal",
+            modes: vec![
+                (IoClass::WalWrite, AccessMode::Mmap),
+                (IoClass::UserRead, AccessMode::Mmap),
+            ],
+            engine: IoEngine::Sync,
+        });
+    } else {
+        skip::skip("fallocate unavailable: no mmap WAL runs");
+    }
     v
 }
 
@@ -244,6 +258,8 @@ pub fn base_options() -> Options {
         .fadvise_chunk_size(8192)
         .io_depth(2)
         .max_manifest_size(1024)
+        // Small, so a WAL outgrows its first segment.
+        .wal_segment_size(16 << 10)
 }
 
 pub fn options_for(set: &ModeSet) -> Options {
@@ -263,6 +279,18 @@ pub struct RunEnd {
 
 /// Runs `steps` on the database in `dir`; stops at the first error.
 pub fn run(dir: &Path, opts: &Options, steps: &[Step], progress: &Progress) -> RunEnd {
+    run_with_hook(dir, opts, steps, progress, &|_| {})
+}
+
+/// [`run`], calling `after_ack(n)` right after the `n`th write was
+/// acknowledged (and `progress` updated), on the writing thread.
+pub fn run_with_hook(
+    dir: &Path,
+    opts: &Options,
+    steps: &[Step],
+    progress: &Progress,
+    after_ack: &dyn Fn(usize),
+) -> RunEnd {
     let fail = |what: String, e| RunEnd {
         error: Some((what, e)),
     };
@@ -289,6 +317,7 @@ pub fn run(dir: &Path, opts: &Options, steps: &[Step], progress: &Progress) -> R
                     if *sync {
                         progress.durable.store(w, Ordering::SeqCst);
                     }
+                    after_ack(w);
                 }
                 r
             }
