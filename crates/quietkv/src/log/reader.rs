@@ -359,6 +359,10 @@ const SECTOR: usize = 512;
 
 /// Shortest zero run, from inside a damaged record to a sector boundary,
 /// taken as a lost sector rather than as zero bytes the record may hold.
+/// A run that starts at the record itself counts at any length: a record
+/// starting a few bytes before a boundary loses just those bytes when the
+/// sector's new version never reached the disk, and a header never starts
+/// with zeros up to a boundary otherwise (its first bytes are a checksum).
 const MIN_LOST_RUN: usize = 4;
 
 /// Whether some sector overlapping `data[start..end]` reads as zeros from
@@ -370,7 +374,7 @@ fn has_unpersisted_sector(data: &[u8], start: usize, end: usize) -> bool {
     while sector < end {
         let lo = sector.max(start);
         let hi = (sector + SECTOR).min(data.len());
-        if hi - lo >= MIN_LOST_RUN && all_zero(&data[lo..hi]) {
+        if lo < hi && (hi - lo >= MIN_LOST_RUN || lo == start) && all_zero(&data[lo..hi]) {
             return true;
         }
         sector += SECTOR;

@@ -798,3 +798,29 @@ fn damage_that_is_not_a_lost_sector_is_still_corruption() {
     };
     assert_eq!(e.kind(), ErrorKind::Corruption);
 }
+
+/// Found by the power-cut test after WAL segments were preallocated: a
+/// header starting 3 bytes before a sector boundary, whose first sector's
+/// new version never reached the disk (those 3 bytes read as zeros) while
+/// the next sector, with the rest of the header and the payload, did.
+#[test]
+fn a_header_straddling_a_lost_sector_tail_ends_the_log() {
+    let mut w = LogWriter::new(Vec::new());
+    w.add_record(b"synced").unwrap();
+    w.sync().unwrap();
+    // Pad with a record so that the next header starts at 509.
+    let pad = 509 - w.bytes_written() as usize - HEADER_LEN;
+    w.add_record(&vec![b'p'; pad]).unwrap();
+    assert_eq!(w.bytes_written(), 509);
+    w.add_record(&vec![b'x'; 300]).unwrap();
+    w.add_record(&vec![b'y'; 300]).unwrap();
+    let mut d = w.into_inner();
+    d[509..512].fill(0);
+    let (recs, tail) = read_all(&d).unwrap();
+    assert_eq!(recs.len(), 2, "the synced record and the pad");
+    assert_eq!(tail, TailState::Unpersisted { offset: 509 });
+    // The same three bytes flipped instead of zeroed are damage.
+    let mut d2 = d.clone();
+    d2[509..512].fill(0x5a);
+    expect_corruption(&d2, 509);
+}
