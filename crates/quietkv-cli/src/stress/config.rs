@@ -61,8 +61,9 @@ pub struct StressConfig {
 
 impl StressConfig {
     /// A random configuration using only modes the directory supports
-    /// (`direct`, `dontcache`: what the probe found).
-    pub fn random(rng: &mut Rng, direct: bool, dontcache: bool) -> StressConfig {
+    /// (`direct`, `dontcache`, and `mmap_wal` - fallocate works, so the WAL
+    /// may be written through a mapping: what the probe found).
+    pub fn random(rng: &mut Rng, direct: bool, dontcache: bool, mmap_wal: bool) -> StressConfig {
         let mut writes = vec![AccessMode::Buffered, AccessMode::Fadvise, AccessMode::Auto];
         if direct {
             writes.push(AccessMode::Direct);
@@ -72,9 +73,20 @@ impl StressConfig {
         }
         let mut reads = writes.clone();
         reads.push(AccessMode::Mmap);
+        // The mmap write mode is the WAL's alone.
+        let mut wal_writes = writes.clone();
+        if mmap_wal {
+            wal_writes.push(AccessMode::Mmap);
+        }
         let mut modes = [AccessMode::Auto; 5];
         for (m, class) in modes.iter_mut().zip(CLASSES) {
-            *m = rng.pick(if class_reads(class) { &reads } else { &writes });
+            *m = rng.pick(if class_reads(class) {
+                &reads
+            } else if class == IoClass::WalWrite {
+                &wal_writes
+            } else {
+                &writes
+            });
         }
         StressConfig {
             memtable_size: rng.pick(&[32 << 10, 128 << 10, 1 << 20]),
@@ -202,14 +214,19 @@ mod tests {
     #[test]
     fn configs_round_trip_and_validate() {
         let mut rng = Rng::new(9);
+        let mut mmap_wals = 0;
         for _ in 0..200 {
-            let c = StressConfig::random(&mut rng, true, true);
+            let c = StressConfig::random(&mut rng, true, true, true);
             assert_eq!(c.to_string().parse::<StressConfig>().unwrap(), c);
             c.options().validate().unwrap();
-            // Mmap only for read classes.
-            assert!(c.modes[..3].iter().all(|m| *m != AccessMode::Mmap));
+            // Mmap only for read classes and the WAL.
+            assert_eq!(CLASSES[0], IoClass::WalWrite);
+            assert!(c.modes[1..3].iter().all(|m| *m != AccessMode::Mmap));
+            mmap_wals += usize::from(c.modes[0] == AccessMode::Mmap);
         }
-        let c = StressConfig::random(&mut rng, false, false);
+        assert!(mmap_wals > 0, "no cycle drew the mmap WAL");
+        let c = StressConfig::random(&mut rng, false, false, false);
+        assert_ne!(c.modes[0], AccessMode::Mmap);
         assert!(c
             .modes
             .iter()

@@ -96,12 +96,13 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     let caps = quietio::probe(&args.dir).map_err(|e| e.to_string())?;
     let direct = caps.direct_unusable_reason(true).is_none();
     let dontcache = caps.dontcache.supported;
+    let mmap_wal = caps.fallocate.supported;
     let mut rng = Rng::new(args.seed);
     let mut tally = Tally::default();
     let mean_run = args.duration / args.crash_cycles as f64;
     let started = Instant::now();
     for cycle in 0..args.crash_cycles {
-        let config = StressConfig::random(&mut rng, direct, dontcache);
+        let config = StressConfig::random(&mut rng, direct, dontcache, mmap_wal);
         let run_for =
             Duration::from_secs_f64(mean_run * (0.1 + 1.8 * rng.below(1000) as f64 / 1000.0));
         let mut child = spawn_worker(&args, &db_dir, &state, &config, rng.next())?;
