@@ -112,6 +112,32 @@ impl FileConfig {
         layer.name_of(path).map(|n| (layer.clone(), n))
     }
 
+    /// Creates (truncating) `path` with `open`, through the fault layer
+    /// when one is installed: the create can be failed by a fault plan,
+    /// and the new file is tracked in the layer's durability model.
+    pub(crate) fn create_file(
+        &self,
+        path: &Path,
+        open: &OpenOptions,
+    ) -> Result<(File, Option<Tracked>)> {
+        let fault = self.fault_name(path);
+        let admitted = match &fault {
+            Some((layer, name)) => layer.admit(OpKind::Create, name),
+            None => Ok(()),
+        };
+        let file = admitted.and_then(|()| open.open(path)).map_err(|e| {
+            Error::io(
+                e,
+                format!(
+                    "cannot create file for {} in {} mode",
+                    self.class, self.mode
+                ),
+            )
+            .with_file(path)
+        })?;
+        Ok((file, fault.map(|(layer, name)| layer.created(&name, true))))
+    }
+
     pub(crate) fn throttle(&self, bytes: usize) {
         if let Some(l) = &self.limiter {
             let waited = l.request(bytes as u64);
@@ -238,28 +264,14 @@ impl SeqWriter {
             .with_file(path));
         }
         let buf = cfg.buffer(size).map_err(|e| e.with_file(path))?;
-        let fault = cfg.fault_name(path);
-        let admitted = match &fault {
-            Some((layer, name)) => layer.admit(OpKind::Create, name),
-            None => Ok(()),
-        };
-        let file = admitted
-            .and_then(|()| {
-                OpenOptions::new()
-                    .write(true)
-                    .create(true)
-                    .truncate(true)
-                    .custom_flags(open_flags(cfg.mode))
-                    .open(path)
-            })
-            .map_err(|e| {
-                Error::io(
-                    e,
-                    format!("cannot create file for {} in {} mode", cfg.class, cfg.mode),
-                )
-                .with_file(path)
-            })?;
-        let tracked = fault.map(|(layer, name)| layer.created(&name, true));
+        let (file, tracked) = cfg.create_file(
+            path,
+            OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .custom_flags(open_flags(cfg.mode)),
+        )?;
         let behind = if cfg.uses_uring() {
             match WriteBehind::new(cfg.io_depth, tracked.clone()) {
                 Ok(wb) => Some(wb),

@@ -64,29 +64,15 @@ impl MmapWriter {
             ))
             .with_file(path));
         }
-        let fault = cfg.fault_name(path);
-        let admitted = match &fault {
-            Some((layer, name)) => layer.admit(OpKind::Create, name),
-            None => Ok(()),
-        };
-        let file = admitted
-            .and_then(|()| {
-                OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .create(true)
-                    .truncate(true)
-                    .custom_flags(libc::O_CLOEXEC)
-                    .open(path)
-            })
-            .map_err(|e| {
-                Error::io(
-                    e,
-                    format!("cannot create file for {} in mmap mode", cfg.class),
-                )
-                .with_file(path)
-            })?;
-        let tracked = fault.map(|(layer, name)| layer.created(&name, true));
+        let (file, tracked) = cfg.create_file(
+            path,
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .custom_flags(libc::O_CLOEXEC),
+        )?;
         let mut w = MmapWriter {
             file,
             path: path.to_path_buf(),
