@@ -36,6 +36,93 @@ pub struct QuietkvConfig {
     /// `Options::wal_compression` (`none`, `lz4`, `zstd`).
     #[serde(default)]
     pub wal_compression: Option<String>,
+    /// Engine knobs a mode name can override (`+depth=8`, ...), for
+    /// measuring what they do; empty keeps the engine's defaults.
+    #[serde(default)]
+    pub knobs: QuietkvKnobs,
+}
+
+/// Options a mode name may set after its base mode: `+depth=N`
+/// (`io_depth`), `+wbuf=KiB` (`direct_write_buffer_size`), `+ra=KiB`
+/// (`compaction_readahead_size`), `+nice=N` (`background_nice`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuietkvKnobs {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_depth: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct_write_kib: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readahead_kib: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background_nice: Option<i32>,
+}
+
+impl QuietkvKnobs {
+    /// Parses one `key=value` suffix into these knobs.
+    fn set(&mut self, token: &str) -> Result<(), String> {
+        let (key, value) = token
+            .split_once('=')
+            .ok_or_else(|| format!("'{token}' is not a knob (expected key=value)"))?;
+        let number = |what: &str| -> Result<i64, String> {
+            value
+                .parse::<i64>()
+                .map_err(|_| format!("{what} must be a whole number, got '{value}'"))
+        };
+        let positive = |what: &str| -> Result<usize, String> {
+            match number(what)? {
+                n if n > 0 => Ok(n as usize),
+                n => Err(format!("{what} must be positive, got {n}")),
+            }
+        };
+        match key {
+            "depth" => self.io_depth = Some(positive("depth")?),
+            "wbuf" => self.direct_write_kib = Some(positive("wbuf (KiB)")?),
+            "ra" => self.readahead_kib = Some(positive("ra (KiB)")?),
+            "nice" => match number("nice")? {
+                n @ -20..=19 => self.background_nice = Some(n as i32),
+                n => return Err(format!("nice must be between -20 and 19, got {n}")),
+            },
+            other => {
+                return Err(format!(
+                    "unknown knob '{other}' (expected depth, wbuf, ra or nice)"
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    fn apply(&self, o: &mut Options) {
+        if let Some(d) = self.io_depth {
+            o.io_depth = d;
+        }
+        if let Some(k) = self.direct_write_kib {
+            o.direct_write_buffer_size = k << 10;
+        }
+        if let Some(k) = self.readahead_kib {
+            o.compaction_readahead_size = k << 10;
+        }
+        if let Some(n) = self.background_nice {
+            o.background_nice = n;
+        }
+    }
+
+    /// What the report should say these knobs change.
+    fn describe(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if let Some(d) = self.io_depth {
+            v.push(format!("io_depth {d}"));
+        }
+        if let Some(k) = self.direct_write_kib {
+            v.push(format!("direct_write_buffer_size {k} KiB"));
+        }
+        if let Some(k) = self.readahead_kib {
+            v.push(format!("compaction_readahead_size {k} KiB"));
+        }
+        if let Some(n) = self.background_nice {
+            v.push(format!("background_nice {n}"));
+        }
+        v
+    }
 }
 
 impl QuietkvConfig {
@@ -45,13 +132,20 @@ impl QuietkvConfig {
     /// direct where the probe allows, flush, WAL and user reads buffered),
     /// what a user gets without configuring anything.
     /// A `+warm` suffix (`both-direct+warm`) also turns on warming of
-    /// compaction output.
+    /// compaction output; `+key=value` suffixes set [`QuietkvKnobs`]
+    /// (`both-direct+depth=8+wbuf=2048`).
     pub fn parse(name: &str) -> Result<QuietkvConfig, String> {
         let n = name.trim().to_ascii_lowercase();
-        let (base, warm_output) = match n.strip_suffix("+warm") {
-            Some(b) => (b, true),
-            None => (n.as_str(), false),
-        };
+        let mut parts = n.split('+');
+        let base = parts.next().unwrap_or_default();
+        let mut warm_output = false;
+        let mut knobs = QuietkvKnobs::default();
+        for token in parts {
+            match token {
+                "warm" => warm_output = true,
+                t => knobs.set(t).map_err(|e| format!("mode '{name}': {e}"))?,
+            }
+        }
         let (u, r, w, f) = match base {
             "buffered" => ("buffered", "buffered", "buffered", "buffered"),
             "direct" | "both-direct" => ("buffered", "direct", "direct", "direct"),
@@ -63,7 +157,7 @@ impl QuietkvConfig {
             "auto" => ("auto", "auto", "auto", "auto"),
             _ => {
                 return Err(format!(
-                    "unknown mode '{name}' (expected buffered, direct, dontcache, fadvise, write-direct, read-direct, both-direct, all-direct or auto, optionally with +warm)"
+                    "unknown mode '{name}' (expected buffered, direct, dontcache, fadvise, write-direct, read-direct, both-direct, all-direct or auto, optionally with +warm and +key=value knobs)"
                 ))
             }
         };
@@ -77,6 +171,7 @@ impl QuietkvConfig {
             warm_output,
             wal_sync: None,
             wal_compression: None,
+            knobs,
         })
     }
 
@@ -93,6 +188,7 @@ impl QuietkvConfig {
             warm_output: false,
             wal_sync: None,
             wal_compression: None,
+            knobs: QuietkvKnobs::default(),
         }
     }
 
@@ -118,16 +214,28 @@ impl QuietkvConfig {
             warm_output: false,
             wal_sync: Some(sync.to_string()),
             wal_compression: Some(compression.to_string()),
+            knobs: QuietkvKnobs::default(),
         })
     }
 
     /// [`QuietkvConfig::compaction_only`] of an access mode's name
     /// (`buffered`, `direct`, `dontcache`, `fadvise`, `auto`).
+    /// `+key=value` suffixes set [`QuietkvKnobs`] as in [`QuietkvConfig::parse`].
     pub fn parse_compaction_only(name: &str) -> Result<QuietkvConfig, String> {
-        name.trim()
+        let n = name.trim().to_ascii_lowercase();
+        let mut parts = n.split('+');
+        let base = parts.next().unwrap_or_default();
+        let mut c = base
             .parse::<AccessMode>()
             .map(QuietkvConfig::compaction_only)
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        for token in parts {
+            c.knobs
+                .set(token)
+                .map_err(|e| format!("mode '{name}': {e}"))?;
+        }
+        c.name = n;
+        Ok(c)
     }
 
     /// The requested access mode of `class` in this configuration.
@@ -176,10 +284,12 @@ impl QuietkvConfig {
             compaction_writes: direction(IoClass::CompactionWrite),
             flush_writes: direction(IoClass::FlushWrite),
             user_reads: direction(IoClass::UserRead),
-            also: if self.warm_output {
-                vec!["warm_compaction_output on".into()]
-            } else {
-                Vec::new()
+            also: {
+                let mut also = self.knobs.describe();
+                if self.warm_output {
+                    also.insert(0, "warm_compaction_output on".into());
+                }
+                also
             },
             engine_defaults: self.compaction_read == "auto",
         }
@@ -198,6 +308,7 @@ impl QuietkvConfig {
             o = o.io_mode(c, self.access(c));
         }
         o.warm_compaction_output = self.warm_output;
+        self.knobs.apply(&mut o);
         if let Some(p) = self.wal_sync.as_deref().and_then(|s| s.parse().ok()) {
             o.wal_sync = p;
         }
@@ -487,6 +598,37 @@ mod tests {
         assert!(QuietkvConfig::parse("turbo")
             .unwrap_err()
             .contains("unknown mode"));
+    }
+
+    #[test]
+    fn knob_suffixes_set_engine_options() {
+        let m = QuietkvConfig::parse("both-direct+depth=8+wbuf=2048+warm+ra=4096+nice=10").unwrap();
+        assert_eq!(m.name, "both-direct+depth=8+wbuf=2048+warm+ra=4096+nice=10");
+        assert!(m.warm_output);
+        let o = m.options();
+        assert_eq!(o.io_depth, 8);
+        assert_eq!(o.direct_write_buffer_size, 2 << 20);
+        assert_eq!(o.compaction_readahead_size, 4 << 20);
+        assert_eq!(o.background_nice, 10);
+        let d = Options::default();
+        let plain = QuietkvConfig::parse("both-direct").unwrap().options();
+        assert_eq!(plain.io_depth, d.io_depth);
+        assert_eq!(plain.direct_write_buffer_size, d.direct_write_buffer_size);
+        assert_eq!(plain.background_nice, d.background_nice);
+        for bad in [
+            "both-direct+depth=0",
+            "both-direct+depth=x",
+            "both-direct+nice=20",
+            "both-direct+turbo=1",
+            "both-direct+depth",
+        ] {
+            assert!(QuietkvConfig::parse(bad).is_err(), "{bad}");
+        }
+        let t = QuietkvConfig::parse_compaction_only("direct+depth=16").unwrap();
+        assert_eq!((t.name.as_str(), t.options().io_depth), ("direct+depth=16", 16));
+        assert!(QuietkvConfig::parse_compaction_only("direct+depth=-1").is_err());
+        let described = m.page_cache_with(&|_, _| None).also;
+        assert!(described.iter().any(|a| a == "io_depth 8"), "{described:?}");
     }
 
     #[test]
