@@ -7,6 +7,17 @@
 //! slower on some devices (about 3x for appends on the virtio disk this was
 //! developed on), so direct I/O buffers start on a page boundary:
 //! [`direct_io_align`] and [`AlignedBuf::for_direct_io`].
+//!
+//! A direct I/O buffer of a huge page or more is also aligned to the huge
+//! page size and advised to be backed by transparent huge pages. The block
+//! layer splits a request at `max_segments` discontiguous pieces of
+//! memory (254 on the virtio disk this was developed on), so a 2 MiB
+//! direct read from small pages goes to the device as a ~1 MiB request, a
+//! second ~1 MiB one and a small tail: measured in quick E1, direct
+//! compaction reads averaged 0.6 MiB per request where buffered readahead
+//! averaged 1.3 MiB, and each request costs the host-cached disk time. A
+//! buffer in one huge page is one physically contiguous segment, so the
+//! device sees the whole transfer as one request.
 
 use std::alloc::{self, Layout};
 use std::ptr::NonNull;
@@ -97,11 +108,48 @@ impl AlignedBuf {
     /// A buffer for O_DIRECT: its address on a page boundary (or the file
     /// system's `mem_align`, if larger) and its capacity a positive multiple
     /// of `block` (the direct-I/O offset alignment).
+    ///
+    /// From a huge page up ([`sys::huge_page_size`]) the address is aligned
+    /// to the huge page and the memory advised to be backed by huge pages
+    /// (see the module docs).
     pub fn for_direct_io(capacity: usize, mem_align: usize, block: usize) -> Result<Self> {
-        Self::with_block(capacity, direct_io_align(mem_align), block.max(1))
+        let huge = sys::huge_page_size();
+        let mut align = direct_io_align(mem_align);
+        if capacity >= huge {
+            align = align.max(huge);
+        }
+        let mut buf = Self::allocate(capacity, align, block.max(1))?;
+        if capacity >= huge {
+            let whole = capacity - capacity % huge;
+            // SAFETY: the buffer's memory is this allocation of `capacity`
+            // bytes (>= `whole`), starting on a huge page boundary (so also
+            // a page boundary), owned by `buf` alone.
+            // A refusal (THP compiled out) only leaves small pages.
+            let _ = unsafe { sys::advise_huge_pages(buf.ptr.as_ptr(), whole) };
+        }
+        // Zeroed after the advice, so the first touch faults in huge pages.
+        buf.zero_fresh();
+        Ok(buf)
     }
 
     fn with_block(capacity: usize, align: usize, block: usize) -> Result<Self> {
+        let mut buf = Self::allocate(capacity, align, block)?;
+        buf.zero_fresh();
+        Ok(buf)
+    }
+
+    /// Zeroes a fresh allocation, so that padding written after a short
+    /// tail is zeros, never stale heap bytes, and no byte is ever read
+    /// uninitialised.
+    fn zero_fresh(&mut self) {
+        // SAFETY: `ptr` points at `capacity` writable bytes owned by `self`;
+        // writing them needs no initialised contents.
+        unsafe { std::ptr::write_bytes(self.ptr.as_ptr(), 0, self.capacity()) }
+    }
+
+    /// An allocation of `capacity` bytes at `align`, not yet zeroed: callers
+    /// call `zero_fresh` before anything else.
+    fn allocate(capacity: usize, align: usize, block: usize) -> Result<Self> {
         for (what, v) in [("alignment", align), ("block size", block)] {
             if v == 0 || !v.is_power_of_two() {
                 return Err(Error::invalid(format!(
@@ -116,9 +164,8 @@ impl AlignedBuf {
         }
         let layout = Layout::from_size_align(capacity, align)
             .map_err(|e| Error::invalid(format!("bad buffer layout: {e}")))?;
-        // Zeroed so padding written after a short tail is zeros, never stale heap bytes.
         // SAFETY: `layout` has a nonzero size (capacity > 0 is checked above).
-        let raw = unsafe { alloc::alloc_zeroed(layout) };
+        let raw = unsafe { alloc::alloc(layout) };
         let ptr = NonNull::new(raw).unwrap_or_else(|| alloc::handle_alloc_error(layout));
         Ok(AlignedBuf {
             ptr,
@@ -265,6 +312,46 @@ mod tests {
             assert_eq!(b.block(), 512);
         }
         assert!(AlignedBuf::for_direct_io(1000, 512, 512).is_err());
+    }
+
+    #[test]
+    fn huge_direct_buffers_are_aligned_and_advised_for_huge_pages() {
+        let huge = sys::huge_page_size();
+        let b = AlignedBuf::for_direct_io(2 * huge, 512, 512).unwrap();
+        let addr = b.full().as_ptr() as usize;
+        assert_eq!(addr % huge, 0, "{b:?}");
+        assert!(b.full().iter().all(|x| *x == 0));
+        // Below a huge page: a page boundary is enough.
+        let small = AlignedBuf::for_direct_io(huge / 2, 512, 512).unwrap();
+        assert_eq!(small.align(), sys::page_size());
+        // Where THP can be used, the kernel marks the buffer's range as
+        // eligible for huge pages (the madvise reached it).
+        let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+            .unwrap_or_default();
+        if thp.is_empty() || thp.contains("[never]") {
+            return;
+        }
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut in_range = false;
+        let mut eligible = None;
+        for line in smaps.lines() {
+            let first = line.split_whitespace().next().unwrap_or("");
+            if let Some((lo, hi)) = first.split_once('-') {
+                if let (Ok(lo), Ok(hi)) = (
+                    usize::from_str_radix(lo, 16),
+                    usize::from_str_radix(hi, 16),
+                ) {
+                    in_range = lo <= addr && addr < hi;
+                    continue;
+                }
+            }
+            if in_range {
+                if let Some(v) = line.strip_prefix("THPeligible:") {
+                    eligible = Some(v.trim() == "1");
+                }
+            }
+        }
+        assert_eq!(eligible, Some(true), "the buffer's mapping is not THP-eligible");
     }
 
     #[test]

@@ -324,6 +324,37 @@ pub fn page_size() -> usize {
     }
 }
 
+/// The size of a transparent huge page (the PMD size), from sysfs; 2 MiB
+/// (x86-64's) if the kernel does not say.
+pub fn huge_page_size() -> usize {
+    static SIZE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *SIZE.get_or_init(|| {
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size")
+            .ok()
+            .and_then(|s| s.trim().parse::<usize>().ok())
+            .filter(|v| v.is_power_of_two() && *v >= page_size())
+            .unwrap_or(2 << 20)
+    })
+}
+
+/// Asks the kernel to back `[ptr, ptr + len)` of this process's anonymous
+/// memory with transparent huge pages (`MADV_HUGEPAGE`), before it is first
+/// touched. Only a hint: where THP is off the range stays in small pages.
+///
+/// # Safety
+/// `ptr` must be page-aligned and `[ptr, ptr + len)` memory this process
+/// owns (a live allocation), so the advice changes no one else's mapping.
+pub unsafe fn advise_huge_pages(ptr: *mut u8, len: usize) -> io::Result<()> {
+    // SAFETY: the caller guarantees the range is its own live memory;
+    // MADV_HUGEPAGE changes only how later faults are backed, never the
+    // contents.
+    let r = unsafe { libc::madvise(ptr.cast(), len, libc::MADV_HUGEPAGE) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// `statfs(2)` file-system magic of the file system holding `fd`.
 pub fn fs_magic(fd: RawFd) -> io::Result<i64> {
     // SAFETY: statfs64 is a plain C struct of integers, for which all
