@@ -311,6 +311,20 @@ pub fn read_memory_stat(cgroup_dir: &Path) -> Option<MemoryStat> {
     ))
 }
 
+/// Clock ticks the host took from this machine's CPUs (the `steal` column
+/// of `/proc/stat`'s `cpu` line, summed over CPUs): time a virtual CPU was
+/// ready to run the guest but the hypervisor ran something else. Nothing
+/// inside the guest can run meanwhile, so every thread's wake-up waits.
+pub fn parse_steal_ticks(proc_stat: &str) -> Option<u64> {
+    let line = proc_stat.lines().find(|l| l.starts_with("cpu "))?;
+    line.split_whitespace().nth(8)?.parse().ok()
+}
+
+/// [`parse_steal_ticks`] of this machine's `/proc/stat`.
+pub fn read_steal_ticks() -> Option<u64> {
+    parse_steal_ticks(&std::fs::read_to_string("/proc/stat").ok()?)
+}
+
 pub fn read_self_cpu() -> Option<ProcCpu> {
     parse_proc_stat(&std::fs::read_to_string("/proc/self/stat").ok()?)
 }
@@ -337,6 +351,15 @@ mod tests {
     const PSI_PROC: &str = include_str!("../tests/data/proc.pressure.memory");
     const PSI_BUSY: &str = include_str!("../tests/data/memory.pressure.busy");
     const BLOCK: &str = include_str!("../tests/data/block.vda.stat");
+
+    #[test]
+    fn steal_is_the_eighth_number_of_the_cpu_line() {
+        let stat = "cpu  2255 34 2290 22625563 6290 127 456 171 0 0\ncpu0 1132 34 1441 11311718 3675 127 438 90 0 0\n";
+        assert_eq!(parse_steal_ticks(stat), Some(171));
+        assert_eq!(parse_steal_ticks("cpu0 1 2 3 4 5 6 7 8\n"), None);
+        assert_eq!(parse_steal_ticks("cpu  1 2 3\n"), None);
+        assert!(read_steal_ticks().is_some(), "/proc/stat has a steal column on Linux");
+    }
     const BLOCK_LATER: &str = include_str!("../tests/data/block.vda.stat.later");
     const PROC_STAT: &str = include_str!("../tests/data/proc.self.stat");
     const PROC_STAT_ODD: &str = include_str!("../tests/data/proc.stat.oddname");

@@ -202,6 +202,12 @@ pub fn standard_rows() -> Vec<Row> {
         row("Cache hit ratio", "cache_hit_ratio", Fraction, Points),
         row("**Dirty pages/s**", "dirty_pages_per_s", Int, Reduction),
         row("**Stall time (us/s)**", "stall_us_per_s", Int, Percent),
+        row(
+            "CPU steal (host ran something else), ms/s",
+            "steal_ms_per_s",
+            Int,
+            None,
+        ),
         row("Refaults/s", "refaults_per_s", Int, Reduction),
         row("File pages scanned/s", "pgscan_file_per_s", Int, Reduction),
         row(

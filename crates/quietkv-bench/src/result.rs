@@ -231,6 +231,7 @@ impl RunResult {
         opt("inactive_file_bytes", k.inactive_file_bytes);
         opt("cpu.user_s", k.cpu_user_s);
         opt("cpu.sys_s", k.cpu_sys_s);
+        opt("steal_ms_per_s", k.steal_ms_per_s);
         if let Some(d) = &k.device {
             for (key, v) in [
                 ("r_await_ms", d.r_await_ms),

@@ -44,6 +44,9 @@ pub struct Sample {
     pub cpu: Option<ProcCpu>,
     #[serde(default)]
     pub io: Option<ProcIo>,
+    /// The host's steal of this machine's CPUs so far (clock ticks).
+    #[serde(default)]
+    pub steal_ticks: Option<u64>,
     #[serde(default)]
     pub extra: serde_json::Value,
 }
@@ -80,6 +83,7 @@ fn take(cfg: &SamplerConfig, start: Instant, phase: &str, extra: &Option<ExtraFn
         block: cfg.block_device.as_deref().and_then(read_block_stat),
         cpu: read_self_cpu(),
         io: crate::metrics::read_self_io(),
+        steal_ticks: crate::metrics::read_steal_ticks(),
         extra: extra
             .as_ref()
             .map(|f| f())
@@ -207,6 +211,10 @@ pub struct PhaseMetrics {
     pub device: Option<DeviceRates>,
     pub cpu_user_s: Option<f64>,
     pub cpu_sys_s: Option<f64>,
+    /// Milliseconds per second the host took this machine's CPUs for
+    /// something else, summed over CPUs (see `metrics::parse_steal_ticks`).
+    #[serde(default)]
+    pub steal_ms_per_s: Option<f64>,
 }
 
 /// Metrics of the phase from `samples[from]` to `samples[to]`.
@@ -255,6 +263,10 @@ pub fn phase_metrics(samples: &[Sample], from: usize, to: usize) -> PhaseMetrics
             (Some(x), Some(y)) => Some(y.stime_ticks.saturating_sub(x.stime_ticks) as f64 / tck),
             _ => None,
         },
+        steal_ms_per_s: match (a.steal_ticks, b.steal_ticks) {
+            (Some(x), Some(y)) => Some(y.saturating_sub(x) as f64 / tck * 1000.0 / secs),
+            _ => None,
+        },
     }
 }
 
@@ -282,6 +294,7 @@ mod tests {
             block: None,
             cpu: None,
             io: None,
+            steal_ticks: Some(dirtied / 10),
             extra: serde_json::Value::Null,
         }
     }
@@ -298,6 +311,9 @@ mod tests {
         assert_eq!(m.dirty_pages_per_s, 100.0);
         assert_eq!(m.refaults_per_s, 20.0);
         assert_eq!(m.stall_us_per_s, Some(1000.0));
+        // 20 ticks of steal over 2 s.
+        let ms = 20.0 / clock_ticks_per_sec() * 1000.0 / 2.0;
+        assert_eq!(m.steal_ms_per_s, Some(ms));
         assert_eq!(m.active_file_bytes, Some(200.0));
         assert!(m.device.is_none());
     }
