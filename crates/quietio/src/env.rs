@@ -22,7 +22,9 @@ pub struct IoOptions {
     /// Requested mode per class (`Auto` by default).
     pub modes: ClassModes,
     /// Bytes the sequential writer hands to the kernel at once; in direct
-    /// mode a positive multiple of the alignment. Default 1 MiB.
+    /// mode a positive multiple of the alignment. Default 2 MiB: a huge
+    /// page, so a direct write is one physically contiguous segment and
+    /// reaches the device as one request (see [`crate::AlignedBuf`]).
     pub direct_write_buffer_size: usize,
     /// The sequential reader's chunk, its own readahead in direct mode;
     /// capped at the device's largest I/O. Default 2 MiB.
@@ -53,7 +55,7 @@ impl Default for IoOptions {
     fn default() -> Self {
         IoOptions {
             modes: ClassModes::default(),
-            direct_write_buffer_size: 1 << 20,
+            direct_write_buffer_size: 2 << 20,
             readahead_size: 2 << 20,
             fadvise_chunk_size: 4 << 20,
             attribute_cache_hits: true,

@@ -116,8 +116,9 @@ options! {
     background_nice: i32 = 0;
     /// I/O priority of background threads; None leaves it alone.
     background_io_priority: Option<IoPriority> = None;
-    /// Sequential writer buffer; a multiple of the direct I/O alignment. Default 1 MiB.
-    direct_write_buffer_size: usize = 1 << 20;
+    /// Sequential writer buffer; a multiple of the direct I/O alignment.
+    /// Default 2 MiB (a huge page: one request per direct write).
+    direct_write_buffer_size: usize = 2 << 20;
     /// Compaction input readahead. Default 2 MiB.
     compaction_readahead_size: usize = 2 << 20;
     /// Fadvise mode drops written/read pages every this many bytes. Default 4 MiB.
