@@ -138,6 +138,40 @@ impl FileConfig {
         Ok((file, fault.map(|(layer, name)| layer.created(&name, true))))
     }
 
+    /// Opens the existing file `path` for writing without truncating it
+    /// (its old bytes stay until overwritten), through the fault layer
+    /// like [`create_file`](Self::create_file); returns it, its length and
+    /// the layer's handle.
+    pub(crate) fn reopen_file(
+        &self,
+        path: &Path,
+        open: &OpenOptions,
+    ) -> Result<(File, u64, Option<Tracked>)> {
+        let fault = self.fault_name(path);
+        let admitted = match &fault {
+            Some((layer, name)) => layer.admit(OpKind::Create, name),
+            None => Ok(()),
+        };
+        let opened = admitted
+            .and_then(|()| open.open(path))
+            .and_then(|f| f.metadata().map(|m| (f, m.len())));
+        let (file, len) = opened.map_err(|e| {
+            Error::io(
+                e,
+                format!(
+                    "cannot open existing file for {} in {} mode to overwrite it",
+                    self.class, self.mode
+                ),
+            )
+            .with_file(path)
+        })?;
+        Ok((
+            file,
+            len,
+            fault.map(|(layer, name)| layer.created(&name, false)),
+        ))
+    }
+
     pub(crate) fn throttle(&self, bytes: usize) {
         if let Some(l) = &self.limiter {
             let waited = l.request(bytes as u64);
@@ -250,6 +284,22 @@ impl SeqWriter {
     /// io_uring ring cannot be set up for a direct file, the writer logs a
     /// warning and uses blocking calls.
     pub fn create(path: &Path, cfg: FileConfig) -> Result<SeqWriter> {
+        Self::open(path, cfg, false)
+    }
+
+    /// Opens the existing file `path` to write it again from offset 0
+    /// without truncating it: its blocks stay allocated (and written), so
+    /// rewriting them neither allocates nor converts unwritten extents,
+    /// and its old bytes stay after whatever is written (a recycled log
+    /// tells them apart itself). The file's old size counts as allocated
+    /// ([`allocated`](Self::allocated)); [`finish`](Self::finish) cuts the
+    /// file to the bytes written, as for a new one. Fails as `create`
+    /// does, and with `Io` when the file does not exist.
+    pub fn overwrite(path: &Path, cfg: FileConfig) -> Result<SeqWriter> {
+        Self::open(path, cfg, true)
+    }
+
+    fn open(path: &Path, cfg: FileConfig, existing: bool) -> Result<SeqWriter> {
         if cfg.mode == EffectiveMode::Mmap {
             return Err(
                 Error::invalid("mmap is a read mode; a writer cannot use it").with_file(path),
@@ -264,14 +314,24 @@ impl SeqWriter {
             .with_file(path));
         }
         let buf = cfg.buffer(size).map_err(|e| e.with_file(path))?;
-        let (file, tracked) = cfg.create_file(
-            path,
-            OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .custom_flags(open_flags(cfg.mode)),
-        )?;
+        let (file, old_len, tracked) = if existing {
+            cfg.reopen_file(
+                path,
+                OpenOptions::new()
+                    .write(true)
+                    .custom_flags(open_flags(cfg.mode)),
+            )?
+        } else {
+            let (file, tracked) = cfg.create_file(
+                path,
+                OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .custom_flags(open_flags(cfg.mode)),
+            )?;
+            (file, 0, tracked)
+        };
         let behind = if cfg.uses_uring() {
             match WriteBehind::new(cfg.io_depth, tracked.clone()) {
                 Ok(wb) => Some(wb),
@@ -302,7 +362,8 @@ impl SeqWriter {
             failed_at: None,
             flushed_len: 0,
             preallocating,
-            preallocated_to: 0,
+            // An overwritten file's old size is allocated already.
+            preallocated_to: old_len,
             segment: None,
             pos: 0,
             kicked_upto: 0,
