@@ -359,6 +359,11 @@ impl Checker<'_> {
                 "last manifest edit partly persisted out of order (never installed; recovery drops it)"
                     .into(),
             ),
+            TailState::Recycled { offset } => self.note(
+                path.clone(),
+                Some(offset),
+                "manifest holds bytes of another log (never installed; recovery drops them)".into(),
+            ),
             TailState::Clean | TailState::ZeroPadded { .. } => {}
         }
         if self.report.manifest_edits == 0 {
@@ -439,7 +444,7 @@ impl Checker<'_> {
                 return;
             }
         };
-        let mut reader = LogReader::new(&path, &data);
+        let mut reader = LogReader::new(&path, &data).for_log(number);
         if let Some(len) = sealed_len {
             reader = reader.sealed_at(len);
         }
@@ -478,6 +483,13 @@ impl Checker<'_> {
                 Some(offset),
                 "unsynced WAL tail persisted out of order: a sector is missing (never synced; \
                  recovery drops the records from here)"
+                    .into(),
+            ),
+            TailState::Recycled { offset } => self.note(
+                path.clone(),
+                Some(offset),
+                "recycled WAL: its records end here and the bytes after are the file's \
+                 earlier life as another WAL (recovery ignores them)"
                     .into(),
             ),
             TailState::Clean | TailState::ZeroPadded { .. } => {}

@@ -531,7 +531,7 @@ pub fn wal(data: &[u8]) {
 /// Repair's salvage scan finds every record recovery read, in order.
 fn check_salvage_agrees(img: &[u8], records: &[&[u8]], tail: TailState) {
     use crate::log::salvage::{salvage_records, Salvaged};
-    let found = salvage_records(img);
+    let found = salvage_records(img, None);
     let salvaged: Vec<&[u8]> = found
         .iter()
         .filter_map(|s| match s {
