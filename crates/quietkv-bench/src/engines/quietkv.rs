@@ -36,6 +36,9 @@ pub struct QuietkvConfig {
     /// `Options::wal_compression` (`none`, `lz4`, `zstd`).
     #[serde(default)]
     pub wal_compression: Option<String>,
+    /// `Options::wal_recycle_count` (0: WAL files are not reused).
+    #[serde(default)]
+    pub wal_recycle_count: usize,
 }
 
 impl QuietkvConfig {
@@ -77,6 +80,7 @@ impl QuietkvConfig {
             warm_output,
             wal_sync: None,
             wal_compression: None,
+            wal_recycle_count: 0,
         })
     }
 
@@ -93,6 +97,7 @@ impl QuietkvConfig {
             warm_output: false,
             wal_sync: None,
             wal_compression: None,
+            wal_recycle_count: 0,
         }
     }
 
@@ -118,6 +123,7 @@ impl QuietkvConfig {
             warm_output: false,
             wal_sync: Some(sync.to_string()),
             wal_compression: Some(compression.to_string()),
+            wal_recycle_count: 0,
         })
     }
 
@@ -208,6 +214,7 @@ impl QuietkvConfig {
         {
             o.wal_compression = c;
         }
+        o.wal_recycle_count = self.wal_recycle_count;
         o
     }
 }
@@ -494,6 +501,14 @@ mod tests {
         let c = QuietkvConfig::wal("e4", AccessMode::Mmap, "group", "none").unwrap();
         assert_eq!(c.access(IoClass::WalWrite), AccessMode::Mmap);
         assert_eq!(c.access(IoClass::Manifest), AccessMode::Buffered);
+    }
+
+    #[test]
+    fn a_wal_config_sets_recycling_only_when_asked() {
+        let mut c = QuietkvConfig::wal("e4", AccessMode::Buffered, "group", "none").unwrap();
+        assert_eq!(c.options().wal_recycle_count, 0);
+        c.wal_recycle_count = 4;
+        assert_eq!(c.options().wal_recycle_count, 4);
     }
 
     #[test]
