@@ -1100,4 +1100,37 @@ proptest! {
         prop_assert_eq!(&got[..], &new[..whole]);
         prop_assert!(tail.valid_len(file.len() as u64) <= cut as u64);
     }
+
+    /// Damage anywhere in a recycled file (a flipped byte, or a byte set
+    /// to a recyclable type code) never panics, and what is returned is a
+    /// prefix of the new life's records.
+    #[test]
+    fn damaged_recycled_logs_never_panic_and_never_replay_old_records(
+        new in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..200), 1..12),
+        at_frac in 0.0f64..1.0,
+        byte in prop_oneof![Just(4u8), Just(5), Just(6), any::<u8>()],
+        sealed in any::<bool>(),
+    ) {
+        let old = old_life();
+        let syncs: Vec<usize> = (0..new.len()).step_by(4).collect();
+        let (new_img, _) = build_recyclable(9, &new, &syncs);
+        let mut file = overlay(&old, &new_img);
+        let at = (file.len() as f64 * at_frac) as usize;
+        file[at] = byte;
+        let mut r = LogReader::new(PATH, &file).for_log(9);
+        if sealed {
+            r = r.sealed_at(new_img.len() as u64);
+        }
+        let got: Vec<Vec<u8>> = r.by_ref().filter_map(|x| x.ok()).map(|x| x.to_vec()).collect();
+        prop_assert!(got.len() <= new.len());
+        prop_assert_eq!(&got[..], &new[..got.len()]);
+    }
+
+    #[test]
+    fn random_bytes_read_as_a_numbered_log_never_panic(
+        data in prop::collection::vec(any::<u8>(), 0..200),
+    ) {
+        let _ = read_log(9, &data);
+        let _ = salvage::salvage_records(&data, Some(9));
+    }
 }
