@@ -267,6 +267,9 @@ pub struct SeqWriter {
     /// `preallocate_segments`): the allocated zeros after its data stay
     /// until `finish`.
     segment: Option<u64>,
+    /// `finish` and drop leave the file at its allocated size (see
+    /// `keep_allocation`).
+    keep_allocation: bool,
     /// File offset where `buf[0]` belongs.
     pos: u64,
     /// Fadvise mode: bytes before this offset have had write-back started.
@@ -365,6 +368,7 @@ impl SeqWriter {
             // An overwritten file's old size is allocated already.
             preallocated_to: old_len,
             segment: None,
+            keep_allocation: false,
             pos: 0,
             kicked_upto: 0,
             dropped_upto: 0,
@@ -407,6 +411,16 @@ impl SeqWriter {
         self.preallocating = true;
         self.preallocate(segment);
         Ok(())
+    }
+
+    /// From now on [`finish`](Self::finish) (and drop) leave the file at
+    /// its allocated size instead of cutting it to the bytes written: for
+    /// a log that will be written again from offset 0 (a recycled WAL),
+    /// whose blocks then stay allocated, and written once a life reached
+    /// them. Its reader must take what follows the data (allocated zeros,
+    /// or an earlier life's bytes) as the end.
+    pub fn keep_allocation(&mut self) {
+        self.keep_allocation = true;
     }
 
     /// The file's size as allocated ahead of the data (0 if it is not).
@@ -500,7 +514,9 @@ impl SeqWriter {
         if self.cfg.is_direct() && !self.buf.is_empty() {
             self.write_padded_tail()?;
         }
-        self.trim_preallocation()?;
+        if !self.keep_allocation {
+            self.trim_preallocation()?;
+        }
         if sync {
             self.fdatasync()?;
         }
@@ -770,7 +786,11 @@ impl Drop for SeqWriter {
     /// closed after sealing its WAL) still leaves its file at the length
     /// written; nothing is synced. A failed or finished writer is left alone.
     fn drop(&mut self) {
-        if self.segment.is_none() || self.finished || self.failed_at.is_some() {
+        if self.segment.is_none()
+            || self.finished
+            || self.failed_at.is_some()
+            || self.keep_allocation
+        {
             return;
         }
         if self.wait_for_writes().is_err() {

@@ -41,6 +41,8 @@ pub struct MmapWriter {
     synced_len: u64,
     /// Set by a failed copy, allocation or sync: the file's tail is unknown.
     failed: bool,
+    /// `finish` and drop leave the file at its mapped size.
+    keep_allocation: bool,
     tracked: Option<Tracked>,
 }
 
@@ -107,6 +109,7 @@ impl MmapWriter {
             len: 0,
             synced_len: 0,
             failed: false,
+            keep_allocation: false,
             tracked,
         };
         // fallocate from offset 0 (nothing is mapped yet) leaves the old
@@ -139,6 +142,14 @@ impl MmapWriter {
     /// The file's allocated (and mapped) size.
     pub fn allocated(&self) -> u64 {
         self.map.as_ref().map_or(self.len, |m| m.len() as u64)
+    }
+
+    /// From now on [`finish`](Self::finish) (and drop) leave the file at
+    /// its allocated size instead of cutting it to the bytes written, as
+    /// [`SeqWriter::keep_allocation`](crate::SeqWriter::keep_allocation)
+    /// does.
+    pub fn keep_allocation(&mut self) {
+        self.keep_allocation = true;
     }
 
     /// Copies `data` to the end of the file (growing it a segment at a time).
@@ -223,7 +234,9 @@ impl MmapWriter {
     pub fn finish(mut self, sync: bool) -> Result<u64> {
         self.check_usable()?;
         self.map = None;
-        self.truncate_to_len()?;
+        if !self.keep_allocation {
+            self.truncate_to_len()?;
+        }
         if sync {
             let t = Instant::now();
             let fd = self.file.as_raw_fd();
@@ -331,6 +344,9 @@ impl Drop for MmapWriter {
             return;
         }
         self.map = None;
+        if self.keep_allocation {
+            return;
+        }
         if let Err(e) = self.truncate_to_len() {
             log::debug!("quietio: {e}");
         }
@@ -393,6 +409,18 @@ mod tests {
         assert_eq!(durable[3..old.len()], old[3..]);
         assert_eq!(w.finish(true).unwrap(), 3);
         assert_eq!(std::fs::read(&path).unwrap(), b"new");
+        // Kept allocation: finish and drop leave the mapped size.
+        let mut w = MmapWriter::overwrite(&path, config(d.path(), None), seg).unwrap();
+        w.keep_allocation();
+        w.write_all(b"again").unwrap();
+        assert_eq!(w.finish(true).unwrap(), 5);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), seg);
+        let mut w = MmapWriter::overwrite(&path, config(d.path(), None), seg).unwrap();
+        w.keep_allocation();
+        w.write_all(b"x").unwrap();
+        drop(w);
+        let on_disk = std::fs::read(&path).unwrap();
+        assert_eq!((on_disk.len() as u64, &on_disk[..5]), (seg, &b"xgain"[..]));
         assert!(
             MmapWriter::overwrite(&d.path().join("missing"), config(d.path(), None), seg).is_err()
         );

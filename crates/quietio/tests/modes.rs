@@ -254,6 +254,34 @@ fn an_overwritten_log_reuses_its_blocks_and_keeps_its_old_bytes_until_finish() {
                 std::fs::read(&p).unwrap() == want,
                 "{mode}: cut to the new bytes"
             );
+
+            // Kept allocation: finish leaves the file whole, so the next
+            // life finds every block allocated.
+            let mut w = env
+                .overwrite_with_mode(&p, IoClass::WalWrite, mode)
+                .unwrap();
+            w.preallocate_segments(SEGMENT).unwrap();
+            w.keep_allocation();
+            w.write_all(&old).unwrap();
+            let allocated = w.allocated();
+            assert_eq!(allocated, len, "{mode}: the old size, nothing allocated");
+            assert_eq!(w.finish(true).unwrap(), old.len() as u64);
+            let on_disk = std::fs::read(&p).unwrap();
+            assert_eq!(on_disk.len() as u64, allocated, "{mode}: not cut");
+            assert!(on_disk[..old.len()] == old[..], "{mode}");
+            let mut w = env
+                .overwrite_with_mode(&p, IoClass::WalWrite, mode)
+                .unwrap();
+            w.preallocate_segments(SEGMENT).unwrap();
+            w.keep_allocation();
+            w.write_all(b"short").unwrap();
+            drop(w);
+            assert_eq!(
+                std::fs::metadata(&p).unwrap().len(),
+                allocated,
+                "{mode}: drop"
+            );
+            assert_eq!(std::fs::metadata(&p).unwrap().ino(), ino, "{mode}");
         }
         assert!(env
             .overwrite_with_mode(
