@@ -68,6 +68,16 @@ impl LogFile {
         })
     }
 
+    /// From now on `finish` (and drop) leave the file at its allocated
+    /// size instead of cutting it to its true length: a WAL that will be
+    /// kept and reused keeps its blocks (see `Options::wal_recycle_count`).
+    pub fn keep_allocation(&mut self) {
+        match self {
+            LogFile::Seq(w) => w.keep_allocation(),
+            LogFile::Mapped(w) => w.keep_allocation(),
+        }
+    }
+
     /// Writes what is buffered, cuts the file to its true length and with
     /// `sync` makes it durable; returns the length.
     pub fn finish(self, sync: bool) -> Result<u64> {

@@ -177,7 +177,10 @@ options! {
     /// of a reused file instead of replaying them; a database written this
     /// way opens with recycling off and the other way round. Kept files
     /// live only while the database is open: after a reopen they are
-    /// deleted like any obsolete WAL. At most 64.
+    /// deleted like any obsolete WAL. WAL files then keep their whole
+    /// allocation when closed (whole segments) instead of being cut to
+    /// their true length, so kept files take up to this many segments of
+    /// disk space. At most 64.
     wal_recycle_count: usize = 0;
     /// For tests: a fault-injecting, crash-simulating layer that every file
     /// operation of the database goes through (see `quietio::fault`).

@@ -308,3 +308,59 @@ fn either_record_format_replays_with_recycling_on_or_off() {
         check_against(&again, &model, &format!("{write_keep} -> {read_keep}"));
     }
 }
+
+/// The point of recycling: a kept WAL keeps its blocks (it is not cut to
+/// its true length when it is closed), so when a later life reuses it,
+/// steady writes neither extend the file nor allocate: its size is the
+/// one segment it was allocated at the end of every life, kept or live.
+#[test]
+fn a_reused_wal_keeps_its_size_and_blocks_across_lives() {
+    const SEGMENT: u64 = 1 << 20;
+    for mode in wal_modes() {
+        let d = dir();
+        let opts = options(mode, Compression::None, 1).wal_segment_size(SEGMENT);
+        let db = Db::open(d.path(), opts).unwrap();
+        // Inode -> (size, blocks) when last seen.
+        let mut seen: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+        let mut checked = 0;
+        for life in 0..8 {
+            for i in 0..300 {
+                let mut b = WriteBatch::new();
+                b.put(format!("k{i}").as_bytes(), &[b'v'; 1000]).unwrap();
+                db.write(b, WriteOptions::default()).unwrap();
+            }
+            for (_, p) in wal_files(d.path()) {
+                let m = std::fs::metadata(&p).unwrap();
+                let now = (m.len(), m.blocks());
+                // Never cut, never grown; every block of the segment
+                // allocated, and nothing more but (with many extents) a
+                // block or two of the file system's extent tree.
+                assert_eq!(now.0, SEGMENT, "{mode} life {life}: {}", p.display());
+                let data_blocks = SEGMENT / 512;
+                assert!(
+                    (data_blocks..=data_blocks + 16).contains(&now.1),
+                    "{mode} life {life}: {} blocks of 512 bytes in {}",
+                    now.1,
+                    p.display()
+                );
+                if seen.insert(m.ino(), now).is_some() {
+                    checked += 1;
+                }
+            }
+            if life > 0 {
+                wait_kept(&db, 1);
+            }
+            db.flush().unwrap();
+        }
+        assert_eq!(db.stats().wal_files_recycled, 7, "{mode}");
+        assert!(
+            checked >= 6,
+            "{mode}: a reused file seen again {checked} times"
+        );
+        assert!(
+            seen.len() <= 3,
+            "{mode}: {} WAL files over 8 lives",
+            seen.len()
+        );
+    }
+}

@@ -451,7 +451,15 @@ impl Drop for Db {
 /// A writer for new WAL `number` in `file`: compressed as the options say,
 /// and in the recyclable format when recycling is on (a WAL written
 /// otherwise may never be reused: its records do not name their log).
-pub(crate) fn new_wal_writer(opts: &Options, file: LogFile, number: u64) -> LogWriter<LogFile> {
+///
+/// A recyclable WAL also keeps its allocation when it is closed: a later
+/// life then finds every block allocated (and, up to where an earlier life
+/// wrote, written), so steady writes neither allocate nor extend it. Its
+/// length in the manifest is what the reader goes by, not the file's.
+pub(crate) fn new_wal_writer(opts: &Options, mut file: LogFile, number: u64) -> LogWriter<LogFile> {
+    if opts.wal_recycle_count > 0 {
+        file.keep_allocation();
+    }
     let w = LogWriter::new(file).with_compression(opts.wal_compression);
     if opts.wal_recycle_count > 0 {
         w.recyclable(number)
