@@ -162,7 +162,7 @@ options! {
     /// allocated with `fallocate` (its size included) this many bytes at a
     /// time, so steady writes neither allocate blocks nor extend the file
     /// (in mmap mode it is also mapped a segment at a time). A WAL is cut
-    /// to its true length when it is closed; after a crash it ends in
+    /// to its true length when it is closed (not with `wal_recycle_count`); after a crash it ends in
     /// allocated zeros, which replay reads as padding. Where the file
     /// system cannot allocate, WALs are appended to as usual (mmap mode is
     /// then refused). A multiple of 4096, at least 4096. Default 64 MiB.
