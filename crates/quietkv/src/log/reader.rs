@@ -403,11 +403,18 @@ impl<'a> LogReader<'a> {
         problem: String,
     ) -> std::result::Result<Option<(RecordType, &'a [u8])>, Problem> {
         let data = self.data;
+        // A log of the plain format is never a recycled file (only WALs
+        // written in the recyclable format are reused).
+        let maybe_recycled = self.log_number.is_some() && self.recyclable != Some(false);
+        let unpersisted =
+            self.sealed_len.is_none() && has_unpersisted_sector(data, start, end.min(data.len()));
+        if !maybe_recycled && !unpersisted {
+            return Err((problem, start as u64));
+        }
         let after = scan_after(data, start, self.log_number);
         // A recycled log: known to be one from its own records (or the
         // damaged record's header), or from the stale records after it.
-        let recycled =
-            self.log_number.is_some() && (self.recyclable == Some(true) || ours || after.stale);
+        let recycled = maybe_recycled && (self.recyclable == Some(true) || ours || after.stale);
         let past_sealed = self.sealed_len.is_none_or(|len| start as u64 >= len);
         let recycled_tail = recycled && past_sealed && !after.covered;
         // Stale records after the damage say best what the bytes are.
@@ -418,10 +425,7 @@ impl<'a> LogReader<'a> {
                 })
                 .map(|_| None);
         }
-        if self.sealed_len.is_none()
-            && has_unpersisted_sector(data, start, end.min(data.len()))
-            && !after.covered
-        {
+        if unpersisted && !after.covered {
             return self
                 .stop(TailState::Unpersisted {
                     offset: start as u64,

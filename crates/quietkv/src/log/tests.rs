@@ -1024,6 +1024,14 @@ fn old_format_logs_still_read_with_a_log_number_and_stay_strict() {
     let e = read_log(7, &d).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
     assert_eq!(e.offset(), Some(offsets[2]));
+    // And with recyclable records of another log after the damage: a log
+    // of the plain format is never a reused file, so still corruption.
+    let (plain, offsets) = build(&[b"one".to_vec(), vec![3u8; 300]]);
+    let mut d = overlay(&old_life(), &plain);
+    d[offsets[1] as usize + HEADER_LEN + 100] ^= 0x10;
+    let e = read_log(7, &d).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+    assert_eq!(e.offset(), Some(offsets[1]));
 }
 
 #[test]
