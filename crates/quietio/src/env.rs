@@ -338,6 +338,42 @@ impl IoEnv {
         MmapWriter::create(path, self.file_config(class, mode), segment_size)
     }
 
+    /// Opens the existing file `path` to write it again from offset 0 in
+    /// `class`'s mode, without truncating it (see
+    /// [`SeqWriter::overwrite`]): a recycled log. Refused in a read-only
+    /// environment.
+    pub fn overwrite(&self, path: &Path, class: IoClass) -> Result<SeqWriter> {
+        self.check_writable(path)?;
+        SeqWriter::overwrite(path, self.file_config(class, self.mode(class)))
+    }
+
+    /// [`overwrite`](Self::overwrite) in `mode` instead of the class's mode
+    /// (resolved as for [`create_with_mode`](Self::create_with_mode)).
+    pub fn overwrite_with_mode(
+        &self,
+        path: &Path,
+        class: IoClass,
+        mode: AccessMode,
+    ) -> Result<SeqWriter> {
+        self.check_writable(path)?;
+        let m = self.resolve_explicit(class, mode)?;
+        SeqWriter::overwrite(path, self.file_config(class, m))
+    }
+
+    /// Like [`create_mapped`](Self::create_mapped), for an existing file
+    /// written again from offset 0 without truncating it (see
+    /// [`MmapWriter::overwrite`]).
+    pub fn overwrite_mapped(
+        &self,
+        path: &Path,
+        class: IoClass,
+        segment_size: u64,
+    ) -> Result<MmapWriter> {
+        self.check_writable(path)?;
+        let mode = self.resolve_explicit(class, AccessMode::Mmap)?;
+        MmapWriter::overwrite(path, self.file_config(class, mode), segment_size)
+    }
+
     /// Opens `path` for reading front to back in `class`'s mode.
     pub fn open_sequential(&self, path: &Path, class: IoClass) -> Result<SeqReader> {
         SeqReader::open(path, self.file_config(class, self.mode(class)))

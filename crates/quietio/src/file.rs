@@ -138,6 +138,40 @@ impl FileConfig {
         Ok((file, fault.map(|(layer, name)| layer.created(&name, true))))
     }
 
+    /// Opens the existing file `path` for writing without truncating it
+    /// (its old bytes stay until overwritten), through the fault layer
+    /// like [`create_file`](Self::create_file); returns it, its length and
+    /// the layer's handle.
+    pub(crate) fn reopen_file(
+        &self,
+        path: &Path,
+        open: &OpenOptions,
+    ) -> Result<(File, u64, Option<Tracked>)> {
+        let fault = self.fault_name(path);
+        let admitted = match &fault {
+            Some((layer, name)) => layer.admit(OpKind::Create, name),
+            None => Ok(()),
+        };
+        let opened = admitted
+            .and_then(|()| open.open(path))
+            .and_then(|f| f.metadata().map(|m| (f, m.len())));
+        let (file, len) = opened.map_err(|e| {
+            Error::io(
+                e,
+                format!(
+                    "cannot open existing file for {} in {} mode to overwrite it",
+                    self.class, self.mode
+                ),
+            )
+            .with_file(path)
+        })?;
+        Ok((
+            file,
+            len,
+            fault.map(|(layer, name)| layer.created(&name, false)),
+        ))
+    }
+
     pub(crate) fn throttle(&self, bytes: usize) {
         if let Some(l) = &self.limiter {
             let waited = l.request(bytes as u64);
@@ -233,6 +267,9 @@ pub struct SeqWriter {
     /// `preallocate_segments`): the allocated zeros after its data stay
     /// until `finish`.
     segment: Option<u64>,
+    /// `finish` and drop leave the file at its allocated size (see
+    /// `keep_allocation`).
+    keep_allocation: bool,
     /// File offset where `buf[0]` belongs.
     pos: u64,
     /// Fadvise mode: bytes before this offset have had write-back started.
@@ -250,6 +287,22 @@ impl SeqWriter {
     /// io_uring ring cannot be set up for a direct file, the writer logs a
     /// warning and uses blocking calls.
     pub fn create(path: &Path, cfg: FileConfig) -> Result<SeqWriter> {
+        Self::open(path, cfg, false)
+    }
+
+    /// Opens the existing file `path` to write it again from offset 0
+    /// without truncating it: its blocks stay allocated (and written), so
+    /// rewriting them neither allocates nor converts unwritten extents,
+    /// and its old bytes stay after whatever is written (a recycled log
+    /// tells them apart itself). The file's old size counts as allocated
+    /// ([`allocated`](Self::allocated)); [`finish`](Self::finish) cuts the
+    /// file to the bytes written, as for a new one. Fails as `create`
+    /// does, and with `Io` when the file does not exist.
+    pub fn overwrite(path: &Path, cfg: FileConfig) -> Result<SeqWriter> {
+        Self::open(path, cfg, true)
+    }
+
+    fn open(path: &Path, cfg: FileConfig, existing: bool) -> Result<SeqWriter> {
         if cfg.mode == EffectiveMode::Mmap {
             return Err(
                 Error::invalid("mmap is a read mode; a writer cannot use it").with_file(path),
@@ -264,14 +317,24 @@ impl SeqWriter {
             .with_file(path));
         }
         let buf = cfg.buffer(size).map_err(|e| e.with_file(path))?;
-        let (file, tracked) = cfg.create_file(
-            path,
-            OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .custom_flags(open_flags(cfg.mode)),
-        )?;
+        let (file, old_len, tracked) = if existing {
+            cfg.reopen_file(
+                path,
+                OpenOptions::new()
+                    .write(true)
+                    .custom_flags(open_flags(cfg.mode)),
+            )?
+        } else {
+            let (file, tracked) = cfg.create_file(
+                path,
+                OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .custom_flags(open_flags(cfg.mode)),
+            )?;
+            (file, 0, tracked)
+        };
         let behind = if cfg.uses_uring() {
             match WriteBehind::new(cfg.io_depth, tracked.clone()) {
                 Ok(wb) => Some(wb),
@@ -302,8 +365,10 @@ impl SeqWriter {
             failed_at: None,
             flushed_len: 0,
             preallocating,
-            preallocated_to: 0,
+            // An overwritten file's old size is allocated already.
+            preallocated_to: old_len,
             segment: None,
+            keep_allocation: false,
             pos: 0,
             kicked_upto: 0,
             dropped_upto: 0,
@@ -346,6 +411,16 @@ impl SeqWriter {
         self.preallocating = true;
         self.preallocate(segment);
         Ok(())
+    }
+
+    /// From now on [`finish`](Self::finish) (and drop) leave the file at
+    /// its allocated size instead of cutting it to the bytes written: for
+    /// a log that will be written again from offset 0 (a recycled WAL),
+    /// whose blocks then stay allocated, and written once a life reached
+    /// them. Its reader must take what follows the data (allocated zeros,
+    /// or an earlier life's bytes) as the end.
+    pub fn keep_allocation(&mut self) {
+        self.keep_allocation = true;
     }
 
     /// The file's size as allocated ahead of the data (0 if it is not).
@@ -439,7 +514,9 @@ impl SeqWriter {
         if self.cfg.is_direct() && !self.buf.is_empty() {
             self.write_padded_tail()?;
         }
-        self.trim_preallocation()?;
+        if !self.keep_allocation {
+            self.trim_preallocation()?;
+        }
         if sync {
             self.fdatasync()?;
         }
@@ -709,7 +786,11 @@ impl Drop for SeqWriter {
     /// closed after sealing its WAL) still leaves its file at the length
     /// written; nothing is synced. A failed or finished writer is left alone.
     fn drop(&mut self) {
-        if self.segment.is_none() || self.finished || self.failed_at.is_some() {
+        if self.segment.is_none()
+            || self.finished
+            || self.failed_at.is_some()
+            || self.keep_allocation
+        {
             return;
         }
         if self.wait_for_writes().is_err() {

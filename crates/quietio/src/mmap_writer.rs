@@ -41,6 +41,8 @@ pub struct MmapWriter {
     synced_len: u64,
     /// Set by a failed copy, allocation or sync: the file's tail is unknown.
     failed: bool,
+    /// `finish` and drop leave the file at its mapped size.
+    keep_allocation: bool,
     tracked: Option<Tracked>,
 }
 
@@ -50,6 +52,20 @@ impl MmapWriter {
     /// mapped block it could not allocate later would kill the process with
     /// SIGBUS instead of returning an error.
     pub fn create(path: &Path, cfg: FileConfig, segment_size: u64) -> Result<MmapWriter> {
+        Self::open(path, cfg, segment_size, false)
+    }
+
+    /// Opens the existing file `path` to write it again from offset 0
+    /// through a mapping, without truncating it: the mapping covers its
+    /// old size rounded up to whole segments (allocating only what was not
+    /// allocated), its old bytes stay after whatever is written, and
+    /// `finish` cuts it to the bytes written. Fails as `create` does, and
+    /// when the file does not exist.
+    pub fn overwrite(path: &Path, cfg: FileConfig, segment_size: u64) -> Result<MmapWriter> {
+        Self::open(path, cfg, segment_size, true)
+    }
+
+    fn open(path: &Path, cfg: FileConfig, segment_size: u64, existing: bool) -> Result<MmapWriter> {
         if cfg.mode != EffectiveMode::Mmap {
             return Err(Error::invalid(format!(
                 "an mmap writer needs mmap mode, not {}",
@@ -64,15 +80,26 @@ impl MmapWriter {
             ))
             .with_file(path));
         }
-        let (file, tracked) = cfg.create_file(
-            path,
-            OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .custom_flags(libc::O_CLOEXEC),
-        )?;
+        let (file, old_len, tracked) = if existing {
+            cfg.reopen_file(
+                path,
+                OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .custom_flags(libc::O_CLOEXEC),
+            )?
+        } else {
+            let (file, tracked) = cfg.create_file(
+                path,
+                OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .custom_flags(libc::O_CLOEXEC),
+            )?;
+            (file, 0, tracked)
+        };
         let mut w = MmapWriter {
             file,
             path: path.to_path_buf(),
@@ -82,9 +109,12 @@ impl MmapWriter {
             len: 0,
             synced_len: 0,
             failed: false,
+            keep_allocation: false,
             tracked,
         };
-        w.grow_to(segment_size)?;
+        // fallocate from offset 0 (nothing is mapped yet) leaves the old
+        // bytes of an existing file as they are.
+        w.grow_to(old_len.div_ceil(segment_size).max(1) * segment_size)?;
         Ok(w)
     }
 
@@ -112,6 +142,14 @@ impl MmapWriter {
     /// The file's allocated (and mapped) size.
     pub fn allocated(&self) -> u64 {
         self.map.as_ref().map_or(self.len, |m| m.len() as u64)
+    }
+
+    /// From now on [`finish`](Self::finish) (and drop) leave the file at
+    /// its allocated size instead of cutting it to the bytes written, as
+    /// [`SeqWriter::keep_allocation`](crate::SeqWriter::keep_allocation)
+    /// does.
+    pub fn keep_allocation(&mut self) {
+        self.keep_allocation = true;
     }
 
     /// Copies `data` to the end of the file (growing it a segment at a time).
@@ -196,7 +234,9 @@ impl MmapWriter {
     pub fn finish(mut self, sync: bool) -> Result<u64> {
         self.check_usable()?;
         self.map = None;
-        self.truncate_to_len()?;
+        if !self.keep_allocation {
+            self.truncate_to_len()?;
+        }
         if sync {
             let t = Instant::now();
             let fd = self.file.as_raw_fd();
@@ -304,6 +344,9 @@ impl Drop for MmapWriter {
             return;
         }
         self.map = None;
+        if self.keep_allocation {
+            return;
+        }
         if let Err(e) = self.truncate_to_len() {
             log::debug!("quietio: {e}");
         }
@@ -339,6 +382,48 @@ mod tests {
         w.sync().unwrap();
         assert_eq!(w.finish(true).unwrap(), data.len() as u64);
         assert_eq!(std::fs::read(&path).unwrap(), data);
+    }
+
+    #[test]
+    fn overwrite_maps_the_old_file_whole_and_keeps_its_bytes_until_finish() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("w.log");
+        let seg = sys::page_size() as u64;
+        let old: Vec<u8> = (0..(seg as usize * 2 + 10))
+            .map(|i| (i % 251) as u8)
+            .collect();
+        std::fs::write(&path, &old).unwrap();
+        let layer = FaultLayer::new(d.path()).unwrap();
+        let mut w =
+            MmapWriter::overwrite(&path, config(d.path(), Some(layer.clone())), seg).unwrap();
+        assert_eq!(w.allocated(), seg * 3, "the old size, in whole segments");
+        w.write_all(b"new").unwrap();
+        w.sync().unwrap();
+        let on_disk = std::fs::read(&path).unwrap();
+        assert_eq!(&on_disk[..3], b"new");
+        assert_eq!(on_disk[3..old.len()], old[3..], "old bytes after the new");
+        // The layer sees an overwrite, not a truncation: the durable file
+        // is the old one with its first bytes replaced.
+        let durable = layer.durable_content("w.log").unwrap();
+        assert_eq!(&durable[..3], b"new");
+        assert_eq!(durable[3..old.len()], old[3..]);
+        assert_eq!(w.finish(true).unwrap(), 3);
+        assert_eq!(std::fs::read(&path).unwrap(), b"new");
+        // Kept allocation: finish and drop leave the mapped size.
+        let mut w = MmapWriter::overwrite(&path, config(d.path(), None), seg).unwrap();
+        w.keep_allocation();
+        w.write_all(b"again").unwrap();
+        assert_eq!(w.finish(true).unwrap(), 5);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), seg);
+        let mut w = MmapWriter::overwrite(&path, config(d.path(), None), seg).unwrap();
+        w.keep_allocation();
+        w.write_all(b"x").unwrap();
+        drop(w);
+        let on_disk = std::fs::read(&path).unwrap();
+        assert_eq!((on_disk.len() as u64, &on_disk[..5]), (seg, &b"xgain"[..]));
+        assert!(
+            MmapWriter::overwrite(&d.path().join("missing"), config(d.path(), None), seg).is_err()
+        );
     }
 
     #[test]

@@ -198,6 +198,102 @@ fn segment_preallocated_logs_keep_their_allocation_until_finish() {
 }
 
 #[test]
+fn an_overwritten_log_reuses_its_blocks_and_keeps_its_old_bytes_until_finish() {
+    // A recycled WAL: the old file is written again from offset 0 without
+    // truncation. Inside its old size nothing is allocated or extended
+    // (same inode, same size); past it the file grows by segments; finish
+    // cuts it to the new bytes.
+    use std::os::unix::fs::MetadataExt;
+    const SEGMENT: u64 = 16 << 10;
+    let d = disk_dir();
+    for engine in engines() {
+        let env = IoEnv::open(d.path(), pipelined(engine, 2)).unwrap();
+        for mode in write_modes(&env) {
+            let p = d.path().join(format!("over-{mode}-{engine:?}"));
+            let old = pattern(3 * SEGMENT as usize + 1000, 1);
+            let mut w = env.create_with_mode(&p, IoClass::WalWrite, mode).unwrap();
+            w.preallocate_segments(SEGMENT).unwrap();
+            w.write_all(&old).unwrap();
+            w.finish(true).unwrap();
+            let ino = std::fs::metadata(&p).unwrap().ino();
+
+            let mut w = env
+                .overwrite_with_mode(&p, IoClass::WalWrite, mode)
+                .unwrap();
+            assert_eq!(w.allocated(), old.len() as u64, "{mode}: old size counts");
+            w.preallocate_segments(SEGMENT).unwrap();
+            assert_eq!(w.allocated(), old.len() as u64, "{mode}: nothing allocated");
+            let new = pattern(SEGMENT as usize + 333, 2);
+            w.write_all(&new).unwrap();
+            w.sync().unwrap();
+            let on_disk = std::fs::read(&p).unwrap();
+            let meta = std::fs::metadata(&p).unwrap();
+            assert_eq!(meta.ino(), ino, "{mode}: the same file");
+            assert_eq!(on_disk.len(), old.len(), "{mode}: not cut, not grown");
+            assert!(on_disk[..new.len()] == new[..], "{mode}: new bytes first");
+            // (A direct writer pads its last block with zeros.)
+            let block_end = new.len().next_multiple_of(4096);
+            assert!(
+                on_disk[block_end..] == old[block_end..],
+                "{mode}: the old bytes stay after them"
+            );
+            assert!(
+                (new.len()..block_end).all(|i| on_disk[i] == old[i] || on_disk[i] == 0),
+                "{mode}: old bytes or padding in the last block"
+            );
+            // Past the old size: a segment at a time.
+            let more = pattern(3 * SEGMENT as usize, 3);
+            w.write_all(&more).unwrap();
+            w.sync().unwrap();
+            let len = (new.len() + more.len()) as u64;
+            assert_eq!(w.allocated(), len.div_ceil(SEGMENT) * SEGMENT, "{mode}");
+            assert_eq!(w.finish(true).unwrap(), len);
+            let mut want = new.clone();
+            want.extend_from_slice(&more);
+            assert!(
+                std::fs::read(&p).unwrap() == want,
+                "{mode}: cut to the new bytes"
+            );
+
+            // Kept allocation: finish leaves the file whole, so the next
+            // life finds every block allocated.
+            let mut w = env
+                .overwrite_with_mode(&p, IoClass::WalWrite, mode)
+                .unwrap();
+            w.preallocate_segments(SEGMENT).unwrap();
+            w.keep_allocation();
+            w.write_all(&old).unwrap();
+            let allocated = w.allocated();
+            assert_eq!(allocated, len, "{mode}: the old size, nothing allocated");
+            assert_eq!(w.finish(true).unwrap(), old.len() as u64);
+            let on_disk = std::fs::read(&p).unwrap();
+            assert_eq!(on_disk.len() as u64, allocated, "{mode}: not cut");
+            assert!(on_disk[..old.len()] == old[..], "{mode}");
+            let mut w = env
+                .overwrite_with_mode(&p, IoClass::WalWrite, mode)
+                .unwrap();
+            w.preallocate_segments(SEGMENT).unwrap();
+            w.keep_allocation();
+            w.write_all(b"short").unwrap();
+            drop(w);
+            assert_eq!(
+                std::fs::metadata(&p).unwrap().len(),
+                allocated,
+                "{mode}: drop"
+            );
+            assert_eq!(std::fs::metadata(&p).unwrap().ino(), ino, "{mode}");
+        }
+        assert!(env
+            .overwrite_with_mode(
+                &d.path().join("missing"),
+                IoClass::WalWrite,
+                AccessMode::Buffered
+            )
+            .is_err());
+    }
+}
+
+#[test]
 fn sequential_reads_in_every_mode() {
     let d = disk_dir();
     let env = IoEnv::open(d.path(), small_buffers()).unwrap();

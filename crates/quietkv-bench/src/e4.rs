@@ -30,9 +30,10 @@ pub enum Fs {
     Xfs,
 }
 
-/// One E4 configuration: `FS/MODE/SYNC/COMPRESSION`, e.g.
+/// One E4 configuration: `FS/MODE/SYNC/COMPRESSION[/recycle:N]`, e.g.
 /// `ext4/direct/group/none` or `xfs/buffered/periodic:10/lz4` (`ext4` means
-/// the scratch directory's own file system).
+/// the scratch directory's own file system); `/recycle:N` keeps up to N
+/// flushed WAL files for reuse (`Options::wal_recycle_count`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct WalConfig {
     pub name: String,
@@ -40,15 +41,30 @@ pub struct WalConfig {
     pub wal_mode: String,
     pub sync: String,
     pub compression: String,
+    /// `Options::wal_recycle_count` (0 unless the name ends in `/recycle:N`).
+    pub recycle: usize,
 }
 
 impl WalConfig {
     pub fn parse(name: &str) -> Result<WalConfig, String> {
         let parts: Vec<&str> = name.trim().split('/').collect();
-        let [fs, mode, sync, compression] = parts[..] else {
-            return Err(format!(
-                "E4 mode '{name}': expected FS/MODE/SYNC/COMPRESSION, e.g. ext4/direct/group/none"
-            ));
+        let (fs, mode, sync, compression, recycle) = match parts[..] {
+            [fs, mode, sync, compression] => (fs, mode, sync, compression, 0),
+            [fs, mode, sync, compression, recycle] => {
+                let n = recycle
+                    .strip_prefix("recycle:")
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| {
+                        format!("E4 mode '{name}': expected recycle:N (N > 0) after the compression, not '{recycle}'")
+                    })?;
+                (fs, mode, sync, compression, n)
+            }
+            _ => {
+                return Err(format!(
+                    "E4 mode '{name}': expected FS/MODE/SYNC/COMPRESSION[/recycle:N], e.g. ext4/direct/group/none"
+                ))
+            }
         };
         let fs = match fs {
             "ext4" | "native" => Fs::Native,
@@ -69,13 +85,26 @@ impl WalConfig {
             wal_mode: mode.into(),
             sync: sync.into(),
             compression: compression.into(),
+            recycle,
         })
+    }
+
+    /// The configuration without its file system: what the xfs/ext4
+    /// ratio pairs up.
+    fn rest(&self) -> String {
+        let mut s = format!("{}/{}/{}", self.wal_mode, self.sync, self.compression);
+        if self.recycle > 0 {
+            s.push_str(&format!("/recycle:{}", self.recycle));
+        }
+        s
     }
 
     fn engine_config(&self) -> QuietkvConfig {
         let mode: AccessMode = self.wal_mode.parse().expect("checked by parse");
-        QuietkvConfig::wal(&self.name, mode, &self.sync, &self.compression)
-            .expect("checked by parse")
+        let mut c = QuietkvConfig::wal(&self.name, mode, &self.sync, &self.compression)
+            .expect("checked by parse");
+        c.wal_recycle_count = self.recycle;
+        c
     }
 }
 
@@ -481,10 +510,11 @@ pub fn xfs_ratios(modes: &[WalConfig], runs: &[Run]) -> Vec<(String, f64)> {
     };
     let mut out = Vec::new();
     for x in modes.iter().filter(|m| m.fs == Fs::Xfs) {
-        let rest = format!("{}/{}/{}", x.wal_mode, x.sync, x.compression);
-        if let Some(n) = modes.iter().find(|m| {
-            m.fs == Fs::Native && format!("{}/{}/{}", m.wal_mode, m.sync, m.compression) == rest
-        }) {
+        let rest = x.rest();
+        if let Some(n) = modes
+            .iter()
+            .find(|m| m.fs == Fs::Native && m.rest() == rest)
+        {
             let base = med(&n.name);
             if base > 0.0 {
                 out.push((rest, med(&x.name) / base));
@@ -508,6 +538,7 @@ pub fn json(p: &Params, modes: &[WalConfig], runs: &[Run]) -> serde_json::Value 
                 "wal_mode": m.wal_mode,
                 "sync": m.sync,
                 "compression": m.compression,
+                "wal_recycle": m.recycle,
                 "runs": rs.len(),
                 "writes_per_s": {"median": med, "min": lo, "max": hi},
                 "repeats": rs,
@@ -544,7 +575,17 @@ mod tests {
             (c.wal_mode.as_str(), c.sync.as_str(), c.compression.as_str()),
             ("direct", "periodic:10", "lz4")
         );
+        let r = WalConfig::parse("ext4/buffered/group/none/recycle:4").unwrap();
+        assert_eq!(
+            (r.recycle, r.rest().as_str()),
+            (4, "buffered/group/none/recycle:4")
+        );
+        assert_eq!(r.engine_config().wal_recycle_count, 4);
+        assert_eq!(c.recycle, 0);
         for bad in [
+            "ext4/buffered/group/none/recycle:0",
+            "ext4/buffered/group/none/recycle:x",
+            "ext4/buffered/group/none/keep:4",
             "ext4/direct/group",
             "zfs/direct/group/none",
             "ext4/sideways/group/none",

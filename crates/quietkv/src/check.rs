@@ -359,6 +359,11 @@ impl Checker<'_> {
                 "last manifest edit partly persisted out of order (never installed; recovery drops it)"
                     .into(),
             ),
+            TailState::Recycled { offset } => self.note(
+                path.clone(),
+                Some(offset),
+                "manifest holds bytes of another log (never installed; recovery drops them)".into(),
+            ),
             TailState::Clean | TailState::ZeroPadded { .. } => {}
         }
         if self.report.manifest_edits == 0 {
@@ -439,7 +444,7 @@ impl Checker<'_> {
                 return;
             }
         };
-        let mut reader = LogReader::new(&path, &data);
+        let mut reader = LogReader::new(&path, &data).for_log(number);
         if let Some(len) = sealed_len {
             reader = reader.sealed_at(len);
         }
@@ -478,6 +483,13 @@ impl Checker<'_> {
                 Some(offset),
                 "unsynced WAL tail persisted out of order: a sector is missing (never synced; \
                  recovery drops the records from here)"
+                    .into(),
+            ),
+            TailState::Recycled { offset } => self.note(
+                path.clone(),
+                Some(offset),
+                "recycled WAL: its records end here and the bytes after are the file's \
+                 earlier life as another WAL (recovery ignores them)"
                     .into(),
             ),
             TailState::Clean | TailState::ZeroPadded { .. } => {}
@@ -748,6 +760,48 @@ mod tests {
         assert!(r.is_ok(), "{:?}", r.problems);
         assert_eq!(r.wal_records, 4);
         assert!(r.notes.iter().any(|n| n.message.contains("torn")));
+    }
+
+    /// A crashed database whose live WAL is a reused file: the old
+    /// life's records after the new ones are a note, not damage.
+    #[test]
+    fn stale_records_after_a_recycled_wal_tail_are_a_note() {
+        let d = dir();
+        let opts = Options {
+            wal_recycle_count: 1,
+            ..small()
+        };
+        let db = Db::open(d.path(), opts).unwrap();
+        let wait_kept = |db: &Db| {
+            let t = std::time::Instant::now();
+            while db.stats().wal_files_kept == 0 {
+                assert!(t.elapsed().as_secs() < 10, "no WAL was kept");
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        };
+        // A long first life, kept once flushed; a short second one; the
+        // third WAL is the first file again.
+        for i in 0..200 {
+            db.put(format!("old{i:05}").as_bytes(), b"value").unwrap();
+        }
+        db.flush().unwrap();
+        wait_kept(&db);
+        db.put(b"second", b"value").unwrap();
+        db.flush().unwrap();
+        assert_eq!(db.stats().wal_files_recycled, 1);
+        db.put(b"third-a", b"value").unwrap();
+        db.put(b"third-b", b"value").unwrap();
+        std::mem::forget(db);
+        let r = check_dir_with(d.path(), CheckOptions { ignore_lock: true }).unwrap();
+        assert!(r.is_ok(), "{:?}", r.problems);
+        let note = r
+            .notes
+            .iter()
+            .find(|n| n.message.contains("recycled WAL"))
+            .unwrap_or_else(|| panic!("no note of the recycled tail: {:?}", r.notes));
+        assert_eq!(note.file, *files(d.path(), "log").last().unwrap());
+        // Right after the two small records of this life.
+        assert!(note.offset.is_some_and(|o| o > 0 && o < 200), "{note:?}");
     }
 
     /// The defects of issue 11: after a clean close, a truncated WAL, a

@@ -49,6 +49,35 @@ impl LogFile {
         })
     }
 
+    /// Opens the existing WAL file `path` (a kept one, renamed to the new
+    /// WAL's name) to write it again from offset 0 in the WAL class's
+    /// mode, without truncating it: its blocks are allocated and written
+    /// already, and past its old size it grows `segment_size` bytes at a
+    /// time as a new one does. Its old records stay after the new ones;
+    /// the log reader tells them apart by their log number.
+    pub fn reuse_wal(env: &IoEnv, path: &Path, segment_size: u64) -> Result<LogFile> {
+        Ok(match env.mode(IoClass::WalWrite) {
+            EffectiveMode::Mmap => {
+                LogFile::Mapped(env.overwrite_mapped(path, IoClass::WalWrite, segment_size)?)
+            }
+            _ => {
+                let mut w = env.overwrite(path, IoClass::WalWrite)?;
+                w.preallocate_segments(segment_size)?;
+                LogFile::Seq(w)
+            }
+        })
+    }
+
+    /// From now on `finish` (and drop) leave the file at its allocated
+    /// size instead of cutting it to its true length: a WAL that will be
+    /// kept and reused keeps its blocks (see `Options::wal_recycle_count`).
+    pub fn keep_allocation(&mut self) {
+        match self {
+            LogFile::Seq(w) => w.keep_allocation(),
+            LogFile::Mapped(w) => w.keep_allocation(),
+        }
+    }
+
     /// Writes what is buffered, cuts the file to its true length and with
     /// `sync` makes it durable; returns the length.
     pub fn finish(self, sync: bool) -> Result<u64> {

@@ -422,22 +422,35 @@ fn reseal_log(img: &mut [u8]) {
         }
         let len = read_u32_le(h, 8).unwrap_or(0) as usize;
         let ty = h[12];
-        let end = pos + HEADER_LEN + len;
-        if let Some(payload) = img.get(pos + HEADER_LEN..end) {
+        // A recyclable header carries the log number after the type.
+        let header_len = if crate::log::is_recyclable_code(ty) {
+            crate::log::RECYCLABLE_HEADER_LEN
+        } else {
+            HEADER_LEN
+        };
+        if img.len() < pos + header_len {
+            return;
+        }
+        let end = pos + header_len + len;
+        if let Some(payload) = img.get(pos + header_len..end) {
             let crc = crate::log::record_crc(ty, payload);
             img[pos + 4..pos + 8].copy_from_slice(&crc.to_le_bytes());
         }
-        let hcrc = crate::log::mask_crc(crc32c::crc32c(&img[pos + 4..pos + HEADER_LEN]));
+        let hcrc = crate::log::mask_crc(crc32c::crc32c(&img[pos + 4..pos + header_len]));
         img[pos..pos + 4].copy_from_slice(&hcrc.to_le_bytes());
         pos = end;
     }
 }
 
+/// The log number the `wal` target reads a log as, with bit 2 of its flags.
+const FUZZ_LOG_NUMBER: u64 = 9;
+
 /// A WAL (or manifest) record stream, read the way recovery reads it,
 /// including sync marks and, with bit 1 of the flags byte, the strict mode
-/// of a log sealed at the length in the next two bytes; then the repair
-/// salvage scan over the same bytes, and every record decoded as a write
-/// batch.
+/// of a log sealed at the length in the next two bytes; with bit 2, read as
+/// log [`FUZZ_LOG_NUMBER`] (recyclable records, a recycled file's stale
+/// ones); then the repair salvage scan over the same bytes, and every
+/// record decoded as a write batch.
 pub fn wal(data: &[u8]) {
     let (flags, mut rest) = flags(data);
     let mut sealed = None;
@@ -453,7 +466,11 @@ pub fn wal(data: &[u8]) {
     }
     let img = &img[..];
     let len = img.len() as u64;
+    let log_number = (flags & 4 != 0).then_some(FUZZ_LOG_NUMBER);
     let mut reader = LogReader::new("fuzz.log", img);
+    if let Some(n) = log_number {
+        reader = reader.for_log(n);
+    }
     if let Some(s) = sealed {
         reader = reader.sealed_at(s);
     }
@@ -467,9 +484,11 @@ pub fn wal(data: &[u8]) {
                     std::borrow::Cow::Borrowed(b) => {
                         let start = b.as_ptr() as usize - img.as_ptr() as usize;
                         assert!(start + b.len() <= img.len());
-                        assert_eq!(
-                            start as u64,
-                            reader.last_record_offset() + HEADER_LEN as u64
+                        let header = start as u64 - reader.last_record_offset();
+                        assert!(
+                            header == HEADER_LEN as u64
+                                || header == crate::log::RECYCLABLE_HEADER_LEN as u64,
+                            "payload {header} bytes after its record's start"
                         );
                         assert_eq!(reader.valid_len(), (start + b.len()) as u64);
                     }
@@ -503,7 +522,7 @@ pub fn wal(data: &[u8]) {
                 "not done after the end"
             );
             let slices: Vec<&[u8]> = records.iter().map(|r| &r[..]).collect();
-            check_salvage_agrees(img, &slices, tail);
+            check_salvage_agrees(img, &slices, tail, log_number);
         }
         Err(e) => {
             let again = reader.read_record();
@@ -529,9 +548,9 @@ pub fn wal(data: &[u8]) {
 }
 
 /// Repair's salvage scan finds every record recovery read, in order.
-fn check_salvage_agrees(img: &[u8], records: &[&[u8]], tail: TailState) {
+fn check_salvage_agrees(img: &[u8], records: &[&[u8]], tail: TailState, log_number: Option<u64>) {
     use crate::log::salvage::{salvage_records, Salvaged};
-    let found = salvage_records(img);
+    let found = salvage_records(img, log_number);
     let salvaged: Vec<&[u8]> = found
         .iter()
         .filter_map(|s| match s {
@@ -543,7 +562,12 @@ fn check_salvage_agrees(img: &[u8], records: &[&[u8]], tail: TailState) {
         salvaged.starts_with(records),
         "salvage lost records that recovery reads"
     );
-    if !matches!(tail, TailState::Torn { .. } | TailState::Unpersisted { .. }) {
+    // Past a recycled log's end salvage may still find this log's records
+    // (beyond the stale ones recovery stops at).
+    if !matches!(
+        tail,
+        TailState::Torn { .. } | TailState::Unpersisted { .. } | TailState::Recycled { .. }
+    ) {
         assert_eq!(salvaged.len(), records.len(), "salvage found extra records");
         assert!(
             found.iter().all(|s| matches!(s, Salvaged::Record { .. })),
@@ -718,7 +742,38 @@ pub fn seed_corpora(scratch: &Path) -> Result<Vec<(&'static str, Vec<u8>)>> {
     out.push(("bloom", [&[0x75u8][..], &entries].concat()));
     out.push(("current", b"MANIFEST-000007".to_vec()));
     out.push(("current", b"000012.sst".to_vec()));
+    let (recycled, new_len) = recycled_log_image()?;
+    out.push(("wal", [&[4u8][..], &recycled].concat()));
+    let sealed = (new_len as u16).to_le_bytes();
+    out.push(("wal", [&[6u8][..], &sealed, &recycled].concat()));
     Ok(spread(out, MAX_SEEDS_PER_TARGET))
+}
+
+/// A recycled WAL: log [`FUZZ_LOG_NUMBER`]'s records written over a longer
+/// earlier life's, synced now and then, and the new life's length.
+fn recycled_log_image() -> Result<(Vec<u8>, usize)> {
+    let life = |number: u64, n: usize| -> Result<Vec<u8>> {
+        let mut w = crate::log::LogWriter::new(Vec::new())
+            .recyclable(number)
+            .with_compression(Compression::Lz4);
+        for i in 0..n {
+            let mut b = WriteBatch::new();
+            b.put(
+                format!("k{i}-{number}").as_bytes(),
+                &vec![b'a' + (i % 26) as u8; 40 + i * 13],
+            )?;
+            w.add_record(b.data())?;
+            if i % 3 == 2 {
+                w.sync()?;
+            }
+        }
+        Ok(w.into_inner())
+    };
+    let old = life(FUZZ_LOG_NUMBER - 6, 24)?;
+    let mut img = life(FUZZ_LOG_NUMBER, 7)?;
+    let new_len = img.len();
+    img.extend_from_slice(&old[new_len.min(old.len())..]);
+    Ok((img, new_len))
 }
 
 /// Enough seeds per target to hold every shape the databases produce

@@ -163,16 +163,35 @@ options! {
     /// allocated with `fallocate` (its size included) this many bytes at a
     /// time, so steady writes neither allocate blocks nor extend the file
     /// (in mmap mode it is also mapped a segment at a time). A WAL is cut
-    /// to its true length when it is closed; after a crash it ends in
+    /// to its true length when it is closed (not with `wal_recycle_count`); after a crash it ends in
     /// allocated zeros, which replay reads as padding. Where the file
     /// system cannot allocate, WALs are appended to as usual (mmap mode is
     /// then refused). A multiple of 4096, at least 4096. Default 64 MiB.
     wal_segment_size: u64 = 64 << 20;
+    /// How many WAL files whose data is in tables are kept for reuse
+    /// instead of deleted (0, the default, turns recycling off). A WAL
+    /// switch then takes a kept file, renames it to the new WAL's name and
+    /// overwrites it from offset 0, so the blocks it writes are already
+    /// allocated and written (no unwritten-extent conversion at
+    /// `fdatasync`). With recycling on, WAL records carry their log's
+    /// number (record types 4-6) so that replay stops at the old records
+    /// of a reused file instead of replaying them; a database written this
+    /// way opens with recycling off and the other way round. Kept files
+    /// live only while the database is open: after a reopen they are
+    /// deleted like any obsolete WAL. WAL files then keep their whole
+    /// allocation when closed (whole segments) instead of being cut to
+    /// their true length, so kept files take up to this many segments of
+    /// disk space. At most 64.
+    wal_recycle_count: usize = 0;
     /// For tests: a fault-injecting, crash-simulating layer that every file
     /// operation of the database goes through (see `quietio::fault`).
     /// `None` (the default) costs nothing.
     fault_layer: Option<std::sync::Arc<quietio::fault::FaultLayer>> = None;
 }
+
+/// Largest [`Options::wal_recycle_count`]: more kept files only hold disk
+/// space (a switch takes one at a time).
+const MAX_WAL_RECYCLE_COUNT: usize = 64;
 
 impl Options {
     /// Sets one class's access mode.
@@ -191,6 +210,12 @@ impl Options {
             return bad(format!(
                 "wal_segment_size must be a positive multiple of 4096, got {}",
                 self.wal_segment_size
+            ));
+        }
+        if self.wal_recycle_count > MAX_WAL_RECYCLE_COUNT {
+            return bad(format!(
+                "wal_recycle_count must be at most {MAX_WAL_RECYCLE_COUNT}, got {}",
+                self.wal_recycle_count
             ));
         }
         if self.memtable_size < 4096 {
@@ -447,6 +472,13 @@ mod tests {
     fn defaults_are_valid_and_bad_values_are_named() {
         Options::default().validate().unwrap();
         let cases: Vec<(Options, &str)> = vec![
+            (
+                Options {
+                    wal_recycle_count: 65,
+                    ..Default::default()
+                },
+                "wal_recycle_count",
+            ),
             (
                 Options {
                     memtable_size: 0,

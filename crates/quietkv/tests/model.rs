@@ -321,6 +321,8 @@ proptest! {
         // Half the runs with the smallest manifest limit: rotations between
         // the model's flushes, compactions and reopens.
         tiny_manifest in any::<bool>(),
+        // WAL recycling: reused WAL files under every mode and reopen.
+        recycle in any::<bool>(),
     ) {
         let d = scratch();
         let modes = [WRITE_MODES[cr], WRITE_MODES[cw], WRITE_MODES[fw], USER_READ_MODES[ur], WAL_MODES[wal]];
@@ -329,7 +331,8 @@ proptest! {
             .warm_compaction_output(warm)
             .max_manifest_size(max_manifest_size)
             .wal_compression(WAL_COMPRESSIONS[wal_compression])
-            .wal_sync(WAL_SYNCS[wal_sync]);
+            .wal_sync(WAL_SYNCS[wal_sync])
+            .wal_recycle_count(if recycle { 2 } else { 0 });
         run(d.path(), &opts, &ops);
     }
 }

@@ -19,7 +19,9 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use quietio::fault::{CutPolicy, FaultLayer, OpKind, SyncPoint};
-use sim::{check_dir, mode_sets, options_for, run, states, workload, Progress, Verdict};
+use sim::{
+    check_dir, mode_sets, options_for, recycle_workload, run, states, workload, Progress, Verdict,
+};
 
 struct Cut {
     dir: PathBuf,
@@ -67,16 +69,43 @@ fn take_cuts(
 
 #[test]
 fn every_sync_point_of_the_workload_survives_a_power_cut_in_every_mode() {
+    let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let sets = mode_sets(root.path());
+    check_power_cuts(root, sets, &workload(), 1);
+}
+
+/// WAL recycling under power cuts: a workload of long and short WAL lives
+/// (each ended by a flush or a full compaction, with deletes between) so
+/// that WAL switches reuse kept files again and again, some of which held
+/// more than their new life writes; every mode set with recycling on.
+#[test]
+fn recycled_wals_survive_a_power_cut_at_every_sync_point() {
+    let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let sets: Vec<_> = mode_sets(root.path())
+        .into_iter()
+        .filter(|s| s.wal_recycle_count > 0)
+        .collect();
+    check_power_cuts(root, sets, &recycle_workload(), 3);
+}
+
+/// Runs `steps` once per mode set with power-cut images at every sync
+/// point (and after the close), checks every image against the model, and
+/// panics with the violations. A set with recycling on must have reused
+/// at least `min_reused` WAL files.
+fn check_power_cuts(
+    root: tempfile::TempDir,
+    sets: Vec<sim::ModeSet>,
+    steps: &[sim::Step],
+    min_reused: u64,
+) {
     let seeds: u64 = std::env::var("QUIETKV_SIM_SEEDS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1);
-    let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let steps = workload();
-    let model = states(&steps);
+    let model = states(steps);
     let mut violations = Vec::new();
     let mut summary = Vec::new();
-    for set in mode_sets(root.path()) {
+    for set in sets {
         let db_dir = root.path().join(set.name).join("db");
         let images = root.path().join(set.name).join("images");
         std::fs::create_dir_all(&images).unwrap();
@@ -104,8 +133,16 @@ fn every_sync_point_of_the_workload_survives_a_power_cut_in_every_mode() {
         }
         let mut opts = options_for(&set);
         opts.fault_layer = Some(layer.clone());
-        let end = run(&db_dir, &opts, &steps, &progress);
+        let end = run(&db_dir, &opts, steps, &progress);
         assert!(end.error.is_none(), "{}: {:?}", set.name, end.error);
+        if set.wal_recycle_count > 0 {
+            assert!(
+                end.wal_files_recycled >= min_reused,
+                "{}: only {} WAL switches reused a kept file",
+                set.name,
+                end.wal_files_recycled
+            );
+        }
         layer.set_sync_hook(None);
         let points = layer.sync_points();
         // And the state after the clean close: everything acknowledged.
@@ -153,12 +190,13 @@ fn every_sync_point_of_the_workload_survives_a_power_cut_in_every_mode() {
             }
         }
         let line = format!(
-            "{}: {} sync points, {} images checked: {} a valid prefix, {} refused as corruption; sync points by file: {:?}",
+            "{}: {} sync points, {} images checked: {} a valid prefix, {} refused as corruption; {} WAL files reused; sync points by file: {:?}",
             set.name,
             points,
             cuts.len(),
             prefixes,
             refused,
+            end.wal_files_recycled,
             kinds
         );
         eprintln!("{line}");

@@ -36,6 +36,9 @@ pub struct QuietkvConfig {
     /// `Options::wal_compression` (`none`, `lz4`, `zstd`).
     #[serde(default)]
     pub wal_compression: Option<String>,
+    /// `Options::wal_recycle_count` (0: WAL files are not reused).
+    #[serde(default)]
+    pub wal_recycle_count: usize,
     /// Engine knobs a mode name can override (`+depth=8`, ...), for
     /// measuring what they do; empty keeps the engine's defaults.
     #[serde(default)]
@@ -171,6 +174,7 @@ impl QuietkvConfig {
             warm_output,
             wal_sync: None,
             wal_compression: None,
+            wal_recycle_count: 0,
             knobs,
         })
     }
@@ -188,6 +192,7 @@ impl QuietkvConfig {
             warm_output: false,
             wal_sync: None,
             wal_compression: None,
+            wal_recycle_count: 0,
             knobs: QuietkvKnobs::default(),
         }
     }
@@ -214,6 +219,7 @@ impl QuietkvConfig {
             warm_output: false,
             wal_sync: Some(sync.to_string()),
             wal_compression: Some(compression.to_string()),
+            wal_recycle_count: 0,
             knobs: QuietkvKnobs::default(),
         })
     }
@@ -319,6 +325,7 @@ impl QuietkvConfig {
         {
             o.wal_compression = c;
         }
+        o.wal_recycle_count = self.wal_recycle_count;
         o
     }
 }
@@ -636,6 +643,14 @@ mod tests {
         let c = QuietkvConfig::wal("e4", AccessMode::Mmap, "group", "none").unwrap();
         assert_eq!(c.access(IoClass::WalWrite), AccessMode::Mmap);
         assert_eq!(c.access(IoClass::Manifest), AccessMode::Buffered);
+    }
+
+    #[test]
+    fn a_wal_config_sets_recycling_only_when_asked() {
+        let mut c = QuietkvConfig::wal("e4", AccessMode::Buffered, "group", "none").unwrap();
+        assert_eq!(c.options().wal_recycle_count, 0);
+        c.wal_recycle_count = 4;
+        assert_eq!(c.options().wal_recycle_count, 4);
     }
 
     #[test]

@@ -57,6 +57,8 @@ pub struct StressConfig {
     pub wal_sync: WalSync,
     pub wal_compression: Compression,
     pub modes: [AccessMode; 5],
+    /// `Options::wal_recycle_count`: kills land in reused WAL files.
+    pub wal_recycle: usize,
 }
 
 impl StressConfig {
@@ -102,6 +104,7 @@ impl StressConfig {
             ]),
             wal_compression: rng.pick(&[Compression::None, Compression::Lz4, Compression::Zstd]),
             modes,
+            wal_recycle: rng.pick(&[0, 0, 2]),
         }
     }
 
@@ -121,7 +124,8 @@ impl StressConfig {
             .direct_write_buffer_size(64 << 10)
             .compaction_readahead_size(128 << 10)
             .wal_sync(self.wal_sync)
-            .wal_compression(self.wal_compression);
+            .wal_compression(self.wal_compression)
+            .wal_recycle_count(self.wal_recycle);
         for (class, mode) in CLASSES.into_iter().zip(self.modes) {
             o = o.io_mode(class, mode);
         }
@@ -156,7 +160,7 @@ impl fmt::Display for StressConfig {
         for m in self.modes {
             write!(f, ",{m}")?;
         }
-        Ok(())
+        write!(f, ",recycle={}", self.wal_recycle)
     }
 }
 
@@ -165,7 +169,7 @@ impl FromStr for StressConfig {
 
     fn from_str(s: &str) -> Result<Self, String> {
         let parts: Vec<&str> = s.split(',').collect();
-        if parts.len() != 6 + CLASSES.len() {
+        if parts.len() != 7 + CLASSES.len() {
             return Err(format!("bad stress config {s:?}"));
         }
         let field = |i: usize, name: &str| -> Result<&str, String> {
@@ -203,6 +207,7 @@ impl FromStr for StressConfig {
                 .map_err(|e| format!("bad stress config {s:?}: {e}"))?,
             wal_compression,
             modes,
+            wal_recycle: num(6 + CLASSES.len(), "recycle")?,
         })
     }
 }
@@ -225,6 +230,11 @@ mod tests {
             mmap_wals += usize::from(c.modes[0] == AccessMode::Mmap);
         }
         assert!(mmap_wals > 0, "no cycle drew the mmap WAL");
+        let mut rng = Rng::new(9);
+        let recycled = (0..200)
+            .filter(|_| StressConfig::random(&mut rng, true, true, true).wal_recycle > 0)
+            .count();
+        assert!(recycled > 0, "no cycle drew WAL recycling");
         let c = StressConfig::random(&mut rng, false, false, false);
         assert_ne!(c.modes[0], AccessMode::Mmap);
         assert!(c

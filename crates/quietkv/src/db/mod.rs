@@ -92,6 +92,12 @@ pub(crate) struct State {
     /// A failed background write or WAL write: the database stays readable
     /// but refuses writes until reopened.
     pub bg_error: Option<Error>,
+    /// Obsolete WAL files kept for reuse by the next WAL switches
+    /// (`Options::wal_recycle_count`), oldest first.
+    pub wal_pool: VecDeque<u64>,
+    /// The first WAL this process wrote: only WALs from it on are in the
+    /// recyclable format and may be kept.
+    pub first_own_wal: u64,
 }
 
 impl State {
@@ -442,6 +448,26 @@ impl Drop for Db {
     }
 }
 
+/// A writer for new WAL `number` in `file`: compressed as the options say,
+/// and in the recyclable format when recycling is on (a WAL written
+/// otherwise may never be reused: its records do not name their log).
+///
+/// A recyclable WAL also keeps its allocation when it is closed: a later
+/// life then finds every block allocated (and, up to where an earlier life
+/// wrote, written), so steady writes neither allocate nor extend it. Its
+/// length in the manifest is what the reader goes by, not the file's.
+pub(crate) fn new_wal_writer(opts: &Options, mut file: LogFile, number: u64) -> LogWriter<LogFile> {
+    if opts.wal_recycle_count > 0 {
+        file.keep_allocation();
+    }
+    let w = LogWriter::new(file).with_compression(opts.wal_compression);
+    if opts.wal_recycle_count > 0 {
+        w.recyclable(number)
+    } else {
+        w
+    }
+}
+
 /// What every write-side operation of a read-only database returns.
 pub(crate) fn read_only_error() -> Error {
     Error::new(
@@ -518,6 +544,39 @@ impl Inner {
         Ok(())
     }
 
+    /// Whether obsolete WAL `number` is (now) kept for reuse instead of
+    /// deleted: recycling is on, the pool has room, and the file is one
+    /// this process wrote (so every record in it names its log) whose data
+    /// the manifest says is in tables.
+    fn keep_wal_for_reuse(&self, number: u64) -> bool {
+        let limit = self.opts.wal_recycle_count;
+        if limit == 0 {
+            return false;
+        }
+        let mut st = self.state.lock();
+        if st.wal_pool.contains(&number) {
+            return true;
+        }
+        if number < st.first_own_wal
+            || number >= st.wals.log_number()
+            || st.wal_pool.len() >= limit
+            || st.bg_error.is_some()
+            // Taken and renamed by a switch since the caller listed it
+            // (switches rename under the state lock held here).
+            || !filenames::wal_path(&self.dir, number).exists()
+        {
+            return false;
+        }
+        st.wal_pool.push_back(number);
+        true
+    }
+
+    /// A writer for new WAL `number` in `file`, in the recyclable format
+    /// when recycling is on.
+    pub(crate) fn wal_writer(&self, file: LogFile, number: u64) -> LogWriter<LogFile> {
+        new_wal_writer(&self.opts, file, number)
+    }
+
     /// Deletes tables no version uses any more, WALs whose data is in
     /// tables, old manifests and leftover temporary files. Files a reader
     /// or iterator still holds (through an old version) are kept.
@@ -542,7 +601,7 @@ impl Inner {
             };
             let obsolete = match kind {
                 FileKind::Table(n) => !live_tables.contains(&n),
-                FileKind::Wal(n) => n < min_wal,
+                FileKind::Wal(n) => n < min_wal && !self.keep_wal_for_reuse(n),
                 // Only older ones: a newer one is a rotation in progress
                 // (this listing may race with it) or one whose CURRENT
                 // switch failed and might be in charge after a crash.
@@ -555,6 +614,11 @@ impl Inner {
                     self.table_cache.evict(n);
                 }
                 if let Err(e) = self.env.remove_file(&entry.path()) {
+                    if matches!(kind, FileKind::Wal(_)) && e.kind() == std::io::ErrorKind::NotFound
+                    {
+                        // A kept WAL a switch took (renamed) since the listing.
+                        continue;
+                    }
                     log::warn!(
                         "quietkv: cannot delete obsolete {}: {e}",
                         entry.path().display()

@@ -137,7 +137,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
     let wal_file = LogFile::create_wal(&env, &wal_path(&dir, wal_number), opts.wal_segment_size)?;
     set_current(&env, &dir, manifest_number)?;
 
-    let wal_compression = opts.wal_compression;
+    let wal = super::new_wal_writer(&opts, wal_file, wal_number);
     let inner = build_inner(
         dir,
         opts,
@@ -146,7 +146,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
         Some(Writable {
             manifest,
             manifest_number,
-            wal: LogWriter::new(wal_file).with_compression(wal_compression),
+            wal,
             wal_number,
         }),
         version,
@@ -281,7 +281,7 @@ fn replay_wals(
         let data = env
             .read_file(&path)
             .map_err(|e| Error::io(e, "cannot read WAL").with_file(&path))?;
-        let mut reader = LogReader::new(&path, &data);
+        let mut reader = LogReader::new(&path, &data).for_log(n);
         if let Some(len) = recovered.wals.sealed_len(n) {
             reader = reader.sealed_at(len);
         }
@@ -310,6 +310,10 @@ fn replay_wals(
             TailState::Unpersisted { offset } => log::warn!(
                 "quietkv: {}: dropped the records from offset {offset}: a sector of them never \
                  reached the disk (an unsynced tail written back out of order)",
+                path.display()
+            ),
+            TailState::Recycled { offset } => log::info!(
+                "quietkv: {}: recycled WAL, its earlier life's bytes start at offset {offset}",
                 path.display()
             ),
             TailState::ZeroPadded { offset } => {
@@ -419,6 +423,8 @@ fn build_inner(
             compactions_running: 0,
             manual: None,
             bg_error: None,
+            wal_pool: VecDeque::new(),
+            first_own_wal: wal_number,
         }),
         bg_cv: Condvar::new(),
         done_cv: Condvar::new(),

@@ -31,6 +31,7 @@ pub(crate) struct Counters {
     warmed_blocks: AtomicU64,
     warmed_bytes: AtomicU64,
     manifest_rotations: AtomicU64,
+    wal_files_recycled: AtomicU64,
 }
 
 impl Counters {
@@ -63,6 +64,10 @@ impl Counters {
     pub(crate) fn record_warming(&self, blocks: u64, bytes: u64) {
         self.warmed_blocks.fetch_add(blocks, Relaxed);
         self.warmed_bytes.fetch_add(bytes, Relaxed);
+    }
+
+    pub(crate) fn record_wal_recycled(&self) {
+        self.wal_files_recycled.fetch_add(1, Relaxed);
     }
 
     pub(crate) fn record_manifest_rotation(&self) {
@@ -175,6 +180,11 @@ pub struct DbStats {
     /// Times the manifest was replaced by a fresh snapshot because it grew
     /// past `Options::max_manifest_size` (since open).
     pub manifest_rotations: u64,
+    /// WAL switches that reused a kept WAL file instead of creating one
+    /// (`Options::wal_recycle_count`; since open).
+    pub wal_files_recycled: u64,
+    /// WAL files kept for reuse now.
+    pub wal_files_kept: usize,
 }
 
 pub(crate) fn collect(inner: &Inner) -> DbStats {
@@ -224,5 +234,7 @@ pub(crate) fn collect(inner: &Inner) -> DbStats {
         io: inner.env.stats().snapshot(),
         background_error: st.bg_error.clone(),
         manifest_rotations: c.manifest_rotations.load(Relaxed),
+        wal_files_recycled: c.wal_files_recycled.load(Relaxed),
+        wal_files_kept: st.wal_pool.len(),
     }
 }

@@ -2,18 +2,18 @@
 //! takes the batches of those behind it, writes them as one WAL record with
 //! at most one sync, inserts them into the memtable and wakes them all.
 
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use super::{Immutable, Inner, Wal};
+use super::{Immutable, Inner, State, Wal};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::fileio::LogFile;
 use crate::filenames::wal_path;
-use crate::log::LogWriter;
 use crate::memtable::Memtable;
 use crate::picker::{write_pressure, WriteStall};
 use crate::version::VersionEdit;
@@ -209,7 +209,7 @@ fn make_room(inner: &Arc<Inner>, force: bool) -> Result<Arc<Memtable>> {
         // closed (its data is now only needed until the flush).
         let number = st.new_file_number();
         let path = wal_path(&inner.dir, number);
-        let file = match LogFile::create_wal(&inner.env, &path, inner.opts.wal_segment_size) {
+        let file = match open_new_wal(inner, &mut st, &path) {
             Ok(f) => f,
             Err(e) => {
                 inner.set_bg_error(&mut st, &e);
@@ -217,7 +217,7 @@ fn make_room(inner: &Arc<Inner>, force: bool) -> Result<Arc<Memtable>> {
             }
         };
         let new_wal = Wal {
-            writer: LogWriter::new(file).with_compression(inner.opts.wal_compression),
+            writer: inner.wal_writer(file, number),
         };
         let Some(old) = inner.wal.lock().replace(new_wal) else {
             return Err(super::read_only_error());
@@ -232,8 +232,11 @@ fn make_room(inner: &Arc<Inner>, force: bool) -> Result<Arc<Memtable>> {
             inner.set_bg_error(&mut st, &e);
             return Err(e);
         }
-        // Only now is the new WAL's creation durable, so only now may the
-        // manifest require it; the old one is complete and synced.
+        // Only now is the new WAL's creation (or a kept file's rename to
+        // its name) durable, so only now may the manifest require it; the
+        // old one is complete and synced. No record was written to the new
+        // WAL yet: a crash before this point leaves a kept file under
+        // either name, whose records all name its old log.
         let mut edit = VersionEdit::new();
         edit.sealed_wals.push((st.mem_wal, old_len));
         edit.live_wal = Some(number);
@@ -248,4 +251,35 @@ fn make_room(inner: &Arc<Inner>, force: bool) -> Result<Arc<Memtable>> {
         inner.bg_cv.notify_all();
         force = false;
     }
+}
+
+/// The file for a new WAL at `path`: a kept obsolete WAL renamed to it and
+/// written again from offset 0 when recycling has one (see
+/// `Options::wal_recycle_count`), else a new file. The rename, like a
+/// creation, is made durable by the directory sync of the switch before
+/// the manifest names the new WAL. A kept file that cannot be taken is
+/// left to obsolete-file deletion (under whichever name it has now: if
+/// the rename went through, creating the new WAL truncates it).
+fn open_new_wal(inner: &Inner, st: &mut State, path: &Path) -> Result<LogFile> {
+    let segment = inner.opts.wal_segment_size;
+    if let Some(kept) = st.wal_pool.pop_front() {
+        let from = wal_path(&inner.dir, kept);
+        let reused = inner
+            .env
+            .rename(&from, path)
+            .map_err(|e| Error::io(e, "cannot rename a kept WAL for reuse").with_file(&from))
+            .and_then(|()| LogFile::reuse_wal(&inner.env, path, segment));
+        match reused {
+            Ok(file) => {
+                inner.counters.record_wal_recycled();
+                return Ok(file);
+            }
+            Err(e) => log::warn!(
+                "quietkv: {}: cannot reuse WAL {kept} as {}, creating it instead: {e}",
+                inner.dir.display(),
+                path.display()
+            ),
+        }
+    }
+    LogFile::create_wal(&inner.env, path, segment)
 }

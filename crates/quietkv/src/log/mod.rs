@@ -40,6 +40,33 @@
 //! between runs). Only payloads up to [`MAX_COMPRESSED_RECORD_LEN`] are
 //! compressed, so a reader never allocates more than that for one.
 //!
+//! # Recyclable records
+//!
+//! A WAL written with recycling on (see
+//! [`Options::wal_recycle_count`](crate::Options::wal_recycle_count)) uses
+//! types 4, 5 and 6: a full record, a sync mark and a compressed record as
+//! above, whose header also carries the number of the log the writer was
+//! writing (u64 little endian), covered by the header checksum:
+//!
+//! ```text
+//! +------------+-------------+-------------+-----------+------------------+-----------------+
+//! | hdr crc u32| payload crc | len (u32)   | type (u8) | log number (u64) | payload (len B) |
+//! +------------+-------------+-------------+-----------+------------------+-----------------+
+//! ```
+//!
+//! The header checksum then covers the 17 bytes after it. A recycled WAL
+//! file is an old WAL renamed and overwritten from offset 0, so after the
+//! last record of its new life come the old life's bytes, not zeros: an
+//! intact record naming another log is such a stale record and ends the
+//! log (it is never replayed), and so does a damaged record that no later
+//! intact sync mark of the same log covers (the end of an unsynced tail
+//! written over old records). A reader must therefore know the number of
+//! the log it reads ([`LogReader::for_log`]); one that does not refuses
+//! recyclable records as Corruption. A log holds records of one format
+//! only: a log written with recycling off (types 1-3) reads as before, and
+//! a record of the other format after the first ends the log like a stale
+//! one. The manifest is never recycled and always uses types 1-3.
+//!
 //! Type 0 is never written, so a header of zero bytes can only be padding or
 //! preallocated space (O_DIRECT writers pad the tail to a sector or page
 //! boundary). The reader's rules for the end of the file, and for a log the
@@ -70,8 +97,11 @@ pub const MAX_COMPRESSED_RECORD_LEN: usize = 64 << 20;
 /// Payloads shorter than this are not worth compressing.
 const MIN_COMPRESSED_RECORD_LEN: usize = 128;
 
-/// Record types. The byte leaves room for fragmented or recyclable records
-/// later without a format break.
+/// Size of a recyclable record's header: [`HEADER_LEN`] + the log number (8).
+pub const RECYCLABLE_HEADER_LEN: usize = HEADER_LEN + 8;
+
+/// What a record is; its type byte also says whether its header carries a
+/// log number (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub(crate) enum RecordType {
@@ -80,15 +110,36 @@ pub(crate) enum RecordType {
     Compressed = 3,
 }
 
+/// How far the recyclable type codes are from the plain ones.
+const RECYCLABLE_TYPE_DELTA: u8 = 3;
+
 impl RecordType {
+    /// The kind of a type byte of either format.
     pub(crate) fn from_u8(b: u8) -> Option<RecordType> {
         match b {
-            1 => Some(RecordType::Full),
-            2 => Some(RecordType::SyncMark),
-            3 => Some(RecordType::Compressed),
+            1 | 4 => Some(RecordType::Full),
+            2 | 5 => Some(RecordType::SyncMark),
+            3 | 6 => Some(RecordType::Compressed),
             _ => None,
         }
     }
+
+    /// The type byte of this kind, in the recyclable format or not.
+    pub(crate) fn code(self, recyclable: bool) -> u8 {
+        if recyclable {
+            self as u8 + RECYCLABLE_TYPE_DELTA
+        } else {
+            self as u8
+        }
+    }
+}
+
+/// Whether a type byte names a recyclable record (whose header is
+/// [`RECYCLABLE_HEADER_LEN`] bytes).
+pub(crate) fn is_recyclable_code(b: u8) -> bool {
+    (RecordType::Full as u8 + RECYCLABLE_TYPE_DELTA
+        ..=RecordType::Compressed as u8 + RECYCLABLE_TYPE_DELTA)
+        .contains(&b)
 }
 
 /// The payload of a [`RecordType::Compressed`] record, decompressed.
@@ -128,35 +179,81 @@ pub(crate) fn record_crc(ty: u8, payload: &[u8]) -> u32 {
     mask_crc(crc32c::crc32c_append(crc, payload))
 }
 
-/// A complete record header for `payload` of type `ty`.
+/// A complete plain record header for `payload` of type `ty`.
 pub(crate) fn encode_header(ty: RecordType, payload: &[u8]) -> [u8; HEADER_LEN] {
-    let ty = ty as u8;
     let mut h = [0u8; HEADER_LEN];
-    h[4..8].copy_from_slice(&record_crc(ty, payload).to_le_bytes());
+    fill_header(&mut h, ty.code(false), payload);
+    h
+}
+
+/// A complete recyclable record header for `payload` of type `ty`, written
+/// to log `log_number`.
+pub(crate) fn encode_recyclable_header(
+    ty: RecordType,
+    payload: &[u8],
+    log_number: u64,
+) -> [u8; RECYCLABLE_HEADER_LEN] {
+    let mut h = [0u8; RECYCLABLE_HEADER_LEN];
+    h[HEADER_LEN..].copy_from_slice(&log_number.to_le_bytes());
+    fill_header(&mut h, ty.code(true), payload);
+    h
+}
+
+/// Fills in everything but a recyclable header's log number (already in
+/// place), then the checksum over all of it.
+fn fill_header(h: &mut [u8], code: u8, payload: &[u8]) {
+    h[4..8].copy_from_slice(&record_crc(code, payload).to_le_bytes());
     h[8..12].copy_from_slice(&(payload.len() as u32).to_le_bytes());
-    h[12] = ty;
+    h[12] = code;
     let header_crc = mask_crc(crc32c::crc32c(&h[4..]));
     h[0..4].copy_from_slice(&header_crc.to_le_bytes());
-    h
 }
 
 /// The fields of a header whose own checksum matched.
 pub(crate) struct Header {
     pub payload_crc: u32,
     pub len: usize,
+    /// The type byte as stored (either format).
     pub ty: u8,
+    /// The log number a recyclable header carries.
+    pub log_number: Option<u64>,
+    /// [`HEADER_LEN`] or [`RECYCLABLE_HEADER_LEN`].
+    pub header_len: usize,
 }
 
-/// Parses a header, `None` if its checksum does not match.
-pub(crate) fn decode_header(h: &[u8; HEADER_LEN]) -> Option<Header> {
+/// What the bytes at a record's start hold.
+pub(crate) enum ParsedHeader {
+    Intact(Header),
+    /// The checksum does not match.
+    Damaged,
+    /// The type byte names a recyclable header, but the data ends before
+    /// its log number does.
+    Short,
+}
+
+/// Parses the header at the start of `rest` (at least [`HEADER_LEN`] bytes).
+pub(crate) fn decode_header(rest: &[u8]) -> ParsedHeader {
+    let ty = rest[12];
+    let header_len = if is_recyclable_code(ty) {
+        RECYCLABLE_HEADER_LEN
+    } else {
+        HEADER_LEN
+    };
+    let Some(h) = rest.get(..header_len) else {
+        return ParsedHeader::Short;
+    };
     let stored = u32::from_le_bytes([h[0], h[1], h[2], h[3]]);
     if mask_crc(crc32c::crc32c(&h[4..])) != stored {
-        return None;
+        return ParsedHeader::Damaged;
     }
-    Some(Header {
+    let log_number = (header_len == RECYCLABLE_HEADER_LEN)
+        .then(|| u64::from_le_bytes(h[HEADER_LEN..].try_into().expect("eight bytes")));
+    ParsedHeader::Intact(Header {
         payload_crc: u32::from_le_bytes([h[4], h[5], h[6], h[7]]),
         len: u32::from_le_bytes([h[8], h[9], h[10], h[11]]) as usize,
-        ty: h[12],
+        ty,
+        log_number,
+        header_len,
     })
 }
 

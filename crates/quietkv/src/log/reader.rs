@@ -3,7 +3,10 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-use super::{decode_header, record_crc, RecordType, HEADER_LEN, SYNC_MARK_LEN};
+use super::{
+    decode_header, is_recyclable_code, record_crc, ParsedHeader, RecordType, HEADER_LEN,
+    SYNC_MARK_LEN,
+};
 use crate::error::{Error, Result};
 
 /// How the log ended, known once [`LogReader::read_record`] returned `Ok(None)`.
@@ -23,6 +26,12 @@ pub enum TailState {
     /// wrote back out of order before a power cut. Everything from
     /// `offset` on was dropped.
     Unpersisted { offset: u64 },
+    /// From `offset` on the file holds bytes of its earlier life as another
+    /// log (a recycled WAL): an intact record naming another log (or in the
+    /// other record format), or a damaged record that no later sync mark of
+    /// this log covers (the end of an unsynced tail written over the old
+    /// records). Nothing from `offset` on was replayed.
+    Recycled { offset: u64 },
 }
 
 impl TailState {
@@ -33,7 +42,8 @@ impl TailState {
             TailState::Clean => file_len,
             TailState::Torn { offset }
             | TailState::ZeroPadded { offset }
-            | TailState::Unpersisted { offset } => offset,
+            | TailState::Unpersisted { offset }
+            | TailState::Recycled { offset } => offset,
         }
     }
 }
@@ -76,6 +86,14 @@ enum State {
 ///   does not zero a sector, and damage to a synced record is still
 ///   Corruption as long as a later sync mark survives.
 ///
+/// A log read as a known log number ([`for_log`](Self::for_log)) in the
+/// recyclable format may be a recycled file, whose bytes after the last
+/// record of this life are the old life's: an intact record naming another
+/// log (or of the other format) ends it, and so does a damaged record no
+/// later intact sync mark of this log covers ([`TailState::Recycled`]);
+/// damage such a mark covers stays Corruption, and sync marks of other
+/// logs cover nothing. Logs of the plain format keep the rules above.
+///
 /// A log the manifest recorded as sealed at a known length
 /// ([`sealed_at`](Self::sealed_at)) is read strictly to that length: a torn
 /// record, padding or the end of the file before it is Corruption (the log
@@ -101,6 +119,12 @@ pub struct LogReader<'a> {
     sealed_len: Option<u64>,
     /// Largest length a sync mark read so far says was durable.
     synced_len: u64,
+    /// The number of the log being read (a WAL's), which recyclable
+    /// records must name.
+    log_number: Option<u64>,
+    /// Whether this log's records are recyclable, once the first intact
+    /// one of this log said so.
+    recyclable: Option<bool>,
 }
 
 impl<'a> LogReader<'a> {
@@ -115,7 +139,18 @@ impl<'a> LogReader<'a> {
             state: State::Reading,
             sealed_len: None,
             synced_len: 0,
+            log_number: None,
+            recyclable: None,
         }
+    }
+
+    /// Reads the image as log `number` (a WAL's file number): recyclable
+    /// records naming another log are the file's earlier life and end the
+    /// log ([`TailState::Recycled`]). Without it, a recyclable record is
+    /// Corruption.
+    pub fn for_log(mut self, number: u64) -> Self {
+        self.log_number = Some(number);
+        self
     }
 
     /// Reads the log strictly up to `len`, the length recorded when it was
@@ -188,6 +223,7 @@ impl<'a> LogReader<'a> {
                         "a damaged or incomplete record starts"
                     }
                     TailState::ZeroPadded { .. } => "zero bytes start",
+                    TailState::Recycled { .. } => "bytes of another log start",
                 };
                 return Err((
                     format!(
@@ -274,13 +310,13 @@ impl<'a> LogReader<'a> {
             };
             return self.stop(tail).map(|_| None);
         }
-        let header: &[u8; HEADER_LEN] = rest[..HEADER_LEN].try_into().expect("header length");
-        let after_header = &rest[HEADER_LEN..];
+        let header = &rest[..HEADER_LEN];
         if all_zero(header) {
             if let Some(nz) = rest.iter().position(|&b| b != 0) {
                 return self.damaged(
                     start,
                     start + HEADER_LEN,
+                    false,
                     format!(
                         "log has a zero record header followed by non-zero data at offset {}",
                         offset + nz as u64
@@ -289,17 +325,24 @@ impl<'a> LogReader<'a> {
             }
             return self.stop(TailState::ZeroPadded { offset }).map(|_| None);
         }
-        let Some(h) = decode_header(header) else {
-            // A header the writer never finished has only zeros after it.
-            if all_zero(after_header) {
-                return self.stop(TailState::Torn { offset }).map(|_| None);
+        let h = match decode_header(rest) {
+            ParsedHeader::Intact(h) => h,
+            // The file ends inside a recyclable header: never finished.
+            ParsedHeader::Short => return self.stop(TailState::Torn { offset }).map(|_| None),
+            ParsedHeader::Damaged => {
+                // A header the writer never finished has only zeros after it.
+                if all_zero(&rest[HEADER_LEN..]) {
+                    return self.stop(TailState::Torn { offset }).map(|_| None);
+                }
+                return self.damaged(
+                    start,
+                    start + HEADER_LEN,
+                    false,
+                    "log record header fails its checksum".to_string(),
+                );
             }
-            return self.damaged(
-                start,
-                start + HEADER_LEN,
-                "log record header fails its checksum".to_string(),
-            );
         };
+        let after_header = &rest[h.header_len..];
         if h.len > after_header.len() {
             // The writer crashed before the whole payload reached the disk.
             return self.stop(TailState::Torn { offset }).map(|_| None);
@@ -314,14 +357,33 @@ impl<'a> LogReader<'a> {
             }
             Some(_) => None,
         };
+        // An intact header naming this log: the record belongs to this
+        // log's life, whatever happened to its payload.
+        let ours = h.log_number.is_some() && h.log_number == self.log_number;
         if let Some(problem) = problem {
             if all_zero(after) {
                 // Last record of the file: a partially persisted page.
                 return self.stop(TailState::Torn { offset }).map(|_| None);
             }
-            return self.damaged(start, start + HEADER_LEN + h.len, problem);
+            return self.damaged(start, start + h.header_len + h.len, ours, problem);
         }
-        self.pos = start + HEADER_LEN + h.len;
+        let recyclable = is_recyclable_code(h.ty);
+        if recyclable && self.log_number.is_none() {
+            return Err((
+                format!(
+                    "recyclable log record (type {}) in a log read without its number",
+                    h.ty
+                ),
+                offset,
+            ));
+        }
+        if (recyclable && !ours) || self.recyclable.is_some_and(|r| r != recyclable) {
+            // Another log's record, or one of the other format: the
+            // file's earlier life (see the module docs).
+            return self.stop(TailState::Recycled { offset }).map(|_| None);
+        }
+        self.recyclable = Some(recyclable);
+        self.pos = start + h.header_len + h.len;
         Ok(ty.map(|t| (t, payload)))
     }
 }
@@ -330,20 +392,49 @@ impl<'a> LogReader<'a> {
     /// A damaged record at `start` (its bytes end at `end`, or its header
     /// does where the length cannot be trusted) with non-zero bytes after
     /// it: Corruption, unless it has the shape of an unsynced tail written
-    /// back out of order (see the type's docs).
+    /// back out of order, or of an unsynced tail written over a recycled
+    /// file's old records (see the type's docs). `ours` says the damaged
+    /// record's own header is intact and names this log.
     fn damaged(
         &mut self,
         start: usize,
         end: usize,
+        ours: bool,
         problem: String,
     ) -> std::result::Result<Option<(RecordType, &'a [u8])>, Problem> {
         let data = self.data;
-        if self.sealed_len.is_none()
-            && has_unpersisted_sector(data, start, end.min(data.len()))
-            && !sync_mark_after_covers(data, start)
-        {
+        // A log of the plain format is never a recycled file (only WALs
+        // written in the recyclable format are reused).
+        let maybe_recycled = self.log_number.is_some() && self.recyclable != Some(false);
+        let unpersisted =
+            self.sealed_len.is_none() && has_unpersisted_sector(data, start, end.min(data.len()));
+        if !maybe_recycled && !unpersisted {
+            return Err((problem, start as u64));
+        }
+        let after = scan_after(data, start, self.log_number);
+        // A recycled log: known to be one from its own records (or the
+        // damaged record's header), or from the stale records after it.
+        let recycled = maybe_recycled && (self.recyclable == Some(true) || ours || after.stale);
+        let past_sealed = self.sealed_len.is_none_or(|len| start as u64 >= len);
+        let recycled_tail = recycled && past_sealed && !after.covered;
+        // Stale records after the damage say best what the bytes are.
+        if recycled_tail && after.stale {
+            return self
+                .stop(TailState::Recycled {
+                    offset: start as u64,
+                })
+                .map(|_| None);
+        }
+        if unpersisted && !after.covered {
             return self
                 .stop(TailState::Unpersisted {
+                    offset: start as u64,
+                })
+                .map(|_| None);
+        }
+        if recycled_tail {
+            return self
+                .stop(TailState::Recycled {
                     offset: start as u64,
                 })
                 .map(|_| None);
@@ -382,26 +473,46 @@ fn has_unpersisted_sector(data: &[u8], start: usize, end: usize) -> bool {
     false
 }
 
-/// Whether an intact sync mark after `offset` says the log was synced past
-/// it: then the bytes at `offset` were durable and damage there is real.
-/// Resynchronises on intact records like repair's salvage scan.
-fn sync_mark_after_covers(data: &[u8], offset: usize) -> bool {
+/// What the intact records after a damaged one say about it.
+struct After {
+    /// An intact sync mark of this log (or a plain one) says the log was
+    /// synced past the damage: the bytes there were durable and the damage
+    /// is real.
+    covered: bool,
+    /// An intact recyclable record of another log follows: the file is a
+    /// recycled one.
+    stale: bool,
+}
+
+/// Scans the bytes after `offset` for intact records, resynchronising
+/// like repair's salvage scan. Sync marks of other logs (stale ones of a
+/// recycled file's earlier life) cover nothing.
+fn scan_after(data: &[u8], offset: usize, log_number: Option<u64>) -> After {
+    let mut out = After {
+        covered: false,
+        stale: false,
+    };
     let mut pos = offset + 1;
     while pos < data.len() {
         match super::salvage::record_at(data, pos) {
-            Some((ty, payload)) => {
-                if ty == RecordType::SyncMark {
-                    let synced = <[u8; SYNC_MARK_LEN]>::try_from(payload).map(u64::from_le_bytes);
+            Some(found) => {
+                let other_log = found.log_number.is_some() && found.log_number != log_number;
+                if other_log {
+                    out.stale = true;
+                } else if found.ty == RecordType::SyncMark {
+                    let synced =
+                        <[u8; SYNC_MARK_LEN]>::try_from(found.payload).map(u64::from_le_bytes);
                     if matches!(synced, Ok(len) if len > offset as u64) {
-                        return true;
+                        out.covered = true;
+                        return out;
                     }
                 }
-                pos += HEADER_LEN + payload.len();
+                pos += found.len();
             }
             None => pos += 1,
         }
     }
-    false
+    out
 }
 
 impl<'a> Iterator for LogReader<'a> {

@@ -15,22 +15,29 @@
 
 use std::borrow::Cow;
 
-use super::{decode_header, record_crc, RecordType, HEADER_LEN};
+use super::{decode_header, record_crc, ParsedHeader, RecordType, HEADER_LEN};
 
 /// One thing found in a log image, in file order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Salvaged<'a> {
     /// An intact full record, or a compressed one decompressed (sync marks
     /// are skipped).
-    Record { offset: u64, payload: Cow<'a, [u8]> },
+    /// `len` is the record's length in the file (header included).
+    Record {
+        offset: u64,
+        len: u64,
+        payload: Cow<'a, [u8]>,
+    },
     /// Bytes that hold no intact record: damage, or a torn tail when
     /// `to_end` is set and the scanner found nothing after it.
     Damaged { offset: u64, len: u64, to_end: bool },
 }
 
 /// Scans a whole log image; zero padding at the end is neither a record nor
-/// damage.
-pub(crate) fn salvage_records(data: &[u8]) -> Vec<Salvaged<'_>> {
+/// damage. With `log_number` (a WAL's), intact recyclable records of
+/// another log are stale bytes of the file's earlier life: skipped like
+/// padding, never salvaged. Without it, recyclable records are kept.
+pub(crate) fn salvage_records(data: &[u8], log_number: Option<u64>) -> Vec<Salvaged<'_>> {
     let mut out = Vec::new();
     let mut pos = 0usize;
     while pos < data.len() {
@@ -38,16 +45,23 @@ pub(crate) fn salvage_records(data: &[u8]) -> Vec<Salvaged<'_>> {
             break; // padding or preallocated space
         }
         match record_at(data, pos) {
-            Some((ty, payload)) => {
-                let len = HEADER_LEN + payload.len();
+            Some(found) => {
+                let (ty, payload) = (found.ty, found.payload);
+                let len = found.len();
+                if is_stale(&found, log_number) {
+                    pos += len;
+                    continue;
+                }
                 match ty {
                     RecordType::Full => out.push(Salvaged::Record {
                         offset: pos as u64,
+                        len: len as u64,
                         payload: Cow::Borrowed(payload),
                     }),
                     RecordType::Compressed => match super::decompress_record(payload) {
                         Ok(raw) => out.push(Salvaged::Record {
                             offset: pos as u64,
+                            len: len as u64,
                             payload: Cow::Owned(raw),
                         }),
                         // Intact checksums around bytes that do not
@@ -63,7 +77,10 @@ pub(crate) fn salvage_records(data: &[u8]) -> Vec<Salvaged<'_>> {
                 pos += len;
             }
             None => {
-                let next = (pos + 1..data.len()).find(|&q| record_at(data, q).is_some());
+                // Stale records are no place to resume: what follows
+                // them is the earlier life too.
+                let next = (pos + 1..data.len())
+                    .find(|&q| record_at(data, q).is_some_and(|f| !is_stale(&f, log_number)));
                 let end = next.unwrap_or(data.len());
                 out.push(Salvaged::Damaged {
                     offset: pos as u64,
@@ -77,17 +94,44 @@ pub(crate) fn salvage_records(data: &[u8]) -> Vec<Salvaged<'_>> {
     out
 }
 
+/// Whether `found` is a record of another log than `log_number`.
+fn is_stale(found: &Found<'_>, log_number: Option<u64>) -> bool {
+    matches!((found.log_number, log_number), (Some(a), Some(b)) if a != b)
+}
+
+/// An intact record found in a log image.
+pub(super) struct Found<'a> {
+    pub ty: RecordType,
+    /// The log a recyclable record names.
+    pub log_number: Option<u64>,
+    pub header_len: usize,
+    pub payload: &'a [u8],
+}
+
+impl Found<'_> {
+    /// Header and payload.
+    pub fn len(&self) -> usize {
+        self.header_len + self.payload.len()
+    }
+}
+
 /// The intact record of a known type starting at `pos`, if there is one.
-pub(super) fn record_at(data: &[u8], pos: usize) -> Option<(RecordType, &[u8])> {
-    let header: &[u8; HEADER_LEN] = data
-        .get(pos..pos.checked_add(HEADER_LEN)?)?
-        .try_into()
-        .ok()?;
-    let h = decode_header(header)?;
-    let start = pos + HEADER_LEN;
-    let payload = data.get(start..start.checked_add(h.len)?)?;
+pub(super) fn record_at(data: &[u8], pos: usize) -> Option<Found<'_>> {
+    let rest = data.get(pos..)?;
+    if rest.len() < HEADER_LEN {
+        return None;
+    }
+    let ParsedHeader::Intact(h) = decode_header(rest) else {
+        return None;
+    };
+    let payload = rest.get(h.header_len..h.header_len.checked_add(h.len)?)?;
     let ty = RecordType::from_u8(h.ty)?;
-    (record_crc(h.ty, payload) == h.payload_crc).then_some((ty, payload))
+    (record_crc(h.ty, payload) == h.payload_crc).then_some(Found {
+        ty,
+        log_number: h.log_number,
+        header_len: h.header_len,
+        payload,
+    })
 }
 
 #[cfg(test)]
@@ -118,7 +162,7 @@ mod tests {
     fn an_intact_log_is_all_records() {
         let (mut data, _) = log_of(&[b"one", b"two", b"three"]);
         data.extend_from_slice(&[0; 100]);
-        let s = salvage_records(&data);
+        let s = salvage_records(&data, None);
         assert_eq!(payloads(&s), [&b"one"[..], b"two", b"three"]);
         assert_eq!(s.len(), 3);
     }
@@ -130,7 +174,7 @@ mod tests {
         // the third: both dropped, the fourth found again.
         data[offsets[1] + HEADER_LEN + 2] ^= 0x10;
         data[offsets[2] + 9] ^= 0x80;
-        let s = salvage_records(&data);
+        let s = salvage_records(&data, None);
         assert_eq!(payloads(&s), [&b"first"[..], b"fourth"]);
         assert_eq!(
             s[1],
@@ -146,7 +190,7 @@ mod tests {
     fn a_torn_tail_is_damage_to_the_end() {
         let (data, offsets) = log_of(&[b"first", b"second"]);
         let torn = &data[..data.len() - 2];
-        let s = salvage_records(torn);
+        let s = salvage_records(torn, None);
         assert_eq!(payloads(&s), [&b"first"[..]]);
         assert_eq!(
             s[1],

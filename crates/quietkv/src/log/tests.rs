@@ -607,7 +607,7 @@ fn compressed_records_read_back_as_written_and_only_when_smaller() {
         let plain: usize = records.iter().map(|r| r.len() + HEADER_LEN).sum();
         assert!(data.len() < plain / 4, "{c:?}: {} of {plain}", data.len());
         // Salvage sees the same payloads.
-        let salvaged: Vec<Vec<u8>> = salvage::salvage_records(&data)
+        let salvaged: Vec<Vec<u8>> = salvage::salvage_records(&data, None)
             .into_iter()
             .filter_map(|s| match s {
                 salvage::Salvaged::Record { payload, .. } => Some(payload.to_vec()),
@@ -823,4 +823,322 @@ fn a_header_straddling_a_lost_sector_tail_ends_the_log() {
     let mut d2 = d.clone();
     d2[509..512].fill(0x5a);
     expect_corruption(&d2, 509);
+}
+
+// --- Recyclable records (a WAL file reused as a later WAL) ---
+
+/// A recyclable log `number` of `records`, with a sync (and its mark)
+/// after each record whose index is in `syncs`.
+fn build_recyclable(number: u64, records: &[Vec<u8>], syncs: &[usize]) -> (Vec<u8>, Vec<u64>) {
+    let mut w = LogWriter::new(Vec::new()).recyclable(number);
+    let mut offsets = Vec::new();
+    for (i, r) in records.iter().enumerate() {
+        offsets.push(w.bytes_written());
+        w.add_record(r).unwrap();
+        if syncs.contains(&i) {
+            w.sync().unwrap();
+        }
+    }
+    w.flush().unwrap();
+    assert_eq!(w.bytes_written(), w.sink().len() as u64);
+    (w.into_inner(), offsets)
+}
+
+/// The file after a new life's bytes were written over an old one's from
+/// offset 0: what a recycled WAL holds.
+fn overlay(old: &[u8], new: &[u8]) -> Vec<u8> {
+    let mut out = new.to_vec();
+    if old.len() > new.len() {
+        out.extend_from_slice(&old[new.len()..]);
+    }
+    out
+}
+
+fn read_log(number: u64, data: &[u8]) -> Result<(Vec<Vec<u8>>, TailState)> {
+    let mut r = LogReader::new(PATH, data).for_log(number);
+    let mut out = Vec::new();
+    while let Some(rec) = r.read_record()? {
+        out.push(rec.to_vec());
+    }
+    assert!(r.read_record()?.is_none());
+    Ok((out, r.tail()))
+}
+
+/// Many records, each synced: an earlier life whose sync marks claim far
+/// more than any new life holds.
+fn old_life() -> Vec<u8> {
+    let records: Vec<Vec<u8>> = (0..40u8).map(|i| vec![b'A' + i % 26; 97]).collect();
+    let syncs: Vec<usize> = (0..40).collect();
+    build_recyclable(3, &records, &syncs).0
+}
+
+#[test]
+fn recyclable_records_round_trip_with_the_log_number_in_the_header() {
+    let records = sample();
+    let (data, offsets) = build_recyclable(9, &records, &[1]);
+    assert_eq!(
+        data[offsets[0] as usize + 12],
+        4,
+        "a recyclable full record"
+    );
+    assert_eq!(
+        u64::from_le_bytes(data[HEADER_LEN..RECYCLABLE_HEADER_LEN].try_into().unwrap()),
+        9
+    );
+    let (got, tail) = read_log(9, &data).unwrap();
+    assert_eq!(got, records);
+    assert_eq!(tail, TailState::Clean);
+}
+
+#[test]
+fn a_stale_record_of_another_log_after_the_live_tail_ends_the_log() {
+    let old = old_life();
+    let new_records = vec![b"new one".to_vec(), b"new two".to_vec()];
+    let (new, _) = build_recyclable(9, &new_records, &[0]);
+    let file = overlay(&old, &new);
+    assert!(file.len() > new.len() * 4, "the old life was longer");
+    let (got, tail) = read_log(9, &file).unwrap();
+    assert_eq!(got, new_records, "no stale record is replayed");
+    assert_eq!(
+        tail,
+        TailState::Recycled {
+            offset: new.len() as u64
+        }
+    );
+    // The old life read as its own log is all there.
+    assert_eq!(read_log(3, &old).unwrap().0.len(), 40);
+    // Before the new life wrote anything: nothing of the old one.
+    assert_eq!(
+        read_log(9, &old).unwrap(),
+        (vec![], TailState::Recycled { offset: 0 })
+    );
+}
+
+#[test]
+fn a_damaged_record_a_later_sync_mark_of_the_same_log_covers_is_corruption() {
+    let old = old_life();
+    let new_records = vec![b"one".to_vec(), vec![7u8; 200], b"three".to_vec()];
+    let (mut new, offsets) = build_recyclable(9, &new_records, &[2]);
+    new[offsets[1] as usize + RECYCLABLE_HEADER_LEN + 5] ^= 0x20;
+    let e = read_log(9, &overlay(&old, &new)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+    assert_eq!(e.offset(), Some(offsets[1]), "{e}");
+}
+
+#[test]
+fn a_damaged_record_followed_only_by_stale_records_ends_the_log() {
+    let old = old_life();
+    // The first record synced, the second not: its tail write was cut
+    // short (a flipped byte stands for the old bytes left under it).
+    let new_records = vec![b"synced".to_vec(), vec![7u8; 200]];
+    let (mut new, offsets) = build_recyclable(9, &new_records, &[0]);
+    new[offsets[1] as usize + RECYCLABLE_HEADER_LEN + 150] ^= 0x20;
+    let file = overlay(&old, &new);
+    let (got, tail) = read_log(9, &file).unwrap();
+    assert_eq!(got, vec![b"synced".to_vec()]);
+    assert_eq!(tail, TailState::Recycled { offset: offsets[1] });
+    // The same with a damaged header: the old sync marks after it (which
+    // claim lengths far past it) cover nothing of this log.
+    let mut file = overlay(&old, &new_records_unflipped(&new_records));
+    file[offsets[1] as usize + 9] ^= 0x01;
+    let (got, tail) = read_log(9, &file).unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(tail, TailState::Recycled { offset: offsets[1] });
+}
+
+fn new_records_unflipped(records: &[Vec<u8>]) -> Vec<u8> {
+    build_recyclable(9, records, &[0]).0
+}
+
+#[test]
+fn a_new_life_cut_inside_an_old_record_ends_at_the_cut() {
+    // One long old record: the new life ends in the middle of it, so the
+    // bytes after are no record at all, not even a stale one.
+    let (old, _) = build_recyclable(3, &[vec![0x5a; 4000]], &[0]);
+    let new_records = vec![b"a".to_vec(), b"b".to_vec()];
+    let (new, _) = build_recyclable(9, &new_records, &[]);
+    let (got, tail) = read_log(9, &overlay(&old, &new)).unwrap();
+    assert_eq!(got, new_records);
+    assert_eq!(
+        tail,
+        TailState::Recycled {
+            offset: new.len() as u64
+        }
+    );
+}
+
+#[test]
+fn direct_io_padding_between_the_new_tail_and_stale_bytes_ends_the_log() {
+    let old = old_life();
+    let (mut new, _) = build_recyclable(9, &[b"padded".to_vec()], &[0]);
+    let end = new.len() as u64;
+    new.resize(512, 0);
+    let (got, tail) = read_log(9, &overlay(&old, &new)).unwrap();
+    assert_eq!(got, vec![b"padded".to_vec()]);
+    assert_eq!(tail, TailState::Recycled { offset: end });
+}
+
+#[test]
+fn a_sealed_recycled_log_is_strict_to_its_length_and_ends_at_stale_bytes() {
+    let old = old_life();
+    let new_records = vec![b"one".to_vec(), b"two".to_vec()];
+    let (new, offsets) = build_recyclable(9, &new_records, &[1]);
+    let file = overlay(&old, &new);
+    let mut r = LogReader::new(PATH, &file)
+        .for_log(9)
+        .sealed_at(new.len() as u64);
+    let got: Vec<Vec<u8>> = r.by_ref().map(|x| x.unwrap().to_vec()).collect();
+    assert_eq!(got, new_records);
+    assert!(matches!(r.tail(), TailState::Recycled { .. }));
+    // A stale record inside the sealed length: the log was damaged.
+    let mut short = new.clone();
+    short.truncate(offsets[1] as usize);
+    let file = overlay(&old, &short);
+    let e = LogReader::new(PATH, &file)
+        .for_log(9)
+        .sealed_at(new.len() as u64)
+        .collect::<Result<Vec<_>>>()
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+}
+
+#[test]
+fn recyclable_records_need_the_log_number() {
+    let (data, _) = build_recyclable(9, &[b"x".to_vec()], &[]);
+    let e = read_all(&data).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+    assert!(e.to_string().contains("without its number"), "{e}");
+}
+
+#[test]
+fn old_format_logs_still_read_with_a_log_number_and_stay_strict() {
+    let records = sample();
+    let (data, offsets) = build(&records);
+    let (got, tail) = read_log(7, &data).unwrap();
+    assert_eq!(got, records);
+    assert_eq!(tail, TailState::Clean);
+    // Damage followed by more records is still corruption in a log of
+    // the old format (it cannot be a recycled one).
+    let mut d = data.clone();
+    d[offsets[2] as usize + HEADER_LEN + 3] ^= 0x10;
+    let e = read_log(7, &d).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+    assert_eq!(e.offset(), Some(offsets[2]));
+    // And with recyclable records of another log after the damage: a log
+    // of the plain format is never a reused file, so still corruption.
+    let (plain, offsets) = build(&[b"one".to_vec(), vec![3u8; 300]]);
+    let mut d = overlay(&old_life(), &plain);
+    d[offsets[1] as usize + HEADER_LEN + 100] ^= 0x10;
+    let e = read_log(7, &d).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+    assert_eq!(e.offset(), Some(offsets[1]));
+}
+
+#[test]
+fn a_record_of_the_other_format_ends_the_log() {
+    let (mut data, _) = build_recyclable(9, &[b"new".to_vec()], &[]);
+    let end = data.len() as u64;
+    data.extend_from_slice(&build(&[b"plain".to_vec()]).0);
+    assert_eq!(
+        read_log(9, &data).unwrap(),
+        (vec![b"new".to_vec()], TailState::Recycled { offset: end })
+    );
+    let (mut data, _) = build(&[b"plain".to_vec()]);
+    let end = data.len() as u64;
+    data.extend_from_slice(&build_recyclable(9, &[b"new".to_vec()], &[]).0);
+    assert_eq!(
+        read_log(9, &data).unwrap(),
+        (vec![b"plain".to_vec()], TailState::Recycled { offset: end })
+    );
+}
+
+#[test]
+fn compressed_recyclable_records_round_trip() {
+    let records = compressible();
+    let mut w = LogWriter::new(Vec::new())
+        .recyclable(9)
+        .with_compression(crate::table::Compression::Lz4);
+    for r in &records {
+        w.add_record(r).unwrap();
+    }
+    let data = w.into_inner();
+    assert!(data.windows(1).any(|b| b[0] == 6), "some compressed");
+    assert_eq!(read_log(9, &data).unwrap().0, records);
+}
+
+#[test]
+fn salvage_skips_stale_records_of_another_log() {
+    let old = old_life();
+    let new_records = vec![b"one".to_vec(), b"two".to_vec()];
+    let (new, _) = build_recyclable(9, &new_records, &[]);
+    let file = overlay(&old, &new);
+    let found: Vec<Vec<u8>> = salvage::salvage_records(&file, Some(9))
+        .into_iter()
+        .filter_map(|s| match s {
+            salvage::Salvaged::Record { payload, .. } => Some(payload.to_vec()),
+            salvage::Salvaged::Damaged { .. } => None,
+        })
+        .collect();
+    assert_eq!(found, new_records);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// A new life of any length written over an old one of any length and
+    /// cut anywhere (a crash) reads as a prefix of the new life's records:
+    /// never an old record, never an error.
+    #[test]
+    fn a_recycled_log_cut_anywhere_reads_a_prefix_of_its_own_records(
+        old in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..300), 0..30),
+        new in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..300), 0..30),
+        cut_frac in 0.0f64..=1.0,
+    ) {
+        let old_syncs: Vec<usize> = (0..old.len()).step_by(3).collect();
+        let (old_img, _) = build_recyclable(3, &old, &old_syncs);
+        let (new_img, offsets) = build_recyclable(9, &new, &[]);
+        let cut = (new_img.len() as f64 * cut_frac) as usize;
+        let file = overlay(&old_img, &new_img[..cut]);
+        let (got, tail) = read_log(9, &file).unwrap();
+        let whole = offsets
+            .iter()
+            .zip(&new)
+            .take_while(|(off, r)| **off as usize + RECYCLABLE_HEADER_LEN + r.len() <= cut)
+            .count();
+        prop_assert_eq!(&got[..], &new[..whole]);
+        prop_assert!(tail.valid_len(file.len() as u64) <= cut as u64);
+    }
+
+    /// Damage anywhere in a recycled file (a flipped byte, or a byte set
+    /// to a recyclable type code) never panics, and what is returned is a
+    /// prefix of the new life's records.
+    #[test]
+    fn damaged_recycled_logs_never_panic_and_never_replay_old_records(
+        new in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..200), 1..12),
+        at_frac in 0.0f64..1.0,
+        byte in prop_oneof![Just(4u8), Just(5), Just(6), any::<u8>()],
+        sealed in any::<bool>(),
+    ) {
+        let old = old_life();
+        let syncs: Vec<usize> = (0..new.len()).step_by(4).collect();
+        let (new_img, _) = build_recyclable(9, &new, &syncs);
+        let mut file = overlay(&old, &new_img);
+        let at = (file.len() as f64 * at_frac) as usize;
+        file[at] = byte;
+        let mut r = LogReader::new(PATH, &file).for_log(9);
+        if sealed {
+            r = r.sealed_at(new_img.len() as u64);
+        }
+        let got: Vec<Vec<u8>> = r.by_ref().filter_map(|x| x.ok()).map(|x| x.to_vec()).collect();
+        prop_assert!(got.len() <= new.len());
+        prop_assert_eq!(&got[..], &new[..got.len()]);
+    }
+
+    #[test]
+    fn random_bytes_read_as_a_numbered_log_never_panic(
+        data in prop::collection::vec(any::<u8>(), 0..200),
+    ) {
+        let _ = read_log(9, &data);
+        let _ = salvage::salvage_records(&data, Some(9));
+    }
 }

@@ -1,7 +1,7 @@
 //! Appending records to a log through a [`LogSink`].
 
 use super::{
-    encode_header, RecordType, HEADER_LEN, MAX_COMPRESSED_RECORD_LEN, MAX_RECORD_LEN,
+    encode_header, encode_recyclable_header, RecordType, MAX_COMPRESSED_RECORD_LEN, MAX_RECORD_LEN,
     MIN_COMPRESSED_RECORD_LEN,
 };
 use crate::error::{Error, ErrorKind, Result};
@@ -78,6 +78,8 @@ pub struct LogWriter<S: LogSink> {
     /// Compression of records (the WAL's option; never the manifest's).
     compression: Compression,
     compressed: Vec<u8>,
+    /// Set for a WAL that may be recycled: records carry this number.
+    log_number: Option<u64>,
     failed: bool,
 }
 
@@ -98,6 +100,7 @@ impl<S: LogSink> LogWriter<S> {
             scratch: Vec::new(),
             compression: Compression::None,
             compressed: Vec::new(),
+            log_number: None,
             failed: false,
         }
     }
@@ -107,6 +110,16 @@ impl<S: LogSink> LogWriter<S> {
     /// smaller (zstd at level 1: the WAL is on the write path).
     pub fn with_compression(mut self, c: Compression) -> Self {
         self.compression = c;
+        self
+    }
+
+    /// Writes recyclable records (types 4-6) naming log `number`, so that
+    /// a reader of this log tells its records from the stale ones of the
+    /// file's earlier life as another log (see the module docs). Needed
+    /// for every WAL that may later be recycled, and for one written over
+    /// a recycled file.
+    pub fn recyclable(mut self, number: u64) -> Self {
+        self.log_number = Some(number);
         self
     }
 
@@ -138,22 +151,33 @@ impl<S: LogSink> LogWriter<S> {
     }
 
     fn append(&mut self, ty: RecordType, payload: &[u8]) -> Result<()> {
-        let header = encode_header(ty, payload);
+        let recyclable;
+        let plain;
+        let header: &[u8] = match self.log_number {
+            Some(n) => {
+                recyclable = encode_recyclable_header(ty, payload, n);
+                &recyclable
+            }
+            None => {
+                plain = encode_header(ty, payload);
+                &plain
+            }
+        };
         let res = if payload.len() <= COALESCE_LIMIT {
             self.scratch.clear();
-            self.scratch.extend_from_slice(&header);
+            self.scratch.extend_from_slice(header);
             self.scratch.extend_from_slice(payload);
             self.sink.write_all(&self.scratch)
         } else {
             self.sink
-                .write_all(&header)
+                .write_all(header)
                 .and_then(|()| self.sink.write_all(payload))
         };
         if let Err(e) = res {
             self.failed = true;
             return Err(e);
         }
-        self.bytes_written += (HEADER_LEN + payload.len()) as u64;
+        self.bytes_written += (header.len() + payload.len()) as u64;
         Ok(())
     }
 

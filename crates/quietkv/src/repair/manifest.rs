@@ -82,7 +82,7 @@ fn read_prefix(path: &Path) -> std::result::Result<OldManifest, String> {
     };
     let mut builder = VersionBuilder::new(&Version::new());
     let mut applied: Vec<VersionEdit> = Vec::new();
-    for item in salvage_records(&data) {
+    for item in salvage_records(&data, None) {
         let problem = match item {
             Salvaged::Damaged {
                 offset,
@@ -97,7 +97,9 @@ fn read_prefix(path: &Path) -> std::result::Result<OldManifest, String> {
                 m.damage = Some(Dropped::at(path, offset, len, what));
                 break;
             }
-            Salvaged::Record { offset, payload } => {
+            Salvaged::Record {
+                offset, payload, ..
+            } => {
                 let result = VersionEdit::decode(&payload).and_then(|e| {
                     let id = db_id_after_edit(m.db_id, e.db_id)?;
                     builder.apply(&e)?;

@@ -21,7 +21,6 @@ use crate::error::{Error, Result};
 use crate::filenames::wal_path;
 use crate::key::{SeqNo, MAX_SEQ};
 use crate::log::salvage::{salvage_records, Salvaged};
-use crate::log::HEADER_LEN;
 use crate::memtable::Memtable;
 use crate::options::Options;
 use crate::version::FileMeta;
@@ -69,7 +68,7 @@ impl<'a> Replay<'a> {
             std::fs::read(&path).map_err(|e| Error::io(e, "cannot read WAL").with_file(&path))?;
         report.wal_files += 1;
         let mut damage_before = false;
-        for item in salvage_records(&data) {
+        for item in salvage_records(&data, Some(number)) {
             match item {
                 Salvaged::Damaged {
                     offset,
@@ -86,11 +85,15 @@ impl<'a> Replay<'a> {
                         .wal_damage
                         .push(Dropped::at(&path, offset, len, reason));
                 }
-                Salvaged::Record { offset, payload } => {
+                Salvaged::Record {
+                    offset,
+                    len: record_len,
+                    payload,
+                } => {
                     let batch = match WriteBatch::decode(&payload) {
                         Ok(b) => b,
                         Err(e) => {
-                            let len = (HEADER_LEN + payload.len()) as u64;
+                            let len = record_len;
                             let reason =
                                 format!("record is not a valid write batch: {}", e.message());
                             report
@@ -107,7 +110,7 @@ impl<'a> Replay<'a> {
                         .checked_add(batch.len() as u64 - 1)
                         .is_some_and(|last| last <= MAX_SEQ);
                     if !in_range {
-                        let len = (HEADER_LEN + payload.len()) as u64;
+                        let len = record_len;
                         let reason = format!(
                             "record's sequence numbers (from {}, {} entries) exceed the largest",
                             batch.sequence(),

@@ -140,6 +140,38 @@ pub fn small_workload() -> Vec<Step> {
     steps
 }
 
+/// WAL lives of very different lengths, each ended by a flush (or a full
+/// compaction, which drops deleted keys' old versions, so that an old
+/// record replayed from a reused WAL would be visible), with overwrites,
+/// deletes and a few synced writes: with recycling on, WAL switches keep
+/// reusing files that held more than their new life writes.
+pub fn recycle_workload() -> Vec<Step> {
+    let mut steps = Vec::new();
+    let mut w = 0usize;
+    for (life, n) in [40u32, 3, 30, 1, 24, 6, 36, 2, 12].into_iter().enumerate() {
+        let life = life as u32;
+        for i in 0..n {
+            let k = (i * 7 + life * 5) % KEYS;
+            let op = if (i + life) % 4 == 3 {
+                (key(k), None)
+            } else {
+                (key(k), Some(value(w, k)))
+            };
+            steps.push(Step::Write {
+                ops: vec![op],
+                sync: i % 9 == 8,
+            });
+            w += 1;
+        }
+        steps.push(if life % 3 == 2 {
+            Step::CompactAll
+        } else {
+            Step::Flush
+        });
+    }
+    steps
+}
+
 /// `states[p]`: the database after the first `p` writes.
 pub fn states(steps: &[Step]) -> Vec<Kv> {
     let mut s = Kv::new();
@@ -176,6 +208,8 @@ pub struct ModeSet {
     pub name: &'static str,
     pub modes: Vec<(IoClass, AccessMode)>,
     pub engine: IoEngine,
+    /// `Options::wal_recycle_count`.
+    pub wal_recycle_count: usize,
 }
 
 /// The combinations the machine supports: all buffered; all direct with
@@ -188,6 +222,7 @@ pub fn mode_sets(probe_dir: &Path) -> Vec<ModeSet> {
         name: "buffered",
         modes: all(AccessMode::Buffered),
         engine: IoEngine::Sync,
+        wal_recycle_count: 0,
     }];
     match env.capabilities().direct_unusable_reason(true) {
         None => {
@@ -196,6 +231,7 @@ pub fn mode_sets(probe_dir: &Path) -> Vec<ModeSet> {
                     name: "direct-uring",
                     modes: all(AccessMode::Direct),
                     engine: IoEngine::Uring,
+                    wal_recycle_count: 0,
                 });
             } else {
                 skip::skip("io_uring unavailable: no direct-uring runs");
@@ -204,6 +240,7 @@ pub fn mode_sets(probe_dir: &Path) -> Vec<ModeSet> {
                 name: "direct-sync",
                 modes: all(AccessMode::Direct),
                 engine: IoEngine::Sync,
+                wal_recycle_count: 0,
             });
         }
         Some(why) => skip::skip(&format!("no direct runs: {why}")),
@@ -220,6 +257,7 @@ pub fn mode_sets(probe_dir: &Path) -> Vec<ModeSet> {
                 (IoClass::UserRead, AccessMode::DontCache),
             ],
             engine: IoEngine::Sync,
+            wal_recycle_count: 0,
         });
     } else {
         skip::skip("RWF_DONTCACHE unavailable: no dontcache runs");
@@ -233,11 +271,34 @@ pub fn mode_sets(probe_dir: &Path) -> Vec<ModeSet> {
                 (IoClass::UserRead, AccessMode::Mmap),
             ],
             engine: IoEngine::Sync,
+            wal_recycle_count: 0,
         });
     } else {
         skip::skip("fallocate unavailable: no mmap WAL runs");
     }
+    // Each again with WAL recycling: reused WAL files hold an earlier
+    // life's records after the new ones.
+    let recycled: Vec<ModeSet> = v
+        .iter()
+        .map(|s| ModeSet {
+            name: recycled_name(s.name),
+            wal_recycle_count: 2,
+            ..s.clone()
+        })
+        .collect();
+    v.extend(recycled);
     v
+}
+
+fn recycled_name(name: &str) -> &'static str {
+    match name {
+        "buffered" => "buffered-recycle",
+        "direct-uring" => "direct-uring-recycle",
+        "direct-sync" => "direct-sync-recycle",
+        "dontcache-fadvise" => "dontcache-fadvise-recycle",
+        "mmap-wal" => "mmap-wal-recycle",
+        other => panic!("no recycled name for mode set {other}"),
+    }
 }
 
 /// Small everything, so the workload flushes, switches WALs, compacts
@@ -268,6 +329,7 @@ pub fn options_for(set: &ModeSet) -> Options {
         o = o.io_mode(class, mode);
     }
     o.io_engine = set.engine;
+    o.wal_recycle_count = set.wal_recycle_count;
     o
 }
 
@@ -275,6 +337,8 @@ pub fn options_for(set: &ModeSet) -> Options {
 #[derive(Debug)]
 pub struct RunEnd {
     pub error: Option<(String, quietkv::Error)>,
+    /// WAL switches that reused a kept file, over every open of the run.
+    pub wal_files_recycled: u64,
 }
 
 /// Runs `steps` on the database in `dir`; stops at the first error.
@@ -291,8 +355,10 @@ pub fn run_with_hook(
     progress: &Progress,
     after_ack: &dyn Fn(usize),
 ) -> RunEnd {
+    let recycled = std::cell::Cell::new(0u64);
     let fail = |what: String, e| RunEnd {
         error: Some((what, e)),
+        wal_files_recycled: recycled.get(),
     };
     let mut db = match Db::open(dir, opts.clone()) {
         Ok(db) => db,
@@ -324,6 +390,7 @@ pub fn run_with_hook(
             Step::Flush => db.flush(),
             Step::CompactAll => db.compact_all(),
             Step::Reopen => {
+                recycled.set(recycled.get() + db.stats().wal_files_recycled);
                 let closed = db.close();
                 if let Err(e) = closed {
                     return fail(format!("step {i} close"), e);
@@ -342,11 +409,15 @@ pub fn run_with_hook(
             return fail(format!("step {i} {step:?}"), e);
         }
     }
+    recycled.set(recycled.get() + db.stats().wal_files_recycled);
     if let Err(e) = db.close() {
         return fail("final close".into(), e);
     }
     progress.durable.store(w, Ordering::SeqCst);
-    RunEnd { error: None }
+    RunEnd {
+        error: None,
+        wal_files_recycled: recycled.get(),
+    }
 }
 
 /// What opening a directory against the model found.
