@@ -33,7 +33,8 @@ pub enum Fs {
 /// One E4 configuration: `FS/MODE/SYNC/COMPRESSION[/recycle:N]`, e.g.
 /// `ext4/direct/group/none` or `xfs/buffered/periodic:10/lz4` (`ext4` means
 /// the scratch directory's own file system); `/recycle:N` keeps up to N
-/// flushed WAL files for reuse (`Options::wal_recycle_count`).
+/// flushed WAL files for reuse (`Options::wal_recycle_count`; without it
+/// the engine's default, `/recycle:0` turns recycling off).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct WalConfig {
     pub name: String,
@@ -41,7 +42,7 @@ pub struct WalConfig {
     pub wal_mode: String,
     pub sync: String,
     pub compression: String,
-    /// `Options::wal_recycle_count` (0 unless the name ends in `/recycle:N`).
+    /// `Options::wal_recycle_count`: `/recycle:N`, else the engine's default.
     pub recycle: usize,
 }
 
@@ -49,14 +50,16 @@ impl WalConfig {
     pub fn parse(name: &str) -> Result<WalConfig, String> {
         let parts: Vec<&str> = name.trim().split('/').collect();
         let (fs, mode, sync, compression, recycle) = match parts[..] {
-            [fs, mode, sync, compression] => (fs, mode, sync, compression, 0),
+            [fs, mode, sync, compression] => {
+                let default = quietkv::Options::default().wal_recycle_count;
+                (fs, mode, sync, compression, default)
+            }
             [fs, mode, sync, compression, recycle] => {
                 let n = recycle
                     .strip_prefix("recycle:")
                     .and_then(|n| n.parse::<usize>().ok())
-                    .filter(|&n| n > 0)
                     .ok_or_else(|| {
-                        format!("E4 mode '{name}': expected recycle:N (N > 0) after the compression, not '{recycle}'")
+                        format!("E4 mode '{name}': expected recycle:N (N >= 0) after the compression, not '{recycle}'")
                     })?;
                 (fs, mode, sync, compression, n)
             }
@@ -93,7 +96,7 @@ impl WalConfig {
     /// ratio pairs up.
     fn rest(&self) -> String {
         let mut s = format!("{}/{}/{}", self.wal_mode, self.sync, self.compression);
-        if self.recycle > 0 {
+        if self.recycle != quietkv::Options::default().wal_recycle_count {
             s.push_str(&format!("/recycle:{}", self.recycle));
         }
         s
@@ -103,7 +106,7 @@ impl WalConfig {
         let mode: AccessMode = self.wal_mode.parse().expect("checked by parse");
         let mut c = QuietkvConfig::wal(&self.name, mode, &self.sync, &self.compression)
             .expect("checked by parse");
-        c.wal_recycle_count = self.recycle;
+        c.wal_recycle_count = Some(self.recycle);
         c
     }
 }
@@ -575,15 +578,22 @@ mod tests {
             (c.wal_mode.as_str(), c.sync.as_str(), c.compression.as_str()),
             ("direct", "periodic:10", "lz4")
         );
-        let r = WalConfig::parse("ext4/buffered/group/none/recycle:4").unwrap();
+        let r = WalConfig::parse("ext4/buffered/group/none/recycle:9").unwrap();
         assert_eq!(
             (r.recycle, r.rest().as_str()),
-            (4, "buffered/group/none/recycle:4")
+            (9, "buffered/group/none/recycle:9")
         );
-        assert_eq!(r.engine_config().wal_recycle_count, 4);
-        assert_eq!(c.recycle, 0);
+        assert_eq!(r.engine_config().wal_recycle_count, Some(9));
+        // Without the suffix: what the engine does by default.
+        let default = quietkv::Options::default().wal_recycle_count;
+        assert_eq!(c.recycle, default);
+        assert_eq!(c.engine_config().wal_recycle_count, Some(default));
+        assert_eq!(c.rest(), "direct/periodic:10/lz4");
+        let off = WalConfig::parse("ext4/buffered/group/none/recycle:0").unwrap();
+        assert_eq!(off.engine_config().wal_recycle_count, Some(0));
+        assert_eq!(off.rest(), "buffered/group/none/recycle:0");
         for bad in [
-            "ext4/buffered/group/none/recycle:0",
+            "ext4/buffered/group/none/recycle:-1",
             "ext4/buffered/group/none/recycle:x",
             "ext4/buffered/group/none/keep:4",
             "ext4/direct/group",

@@ -60,7 +60,7 @@ pub fn mode_config(name: &str) -> Result<QuietkvConfig, String> {
         warm_output: false,
         wal_sync: None,
         wal_compression: None,
-        wal_recycle_count: 0,
+        wal_recycle_count: None,
         knobs: Default::default(),
     })
 }

@@ -181,7 +181,18 @@ options! {
     /// deleted like any obsolete WAL. WAL files then keep their whole
     /// allocation when closed (whole segments) instead of being cut to
     /// their true length, so kept files take up to this many segments of
-    /// disk space. At most 64.
+    /// disk space. At most 64. Default 0 (off). Measured with group
+    /// commit, 32 writers and 818-byte values (bench E4, quick), recycling
+    /// raised writes/s 13-14% on ext4 and 27-29% on xfs for the buffered
+    /// and the direct WAL, and 7% for the mmap WAL on ext4. It stays off by
+    /// default because a reused file gives up one check: in a fresh file a
+    /// lost sector of the unsynced tail reads as zeros and anything else is
+    /// corruption, while in a reused file it reads as the old life's bytes,
+    /// so damage in the unsynced tail (no sync mark after it) ends the log
+    /// with a note instead of being reported. Records a sync covered are
+    /// checked as strictly either way. Also leave it off with the `fadvise`
+    /// WAL mode: a write covering part of a page of a reused file that is
+    /// not cached reads the old page first, and fadvise drops every page.
     wal_recycle_count: usize = 0;
     /// For tests: a fault-injecting, crash-simulating layer that every file
     /// operation of the database goes through (see `quietio::fault`).

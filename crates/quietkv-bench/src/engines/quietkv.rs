@@ -36,9 +36,9 @@ pub struct QuietkvConfig {
     /// `Options::wal_compression` (`none`, `lz4`, `zstd`).
     #[serde(default)]
     pub wal_compression: Option<String>,
-    /// `Options::wal_recycle_count` (0: WAL files are not reused).
+    /// `Options::wal_recycle_count`; `None` keeps the engine's default.
     #[serde(default)]
-    pub wal_recycle_count: usize,
+    pub wal_recycle_count: Option<usize>,
     /// Engine knobs a mode name can override (`+depth=8`, ...), for
     /// measuring what they do; empty keeps the engine's defaults.
     #[serde(default)]
@@ -174,7 +174,7 @@ impl QuietkvConfig {
             warm_output,
             wal_sync: None,
             wal_compression: None,
-            wal_recycle_count: 0,
+            wal_recycle_count: None,
             knobs,
         })
     }
@@ -192,7 +192,7 @@ impl QuietkvConfig {
             warm_output: false,
             wal_sync: None,
             wal_compression: None,
-            wal_recycle_count: 0,
+            wal_recycle_count: None,
             knobs: QuietkvKnobs::default(),
         }
     }
@@ -219,7 +219,7 @@ impl QuietkvConfig {
             warm_output: false,
             wal_sync: Some(sync.to_string()),
             wal_compression: Some(compression.to_string()),
-            wal_recycle_count: 0,
+            wal_recycle_count: None,
             knobs: QuietkvKnobs::default(),
         })
     }
@@ -325,7 +325,9 @@ impl QuietkvConfig {
         {
             o.wal_compression = c;
         }
-        o.wal_recycle_count = self.wal_recycle_count;
+        if let Some(n) = self.wal_recycle_count {
+            o.wal_recycle_count = n;
+        }
         o
     }
 }
@@ -648,9 +650,10 @@ mod tests {
     #[test]
     fn a_wal_config_sets_recycling_only_when_asked() {
         let mut c = QuietkvConfig::wal("e4", AccessMode::Buffered, "group", "none").unwrap();
-        assert_eq!(c.options().wal_recycle_count, 0);
-        c.wal_recycle_count = 4;
-        assert_eq!(c.options().wal_recycle_count, 4);
+        let default = Options::default().wal_recycle_count;
+        assert_eq!(c.options().wal_recycle_count, default);
+        c.wal_recycle_count = Some(default + 3);
+        assert_eq!(c.options().wal_recycle_count, default + 3);
     }
 
     #[test]
