@@ -337,10 +337,9 @@ mod tests {
         for line in smaps.lines() {
             let first = line.split_whitespace().next().unwrap_or("");
             if let Some((lo, hi)) = first.split_once('-') {
-                if let (Ok(lo), Ok(hi)) = (
-                    usize::from_str_radix(lo, 16),
-                    usize::from_str_radix(hi, 16),
-                ) {
+                if let (Ok(lo), Ok(hi)) =
+                    (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16))
+                {
                     in_range = lo <= addr && addr < hi;
                     continue;
                 }
@@ -351,7 +350,11 @@ mod tests {
                 }
             }
         }
-        assert_eq!(eligible, Some(true), "the buffer's mapping is not THP-eligible");
+        assert_eq!(
+            eligible,
+            Some(true),
+            "the buffer's mapping is not THP-eligible"
+        );
     }
 
     #[test]

@@ -358,7 +358,10 @@ mod tests {
         assert_eq!(parse_steal_ticks(stat), Some(171));
         assert_eq!(parse_steal_ticks("cpu0 1 2 3 4 5 6 7 8\n"), None);
         assert_eq!(parse_steal_ticks("cpu  1 2 3\n"), None);
-        assert!(read_steal_ticks().is_some(), "/proc/stat has a steal column on Linux");
+        assert!(
+            read_steal_ticks().is_some(),
+            "/proc/stat has a steal column on Linux"
+        );
     }
     const BLOCK_LATER: &str = include_str!("../tests/data/block.vda.stat.later");
     const PROC_STAT: &str = include_str!("../tests/data/proc.self.stat");

@@ -634,7 +634,10 @@ mod tests {
             assert!(QuietkvConfig::parse(bad).is_err(), "{bad}");
         }
         let t = QuietkvConfig::parse_compaction_only("direct+depth=16").unwrap();
-        assert_eq!((t.name.as_str(), t.options().io_depth), ("direct+depth=16", 16));
+        assert_eq!(
+            (t.name.as_str(), t.options().io_depth),
+            ("direct+depth=16", 16)
+        );
         assert!(QuietkvConfig::parse_compaction_only("direct+depth=-1").is_err());
         let described = m.page_cache_with(&|_, _| None).also;
         assert!(described.iter().any(|a| a == "io_depth 8"), "{described:?}");
