@@ -326,6 +326,9 @@ pub trait BenchEngine: Sized + Send + Sync {
 
 /// A configuration of one of the built engines: what the parent hands the
 /// worker process, and what names a column of the report.
+// A run holds a handful of these, made once: the size difference between
+// variants costs nothing worth an indirection at every use.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "engine", rename_all = "snake_case")]
 pub enum EngineMode {
