@@ -302,8 +302,7 @@ impl IoEnv {
     /// Creates (or truncates) `path` for writing front to back in `class`'s
     /// mode. Refused (`InvalidArgument`) in a read-only environment.
     pub fn create(&self, path: &Path, class: IoClass) -> Result<SeqWriter> {
-        self.check_writable(path)?;
-        SeqWriter::create(path, self.file_config(class, self.mode(class)))
+        SeqWriter::create(path, self.writer_config(path, class, None)?)
     }
 
     /// Creates `path` like [`create`](Self::create), but in `mode` instead
@@ -318,9 +317,7 @@ impl IoEnv {
         class: IoClass,
         mode: AccessMode,
     ) -> Result<SeqWriter> {
-        self.check_writable(path)?;
-        let m = self.resolve_explicit(class, mode)?;
-        SeqWriter::create(path, self.file_config(class, m))
+        SeqWriter::create(path, self.writer_config(path, class, Some(mode))?)
     }
 
     /// Creates `path` to be appended to through a writable mapping (the
@@ -333,9 +330,8 @@ impl IoEnv {
         class: IoClass,
         segment_size: u64,
     ) -> Result<MmapWriter> {
-        self.check_writable(path)?;
-        let mode = self.resolve_explicit(class, AccessMode::Mmap)?;
-        MmapWriter::create(path, self.file_config(class, mode), segment_size)
+        let cfg = self.writer_config(path, class, Some(AccessMode::Mmap))?;
+        MmapWriter::create(path, cfg, segment_size)
     }
 
     /// Opens the existing file `path` to write it again from offset 0 in
@@ -343,8 +339,7 @@ impl IoEnv {
     /// [`SeqWriter::overwrite`]): a recycled log. Refused in a read-only
     /// environment.
     pub fn overwrite(&self, path: &Path, class: IoClass) -> Result<SeqWriter> {
-        self.check_writable(path)?;
-        SeqWriter::overwrite(path, self.file_config(class, self.mode(class)))
+        SeqWriter::overwrite(path, self.writer_config(path, class, None)?)
     }
 
     /// [`overwrite`](Self::overwrite) in `mode` instead of the class's mode
@@ -355,9 +350,7 @@ impl IoEnv {
         class: IoClass,
         mode: AccessMode,
     ) -> Result<SeqWriter> {
-        self.check_writable(path)?;
-        let m = self.resolve_explicit(class, mode)?;
-        SeqWriter::overwrite(path, self.file_config(class, m))
+        SeqWriter::overwrite(path, self.writer_config(path, class, Some(mode))?)
     }
 
     /// Like [`create_mapped`](Self::create_mapped), for an existing file
@@ -369,9 +362,25 @@ impl IoEnv {
         class: IoClass,
         segment_size: u64,
     ) -> Result<MmapWriter> {
+        let cfg = self.writer_config(path, class, Some(AccessMode::Mmap))?;
+        MmapWriter::overwrite(path, cfg, segment_size)
+    }
+
+    /// What every writer constructor checks and resolves first: the
+    /// environment must be writable, and the mode is the class's own
+    /// (`None`) or an explicit request resolved for this directory.
+    fn writer_config(
+        &self,
+        path: &Path,
+        class: IoClass,
+        mode: Option<AccessMode>,
+    ) -> Result<FileConfig> {
         self.check_writable(path)?;
-        let mode = self.resolve_explicit(class, AccessMode::Mmap)?;
-        MmapWriter::overwrite(path, self.file_config(class, mode), segment_size)
+        let m = match mode {
+            None => self.mode(class),
+            Some(mode) => self.resolve_explicit(class, mode)?,
+        };
+        Ok(self.file_config(class, m))
     }
 
     /// Opens `path` for reading front to back in `class`'s mode.

@@ -7,6 +7,9 @@
 //! compression. Power cuts of recycled WALs: `power_cut.rs` (its
 //! `*-recycle` mode sets).
 
+#[path = "common/wal_modes.rs"]
+mod wal_modes;
+
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -22,19 +25,7 @@ fn dir() -> tempfile::TempDir {
 
 /// The WAL write modes this directory supports.
 fn wal_modes() -> Vec<AccessMode> {
-    let d = dir();
-    let env = quietio::IoEnv::open(d.path(), quietio::IoOptions::default()).unwrap();
-    let mut v = vec![AccessMode::Buffered, AccessMode::Fadvise];
-    if env.capabilities().direct_unusable_reason(true).is_none() {
-        v.push(AccessMode::Direct);
-    }
-    if env.capabilities().dontcache.supported {
-        v.push(AccessMode::DontCache);
-    }
-    if env.capabilities().fallocate.supported {
-        v.push(AccessMode::Mmap);
-    }
-    v
+    wal_modes::supported_wal_modes(dir().path(), true)
 }
 
 fn options(mode: AccessMode, compression: Compression, keep: usize) -> Options {

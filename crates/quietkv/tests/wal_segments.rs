@@ -6,6 +6,9 @@
 //! preallocated WALs in every mode: `power_cut.rs`, whose options use small
 //! segments.)
 
+#[path = "common/wal_modes.rs"]
+mod wal_modes;
+
 use quietkv::{AccessMode, Db, IoClass, Options, WriteBatch, WriteOptions};
 
 const SEGMENT: u64 = 16 << 10;
@@ -31,16 +34,7 @@ fn put(db: &Db, i: usize, sync: bool) {
 }
 
 fn modes() -> Vec<AccessMode> {
-    let d = dir();
-    let env = quietio::IoEnv::open(d.path(), quietio::IoOptions::default()).unwrap();
-    let mut v = vec![AccessMode::Buffered, AccessMode::Fadvise];
-    if env.capabilities().direct_unusable_reason(true).is_none() {
-        v.push(AccessMode::Direct);
-    }
-    if env.capabilities().dontcache.supported {
-        v.push(AccessMode::DontCache);
-    }
-    v
+    wal_modes::supported_wal_modes(dir().path(), false)
 }
 
 #[test]
