@@ -53,7 +53,12 @@ fn wal_files(d: &Path) -> Vec<(u64, PathBuf)> {
 }
 
 /// What a process crash leaves: every file as the page cache has it.
-fn crash_copy(from: &Path, to: &Path) {
+/// A crash is an instant; a file-by-file copy is not, so background work
+/// first goes idle (otherwise a compaction finishing mid-copy leaves a
+/// manifest naming a table the copy listed too early to see). The live
+/// memtable and its WAL are untouched by that wait.
+fn crash_copy(db: &Db, from: &Path, to: &Path) {
+    db.wait_idle().unwrap();
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
         let p = e.unwrap().path();
@@ -133,7 +138,7 @@ fn recycled_wals_never_replay_stale_writes_and_lose_none() {
                     db.write(b, WriteOptions { sync: i % 17 == 0 }).unwrap();
                     if life % 3 == 1 && i == n / 2 {
                         let c = dir();
-                        crash_copy(d.path(), c.path());
+                        crash_copy(&db, d.path(), c.path());
                         let again = Db::open(c.path(), opts.clone()).unwrap();
                         check_against(&again, &model, &format!("{what} life {life} mid"));
                     }
@@ -148,7 +153,7 @@ fn recycled_wals_never_replay_stale_writes_and_lose_none() {
                     wait_kept(&db, 1);
                 }
                 let c = dir();
-                crash_copy(d.path(), c.path());
+                crash_copy(&db, d.path(), c.path());
                 let again = Db::open(c.path(), opts.clone()).unwrap();
                 check_against(&again, &model, &format!("{what} after life {life}"));
             }
@@ -289,7 +294,7 @@ fn either_record_format_replays_with_recycling_on_or_off() {
             }
         }
         let c = dir();
-        crash_copy(d.path(), c.path());
+        crash_copy(&db, d.path(), c.path());
         drop(db);
         let again = Db::open(
             c.path(),
