@@ -7,7 +7,8 @@ use std::fmt;
 use std::io;
 use std::os::fd::RawFd;
 use std::str::FromStr;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use io_uring::{opcode, types, IoUring};
 
@@ -179,19 +180,59 @@ fn refusal_reason(e: &io::Error, disabled: Option<u32>) -> String {
 }
 
 /// One io_uring instance with a count of requests in flight.
+///
+/// A ring whose requests have all completed is kept when dropped (up to
+/// [`KEPT_RINGS`], process-wide) and handed to the next file: compaction
+/// opens many files a second, and setting a ring up and tearing it down
+/// (an mmap, a munmap and an exit work item in a kernel worker) each time
+/// is system time the compaction thread spends where a user thread may be
+/// waiting for the CPU.
 pub(crate) struct Ring {
-    ring: IoUring,
+    ring: Option<IoUring>,
+    entries: u32,
     in_flight: usize,
+}
+
+/// Idle rings kept for reuse: a background thread's writer and readers.
+pub(crate) const KEPT_RINGS: usize = 8;
+
+static KEPT: Mutex<Vec<(u32, IoUring)>> = Mutex::new(Vec::new());
+static RINGS_REUSED: AtomicU64 = AtomicU64::new(0);
+
+/// How many rings were taken from the kept ones instead of set up, since
+/// the process started.
+pub fn rings_reused() -> u64 {
+    RINGS_REUSED.load(Ordering::Relaxed)
 }
 
 impl Ring {
     /// A ring for up to `depth` requests in flight.
     pub(crate) fn new(depth: usize) -> io::Result<Ring> {
         let entries = depth.clamp(1, 4096).next_power_of_two() as u32;
+        let kept = {
+            let mut k = KEPT.lock().unwrap_or_else(|p| p.into_inner());
+            k.iter()
+                .position(|(e, _)| *e == entries)
+                .map(|i| k.swap_remove(i).1)
+        };
+        let ring = match kept {
+            Some(r) => {
+                RINGS_REUSED.fetch_add(1, Ordering::Relaxed);
+                r
+            }
+            None => IoUring::new(entries)?,
+        };
         Ok(Ring {
-            ring: IoUring::new(entries)?,
+            ring: Some(ring),
+            entries,
             in_flight: 0,
         })
+    }
+
+    fn uring(&mut self) -> &mut IoUring {
+        self.ring
+            .as_mut()
+            .expect("a ring is only taken when dropped")
     }
 
     pub(crate) fn in_flight(&self) -> usize {
@@ -241,10 +282,10 @@ impl Ring {
     }
 
     unsafe fn push(&mut self, e: io_uring::squeue::Entry) -> io::Result<()> {
-        if self.ring.submission().is_full() {
+        if self.uring().submission().is_full() {
             self.submit()?;
         }
-        self.ring
+        self.uring()
             .submission()
             .push(&e)
             .map_err(|_| io::Error::other("io_uring submission queue full"))?;
@@ -256,7 +297,7 @@ impl Ring {
 
     fn submit(&mut self) -> io::Result<()> {
         loop {
-            match self.ring.submit() {
+            match self.uring().submit() {
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
                 Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
                     // The completion queue is full: the caller reaps first.
@@ -271,18 +312,42 @@ impl Ring {
     /// negative result is `-errno`.
     pub(crate) fn next_completion(&mut self) -> io::Result<(u64, i32)> {
         loop {
-            if let Some(c) = self.ring.completion().next() {
+            let next = self.uring().completion().next();
+            if let Some(c) = next {
                 self.in_flight = self.in_flight.saturating_sub(1);
                 return Ok((c.user_data(), c.result()));
             }
             if self.in_flight == 0 {
                 return Err(io::Error::other("io_uring: waited with nothing in flight"));
             }
-            match self.ring.submit_and_wait(1) {
+            match self.uring().submit_and_wait(1) {
                 Ok(_) => {}
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
                 Err(e) => return Err(e),
             }
+        }
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        let Some(mut ring) = self.ring.take() else {
+            return;
+        };
+        // Only a ring with nothing in flight and nothing unread is kept: a
+        // request still running would complete into the next file's ring.
+        // Anything else is closed, which makes the kernel cancel or wait.
+        let idle =
+            self.in_flight == 0 && ring.submission().is_empty() && ring.completion().is_empty();
+        if idle {
+            // The newest are kept: they have the sizes in use now.
+            let oldest = {
+                let mut k = KEPT.lock().unwrap_or_else(|p| p.into_inner());
+                k.push((self.entries, ring));
+                (k.len() > KEPT_RINGS).then(|| k.remove(0))
+            };
+            // Closed outside the lock.
+            drop(oldest);
         }
     }
 }
@@ -371,5 +436,37 @@ mod tests {
         assert_eq!(ring.next_completion().unwrap(), (9, 8));
         assert_eq!(&back, b"abcdefgh");
         assert!(ring.next_completion().is_err(), "nothing in flight");
+    }
+
+    #[test]
+    fn idle_rings_are_kept_and_busy_ones_are_not() {
+        if uring_unavailable_reason().is_some() {
+            assert!(std::env::var_os("CI").is_none());
+            return;
+        }
+        use std::os::fd::AsRawFd;
+        // A size no other test asks for, so the kept ring is this one's.
+        let depth = 1000;
+        let before = rings_reused();
+        drop(Ring::new(depth).unwrap());
+        let mut ring = Ring::new(depth).unwrap();
+        assert!(rings_reused() > before, "the idle ring was not reused");
+        // A kept ring works like a new one.
+        let f = tempfile::tempfile().unwrap();
+        let data = b"kept";
+        // SAFETY: `data` outlives the completion, taken on the next line.
+        unsafe { ring.start_write(f.as_raw_fd(), data.as_ptr(), 4, 0, 0, 3) }.unwrap();
+        assert_eq!(ring.next_completion().unwrap(), (3, 4));
+        // One with a request whose completion was never taken is closed.
+        // SAFETY: `data` is a static byte string, valid for ever.
+        unsafe { ring.start_write(f.as_raw_fd(), data.as_ptr(), 4, 4, 0, 4) }.unwrap();
+        drop(ring);
+        let before = rings_reused();
+        let _fresh = Ring::new(depth).unwrap();
+        assert_eq!(
+            rings_reused(),
+            before,
+            "a ring with a request in flight was kept"
+        );
     }
 }
