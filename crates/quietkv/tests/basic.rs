@@ -267,3 +267,26 @@ fn db_and_its_iterators_can_cross_threads() {
     send_sync::<quietkv::Snapshot>();
     send::<quietkv::DbIter>();
 }
+
+/// Compaction gives the CPU away every `background_yield_micros` of
+/// merging (so user threads are not kept waiting behind it, see
+/// `Options::background_yield_micros`), and never with 0.
+#[test]
+fn compaction_yields_the_cpu_as_configured() {
+    let run = |every_us: u64| {
+        let d = dir();
+        let db = Db::open(d.path(), small().background_yield_micros(every_us)).unwrap();
+        for i in 0..4000u32 {
+            db.put(format!("k{i:06}").as_bytes(), &[b'v'; 1000])
+                .unwrap();
+        }
+        let t = std::time::Instant::now();
+        db.compact_all().unwrap();
+        let took = t.elapsed();
+        (db.stats().background_yields, took)
+    };
+    let (yields, took) = run(1);
+    // ~4 MB merged: many clock checks, each past a 1 us interval.
+    assert!(yields >= 10, "{yields} yields in {took:?}");
+    assert_eq!(run(0).0, 0, "0 means never");
+}

@@ -47,7 +47,8 @@ pub struct QuietkvConfig {
 
 /// Options a mode name may set after its base mode: `+depth=N`
 /// (`io_depth`), `+wbuf=KiB` (`direct_write_buffer_size`), `+ra=KiB`
-/// (`compaction_readahead_size`), `+nice=N` (`background_nice`).
+/// (`compaction_readahead_size`), `+nice=N` (`background_nice`),
+/// `+yield=US` (`background_yield_micros`, 0 = never).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuietkvKnobs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -58,6 +59,8 @@ pub struct QuietkvKnobs {
     pub readahead_kib: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub background_nice: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background_yield_micros: Option<u64>,
 }
 
 impl QuietkvKnobs {
@@ -85,9 +88,13 @@ impl QuietkvKnobs {
                 n @ -20..=19 => self.background_nice = Some(n as i32),
                 n => return Err(format!("nice must be between -20 and 19, got {n}")),
             },
+            "yield" => match number("yield (us)")? {
+                n @ 0..=1_000_000 => self.background_yield_micros = Some(n as u64),
+                n => return Err(format!("yield must be 0..=1000000 us, got {n}")),
+            },
             other => {
                 return Err(format!(
-                    "unknown knob '{other}' (expected depth, wbuf, ra or nice)"
+                    "unknown knob '{other}' (expected depth, wbuf, ra, nice or yield)"
                 ))
             }
         }
@@ -107,6 +114,9 @@ impl QuietkvKnobs {
         if let Some(n) = self.background_nice {
             o.background_nice = n;
         }
+        if let Some(n) = self.background_yield_micros {
+            o.background_yield_micros = n;
+        }
     }
 
     /// What the report should say these knobs change.
@@ -123,6 +133,9 @@ impl QuietkvKnobs {
         }
         if let Some(n) = self.background_nice {
             v.push(format!("background_nice {n}"));
+        }
+        if let Some(n) = self.background_yield_micros {
+            v.push(format!("background_yield_micros {n}"));
         }
         v
     }
@@ -611,14 +624,19 @@ mod tests {
 
     #[test]
     fn knob_suffixes_set_engine_options() {
-        let m = QuietkvConfig::parse("both-direct+depth=8+wbuf=2048+warm+ra=4096+nice=10").unwrap();
-        assert_eq!(m.name, "both-direct+depth=8+wbuf=2048+warm+ra=4096+nice=10");
+        let m = QuietkvConfig::parse("both-direct+depth=8+wbuf=2048+warm+ra=4096+nice=10+yield=0")
+            .unwrap();
+        assert_eq!(
+            m.name,
+            "both-direct+depth=8+wbuf=2048+warm+ra=4096+nice=10+yield=0"
+        );
         assert!(m.warm_output);
         let o = m.options();
         assert_eq!(o.io_depth, 8);
         assert_eq!(o.direct_write_buffer_size, 2 << 20);
         assert_eq!(o.compaction_readahead_size, 4 << 20);
         assert_eq!(o.background_nice, 10);
+        assert_eq!(o.background_yield_micros, 0);
         let d = Options::default();
         let plain = QuietkvConfig::parse("both-direct").unwrap().options();
         assert_eq!(plain.io_depth, d.io_depth);
@@ -628,6 +646,7 @@ mod tests {
             "both-direct+depth=0",
             "both-direct+depth=x",
             "both-direct+nice=20",
+            "both-direct+yield=-1",
             "both-direct+turbo=1",
             "both-direct+depth",
         ] {

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use quietio::{sys, EffectiveMode, IoClass};
 
+use super::cpu_yield::CpuYield;
 use super::level_iter::{open_compaction_input, CompactionLevelIter};
 use super::recovery::{meta_from, write_l0};
 use super::{Inner, ManualCompaction};
@@ -269,6 +270,7 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
     let mut outputs: Vec<FileMeta> = Vec::new();
     let mut current: Option<(u64, TableBuilder<TableFile>)> = None;
     let mut last_user_key: Vec<u8> = Vec::new();
+    let mut cpu_yield = CpuYield::every_micros(inner.opts.background_yield_micros);
     let result = (|| -> Result<()> {
         while it.valid() {
             if inner.shutting_down.load(Ordering::Acquire) {
@@ -306,6 +308,7 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
             }
             let (_, builder) = current.as_mut().expect("just set");
             builder.add(key, it.value())?;
+            cpu_yield.entry(key.len() + it.value().len());
             last_user_key.clear();
             last_user_key.extend_from_slice(user_key(key));
             it.next()?;
@@ -319,6 +322,7 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
         }
         Ok(())
     })();
+    inner.counters.record_background_yields(cpu_yield.yields());
     if let Err(e) = result {
         // Nothing was installed: remove what was written.
         let mut st = inner.state.lock();

@@ -3,6 +3,7 @@
 //! and the background threads that flush and compact.
 
 mod background;
+mod cpu_yield;
 mod iter;
 mod level_iter;
 mod manifest;

@@ -32,6 +32,7 @@ pub(crate) struct Counters {
     warmed_bytes: AtomicU64,
     manifest_rotations: AtomicU64,
     wal_files_recycled: AtomicU64,
+    background_yields: AtomicU64,
 }
 
 impl Counters {
@@ -68,6 +69,10 @@ impl Counters {
 
     pub(crate) fn record_wal_recycled(&self) {
         self.wal_files_recycled.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn record_background_yields(&self, n: u64) {
+        self.background_yields.fetch_add(n, Relaxed);
     }
 
     pub(crate) fn record_manifest_rotation(&self) {
@@ -185,6 +190,10 @@ pub struct DbStats {
     pub wal_files_recycled: u64,
     /// WAL files kept for reuse now.
     pub wal_files_kept: usize,
+    /// Times a compaction gave the CPU away to let waiting threads run
+    /// (`Options::background_yield_micros`; flushes yield too, uncounted;
+    /// since open).
+    pub background_yields: u64,
 }
 
 pub(crate) fn collect(inner: &Inner) -> DbStats {
@@ -236,5 +245,6 @@ pub(crate) fn collect(inner: &Inner) -> DbStats {
         manifest_rotations: c.manifest_rotations.load(Relaxed),
         wal_files_recycled: c.wal_files_recycled.load(Relaxed),
         wal_files_kept: st.wal_pool.len(),
+        background_yields: c.background_yields.load(Relaxed),
     }
 }
