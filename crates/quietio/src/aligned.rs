@@ -101,6 +101,9 @@ pub struct AlignedBuf {
     len: usize,
     /// A huge direct buffer: returned to the spare pool when dropped.
     pooled: bool,
+    /// Taken from the spare pool rather than allocated.
+    #[cfg(test)]
+    kept: bool,
 }
 
 /// Bytes of freed huge direct buffers kept for reuse, process-wide: enough
@@ -127,7 +130,8 @@ fn take_spare(layout: Layout) -> Option<NonNull<u8>> {
     let mut spares = SPARE_HUGE.lock().unwrap_or_else(|p| p.into_inner());
     let i = spares.iter().position(|s| s.layout == layout)?;
     SPARES_REUSED.fetch_add(1, Ordering::Relaxed);
-    Some(spares.swap_remove(i).ptr)
+    // `remove`, not `swap_remove`: the list stays oldest first.
+    Some(spares.remove(i).ptr)
 }
 
 /// Keeps a freed huge buffer, freeing the oldest kept ones beyond
@@ -217,6 +221,20 @@ impl AlignedBuf {
         Ok(buf)
     }
 
+    /// A buffer for one direct transfer of an odd size (a span of a user
+    /// read): aligned as [`for_direct_io`](Self::for_direct_io) does, but
+    /// never taken from or given to the spare pool, whose point is the
+    /// few sizes files use over and over.
+    pub fn for_direct_io_once(capacity: usize, mem_align: usize, block: usize) -> Result<Self> {
+        Self::with_block(capacity, direct_io_align(mem_align), block.max(1))
+    }
+
+    /// Whether this buffer came from the spare pool.
+    #[cfg(test)]
+    fn was_kept(&self) -> bool {
+        self.kept
+    }
+
     fn with_block(capacity: usize, align: usize, block: usize) -> Result<Self> {
         let (mut buf, _) = Self::allocate(capacity, align, block, false)?;
         buf.zero_fresh();
@@ -264,6 +282,8 @@ impl AlignedBuf {
                     block,
                     len: 0,
                     pooled: false,
+                    #[cfg(test)]
+                    kept: true,
                 };
                 return Ok((buf, true));
             }
@@ -277,6 +297,8 @@ impl AlignedBuf {
             block,
             len: 0,
             pooled: false,
+            #[cfg(test)]
+            kept: false,
         };
         Ok((buf, false))
     }
@@ -479,6 +501,7 @@ mod tests {
         let reused = spare_buffers_reused();
         drop(first);
         let mut again = AlignedBuf::for_direct_io(size, 512, 512).unwrap();
+        assert!(again.was_kept(), "not taken from the pool");
         assert_eq!(again.full().as_ptr() as usize, addr, "not the kept buffer");
         assert!(spare_buffers_reused() > reused);
         // Empty, aligned as before; old bytes never leave through `padded`.
@@ -489,19 +512,20 @@ mod tests {
         assert_eq!(p.len(), 512);
         assert!(p[10..].iter().all(|x| *x == 0));
         // Buffers that are not direct huge ones are never kept.
-        let plain = AlignedBuf::new(size, 4096).unwrap();
-        let plain_addr = plain.full().as_ptr() as usize;
-        drop(plain);
-        let kept_before = spare_buffers_reused();
-        let fresh = AlignedBuf::new(size, 4096).unwrap();
-        assert!(fresh.full().iter().all(|x| *x == 0), "{plain_addr:x}");
-        assert_eq!(spare_buffers_reused(), kept_before);
+        for plain in [
+            AlignedBuf::new(size, 4096).unwrap(),
+            AlignedBuf::for_direct_io_once(size, 512, 512).unwrap(),
+        ] {
+            drop(plain);
+            let fresh = AlignedBuf::for_direct_io_once(size, 512, 512).unwrap();
+            assert!(!fresh.was_kept());
+            assert!(fresh.full().iter().all(|x| *x == 0));
+        }
         // The pool gives its memory back on request.
         drop(again);
         release_spare_buffers();
-        let after = spare_buffers_reused();
         let b = AlignedBuf::for_direct_io(size, 512, 512).unwrap();
-        assert_eq!(spare_buffers_reused(), after, "released, so allocated anew");
+        assert!(!b.was_kept(), "released, so allocated anew");
         assert!(b.full().iter().all(|x| *x == 0));
     }
 

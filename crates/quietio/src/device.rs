@@ -134,7 +134,7 @@ enum Op {
 fn run(
     file: &File,
     path: &Path,
-    bufs: &mut [AlignedBuf],
+    bufs: &mut Vec<AlignedBuf>,
     requests: u64,
     engine: Engine,
     op: Op,
@@ -213,9 +213,17 @@ fn run(
             }
             continue;
         }
-        let (slot, res) = ring
-            .next_completion()
-            .map_err(|e| Error::io(e, "waiting for io_uring failed").with_file(path))?;
+        let (slot, res) = match ring.next_completion() {
+            Ok(c) => c,
+            Err(e) => {
+                // Requests may still be in flight, reading or writing these
+                // buffers: they must never be freed (or pooled) now.
+                for b in bufs.drain(..) {
+                    std::mem::forget(b);
+                }
+                return Err(Error::io(e, "waiting for io_uring failed").with_file(path));
+            }
+        };
         let offset = carrying
             .get_mut(slot as usize)
             .and_then(Option::take)

@@ -1456,7 +1456,8 @@ impl RandomReader {
         let start = offset / align * align;
         let end = (offset + out.len() as u64).next_multiple_of(align);
         let span = (end - start) as usize;
-        let mut buf = self.cfg.buffer(span)?;
+        let mut buf = AlignedBuf::for_direct_io_once(span, self.cfg.mem_align, self.cfg.align())
+            .map_err(|e| e.with_file(&self.path))?;
         let got = read_fully(&self.file, &self.path, &self.cfg, buf.full_mut(), start, 0)?;
         let skip = (offset - start) as usize;
         let avail = got.saturating_sub(skip).min(out.len());

@@ -177,6 +177,7 @@ impl ReadAhead {
     fn reap_one(&mut self, path: &Path) -> Result<()> {
         let (id, res) = self.ring.next_completion().map_err(|e| {
             self.ring_broken = true;
+            self.ring.poison();
             io_err(path, 0, "waiting for io_uring completions failed", e)
         })?;
         let chunk = self.chunk as u64;
@@ -189,11 +190,17 @@ impl ReadAhead {
                 c.result = Some(res);
                 Ok(())
             }
-            None => Err(Error::io(
-                std::io::Error::other(format!("unknown user data {id}")),
-                "io_uring returned a completion this reader did not submit",
-            )
-            .with_file(path)),
+            None => {
+                // The count of requests in flight no longer matches the
+                // queue: never free a buffer or keep the ring on that basis.
+                self.ring_broken = true;
+                self.ring.poison();
+                Err(Error::io(
+                    std::io::Error::other(format!("unknown user data {id}")),
+                    "io_uring returned a completion this reader did not submit",
+                )
+                .with_file(path))
+            }
         }
     }
 }
@@ -203,6 +210,7 @@ impl Drop for ReadAhead {
         while self.ring.in_flight() > 0 && !self.ring_broken {
             if self.ring.next_completion().is_err() {
                 self.ring_broken = true;
+                self.ring.poison();
             }
         }
         if self.ring_broken {

@@ -191,6 +191,12 @@ pub(crate) struct Ring {
     ring: Option<IoUring>,
     entries: u32,
     in_flight: usize,
+    /// Never kept: its owner lost track of a request (an error waiting,
+    /// a completion it did not submit).
+    poisoned: bool,
+    /// Taken from the kept rings rather than set up.
+    #[cfg(test)]
+    kept: bool,
 }
 
 /// Idle rings kept for reuse: a background thread's writer and readers.
@@ -205,6 +211,12 @@ pub fn rings_reused() -> u64 {
     RINGS_REUSED.load(Ordering::Relaxed)
 }
 
+/// Closes every kept ring.
+pub fn release_kept_rings() {
+    let kept = std::mem::take(&mut *KEPT.lock().unwrap_or_else(|p| p.into_inner()));
+    drop(kept);
+}
+
 impl Ring {
     /// A ring for up to `depth` requests in flight.
     pub(crate) fn new(depth: usize) -> io::Result<Ring> {
@@ -213,8 +225,10 @@ impl Ring {
             let mut k = KEPT.lock().unwrap_or_else(|p| p.into_inner());
             k.iter()
                 .position(|(e, _)| *e == entries)
-                .map(|i| k.swap_remove(i).1)
+                .map(|i| k.remove(i).1)
         };
+        #[cfg(test)]
+        let was_kept = kept.is_some();
         let ring = match kept {
             Some(r) => {
                 RINGS_REUSED.fetch_add(1, Ordering::Relaxed);
@@ -226,7 +240,22 @@ impl Ring {
             ring: Some(ring),
             entries,
             in_flight: 0,
+            poisoned: false,
+            #[cfg(test)]
+            kept: was_kept,
         })
+    }
+
+    /// Marks the ring as not to be kept when dropped: its owner can no
+    /// longer account for every request it handed over.
+    pub(crate) fn poison(&mut self) {
+        self.poisoned = true;
+    }
+
+    /// Whether this ring came from the kept ones.
+    #[cfg(test)]
+    fn was_kept(&self) -> bool {
+        self.kept
     }
 
     fn uring(&mut self) -> &mut IoUring {
@@ -323,7 +352,10 @@ impl Ring {
             match self.uring().submit_and_wait(1) {
                 Ok(_) => {}
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-                Err(e) => return Err(e),
+                Err(e) => {
+                    self.poisoned = true;
+                    return Err(e);
+                }
             }
         }
     }
@@ -337,8 +369,10 @@ impl Drop for Ring {
         // Only a ring with nothing in flight and nothing unread is kept: a
         // request still running would complete into the next file's ring.
         // Anything else is closed, which makes the kernel cancel or wait.
-        let idle =
-            self.in_flight == 0 && ring.submission().is_empty() && ring.completion().is_empty();
+        let idle = !self.poisoned
+            && self.in_flight == 0
+            && ring.submission().is_empty()
+            && ring.completion().is_empty();
         if idle {
             // The newest are kept: they have the sizes in use now.
             let oldest = {
@@ -450,7 +484,8 @@ mod tests {
         let before = rings_reused();
         drop(Ring::new(depth).unwrap());
         let mut ring = Ring::new(depth).unwrap();
-        assert!(rings_reused() > before, "the idle ring was not reused");
+        assert!(ring.was_kept(), "the idle ring was not reused");
+        assert!(rings_reused() > before);
         // A kept ring works like a new one.
         let f = tempfile::tempfile().unwrap();
         let data = b"kept";
@@ -461,12 +496,18 @@ mod tests {
         // SAFETY: `data` is a static byte string, valid for ever.
         unsafe { ring.start_write(f.as_raw_fd(), data.as_ptr(), 4, 4, 0, 4) }.unwrap();
         drop(ring);
-        let before = rings_reused();
-        let _fresh = Ring::new(depth).unwrap();
-        assert_eq!(
-            rings_reused(),
-            before,
+        let fresh = Ring::new(depth).unwrap();
+        assert!(
+            !fresh.was_kept(),
             "a ring with a request in flight was kept"
+        );
+        // A poisoned ring is not kept either.
+        let mut poisoned = fresh;
+        poisoned.poison();
+        drop(poisoned);
+        assert!(
+            !Ring::new(depth).unwrap().was_kept(),
+            "a poisoned ring was kept"
         );
     }
 }

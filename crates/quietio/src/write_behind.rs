@@ -218,12 +218,17 @@ impl WriteBehind {
             Ok(c) => c,
             Err(e) => {
                 self.ring_broken = true;
+                self.ring.poison();
                 let err = io_err(path, 0, "waiting for io_uring completions failed", e);
                 self.fail(0, &err);
                 return Err(err);
             }
         };
         let Some(p) = self.slots.get_mut(slot as usize).and_then(Option::take) else {
+            // The count of requests in flight no longer matches the slots:
+            // never free a buffer or keep the ring on that basis.
+            self.ring_broken = true;
+            self.ring.poison();
             return Err(Error::io(
                 std::io::Error::other(format!("unknown user data {slot}")),
                 "io_uring returned a completion this writer did not submit",
@@ -286,7 +291,10 @@ impl Drop for WriteBehind {
                         s.take();
                     }
                 }
-                Err(_) => self.ring_broken = true,
+                Err(_) => {
+                    self.ring_broken = true;
+                    self.ring.poison();
+                }
             }
         }
         if self.ring_broken {

@@ -244,9 +244,13 @@ pub fn comparisons(e: &ExperimentReport) -> Vec<PeerComparison> {
 /// of the best RocksDB configuration's, with the same work.
 pub const TARGET_RATIO: f64 = 0.5;
 
+/// A ratio as `0.25x`, or as `1/911` when two decimals would print 0.00x.
 fn x(r: Option<f64>) -> String {
-    r.map(|r| format!("{r:.2}x"))
-        .unwrap_or_else(|| "n/a".into())
+    match r {
+        Some(r) if r > 0.0 && r < 0.095 => format!("1/{:.0}", 1.0 / r),
+        Some(r) => format!("{r:.2}x"),
+        None => "n/a".into(),
+    }
 }
 
 /// One sentence per comparison, then the target against RocksDB.
@@ -328,6 +332,14 @@ pub fn verdict(experiments: &[ExperimentReport]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn small_ratios_print_as_fractions() {
+        assert_eq!(x(Some(0.25)), "0.25x");
+        assert_eq!(x(Some(1.0 / 911.0)), "1/911");
+        assert_eq!(x(Some(0.05)), "1/20");
+        assert_eq!(x(None), "n/a");
+    }
     use crate::report::ModeReport;
     use crate::result::{BackgroundWork, RunResult};
 

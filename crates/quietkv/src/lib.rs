@@ -58,6 +58,7 @@ mod batch;
 mod block_cache;
 mod check;
 mod codec;
+mod cpu_yield;
 mod creation;
 mod db;
 mod error;

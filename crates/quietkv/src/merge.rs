@@ -10,6 +10,7 @@
 
 use std::cmp::Ordering;
 
+use crate::cpu_yield::CpuYield;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{
@@ -259,6 +260,9 @@ impl DropRules {
 pub struct CompactionIterator<I> {
     input: I,
     rules: DropRules,
+    /// Counts every entry passed, written or dropped: a run of dropped
+    /// entries (overwrites, tombstones at the bottom) is CPU time too.
+    cpu_yield: CpuYield,
 }
 
 impl<I: InternalIterator> CompactionIterator<I> {
@@ -266,7 +270,24 @@ impl<I: InternalIterator> CompactionIterator<I> {
         CompactionIterator {
             input,
             rules: DropRules::new(snapshots, is_bottommost),
+            cpu_yield: CpuYield::every_micros(0),
         }
+    }
+
+    /// Yields the CPU as `y` says while moving over the input.
+    pub(crate) fn with_cpu_yield(mut self, y: CpuYield) -> Self {
+        self.cpu_yield = y;
+        self
+    }
+
+    /// How many times it yielded the CPU.
+    pub(crate) fn cpu_yields(&self) -> u64 {
+        self.cpu_yield.yields()
+    }
+
+    fn pass_entry(&mut self) {
+        let bytes = self.input.key().len() + self.input.value().len();
+        self.cpu_yield.entry(bytes);
     }
 
     pub fn seek_to_first(&mut self) -> Result<()> {
@@ -285,6 +306,7 @@ impl<I: InternalIterator> CompactionIterator<I> {
         if !self.input.valid() {
             return Ok(());
         }
+        self.pass_entry();
         self.input.next()?;
         self.skip_dropped()
     }
@@ -304,6 +326,7 @@ impl<I: InternalIterator> CompactionIterator<I> {
 
     fn skip_dropped(&mut self) -> Result<()> {
         while self.input.valid() && !self.rules.keep(self.input.key())? {
+            self.pass_entry();
             self.input.next()?;
         }
         Ok(())

@@ -289,4 +289,18 @@ fn compaction_yields_the_cpu_as_configured() {
     // ~4 MB merged: many clock checks, each past a 1 us interval.
     assert!(yields >= 10, "{yields} yields in {took:?}");
     assert_eq!(run(0).0, 0, "0 means never");
+    // Entries the merge drops are work too: 4,000 versions of one key,
+    // one of which is written out.
+    let d = dir();
+    let db = Db::open(d.path(), small().background_yield_micros(1)).unwrap();
+    for i in 0..4000u32 {
+        db.put(b"the-key", format!("{i:01000}").as_bytes()).unwrap();
+    }
+    db.compact_all().unwrap();
+    let yields = db.stats().background_yields;
+    assert!(yields >= 10, "{yields} yields over 4,000 dropped versions");
+    assert_eq!(
+        db.get(b"the-key").unwrap().unwrap(),
+        format!("{:01000}", 3999).into_bytes()
+    );
 }

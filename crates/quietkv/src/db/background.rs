@@ -7,10 +7,10 @@ use std::time::Instant;
 
 use quietio::{sys, EffectiveMode, IoClass};
 
-use super::cpu_yield::CpuYield;
 use super::level_iter::{open_compaction_input, CompactionLevelIter};
 use super::recovery::{meta_from, write_l0};
 use super::{Inner, ManualCompaction};
+use crate::cpu_yield::CpuYield;
 use crate::error::{Error, Result};
 use crate::fileio::TableFile;
 use crate::filenames::table_path;
@@ -264,13 +264,13 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
         MergingIterator::new(children),
         &snapshots,
         job.is_bottommost,
-    );
+    )
+    .with_cpu_yield(CpuYield::every_micros(inner.opts.background_yield_micros));
     it.seek_to_first()?;
 
     let mut outputs: Vec<FileMeta> = Vec::new();
     let mut current: Option<(u64, TableBuilder<TableFile>)> = None;
     let mut last_user_key: Vec<u8> = Vec::new();
-    let mut cpu_yield = CpuYield::every_micros(inner.opts.background_yield_micros);
     let result = (|| -> Result<()> {
         while it.valid() {
             if inner.shutting_down.load(Ordering::Acquire) {
@@ -308,7 +308,6 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
             }
             let (_, builder) = current.as_mut().expect("just set");
             builder.add(key, it.value())?;
-            cpu_yield.entry(key.len() + it.value().len());
             last_user_key.clear();
             last_user_key.extend_from_slice(user_key(key));
             it.next()?;
@@ -322,7 +321,7 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
         }
         Ok(())
     })();
-    inner.counters.record_background_yields(cpu_yield.yields());
+    inner.counters.record_background_yields(it.cpu_yields());
     if let Err(e) = result {
         // Nothing was installed: remove what was written.
         let mut st = inner.state.lock();

@@ -3,7 +3,6 @@
 //! and the background threads that flush and compact.
 
 mod background;
-mod cpu_yield;
 mod iter;
 mod level_iter;
 mod manifest;
@@ -415,6 +414,10 @@ impl Db {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
+        // The buffers and rings quietio kept for the next file: a closed
+        // database needs none (another one open in the process just
+        // allocates its next ones afresh).
+        quietio::release_kept_io_memory();
         if self.inner.read_only {
             return Ok(());
         }

@@ -578,7 +578,7 @@ pub(crate) fn write_l0(
             TableBuilder::new(TableFile(file), opts.table_options()).with_identity(number, db_id);
         let mut it = mem.iter();
         it.seek_to_first()?;
-        let mut cpu_yield = super::cpu_yield::CpuYield::every_micros(opts.background_yield_micros);
+        let mut cpu_yield = crate::cpu_yield::CpuYield::every_micros(opts.background_yield_micros);
         while it.valid() {
             builder.add(it.key(), it.value())?;
             cpu_yield.entry(it.key().len() + it.value().len());

@@ -82,11 +82,14 @@ mod tests {
 
     #[test]
     fn yields_only_once_the_interval_has_passed() {
-        let mut y = CpuYield::every_micros(2_000);
-        // Within the interval: many entries, no yield.
+        // Within the interval: many entries, no yield (a long interval, so
+        // a preempted test thread cannot pass it).
+        let mut slow = CpuYield::every_micros(1_000_000);
         for _ in 0..1000 {
-            assert!(!y.entry(100));
+            assert!(!slow.entry(100));
         }
+        assert_eq!(slow.yields(), 0);
+        let mut y = CpuYield::every_micros(1_000);
         std::thread::sleep(Duration::from_millis(3));
         // The clock is looked at only every CHECK_ENTRIES small entries.
         let yielded = (0..CHECK_ENTRIES).filter(|_| y.entry(1)).count();
