@@ -274,23 +274,17 @@ impl AlignedBuf {
         }
         let layout = Layout::from_size_align(capacity, align)
             .map_err(|e| Error::invalid(format!("bad buffer layout: {e}")))?;
-        if take_kept {
-            if let Some(ptr) = take_spare(layout) {
-                let buf = AlignedBuf {
-                    ptr,
-                    layout,
-                    block,
-                    len: 0,
-                    pooled: false,
-                    #[cfg(test)]
-                    kept: true,
-                };
-                return Ok((buf, true));
+        let kept = if take_kept { take_spare(layout) } else { None };
+        let (ptr, was_kept) = match kept {
+            Some(ptr) => (ptr, true),
+            None => {
+                // SAFETY: `layout` has a nonzero size (capacity > 0 is
+                // checked above).
+                let raw = unsafe { alloc::alloc(layout) };
+                let ptr = NonNull::new(raw).unwrap_or_else(|| alloc::handle_alloc_error(layout));
+                (ptr, false)
             }
-        }
-        // SAFETY: `layout` has a nonzero size (capacity > 0 is checked above).
-        let raw = unsafe { alloc::alloc(layout) };
-        let ptr = NonNull::new(raw).unwrap_or_else(|| alloc::handle_alloc_error(layout));
+        };
         let buf = AlignedBuf {
             ptr,
             layout,
@@ -298,9 +292,9 @@ impl AlignedBuf {
             len: 0,
             pooled: false,
             #[cfg(test)]
-            kept: false,
+            kept: was_kept,
         };
-        Ok((buf, false))
+        Ok((buf, was_kept))
     }
 
     /// The size in bytes, fixed at allocation: a positive multiple of
