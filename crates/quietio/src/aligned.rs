@@ -30,9 +30,9 @@
 use std::alloc::{self, Layout};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 
 use crate::error::{Error, Result};
+use crate::kept::Kept;
 use crate::sys;
 
 /// The address alignment direct I/O buffers get: at least a page, and at
@@ -113,63 +113,39 @@ pub const SPARE_HUGE_LIMIT: usize = 32 << 20;
 
 /// A freed huge direct buffer: an allocation with its layout, every byte
 /// initialised (zeroed when it was made, written only with bytes since).
+/// Freed when dropped (evicted or released from the pool).
 struct Spare {
     ptr: NonNull<u8>,
     layout: Layout,
 }
 
 // SAFETY: a spare is an allocation owned by the pool alone; no other
-// pointer to it exists until `take_spare` hands it out again.
+// pointer to it exists until it is taken again.
 unsafe impl Send for Spare {}
 
-static SPARE_HUGE: Mutex<Vec<Spare>> = Mutex::new(Vec::new());
-static SPARES_REUSED: AtomicU64 = AtomicU64::new(0);
-
-/// A kept buffer with exactly `layout`, if there is one.
-fn take_spare(layout: Layout) -> Option<NonNull<u8>> {
-    let mut spares = SPARE_HUGE.lock().unwrap_or_else(|p| p.into_inner());
-    let i = spares.iter().position(|s| s.layout == layout)?;
-    SPARES_REUSED.fetch_add(1, Ordering::Relaxed);
-    // `remove`, not `swap_remove`: the list stays oldest first.
-    Some(spares.remove(i).ptr)
-}
-
-/// Keeps a freed huge buffer, freeing the oldest kept ones beyond
-/// [`SPARE_HUGE_LIMIT`] (the newest are the sizes in use now).
-fn keep_or_free(ptr: NonNull<u8>, layout: Layout) {
-    let mut evicted = Vec::new();
-    {
-        let mut spares = SPARE_HUGE.lock().unwrap_or_else(|p| p.into_inner());
-        spares.push(Spare { ptr, layout });
-        let mut kept: usize = spares.iter().map(|s| s.layout.size()).sum();
-        while kept > SPARE_HUGE_LIMIT {
-            let oldest = spares.remove(0);
-            kept -= oldest.layout.size();
-            evicted.push(oldest);
-        }
-    }
-    for s in evicted {
-        // SAFETY: each evicted spare is an allocation with its own layout,
-        // owned by the pool alone until it was removed from it just now.
-        unsafe { alloc::dealloc(s.ptr.as_ptr(), s.layout) }
+impl Spare {
+    /// Hands the allocation back to a buffer, which now owns it.
+    fn into_ptr(self) -> NonNull<u8> {
+        let ptr = self.ptr;
+        std::mem::forget(self);
+        ptr
     }
 }
 
-/// How many huge direct buffers were served from the spare pool instead of
-/// being allocated, since the process started.
-pub fn spare_buffers_reused() -> u64 {
-    SPARES_REUSED.load(Ordering::Relaxed)
+impl Drop for Spare {
+    fn drop(&mut self) {
+        // SAFETY: the spare owns an allocation made with exactly `layout`,
+        // freed here once (`into_ptr` forgets the spare instead).
+        unsafe { alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+    }
 }
+
+static SPARE_HUGE: Kept<Layout, Spare> = Kept::new(SPARE_HUGE_LIMIT);
 
 /// Frees every kept huge direct buffer (a process done with direct I/O for
 /// a while gives the memory back). Buffers in use are not affected.
 pub fn release_spare_buffers() {
-    let spares = std::mem::take(&mut *SPARE_HUGE.lock().unwrap_or_else(|p| p.into_inner()));
-    for s in spares {
-        // SAFETY: each spare is an allocation with its own layout, owned by
-        // the pool alone until now.
-        unsafe { alloc::dealloc(s.ptr.as_ptr(), s.layout) }
-    }
+    SPARE_HUGE.release();
 }
 
 // SAFETY: the buffer owns its allocation exclusively (no other pointer to
@@ -274,9 +250,13 @@ impl AlignedBuf {
         }
         let layout = Layout::from_size_align(capacity, align)
             .map_err(|e| Error::invalid(format!("bad buffer layout: {e}")))?;
-        let kept = if take_kept { take_spare(layout) } else { None };
+        let kept = if take_kept {
+            SPARE_HUGE.take(&layout)
+        } else {
+            None
+        };
         let (ptr, was_kept) = match kept {
-            Some(ptr) => (ptr, true),
+            Some(spare) => (spare.into_ptr(), true),
             None => {
                 // SAFETY: `layout` has a nonzero size (capacity > 0 is
                 // checked above).
@@ -390,7 +370,11 @@ impl AlignedBuf {
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
         if self.pooled {
-            keep_or_free(self.ptr, self.layout);
+            let spare = Spare {
+                ptr: self.ptr,
+                layout: self.layout,
+            };
+            SPARE_HUGE.keep(self.layout, self.layout.size(), spare);
             return;
         }
         // SAFETY: `ptr` was allocated in `new` with exactly `layout` and is
@@ -492,12 +476,10 @@ mod tests {
         let mut first = AlignedBuf::for_direct_io(size, 512, 512).unwrap();
         first.extend_from(&[9u8; 700]);
         let addr = first.full().as_ptr() as usize;
-        let reused = spare_buffers_reused();
         drop(first);
         let mut again = AlignedBuf::for_direct_io(size, 512, 512).unwrap();
         assert!(again.was_kept(), "not taken from the pool");
         assert_eq!(again.full().as_ptr() as usize, addr, "not the kept buffer");
-        assert!(spare_buffers_reused() > reused);
         // Empty, aligned as before; old bytes never leave through `padded`.
         assert_eq!(again.len(), 0);
         assert_eq!(addr % huge, 0);

@@ -110,6 +110,7 @@ pub mod env;
 pub mod error;
 pub mod fault;
 pub mod file;
+mod kept;
 pub mod memlimit;
 pub mod mmap_writer;
 pub mod probe;

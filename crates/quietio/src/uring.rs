@@ -7,12 +7,12 @@ use std::fmt;
 use std::io;
 use std::os::fd::RawFd;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use io_uring::{opcode, types, IoUring};
 
 use crate::error::{Error, Result};
+use crate::kept::Kept;
 
 /// The engine a user asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -202,38 +202,23 @@ pub(crate) struct Ring {
 /// Idle rings kept for reuse: a background thread's writer and readers.
 pub(crate) const KEPT_RINGS: usize = 8;
 
-static KEPT: Mutex<Vec<(u32, IoUring)>> = Mutex::new(Vec::new());
-static RINGS_REUSED: AtomicU64 = AtomicU64::new(0);
-
-/// How many rings were taken from the kept ones instead of set up, since
-/// the process started.
-pub fn rings_reused() -> u64 {
-    RINGS_REUSED.load(Ordering::Relaxed)
-}
+/// Kept rings by entry count, each of weight 1.
+static KEPT: Kept<u32, IoUring> = Kept::new(KEPT_RINGS);
 
 /// Closes every kept ring.
 pub fn release_kept_rings() {
-    let kept = std::mem::take(&mut *KEPT.lock().unwrap_or_else(|p| p.into_inner()));
-    drop(kept);
+    KEPT.release();
 }
 
 impl Ring {
     /// A ring for up to `depth` requests in flight.
     pub(crate) fn new(depth: usize) -> io::Result<Ring> {
         let entries = depth.clamp(1, 4096).next_power_of_two() as u32;
-        let kept = {
-            let mut k = KEPT.lock().unwrap_or_else(|p| p.into_inner());
-            k.iter()
-                .position(|(e, _)| *e == entries)
-                .map(|i| k.remove(i).1)
-        };
+        let kept = KEPT.take(&entries);
         #[cfg(test)]
         let was_kept = kept.is_some();
         let ring = match kept {
-            Some(r) => {
-                RINGS_REUSED.fetch_add(1, Ordering::Relaxed);
-                r
-            }
+            Some(r) => r,
             None => IoUring::new(entries)?,
         };
         Ok(Ring {
@@ -374,14 +359,7 @@ impl Drop for Ring {
             && ring.submission().is_empty()
             && ring.completion().is_empty();
         if idle {
-            // The newest are kept: they have the sizes in use now.
-            let oldest = {
-                let mut k = KEPT.lock().unwrap_or_else(|p| p.into_inner());
-                k.push((self.entries, ring));
-                (k.len() > KEPT_RINGS).then(|| k.remove(0))
-            };
-            // Closed outside the lock.
-            drop(oldest);
+            KEPT.keep(self.entries, 1, ring);
         }
     }
 }
@@ -481,11 +459,9 @@ mod tests {
         use std::os::fd::AsRawFd;
         // A size no other test asks for, so the kept ring is this one's.
         let depth = 1000;
-        let before = rings_reused();
         drop(Ring::new(depth).unwrap());
         let mut ring = Ring::new(depth).unwrap();
         assert!(ring.was_kept(), "the idle ring was not reused");
-        assert!(rings_reused() > before);
         // A kept ring works like a new one.
         let f = tempfile::tempfile().unwrap();
         let data = b"kept";
