@@ -25,7 +25,7 @@ const CHECK_BYTES: usize = 16 << 10;
 const CHECK_ENTRIES: u32 = 64;
 
 /// Decides when a background loop yields the CPU: call
-/// [`entry`](Self::entry) once per key-value written.
+/// [`entry`](Self::entry) once per key-value passed, written or dropped.
 pub(crate) struct CpuYield {
     every: Option<Duration>,
     last: Instant,
