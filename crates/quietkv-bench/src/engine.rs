@@ -270,6 +270,9 @@ fn run<E: BenchEngine + 'static>(
             extra.insert("background_cpu_s_per_gib".into(), cpu / gib);
         }
     }
+    if let (Some(o0), Some(o1)) = (a.table_opens_by_reads, z.table_opens_by_reads) {
+        extra.insert("table_opens_by_reads".into(), (o1 - o0) as f64);
+    }
     if stop.load(Ordering::Relaxed) {
         return Err("stopped".into());
     }

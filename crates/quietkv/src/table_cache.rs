@@ -9,6 +9,7 @@
 //! mode, so a cached buffered handle cannot silently defeat O_DIRECT.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 use quietio::{IoClass, IoEnv};
@@ -39,6 +40,8 @@ pub struct TableCache {
     blocks: Arc<BlockCache>,
     /// The database's id (0 = unknown, not compared).
     db_id: u64,
+    /// Tables a read had to open itself (see [`TableCache::get`]).
+    opened_by_reads: AtomicU64,
 }
 
 impl TableCache {
@@ -56,16 +59,43 @@ impl TableCache {
             readers: Cache::with_shard_bits(max_open, reader_shard_bits(max_open)),
             blocks,
             db_id,
+            opened_by_reads: AtomicU64::new(0),
         }
     }
 
     /// The reader of the table `meta` describes, opening (and verifying)
-    /// it if needed.
+    /// it if needed. Opening reads and checks the whole index and the
+    /// filter, several hundred KiB for a large table: the read that does it
+    /// waits for that, so each such open is counted.
     pub fn get(&self, meta: &FileMeta) -> Result<Arc<TableReader>> {
-        let number = meta.number;
-        if let Some(r) = self.readers.get(number, 0) {
+        if let Some(r) = self.readers.get(meta.number, 0) {
             return Ok(r);
         }
+        self.opened_by_reads.fetch_add(1, Relaxed);
+        self.open(meta)
+    }
+
+    /// Opens a table that flush or compaction has just written, before it
+    /// is installed: otherwise the first user read to reach it would read
+    /// its index and filter (from the disk, when the table was written
+    /// around the page cache). A table that cannot be opened and verified
+    /// must not be installed, so the caller fails its job on an error.
+    pub fn open_ahead(&self, meta: &FileMeta) -> Result<()> {
+        if self.readers.get(meta.number, 0).is_none() {
+            self.open(meta)?;
+        }
+        Ok(())
+    }
+
+    /// Tables user reads and iterators had to open themselves since the
+    /// database opened: the first read of each table after open, and of
+    /// each table the cache had closed to stay within `max_open_tables`.
+    pub fn opened_by_reads(&self) -> u64 {
+        self.opened_by_reads.load(Relaxed)
+    }
+
+    fn open(&self, meta: &FileMeta) -> Result<Arc<TableReader>> {
+        let number = meta.number;
         let path = table_path(&self.dir, number);
         let file = self.env.open_random(&path, IoClass::UserRead)?;
         let reader = Arc::new(TableReader::open_verified(

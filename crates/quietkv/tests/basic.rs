@@ -304,3 +304,34 @@ fn compaction_yields_the_cpu_as_configured() {
         format!("{:01000}", 3999).into_bytes()
     );
 }
+
+/// Flush and compaction open their outputs before installing them, so no
+/// user read waits for a new table's index and filter; after a reopen the
+/// first read of each table opens it, and is counted.
+#[test]
+fn new_tables_are_opened_before_reads_reach_them() {
+    let d = dir();
+    let db = Db::open(d.path(), small()).unwrap();
+    for round in 0..3 {
+        for i in 0..8000u32 {
+            db.put(&key(i), &value(i, round)).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    db.compact_all().unwrap();
+    db.wait_idle().unwrap();
+    let tables: usize = db.stats().levels.iter().map(|l| l.files).sum();
+    assert!(tables >= 4, "{tables} tables");
+    for i in 0..8000u32 {
+        assert_eq!(db.get(&key(i)).unwrap().unwrap(), value(i, 2));
+    }
+    assert_eq!(db.stats().tables_opened_by_reads, 0);
+    db.close().unwrap();
+
+    let db = Db::open(d.path(), small()).unwrap();
+    for i in 0..8000u32 {
+        assert_eq!(db.get(&key(i)).unwrap().unwrap(), value(i, 2));
+    }
+    let opened = db.stats().tables_opened_by_reads;
+    assert!(opened as usize >= tables / 2, "{opened} of {tables} opened");
+}

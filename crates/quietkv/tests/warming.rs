@@ -8,6 +8,7 @@ mod common;
 #[path = "../../quietio/tests/support/skip.rs"]
 mod skip;
 
+use std::fs;
 use std::path::PathBuf;
 
 use common::tables;
@@ -47,6 +48,8 @@ fn read_hot(db: &Db) {
 struct Outcome {
     /// Bytes of the new tables in the page cache right after the compaction.
     page_cached_after: u64,
+    /// Bytes of the new tables.
+    output_bytes: u64,
     /// Block-cache misses of reading the hot keys again.
     block_misses_after: u64,
     warmed_blocks: u64,
@@ -130,6 +133,7 @@ fn run(warm: bool, user_read: AccessMode, block_cache_bytes: usize) -> Option<Ou
     );
     Some(Outcome {
         page_cached_after,
+        output_bytes: outputs.iter().map(|f| fs::metadata(f).unwrap().len()).sum(),
         block_misses_after,
         warmed_blocks: s.compaction.warmed_blocks,
         warmed_bytes: s.compaction.warmed_bytes,
@@ -156,11 +160,14 @@ fn buffered_user_reads_find_hot_output_in_the_page_cache() {
     ) else {
         return;
     };
-    // Direct output is not cached at all without warming...
+    // Direct output is not cached without warming, except what opening
+    // each output for reads (before its install) read: footer, properties,
+    // filter and index, about 1% of a table of 4 KiB values...
     assert!(
-        cold.page_cached_after < HOT_BYTES / 10,
-        "{}",
-        cold.page_cached_after
+        cold.page_cached_after < cold.output_bytes / 50,
+        "{} of {} bytes",
+        cold.page_cached_after,
+        cold.output_bytes
     );
     assert_eq!(cold.warmed_blocks, 0);
     // ...and about the hot part of it with warming (the reads before the

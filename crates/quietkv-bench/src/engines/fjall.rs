@@ -323,6 +323,7 @@ impl BenchEngine for FjallEngine {
             block_cache: None,
             // Its threads' CPU is not measured.
             background_cpu_seconds: None,
+            table_opens_by_reads: None,
         }
     }
 

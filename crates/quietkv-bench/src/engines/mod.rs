@@ -282,6 +282,9 @@ pub struct Counters {
     /// the engine measures it (kernel writeback done by other threads is not
     /// in it).
     pub background_cpu_seconds: Option<f64>,
+    /// Tables user reads had to open themselves (index and filter read in
+    /// the read's time), where the engine counts it.
+    pub table_opens_by_reads: Option<u64>,
 }
 
 /// An engine under test.

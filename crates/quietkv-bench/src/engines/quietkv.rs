@@ -521,6 +521,7 @@ impl BenchEngine for QuietkvEngine {
                 misses: s.block_cache.misses,
             }),
             background_cpu_seconds: Some(s.compaction.cpu_seconds + s.flush_cpu_seconds),
+            table_opens_by_reads: Some(s.tables_opened_by_reads),
         }
     }
 

@@ -367,6 +367,7 @@ impl BenchEngine for RocksDbEngine {
             }),
             // Not read yet (its compaction CPU ticker is untested here).
             background_cpu_seconds: None,
+            table_opens_by_reads: None,
         }
     }
 

@@ -117,7 +117,20 @@ fn flush_one(inner: &Arc<Inner>) {
         &mem,
         number,
         inner.db_id,
-    );
+    )
+    .and_then(|meta| {
+        // Opened here, not by the first read to reach it (see
+        // `TableCache::open_ahead`); a table that fails to open is removed
+        // like one that failed to write.
+        if let Some(m) = &meta {
+            if let Err(e) = inner.table_cache.open_ahead(m) {
+                inner.table_cache.evict(m.number);
+                let _ = inner.env.remove_file(&table_path(&inner.dir, m.number));
+                return Err(e);
+            }
+        }
+        Ok(meta)
+    });
     let mut st = inner.state.lock();
     st.flushing = false;
     // Written: whatever the install does, the table stays (see below).
@@ -316,6 +329,11 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
             outputs.push(finish_output(number, builder)?);
         }
         inner.env.sync_dir()?;
+        // Before install, so no user read waits for an output's index and
+        // filter (see `TableCache::open_ahead`).
+        for out in &outputs {
+            inner.table_cache.open_ahead(out)?;
+        }
         if let Some(hot) = &hot {
             warm_outputs(inner, &outputs, hot)?;
         }
@@ -331,7 +349,7 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
         }
         for n in numbers {
             st.pending_outputs.remove(&n);
-            // Warming may have opened it through the table cache.
+            // It may have been opened ahead through the table cache.
             inner.table_cache.evict(n);
             let _ = inner.env.remove_file(&table_path(&inner.dir, n));
         }

@@ -175,6 +175,12 @@ pub struct DbStats {
     pub block_cache: CacheStats,
     /// Table readers open for user reads.
     pub open_tables: usize,
+    /// Tables a user read or iterator had to open itself, reading the
+    /// table's index and filter in its own time (since open). Flush and
+    /// compaction open their outputs before installing them, so this
+    /// counts the first read of each table that was there at open, and
+    /// tables closed to stay within `Options::max_open_tables`.
+    pub tables_opened_by_reads: u64,
     /// What each I/O class's access mode resolved to.
     pub io_modes: Vec<(IoClass, EffectiveMode)>,
     /// I/O counters per class.
@@ -236,6 +242,7 @@ pub(crate) fn collect(inner: &Inner) -> DbStats {
         },
         block_cache: inner.table_cache.block_cache().stats(),
         open_tables: inner.table_cache.open_count(),
+        tables_opened_by_reads: inner.table_cache.opened_by_reads(),
         io_modes: IoClass::ALL
             .iter()
             .map(|c| (*c, inner.env.mode(*c)))
