@@ -88,13 +88,16 @@ impl TableReader {
             .with_file(&path));
         }
         let footer_at = file_size - FOOTER_LEN as u64;
-        let footer_bytes = source.read_at(footer_at, FOOTER_LEN)?;
+        // Opening is the engine's read, whoever triggers it (flush and
+        // compaction open their outputs ahead): not a user read's page-cache
+        // hit or miss. Reads that had to open a table are counted apart.
+        let footer_bytes = source.read_at_uncounted(footer_at, FOOTER_LEN)?;
         let footer = Footer::decode(&footer_bytes, file_size).map_err(at(&path, footer_at))?;
 
         let read_meta = |h: BlockHandle| -> Result<Vec<u8>> {
             // Handles were bounded by the file size in Footer::decode.
             let len = h.size_usize().map_err(at(&path, h.offset))?;
-            let disk = source.read_at(h.offset, len)?;
+            let disk = source.read_at_uncounted(h.offset, len)?;
             decode_block(disk).map_err(at(&path, h.offset))
         };
 

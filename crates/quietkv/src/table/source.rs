@@ -25,7 +25,7 @@ pub trait RandomSource: Send + Sync {
     /// For error messages.
     fn path(&self) -> &Path;
     /// Like `read_at`, for a read the engine makes on its own behalf
-    /// (warming): not counted as a user read's cache hit or miss.
+    /// (warming, a table's metadata at open): not counted as a user read's cache hit or miss.
     fn read_at_uncounted(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
         self.read_at(offset, len)
     }
