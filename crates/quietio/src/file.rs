@@ -1313,18 +1313,18 @@ impl RandomReader {
     /// Starts reading `[offset, offset + len)` into the page cache in the
     /// background (`POSIX_FADV_WILLNEED`) where this reader reads through
     /// it; a no-op for direct and dontcache readers, which would not keep it.
-    pub fn prefetch(&self, offset: u64, len: u64) {
-        if matches!(
+    /// Returns whether the range is now being read into the page cache.
+    pub fn prefetch(&self, offset: u64, len: u64) -> bool {
+        matches!(
             self.mode(),
             EffectiveMode::Buffered | EffectiveMode::Mmap | EffectiveMode::Fadvise
-        ) {
-            let _ = sys::fadvise(
-                self.file.as_raw_fd(),
-                offset,
-                len,
-                libc::POSIX_FADV_WILLNEED,
-            );
-        }
+        ) && sys::fadvise(
+            self.file.as_raw_fd(),
+            offset,
+            len,
+            libc::POSIX_FADV_WILLNEED,
+        )
+        .is_ok()
     }
 
     /// Reads up to `out.len()` bytes at `offset`; fewer only at end of file.

@@ -130,7 +130,7 @@ impl RandomSource for TableSource {
         Ok(self.0.read_vec_unattributed(offset, len)?)
     }
 
-    fn prefetch(&self, offset: u64, len: u64) {
+    fn prefetch(&self, offset: u64, len: u64) -> bool {
         self.0.prefetch(offset, len)
     }
 

@@ -11,8 +11,12 @@
 //! O_DIRECT, whose own reads cannot have put it there) in the page cache just
 //! before the compaction read it. Before the output is installed, each
 //! output data block overlapping a hot range is read once through the user
-//! read path, which puts it where user reads will look for it. Cold data
-//! stays out of every cache, and the extra reads are bounded by the hot set.
+//! read path, which puts it where user reads will look for it: with
+//! buffered user reads, every hot range of every output is first handed to
+//! kernel readahead, so those reads overlap, and then read back to wait for
+//! them; with direct user reads, the blocks go into the block cache. Cold
+//! data stays out of every cache, and the extra reads are bounded by the
+//! hot set.
 
 use std::sync::Arc;
 

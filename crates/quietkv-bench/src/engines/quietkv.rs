@@ -26,7 +26,7 @@ pub struct QuietkvConfig {
     /// The WAL and the manifest.
     #[serde(default = "buffered")]
     pub wal_write: String,
-    /// `+warm`: `Options::warm_compaction_output`.
+    /// `Options::warm_compaction_output` (see [`QuietkvConfig::parse`]).
     #[serde(default)]
     pub warm_output: bool,
     /// `Options::wal_sync` (`none`, `group`, `per-write`, `periodic:MS`);
@@ -147,21 +147,26 @@ impl QuietkvConfig {
     /// `auto`: the engine's own defaults (every class `Auto`: compaction
     /// direct where the probe allows, flush, WAL and user reads buffered),
     /// what a user gets without configuring anything.
-    /// A `+warm` suffix (`both-direct+warm`) also turns on warming of
-    /// compaction output; `+key=value` suffixes set [`QuietkvKnobs`]
+    /// Warming of compaction output is the engine's default in `auto`
+    /// (on) and off in the named configurations; a `+warm` or `+nowarm`
+    /// suffix (`both-direct+warm`, `auto+nowarm`) says otherwise.
+    /// `+key=value` suffixes set [`QuietkvKnobs`]
     /// (`both-direct+depth=8+wbuf=2048`).
     pub fn parse(name: &str) -> Result<QuietkvConfig, String> {
         let n = name.trim().to_ascii_lowercase();
         let mut parts = n.split('+');
         let base = parts.next().unwrap_or_default();
-        let mut warm_output = false;
+        let mut warm = None;
         let mut knobs = QuietkvKnobs::default();
         for token in parts {
             match token {
-                "warm" => warm_output = true,
+                "warm" => warm = Some(true),
+                "nowarm" => warm = Some(false),
                 t => knobs.set(t).map_err(|e| format!("mode '{name}': {e}"))?,
             }
         }
+        let warm_output =
+            warm.unwrap_or(base == "auto" && Options::default().warm_compaction_output);
         let (u, r, w, f) = match base {
             "buffered" => ("buffered", "buffered", "buffered", "buffered"),
             "direct" | "both-direct" => ("buffered", "direct", "direct", "direct"),
@@ -173,7 +178,7 @@ impl QuietkvConfig {
             "auto" => ("auto", "auto", "auto", "auto"),
             _ => {
                 return Err(format!(
-                    "unknown mode '{name}' (expected buffered, direct, dontcache, fadvise, write-direct, read-direct, both-direct, all-direct or auto, optionally with +warm and +key=value knobs)"
+                    "unknown mode '{name}' (expected buffered, direct, dontcache, fadvise, write-direct, read-direct, both-direct, all-direct or auto, optionally with +warm, +nowarm and +key=value knobs)"
                 ))
             }
         };
@@ -599,6 +604,21 @@ mod tests {
         assert_eq!(m.name, "both-direct+warm");
         assert_eq!(m.access(IoClass::CompactionWrite), AccessMode::Direct);
         assert!(!QuietkvConfig::parse("both-direct").unwrap().warm_output);
+        // auto is what a user gets: the engine's default, which warms.
+        assert!(QuietkvConfig::parse("auto").unwrap().warm_output);
+        assert!(
+            QuietkvConfig::parse("auto")
+                .unwrap()
+                .options()
+                .warm_compaction_output
+        );
+        assert!(!QuietkvConfig::parse("auto+nowarm").unwrap().warm_output);
+        assert!(
+            !QuietkvConfig::parse("auto+nowarm")
+                .unwrap()
+                .options()
+                .warm_compaction_output
+        );
         assert!(QuietkvConfig::parse("turbo+warm").is_err());
         // auto: every class left to the engine, as `Options::default()`.
         let m = QuietkvConfig::parse("auto").unwrap();

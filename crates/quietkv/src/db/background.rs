@@ -369,14 +369,23 @@ fn warm_outputs(inner: &Arc<Inner>, outputs: &[FileMeta], hot: &HotProbe) -> Res
     if ranges.is_empty() {
         return Ok(());
     }
+    // Every output's reads are started before any is waited for, so they
+    // overlap on the device.
+    let mut started = Vec::with_capacity(outputs.len());
     for out in outputs {
         let table = inner.table_cache.get(out)?;
         let idxs = hot_blocks(
             table.index().iter().map(|e| e.last_key.as_slice()),
             &mut ranges,
         );
-        let bytes = table.warm_blocks(&idxs)?;
-        inner.counters.record_warming(idxs.len() as u64, bytes);
+        let warming = table.start_warming(&idxs)?;
+        inner
+            .counters
+            .record_warming(idxs.len() as u64, warming.bytes);
+        started.push((table, warming));
+    }
+    for (table, warming) in &started {
+        table.finish_warming(warming)?;
     }
     Ok(())
 }

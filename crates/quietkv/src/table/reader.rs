@@ -73,6 +73,15 @@ fn index_and_filter_bytes(index: &[IndexEntry], filter: Option<&BloomFilter>) ->
     entries + filter.map_or(0, |f| f.size())
 }
 
+/// Output blocks being warmed (see [`TableReader::start_warming`]).
+#[derive(Debug, Default)]
+pub struct Warming {
+    /// Byte ranges being read into the page cache.
+    in_flight: Vec<(u64, u64)>,
+    /// Bytes warmed, through either cache.
+    pub bytes: u64,
+}
+
 impl TableReader {
     pub fn open(
         source: Arc<dyn RandomSource>,
@@ -240,31 +249,55 @@ impl TableReader {
             .map_err(at(self.source.path(), handle.offset))
     }
 
-    /// Reads the data blocks `idxs` (ascending) the way a user read would,
-    /// so they land in the block cache and, for reads through the page
-    /// cache, there too: runs of neighbouring blocks are first prefetched
-    /// as one range. Returns the bytes read.
-    pub fn warm_blocks(&self, idxs: &[usize]) -> Result<u64> {
+    /// Starts putting the data blocks `idxs` (ascending) where user reads
+    /// will look for them. Where this table's reads go through the page
+    /// cache, each run of neighbouring blocks is read into it in the
+    /// background (`RandomSource::prefetch`), so the runs of all outputs are
+    /// read in parallel; [`TableReader::finish_warming`] then waits for
+    /// them. Otherwise (direct user reads) the blocks are read into the
+    /// block cache now, if there is one.
+    pub fn start_warming(&self, idxs: &[usize]) -> Result<Warming> {
+        let mut w = Warming::default();
         let mut i = 0;
-        let mut bytes = 0;
         while i < idxs.len() {
             let mut j = i;
             while j + 1 < idxs.len() && idxs[j + 1] == idxs[j] + 1 {
                 j += 1;
             }
-            if let (Some(a), Some(b)) = (self.index.get(idxs[i]), self.index.get(idxs[j])) {
-                let (start, end) = (a.handle.offset, b.handle.offset + b.handle.size);
-                if j > i {
-                    self.source.prefetch(start, end.saturating_sub(start));
+            let (first, last) = (self.handle(idxs[i])?, self.handle(idxs[j])?);
+            let end = last.end().unwrap_or(u64::MAX);
+            let len = end.saturating_sub(first.offset);
+            if self.source.prefetch(first.offset, len) {
+                w.in_flight.push((first.offset, len));
+                w.bytes += len;
+            } else if self.cache.is_some() {
+                for &idx in &idxs[i..=j] {
+                    self.warm_block(idx)?;
                 }
-                bytes += end.saturating_sub(start);
-            }
-            for &idx in &idxs[i..=j] {
-                self.warm_block(idx)?;
+                w.bytes += len;
             }
             i = j + 1;
         }
-        Ok(bytes)
+        Ok(w)
+    }
+
+    /// Waits until the ranges [`TableReader::start_warming`] started are in
+    /// the page cache, by reading them (1 MiB at a time, uncounted): a
+    /// user read right after the install then finds them there instead of
+    /// waiting for the rest of a readahead. A range that cannot be read
+    /// back is an error.
+    pub fn finish_warming(&self, w: &Warming) -> Result<()> {
+        const CHUNK: u64 = 1 << 20;
+        for &(start, len) in &w.in_flight {
+            let end = start.saturating_add(len);
+            let mut at = start;
+            while at < end {
+                let n = CHUNK.min(end - at);
+                self.source.read_at_uncounted(at, n as usize)?;
+                at += n;
+            }
+        }
+        Ok(())
     }
 
     /// Reads data block `idx` through the block cache (filling it).

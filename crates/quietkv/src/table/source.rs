@@ -29,9 +29,12 @@ pub trait RandomSource: Send + Sync {
     fn read_at_uncounted(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
         self.read_at(offset, len)
     }
-    /// Hints that `[offset, offset + len)` is about to be read, where that
-    /// helps (reads through the page cache). No-op by default.
-    fn prefetch(&self, _offset: u64, _len: u64) {}
+    /// Starts reading `[offset, offset + len)` into the page cache in the
+    /// background where reads go through it, and says whether it did. No-op
+    /// (false) by default.
+    fn prefetch(&self, _offset: u64, _len: u64) -> bool {
+        false
+    }
 }
 
 /// In-order reads from offset 0 (compaction input with its own readahead).
