@@ -1333,8 +1333,9 @@ impl RandomReader {
     }
 
     /// Reads exactly `len` bytes at `offset` without counting a page-cache
-    /// hit or miss: for reads made on the engine's own behalf (warming), so
-    /// the hit counters keep describing what the user's reads found.
+    /// hit or miss: for reads made on the engine's own behalf (warming, a
+    /// table's metadata at open), so the hit counters keep describing what
+    /// the user's reads found. Its bytes and time still count in the class.
     pub fn read_vec_unattributed(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
         let mut v = vec![0u8; len];
         let n = self.read_at_counted(offset, &mut v, false)?;

@@ -314,11 +314,11 @@ pub fn peers_text(cmps: &[PeerComparison]) -> String {
 }
 
 /// The verdict of a report with several engines: quietkv's own verdict
-/// drawn from its modes alone (as a quietkv-only run), then where it
-/// stands against the peers.
+/// drawn from its modes alone (as a quietkv-only run; only where it ran
+/// two or more modes to compare), then where it stands against the peers.
 pub fn verdict(experiments: &[ExperimentReport]) -> String {
     let ours: Vec<ExperimentReport> = experiments.iter().map(|e| project(e, QUIETKV)).collect();
-    let mut out = if ours.iter().any(|e| !e.modes.is_empty()) {
+    let mut out = if ours.iter().any(|e| e.modes.len() >= 2) {
         format!("quietkv: {}", crate::verdict::verdict(&ours))
     } else {
         String::new()
@@ -490,5 +490,11 @@ mod tests {
         let v = verdict(&[e3]);
         assert!(v.contains("p99 0.75x"), "{v}");
         assert!(v.contains("E1 not met"), "{v}");
+        // With quietkv:auto alone, quietkv has no modes of its own to weigh.
+        let mut solo = e.clone();
+        solo.modes
+            .retain(|m| !m.name.starts_with("quietkv:") || m.name == "quietkv:auto");
+        let v = verdict(&[solo]);
+        assert!(v.starts_with("Against the peers: "), "{v}");
     }
 }

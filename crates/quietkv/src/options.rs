@@ -146,10 +146,12 @@ options! {
     io_modes: ClassModes = ClassModes::default();
     /// Count page-cache hits and misses of user reads. Default true.
     attribute_cache_hits: bool = true;
-    /// Before installing a compaction's output, read the output blocks whose
+    /// Before installing a compaction's output, put the output blocks whose
     /// keys were hot in its inputs (in the block cache, or in the page cache
-    /// for inputs read with O_DIRECT) through the user read path, so reads
-    /// do not all miss at once when the new tables take over. Costs one read
+    /// for inputs read with O_DIRECT) where user reads will look for them,
+    /// so reads do not all miss at once when the new tables take over: into
+    /// the page cache (kernel readahead, waited for) when user reads are
+    /// buffered, into the block cache when they are direct. Costs one read
     /// of the hot part of the output. Default true: with a steady write
     /// load (the bench's E2), reads that missed on every new table made
     /// p99 50x worse.

@@ -5,8 +5,11 @@
 //! is not the table the manifest names is Corruption, never stale data.
 //!
 //! These handles are opened in the UserRead mode and share the block cache.
-//! Compaction never uses them: it opens its own handles in CompactionRead
-//! mode, so a cached buffered handle cannot silently defeat O_DIRECT.
+//! Compaction never reads its inputs through them: it opens its own handles
+//! in CompactionRead mode, so a cached buffered handle cannot silently
+//! defeat O_DIRECT. Flush and compaction do open their *outputs* here,
+//! before installing them, and warm them through these handles: that is
+//! the user read path those tables will be read through.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -71,25 +74,28 @@ impl TableCache {
         if let Some(r) = self.readers.get(meta.number, 0) {
             return Ok(r);
         }
+        let reader = self.open(meta)?;
         self.opened_by_reads.fetch_add(1, Relaxed);
-        self.open(meta)
+        Ok(reader)
     }
 
     /// Opens a table that flush or compaction has just written, before it
     /// is installed: otherwise the first user read to reach it would read
     /// its index and filter (from the disk, when the table was written
     /// around the page cache). A table that cannot be opened and verified
-    /// must not be installed, so the caller fails its job on an error.
-    pub fn open_ahead(&self, meta: &FileMeta) -> Result<()> {
-        if self.readers.get(meta.number, 0).is_none() {
-            self.open(meta)?;
+    /// must not be installed, so the caller fails its job if it is corrupt
+    /// (any other error leaves the opening to the first read).
+    pub fn open_ahead(&self, meta: &FileMeta) -> Result<Arc<TableReader>> {
+        match self.readers.get(meta.number, 0) {
+            Some(r) => Ok(r),
+            None => self.open(meta),
         }
-        Ok(())
     }
 
-    /// Tables user reads and iterators had to open themselves since the
-    /// database opened: the first read of each table after open, and of
-    /// each table the cache had closed to stay within `max_open_tables`.
+    /// Tables user reads and iterators opened themselves since the
+    /// database opened (two reads racing to open one table count twice):
+    /// the first read of each table after open, and of each table the cache
+    /// had closed to stay within `max_open_tables`.
     pub fn opened_by_reads(&self) -> u64 {
         self.opened_by_reads.load(Relaxed)
     }

@@ -310,12 +310,16 @@ impl QuietkvConfig {
             user_reads: direction(IoClass::UserRead),
             also: {
                 let mut also = self.knobs.describe();
+                let default_warm = Options::default().warm_compaction_output;
                 if self.warm_output {
                     also.insert(0, "warm_compaction_output on".into());
+                } else if self.compaction_read == "auto" && default_warm {
+                    also.insert(0, "warm_compaction_output off".into());
                 }
                 also
             },
-            engine_defaults: self.compaction_read == "auto",
+            engine_defaults: self.compaction_read == "auto"
+                && self.warm_output == Options::default().warm_compaction_output,
         }
     }
 

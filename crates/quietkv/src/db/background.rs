@@ -1,6 +1,7 @@
 //! Background work: flushing frozen memtables, picking and running
 //! compactions, and manual (full or range) compactions.
 
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -19,7 +20,7 @@ use crate::key::user_key;
 use crate::merge::{CompactionIterator, MergingIterator};
 use crate::options::IoPriority;
 use crate::picker::{pick, pick_range, CompactionJob, CompactionKind};
-use crate::table::TableBuilder;
+use crate::table::{TableBuilder, TableReader};
 use crate::version::{FileMeta, VersionEdit};
 use crate::warm::{hot_blocks, HotProbe};
 
@@ -123,7 +124,7 @@ fn flush_one(inner: &Arc<Inner>) {
         // `TableCache::open_ahead`); a table that fails to open is removed
         // like one that failed to write.
         if let Some(m) = &meta {
-            if let Err(e) = inner.table_cache.open_ahead(m) {
+            if let Err(e) = open_output(inner, m) {
                 inner.table_cache.evict(m.number);
                 let _ = inner.env.remove_file(&table_path(&inner.dir, m.number));
                 return Err(e);
@@ -331,11 +332,12 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
         inner.env.sync_dir()?;
         // Before install, so no user read waits for an output's index and
         // filter (see `TableCache::open_ahead`).
+        let mut opened = Vec::with_capacity(outputs.len());
         for out in &outputs {
-            inner.table_cache.open_ahead(out)?;
+            opened.extend(open_output(inner, out)?);
         }
         if let Some(hot) = &hot {
-            warm_outputs(inner, &outputs, hot)?;
+            warm_outputs(inner, &opened, hot)?;
         }
         Ok(())
     })();
@@ -360,32 +362,76 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
     Ok((outputs, read, written))
 }
 
-/// Reads the output blocks that hold keys which were hot in the inputs
-/// through the user read path, before the outputs are installed (see
-/// [`crate::warm`]). A block that cannot be read back fails the compaction:
-/// better than installing it.
-fn warm_outputs(inner: &Arc<Inner>, outputs: &[FileMeta], hot: &HotProbe) -> Result<()> {
+/// Opens a new table for user reads before it is installed (see
+/// `TableCache::open_ahead`). A table that does not verify fails the job;
+/// any other failure (out of file descriptors, say) is only logged, and the
+/// first read to reach the table opens it.
+fn open_output(inner: &Arc<Inner>, meta: &FileMeta) -> Result<Option<Arc<TableReader>>> {
+    match inner.table_cache.open_ahead(meta) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == crate::ErrorKind::Corruption => Err(e),
+        Err(e) => {
+            log::warn!(
+                "quietkv: table {} not opened before its install ({e}); the first read will open it",
+                meta.number
+            );
+            Ok(None)
+        }
+    }
+}
+
+/// Hot ranges handed to readahead but not yet waited for, at most: enough to
+/// keep the device busy, without asking the kernel for a whole large
+/// compaction's hot set at once (in a tight cgroup, early readahead could be
+/// reclaimed before it is read back).
+const WARM_WINDOW_BYTES: u64 = 64 << 20;
+
+/// Puts the output blocks that hold keys which were hot in the inputs where
+/// user reads will look for them, before the outputs are installed (see
+/// [`crate::warm`]): kernel readahead, waited for, for buffered user reads;
+/// the block cache for direct ones. A range that cannot be read back fails
+/// the compaction: better than installing it.
+fn warm_outputs(inner: &Arc<Inner>, tables: &[Arc<TableReader>], hot: &HotProbe) -> Result<()> {
     let mut ranges = hot.ranges.lock();
     if ranges.is_empty() {
         return Ok(());
     }
-    // Every output's reads are started before any is waited for, so they
-    // overlap on the device.
-    let mut started = Vec::with_capacity(outputs.len());
-    for out in outputs {
-        let table = inner.table_cache.get(out)?;
+    // The ranges of several outputs are in flight at once, so they overlap
+    // on the device; the oldest is waited for once the window is full.
+    let mut in_flight: VecDeque<(&Arc<TableReader>, u64, u64)> = VecDeque::new();
+    let mut outstanding = 0u64;
+    let wait_oldest = |in_flight: &mut VecDeque<(&Arc<TableReader>, u64, u64)>,
+                       outstanding: &mut u64|
+     -> Result<()> {
+        if inner.shutting_down.load(Ordering::Acquire) {
+            return Err(Error::new(
+                crate::ErrorKind::Closed,
+                "compaction stopped: database is closing",
+            ));
+        }
+        if let Some((table, offset, len)) = in_flight.pop_front() {
+            table.finish_warming(offset, len)?;
+            *outstanding -= len;
+        }
+        Ok(())
+    };
+    for table in tables {
         let idxs = hot_blocks(
             table.index().iter().map(|e| e.last_key.as_slice()),
             &mut ranges,
         );
         let warming = table.start_warming(&idxs)?;
-        inner
-            .counters
-            .record_warming(idxs.len() as u64, warming.bytes);
-        started.push((table, warming));
+        inner.counters.record_warming(warming.blocks, warming.bytes);
+        for (offset, len) in warming.in_flight {
+            in_flight.push_back((table, offset, len));
+            outstanding += len;
+        }
+        while outstanding > WARM_WINDOW_BYTES {
+            wait_oldest(&mut in_flight, &mut outstanding)?;
+        }
     }
-    for (table, warming) in &started {
-        table.finish_warming(warming)?;
+    while !in_flight.is_empty() {
+        wait_oldest(&mut in_flight, &mut outstanding)?;
     }
     Ok(())
 }

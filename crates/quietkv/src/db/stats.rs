@@ -119,8 +119,11 @@ pub struct CompactionStats {
     /// Table handles compaction holds open right now (its own, not the
     /// table cache's).
     pub open_files: usize,
-    /// Output data blocks read back before install because their keys were
-    /// hot in the inputs (`Options::warm_compaction_output`), and their bytes.
+    /// Output data blocks put in the page cache or the block cache before
+    /// install because their keys were hot in the inputs
+    /// (`Options::warm_compaction_output`). These reads, like reading a new
+    /// table's index and filter before its install, go through the user
+    /// read class: they count in its I/O bytes, not in its hits or misses.
     pub warmed_blocks: u64,
     /// Bytes of those blocks.
     pub warmed_bytes: u64,

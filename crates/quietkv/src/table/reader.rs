@@ -76,9 +76,12 @@ fn index_and_filter_bytes(index: &[IndexEntry], filter: Option<&BloomFilter>) ->
 /// Output blocks being warmed (see [`TableReader::start_warming`]).
 #[derive(Debug, Default)]
 pub struct Warming {
-    /// Byte ranges being read into the page cache.
-    in_flight: Vec<(u64, u64)>,
-    /// Bytes warmed, through either cache.
+    /// Byte ranges (offset, length) handed to kernel readahead, in order,
+    /// for [`TableReader::finish_warming`] to wait for.
+    pub in_flight: Vec<(u64, u64)>,
+    /// Blocks warmed, through either cache.
+    pub blocks: u64,
+    /// Their bytes.
     pub bytes: u64,
 }
 
@@ -251,11 +254,12 @@ impl TableReader {
 
     /// Starts putting the data blocks `idxs` (ascending) where user reads
     /// will look for them. Where this table's reads go through the page
-    /// cache, each run of neighbouring blocks is read into it in the
-    /// background (`RandomSource::prefetch`), so the runs of all outputs are
-    /// read in parallel; [`TableReader::finish_warming`] then waits for
-    /// them. Otherwise (direct user reads) the blocks are read into the
-    /// block cache now, if there is one.
+    /// cache, each run of neighbouring blocks is handed to kernel readahead
+    /// (`RandomSource::prefetch`) and returned in `in_flight`, so the
+    /// caller can overlap the runs of several tables and then wait for each
+    /// with [`TableReader::finish_warming`]. Otherwise (direct user reads)
+    /// the blocks are read into the block cache now, if there is one; with
+    /// neither, nothing is warmed.
     pub fn start_warming(&self, idxs: &[usize]) -> Result<Warming> {
         let mut w = Warming::default();
         let mut i = 0;
@@ -267,13 +271,19 @@ impl TableReader {
             let (first, last) = (self.handle(idxs[i])?, self.handle(idxs[j])?);
             let end = last.end().unwrap_or(u64::MAX);
             let len = end.saturating_sub(first.offset);
-            if self.source.prefetch(first.offset, len) {
+            let warmed = if self.source.prefetch(first.offset, len) {
                 w.in_flight.push((first.offset, len));
-                w.bytes += len;
+                true
             } else if self.cache.is_some() {
                 for &idx in &idxs[i..=j] {
                     self.warm_block(idx)?;
                 }
+                true
+            } else {
+                false
+            };
+            if warmed {
+                w.blocks += (j - i + 1) as u64;
                 w.bytes += len;
             }
             i = j + 1;
@@ -281,21 +291,19 @@ impl TableReader {
         Ok(w)
     }
 
-    /// Waits until the ranges [`TableReader::start_warming`] started are in
-    /// the page cache, by reading them (1 MiB at a time, uncounted): a
-    /// user read right after the install then finds them there instead of
-    /// waiting for the rest of a readahead. A range that cannot be read
-    /// back is an error.
-    pub fn finish_warming(&self, w: &Warming) -> Result<()> {
+    /// Waits until a range [`TableReader::start_warming`] handed to
+    /// readahead is in the page cache, by reading it (1 MiB at a time,
+    /// uncounted as a user read's hit or miss): a user read right after the
+    /// install then finds it there instead of waiting for the rest of a
+    /// readahead. A range that cannot be read back is an error.
+    pub fn finish_warming(&self, offset: u64, len: u64) -> Result<()> {
         const CHUNK: u64 = 1 << 20;
-        for &(start, len) in &w.in_flight {
-            let end = start.saturating_add(len);
-            let mut at = start;
-            while at < end {
-                let n = CHUNK.min(end - at);
-                self.source.read_at_uncounted(at, n as usize)?;
-                at += n;
-            }
+        let end = offset.saturating_add(len);
+        let mut at = offset;
+        while at < end {
+            let n = CHUNK.min(end - at);
+            self.source.read_at_uncounted(at, n as usize)?;
+            at += n;
         }
         Ok(())
     }
