@@ -398,23 +398,17 @@ fn warm_outputs(inner: &Arc<Inner>, tables: &[Arc<TableReader>], hot: &HotProbe)
     }
     // The ranges of several outputs are in flight at once, so they overlap
     // on the device; the oldest is waited for once the window is full.
-    let mut in_flight: VecDeque<(&Arc<TableReader>, u64, u64)> = VecDeque::new();
-    let mut outstanding = 0u64;
-    let wait_oldest = |in_flight: &mut VecDeque<(&Arc<TableReader>, u64, u64)>,
-                       outstanding: &mut u64|
-     -> Result<()> {
+    let wait = |table: &TableReader, offset: u64, len: u64| -> Result<()> {
         if inner.shutting_down.load(Ordering::Acquire) {
             return Err(Error::new(
                 crate::ErrorKind::Closed,
                 "compaction stopped: database is closing",
             ));
         }
-        if let Some((table, offset, len)) = in_flight.pop_front() {
-            table.finish_warming(offset, len)?;
-            *outstanding -= len;
-        }
-        Ok(())
+        table.finish_warming(offset, len)
     };
+    let mut in_flight: VecDeque<(&TableReader, u64, u64)> = VecDeque::new();
+    let mut outstanding = 0u64;
     for table in tables {
         let idxs = hot_blocks(
             table.index().iter().map(|e| e.last_key.as_slice()),
@@ -427,11 +421,15 @@ fn warm_outputs(inner: &Arc<Inner>, tables: &[Arc<TableReader>], hot: &HotProbe)
             outstanding += len;
         }
         while outstanding > WARM_WINDOW_BYTES {
-            wait_oldest(&mut in_flight, &mut outstanding)?;
+            let Some((t, offset, len)) = in_flight.pop_front() else {
+                break;
+            };
+            wait(t, offset, len)?;
+            outstanding -= len;
         }
     }
-    while !in_flight.is_empty() {
-        wait_oldest(&mut in_flight, &mut outstanding)?;
+    for (t, offset, len) in in_flight {
+        wait(t, offset, len)?;
     }
     Ok(())
 }
