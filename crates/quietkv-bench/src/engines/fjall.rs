@@ -4,8 +4,9 @@
 //! fjall keeps no byte counters of its flushes and compactions, so they
 //! are counted from the threads that do them (see [`super::thread_io`]):
 //! `compact_all` (`Keyspace::major_compact`) runs in the calling thread and
-//! is counted there; background flushes and compactions run on fjall's
-//! worker threads (`fjall:worker`), whose reads and writes are counted as
+//! is counted there; background flushes and compactions run on the worker
+//! threads (`fjall:worker`) this database started, whose reads and writes
+//! (those of another fjall database in the process excluded) are counted as
 //! compaction bytes, except for what an explicit `flush` waited for, which
 //! is counted as flush bytes.
 
@@ -21,7 +22,7 @@ use fjall::config::{
 use fjall::{CompressionType, Database, Keyspace, KeyspaceCreateOptions};
 use serde::{Deserialize, Serialize};
 
-use super::thread_io::{this_thread, threads_named};
+use super::thread_io::{this_thread, ThreadSet};
 use super::{
     BenchEngine, CacheUse, Counters, Direction, EngineConfig, Layout, PageCacheUse, Tuning,
 };
@@ -88,10 +89,9 @@ pub struct FjallEngine {
     /// Worker-thread writes while an explicit flush was waited for.
     flush_write: AtomicU64,
     flush_micros: AtomicU64,
-    /// The highest worker-thread counts seen (a thread that ends takes its
-    /// counts with it; the counters must not go backwards).
-    worker_read: AtomicU64,
-    worker_write: AtomicU64,
+    /// The worker threads this database started (not those of another
+    /// fjall database in the process).
+    workers: ThreadSet,
     /// L0 tables at which fjall compacts L0 into L1.
     l0_threshold: usize,
 }
@@ -99,10 +99,8 @@ pub struct FjallEngine {
 impl FjallEngine {
     /// Worker-thread (read, write) bytes so far, never decreasing.
     fn workers(&self) -> (u64, u64) {
-        let io = threads_named(WORKER_THREAD);
-        let r = self.worker_read.fetch_max(io.rchar, Ordering::Relaxed);
-        let w = self.worker_write.fetch_max(io.wchar, Ordering::Relaxed);
-        (r.max(io.rchar), w.max(io.wchar))
+        let io = self.workers.totals();
+        (io.rchar, io.wchar)
     }
 
     fn idle_now(&self) -> bool {
@@ -185,9 +183,8 @@ impl BenchEngine for FjallEngine {
         if let Some(n) = tuning.background_threads {
             b = b.worker_threads(n.max(1));
         }
-        let db = b
-            .open()
-            .map_err(|e| err(&format!("cannot open {}", dir.display()), e))?;
+        let (db, workers) = ThreadSet::started_by(WORKER_THREAD, || b.open());
+        let db = db.map_err(|e| err(&format!("cannot open {}", dir.display()), e))?;
         let memtable = tuning.memtable_bytes.unwrap_or(q.memtable_size).max(4096) as u64;
         let ks = db
             .keyspace(KEYSPACE, || {
@@ -217,8 +214,7 @@ impl BenchEngine for FjallEngine {
             major_micros: AtomicU64::new(0),
             flush_write: AtomicU64::new(0),
             flush_micros: AtomicU64::new(0),
-            worker_read: AtomicU64::new(0),
-            worker_write: AtomicU64::new(0),
+            workers,
             l0_threshold: l0_threshold as usize,
         })
     }
