@@ -273,6 +273,9 @@ fn run<E: BenchEngine + 'static>(
     if let (Some(o0), Some(o1)) = (a.table_opens_by_reads, z.table_opens_by_reads) {
         extra.insert("table_opens_by_reads".into(), (o1 - o0) as f64);
     }
+    if let (Some(l0), Some(l1)) = (&a.compaction_into_levels, &z.compaction_into_levels) {
+        level_work_into(&mut extra, l0, l1);
+    }
     if stop.load(Ordering::Relaxed) {
         return Err("stopped".into());
     }
@@ -356,4 +359,36 @@ fn write_paced<E: BenchEngine>(
         bytes += per_batch * entry;
     }
     Ok((bytes, start.elapsed().as_secs_f64()))
+}
+
+/// The measured phase's compaction work by output level, in MiB, as
+/// `into_L<n>_{read_above,read_level,written,moved}_mib` for each level
+/// that had any: where the background bytes went.
+fn level_work_into(
+    extra: &mut std::collections::BTreeMap<String, f64>,
+    before: &[crate::engines::LevelWork],
+    after: &[crate::engines::LevelWork],
+) {
+    let mib = |a: u64, b: u64| b.saturating_sub(a) as f64 / (1 << 20) as f64;
+    for (level, z) in after.iter().enumerate() {
+        let a = before.get(level).copied().unwrap_or_default();
+        let parts = [
+            (
+                "read_above",
+                mib(a.read_from_above_bytes, z.read_from_above_bytes),
+            ),
+            (
+                "read_level",
+                mib(a.read_from_level_bytes, z.read_from_level_bytes),
+            ),
+            ("written", mib(a.written_bytes, z.written_bytes)),
+            ("moved", mib(a.moved_bytes, z.moved_bytes)),
+        ];
+        if parts.iter().all(|(_, v)| *v == 0.0) {
+            continue;
+        }
+        for (name, v) in parts {
+            extra.insert(format!("into_L{level}_{name}_mib"), v);
+        }
+    }
 }

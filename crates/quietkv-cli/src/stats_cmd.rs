@@ -14,7 +14,22 @@ pub fn to_json(s: &DbStats) -> Value {
         .levels
         .iter()
         .enumerate()
-        .map(|(l, ls)| json!({"level": l, "files": ls.files, "bytes": ls.bytes}))
+        .map(|(l, ls)| {
+            let c = &ls.compaction_into;
+            json!({
+                "level": l,
+                "files": ls.files,
+                "bytes": ls.bytes,
+                "compaction_into": {
+                    "merges": c.merges,
+                    "read_from_above_bytes": c.read_from_above_bytes,
+                    "read_from_level_bytes": c.read_from_level_bytes,
+                    "written_bytes": c.written_bytes,
+                    "moves": c.moves,
+                    "moved_bytes": c.moved_bytes,
+                },
+            })
+        })
         .collect();
     let c = &s.block_cache;
     let mut io = Map::new();
@@ -87,9 +102,27 @@ pub fn to_json(s: &DbStats) -> Value {
 }
 
 pub fn print_human(out: &mut impl Write, s: &DbStats) -> io::Result<()> {
-    writeln!(out, "level  files          bytes")?;
+    // The compaction columns are the work that ended in each level since
+    // open: merges, their input bytes from shallower levels and from the
+    // level itself, bytes written, and trivial moves.
+    writeln!(
+        out,
+        "level  files          bytes   merges  read from above  read from level    written  moves  moved bytes"
+    )?;
     for (l, ls) in s.levels.iter().enumerate() {
-        writeln!(out, "L{l:<5} {:>5} {:>14}", ls.files, ls.bytes)?;
+        let c = &ls.compaction_into;
+        writeln!(
+            out,
+            "L{l:<5} {:>5} {:>14} {:>8} {:>16} {:>16} {:>10} {:>6} {:>12}",
+            ls.files,
+            ls.bytes,
+            c.merges,
+            c.read_from_above_bytes,
+            c.read_from_level_bytes,
+            c.written_bytes,
+            c.moves,
+            c.moved_bytes
+        )?;
     }
     let (files, bytes) = s
         .levels

@@ -92,9 +92,12 @@ mod tests;
 pub use batch::WriteBatch;
 pub use block_cache::CacheStats;
 pub use check::{check_dir, check_dir_with, CheckOptions, CheckReport, Finding};
-pub use db::{CompactionStats, Db, DbIter, DbStats, LevelStats, WriteStallStats};
+pub use db::{
+    CompactionStats, Db, DbIter, DbStats, LevelCompactionStats, LevelStats, WriteStallStats,
+};
 pub use error::{Error, ErrorKind, Result};
 pub use options::{IoPriority, Options, WriteOptions};
+pub use picker::CompactionPriority;
 pub use quietio::{AccessMode, ClassModes, ClassStats, EffectiveMode, IoClass, IoEngine};
 pub use repair::{repair_dir, Dropped, KeptTable, RepairOptions, RepairReport, SalvagedTable};
 pub use snapshot::Snapshot;

@@ -3,7 +3,7 @@
 use quietio::{AccessMode, ClassModes, EffectiveMode, IoClass, IoEngine, IoOptions, MAX_IO_DEPTH};
 
 use crate::error::{Error, Result};
-use crate::picker::PickerOptions;
+use crate::picker::{CompactionPriority, PickerOptions};
 use crate::table::{Compression, TableOptions};
 use crate::wal_sync::WalSync;
 
@@ -85,6 +85,12 @@ options! {
     level_multiplier: f64 = 10.0;
     /// Size at which compaction output is cut into a new table. Default 64 MiB.
     target_file_size: u64 = 64 << 20;
+    /// Which file of L1 and deeper levels a compaction takes when the level
+    /// is over its target: the one that overlaps the fewest next-level
+    /// bytes per byte of its own (least write amplification, RocksDB's
+    /// default), or each in turn by key (LevelDB's). Default
+    /// `MinOverlappingRatio`.
+    compaction_priority: CompactionPriority = CompactionPriority::MinOverlappingRatio;
     /// Uncompressed size of a data block. Default 4 KiB.
     block_size: usize = 4096;
     /// Per-block compression. Default none.
@@ -407,6 +413,7 @@ impl Options {
             level_base_bytes: self.level_base_bytes,
             level_multiplier: self.level_multiplier,
             target_file_size: self.target_file_size,
+            priority: self.compaction_priority,
             ..PickerOptions::default()
         }
     }

@@ -344,3 +344,42 @@ fn new_tables_are_opened_before_reads_reach_them() {
     }
     assert_eq!(db.stats().tables_opened_by_reads as usize, tables);
 }
+
+/// The per-level compaction counters add up to the totals, and say where
+/// the work went: L0 -> L1 merges read from above, deeper merges read from
+/// the level they rewrite too, and a move into an empty range costs no I/O.
+#[test]
+fn compaction_work_is_counted_by_output_level() {
+    let d = dir();
+    let db = Db::open(d.path(), small()).unwrap();
+    for round in 0..4 {
+        for i in 0..4000 {
+            db.put(&key(i), &value(i, round)).unwrap();
+        }
+    }
+    db.flush().unwrap();
+    db.wait_idle().unwrap();
+    let s = db.stats();
+    let into: Vec<_> = s.levels.iter().map(|l| l.compaction_into).collect();
+    assert_eq!(
+        into.iter().map(|c| c.merges).sum::<u64>(),
+        s.compaction.count,
+        "every counted compaction is a merge into some level: {into:?}"
+    );
+    assert_eq!(
+        into.iter().map(|c| c.written_bytes).sum::<u64>(),
+        s.compaction.bytes_written
+    );
+    assert_eq!(into[0], Default::default(), "nothing compacts into L0");
+    assert!(
+        into[1].merges > 0 && into[1].read_from_above_bytes > 0,
+        "{into:?}"
+    );
+    assert!(
+        into[1].read_from_level_bytes > 0,
+        "L1 is rewritten: {into:?}"
+    );
+    let deeper: u64 = into[2..].iter().map(|c| c.merges + c.moves).sum();
+    assert!(deeper > 0, "the tree grew below L1: {into:?}");
+    db.close().unwrap();
+}

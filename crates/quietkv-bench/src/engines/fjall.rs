@@ -320,6 +320,7 @@ impl BenchEngine for FjallEngine {
             // Its threads' CPU is not measured.
             background_cpu_seconds: None,
             table_opens_by_reads: None,
+            compaction_into_levels: None,
         }
     }
 

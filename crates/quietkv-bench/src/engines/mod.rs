@@ -18,6 +18,7 @@ pub mod fjall;
 pub mod quietkv;
 #[cfg(feature = "rocksdb")]
 pub mod rocksdb;
+pub mod rocksdb_stats;
 pub mod thread_io;
 
 use std::path::Path;
@@ -285,6 +286,22 @@ pub struct Counters {
     /// Tables user reads had to open themselves (index and filter read in
     /// the read's time), where the engine counts it.
     pub table_opens_by_reads: Option<u64>,
+    /// Compaction work by output level (index = level), where the engine
+    /// reports it: where the write amplification comes from.
+    pub compaction_into_levels: Option<Vec<LevelWork>>,
+}
+
+/// Compaction work that ended in one level, since the engine opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LevelWork {
+    /// Input bytes from shallower levels (RocksDB's `Rn`).
+    pub read_from_above_bytes: u64,
+    /// Input bytes from the output level itself (`Rnp1`), rewritten to make
+    /// room.
+    pub read_from_level_bytes: u64,
+    pub written_bytes: u64,
+    /// Bytes moved in without a rewrite.
+    pub moved_bytes: u64,
 }
 
 /// An engine under test.

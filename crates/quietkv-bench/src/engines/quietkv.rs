@@ -3,12 +3,14 @@
 
 use std::path::Path;
 
-use quietkv::{AccessMode, Db, DbStats, IoClass, Options, WriteBatch, WriteOptions};
+use quietkv::{
+    AccessMode, CompactionPriority, Db, DbStats, IoClass, Options, WriteBatch, WriteOptions,
+};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    BenchEngine, CacheUse, Counters, Direction, EngineConfig, HitsMisses, Layout, PageCacheUse,
-    Tuning,
+    BenchEngine, CacheUse, Counters, Direction, EngineConfig, HitsMisses, Layout, LevelWork,
+    PageCacheUse, Tuning,
 };
 
 fn buffered() -> String {
@@ -48,7 +50,8 @@ pub struct QuietkvConfig {
 /// Options a mode name may set after its base mode: `+depth=N`
 /// (`io_depth`), `+wbuf=KiB` (`direct_write_buffer_size`), `+ra=KiB`
 /// (`compaction_readahead_size`), `+nice=N` (`background_nice`),
-/// `+yield=US` (`background_yield_micros`, 0 = never).
+/// `+yield=US` (`background_yield_micros`, 0 = never), `+pick=min` or
+/// `+pick=rr` (`compaction_priority`: least overlap, round robin).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuietkvKnobs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -61,6 +64,17 @@ pub struct QuietkvKnobs {
     pub background_nice: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub background_yield_micros: Option<u64>,
+    /// `min` or `rr`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction_priority: Option<String>,
+}
+
+fn compaction_priority(name: &str) -> Option<CompactionPriority> {
+    match name {
+        "min" => Some(CompactionPriority::MinOverlappingRatio),
+        "rr" => Some(CompactionPriority::RoundRobin),
+        _ => None,
+    }
 }
 
 impl QuietkvKnobs {
@@ -92,9 +106,17 @@ impl QuietkvKnobs {
                 n @ 0..=1_000_000 => self.background_yield_micros = Some(n as u64),
                 n => return Err(format!("yield must be 0..=1000000 us, got {n}")),
             },
+            "pick" => match compaction_priority(value) {
+                Some(_) => self.compaction_priority = Some(value.to_string()),
+                None => {
+                    return Err(format!(
+                        "pick must be min (least overlap) or rr (round robin), got '{value}'"
+                    ))
+                }
+            },
             other => {
                 return Err(format!(
-                    "unknown knob '{other}' (expected depth, wbuf, ra, nice or yield)"
+                    "unknown knob '{other}' (expected depth, wbuf, ra, nice, yield or pick)"
                 ))
             }
         }
@@ -117,6 +139,13 @@ impl QuietkvKnobs {
         if let Some(n) = self.background_yield_micros {
             o.background_yield_micros = n;
         }
+        if let Some(p) = self
+            .compaction_priority
+            .as_deref()
+            .and_then(compaction_priority)
+        {
+            o.compaction_priority = p;
+        }
     }
 
     /// What the report should say these knobs change.
@@ -136,6 +165,13 @@ impl QuietkvKnobs {
         }
         if let Some(n) = self.background_yield_micros {
             v.push(format!("background_yield_micros {n}"));
+        }
+        if let Some(p) = self
+            .compaction_priority
+            .as_deref()
+            .and_then(compaction_priority)
+        {
+            v.push(format!("compaction_priority {p:?}"));
         }
         v
     }
@@ -531,6 +567,20 @@ impl BenchEngine for QuietkvEngine {
             }),
             background_cpu_seconds: Some(s.compaction.cpu_seconds + s.flush_cpu_seconds),
             table_opens_by_reads: Some(s.tables_opened_by_reads),
+            compaction_into_levels: Some(
+                s.levels
+                    .iter()
+                    .map(|l| {
+                        let c = &l.compaction_into;
+                        LevelWork {
+                            read_from_above_bytes: c.read_from_above_bytes,
+                            read_from_level_bytes: c.read_from_level_bytes,
+                            written_bytes: c.written_bytes,
+                            moved_bytes: c.moved_bytes,
+                        }
+                    })
+                    .collect(),
+            ),
         }
     }
 
@@ -667,7 +717,28 @@ mod tests {
         assert_eq!(plain.io_depth, d.io_depth);
         assert_eq!(plain.direct_write_buffer_size, d.direct_write_buffer_size);
         assert_eq!(plain.background_nice, d.background_nice);
+        assert_eq!(plain.compaction_priority, d.compaction_priority);
+        let rr = QuietkvConfig::parse("auto+pick=rr").unwrap();
+        assert_eq!(
+            rr.options().compaction_priority,
+            CompactionPriority::RoundRobin
+        );
+        let described = rr.page_cache_with(&|_, _| None).also;
+        assert!(
+            described
+                .iter()
+                .any(|a| a == "compaction_priority RoundRobin"),
+            "{described:?}"
+        );
+        assert_eq!(
+            QuietkvConfig::parse("auto+pick=min")
+                .unwrap()
+                .options()
+                .compaction_priority,
+            CompactionPriority::MinOverlappingRatio
+        );
         for bad in [
+            "auto+pick=oldest",
             "both-direct+depth=0",
             "both-direct+depth=x",
             "both-direct+nice=20",

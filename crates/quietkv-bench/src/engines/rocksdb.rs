@@ -25,6 +25,7 @@ use rust_rocksdb::{
 };
 use serde::{Deserialize, Serialize};
 
+use super::rocksdb_stats::parse_level_compaction_stats;
 use super::{
     BenchEngine, CacheUse, Counters, Direction, EngineConfig, HitsMisses, Layout, PageCacheUse,
     Tuning,
@@ -368,6 +369,12 @@ impl BenchEngine for RocksDbEngine {
             // Not read yet (its compaction CPU ticker is untested here).
             background_cpu_seconds: None,
             table_opens_by_reads: None,
+            compaction_into_levels: self
+                .db
+                .property_value("rocksdb.cfstats")
+                .ok()
+                .flatten()
+                .and_then(|t| parse_level_compaction_stats(&t)),
         }
     }
 

@@ -180,7 +180,13 @@ fn compact(inner: &Arc<Inner>, job: CompactionJob) -> Result<()> {
     );
     let result = if job.kind == CompactionKind::TrivialMove {
         let mut st = inner.state.lock();
-        inner.install(&mut st, job.trivial_move_edit())
+        let r = inner.install(&mut st, job.trivial_move_edit());
+        if r.is_ok() {
+            inner
+                .counters
+                .record_move_into(job.output_level, job.input_bytes());
+        }
+        r
     } else {
         merge_job(inner, &job).and_then(|(outputs, read, written)| {
             let mut st = inner.state.lock();
@@ -198,6 +204,16 @@ fn compact(inner: &Arc<Inner>, job: CompactionJob) -> Result<()> {
                 inner
                     .counters
                     .record_compaction(read, written, t.elapsed(), cpu);
+                let (from_above, from_level) = job.input_files().fold((0, 0), |(a, l), (lv, f)| {
+                    if lv == job.output_level {
+                        (a, l + f.size)
+                    } else {
+                        (a + f.size, l)
+                    }
+                });
+                inner
+                    .counters
+                    .record_merge_into(job.output_level, from_above, from_level, written);
             }
             r
         })

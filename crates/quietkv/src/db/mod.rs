@@ -39,7 +39,7 @@ use std::ops::RangeBounds;
 pub use iter::DbIter;
 pub(crate) use iter::KeyRange;
 pub(crate) use recovery::{meta_from, missing_wal, new_db_id, set_current, write_l0};
-pub use stats::{CompactionStats, DbStats, LevelStats, WriteStallStats};
+pub use stats::{CompactionStats, DbStats, LevelCompactionStats, LevelStats, WriteStallStats};
 
 /// What readers need to see one consistent state: the memtables and the
 /// table version. Cloning the `Arc` is all a reader does under a lock.

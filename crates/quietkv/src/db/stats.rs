@@ -33,6 +33,19 @@ pub(crate) struct Counters {
     manifest_rotations: AtomicU64,
     wal_files_recycled: AtomicU64,
     background_yields: AtomicU64,
+    /// Compaction work by output level.
+    into_level: [IntoLevel; crate::version::NUM_LEVELS],
+}
+
+/// Compaction work that ended in one level.
+#[derive(Default)]
+struct IntoLevel {
+    merges: AtomicU64,
+    read_from_above: AtomicU64,
+    read_from_level: AtomicU64,
+    written: AtomicU64,
+    moves: AtomicU64,
+    moved: AtomicU64,
 }
 
 impl Counters {
@@ -79,6 +92,30 @@ impl Counters {
         self.manifest_rotations.fetch_add(1, Relaxed);
     }
 
+    /// A merge into `output_level` that read `from_above` bytes of input
+    /// tables from shallower levels and `from_level` bytes from the output
+    /// level itself (table sizes), and wrote `written` bytes.
+    pub(crate) fn record_merge_into(
+        &self,
+        output_level: usize,
+        from_above: u64,
+        from_level: u64,
+        written: u64,
+    ) {
+        let l = &self.into_level[output_level];
+        l.merges.fetch_add(1, Relaxed);
+        l.read_from_above.fetch_add(from_above, Relaxed);
+        l.read_from_level.fetch_add(from_level, Relaxed);
+        l.written.fetch_add(written, Relaxed);
+    }
+
+    /// A trivial move of `bytes` of tables into `output_level`.
+    pub(crate) fn record_move_into(&self, output_level: usize, bytes: u64) {
+        let l = &self.into_level[output_level];
+        l.moves.fetch_add(1, Relaxed);
+        l.moved.fetch_add(bytes, Relaxed);
+    }
+
     pub(crate) fn record_compaction(&self, read: u64, written: u64, took: Duration, cpu: Duration) {
         self.compactions.fetch_add(1, Relaxed);
         self.compaction_cpu_micros
@@ -97,6 +134,28 @@ pub struct LevelStats {
     pub files: usize,
     /// Their total size.
     pub bytes: u64,
+    /// Compaction into this level since open (the write amplification of
+    /// each level, as RocksDB's per-level compaction table shows it).
+    pub compaction_into: LevelCompactionStats,
+}
+
+/// Compactions whose output level is one level, since open. Input bytes
+/// are the input tables' sizes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LevelCompactionStats {
+    /// Merges that wrote into the level.
+    pub merges: u64,
+    /// Input bytes of those merges from shallower levels (RocksDB's `Rn`).
+    pub read_from_above_bytes: u64,
+    /// Input bytes of those merges from the level itself (`Rnp1`): what
+    /// is rewritten to make room, the cost a picker tries to keep low.
+    pub read_from_level_bytes: u64,
+    /// Bytes those merges wrote.
+    pub written_bytes: u64,
+    /// Trivial moves into the level (no I/O).
+    pub moves: u64,
+    /// Bytes of tables moved in.
+    pub moved_bytes: u64,
 }
 
 /// Compaction since open.
@@ -209,9 +268,20 @@ pub(crate) fn collect(inner: &Inner) -> DbStats {
     let c = &inner.counters;
     let st = inner.state.lock();
     let levels = (0..crate::version::NUM_LEVELS)
-        .map(|l| LevelStats {
-            files: st.version.num_files(l),
-            bytes: st.version.level_bytes(l),
+        .map(|l| {
+            let into = &c.into_level[l];
+            LevelStats {
+                files: st.version.num_files(l),
+                bytes: st.version.level_bytes(l),
+                compaction_into: LevelCompactionStats {
+                    merges: into.merges.load(Relaxed),
+                    read_from_above_bytes: into.read_from_above.load(Relaxed),
+                    read_from_level_bytes: into.read_from_level.load(Relaxed),
+                    written_bytes: into.written.load(Relaxed),
+                    moves: into.moves.load(Relaxed),
+                    moved_bytes: into.moved.load(Relaxed),
+                },
+            }
         })
         .collect();
     DbStats {
