@@ -75,6 +75,7 @@ mod log;
 mod memtable;
 mod merge;
 mod options;
+mod output_cut;
 mod picker;
 mod repair;
 mod snapshot;

@@ -153,6 +153,10 @@ pub struct CompactionJob {
     /// range: tombstones may be dropped (subject to snapshots).
     pub is_bottommost: bool,
     pub max_output_file_size: u64,
+    /// Largest user keys of the tables of `output_level + 1` that overlap
+    /// the job's range, ascending: outputs are also cut where they pass one
+    /// (see `output_cut`), so they line up with the level below.
+    pub grandparent_bounds: Vec<Vec<u8>>,
     /// Compact pointer to record in the job's edit.
     pub compact_pointer: Option<(usize, Vec<u8>)>,
 }
@@ -521,6 +525,10 @@ fn setup_job(
         inputs: lists,
         is_bottommost,
         max_output_file_size: opts.target_file_size,
+        grandparent_bounds: grandparents
+            .iter()
+            .map(|f| f.largest_user_key().to_vec())
+            .collect(),
         compact_pointer,
     }
 }
@@ -583,6 +591,8 @@ pub fn pick_range(
         inputs,
         is_bottommost: true,
         max_output_file_size: opts.target_file_size,
+        // Nothing lies below a bottommost job's range.
+        grandparent_bounds: Vec::new(),
         compact_pointer: None,
     })
 }
@@ -786,6 +796,27 @@ mod tests {
         let job = pick(&v, &o, &BusyFiles::new()).unwrap();
         assert_eq!(numbers_at(&job, 1), vec![2]);
         assert_eq!(job.kind, CompactionKind::TrivialMove);
+    }
+
+    #[test]
+    fn a_job_knows_where_the_tables_below_its_output_end() {
+        let o = small_opts();
+        let v = version_with(&[
+            (1, meta(1, "b", "e", 200)),
+            (2, meta(2, "c", "c", 10)),
+            (3, meta(3, "a", "a", 10)),
+            (3, meta(4, "d", "f", 10)),
+            (3, meta(5, "x", "y", 10)),
+        ]);
+        let job = pick(&v, &o, &BusyFiles::new()).unwrap();
+        assert_eq!((job.level, job.output_level), (1, 2));
+        assert_eq!(
+            job.grandparent_bounds,
+            vec![b"f".to_vec()],
+            "L3 tables over [b,e]"
+        );
+        let full = pick_full(&v, &o).unwrap();
+        assert!(full.grandparent_bounds.is_empty(), "bottommost");
     }
 
     #[test]

@@ -19,6 +19,7 @@ use crate::iter::InternalIterator;
 use crate::key::user_key;
 use crate::merge::{CompactionIterator, MergingIterator};
 use crate::options::IoPriority;
+use crate::output_cut::OutputCutter;
 use crate::picker::{pick, pick_range, CompactionJob, CompactionKind};
 use crate::table::{TableBuilder, TableReader};
 use crate::version::{FileMeta, VersionEdit};
@@ -301,6 +302,7 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
     let mut outputs: Vec<FileMeta> = Vec::new();
     let mut current: Option<(u64, TableBuilder<TableFile>)> = None;
     let mut last_user_key: Vec<u8> = Vec::new();
+    let mut cutter = OutputCutter::new(&job.grandparent_bounds, job.max_output_file_size);
     let result = (|| -> Result<()> {
         while it.valid() {
             if inner.shutting_down.load(Ordering::Acquire) {
@@ -310,12 +312,12 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
                 ));
             }
             let key = it.key();
-            // Cut a new table only between user keys, so no user key spans
-            // two tables of one level.
-            let cut = current.as_ref().is_some_and(|(_, b)| {
-                b.estimated_size() >= job.max_output_file_size
-                    && user_key(key) != last_user_key.as_slice()
-            });
+            let uk = user_key(key);
+            let cut = cutter.cut_before(
+                uk,
+                current.is_some() && uk == last_user_key.as_slice(),
+                current.as_ref().map(|(_, b)| b.estimated_size()),
+            );
             if cut {
                 let (number, builder) = current.take().expect("checked");
                 outputs.push(finish_output(number, builder)?);
