@@ -112,6 +112,13 @@ impl LogSink for LogFile {
         }
         Ok(())
     }
+
+    fn flush_writes_device(&self) -> bool {
+        match self {
+            LogFile::Seq(w) => matches!(w.mode(), EffectiveMode::Direct | EffectiveMode::DontCache),
+            LogFile::Mapped(_) => false,
+        }
+    }
 }
 
 /// Positional reads of a table (user reads, or a compaction's index reads).

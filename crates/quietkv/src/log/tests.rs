@@ -328,6 +328,94 @@ fn sync_appends_a_mark_that_readers_skip() {
     assert_eq!(r.tail(), TailState::Clean);
 }
 
+/// A sink like an O_DIRECT file: appended bytes wait in a user-space
+/// buffer, and each `flush` or `sync` that finds any is one device write.
+struct DeviceSink {
+    pending: Vec<u8>,
+    device: Vec<u8>,
+    device_writes: usize,
+    writes_device: bool,
+}
+
+impl DeviceSink {
+    fn new(writes_device: bool) -> DeviceSink {
+        DeviceSink {
+            pending: Vec::new(),
+            device: Vec::new(),
+            device_writes: 0,
+            writes_device,
+        }
+    }
+    fn hand_off(&mut self) {
+        if !self.pending.is_empty() {
+            self.device.append(&mut self.pending);
+            self.device_writes += 1;
+        }
+    }
+}
+
+impl LogSink for DeviceSink {
+    fn write_all(&mut self, buf: &[u8]) -> Result<()> {
+        self.pending.extend_from_slice(buf);
+        Ok(())
+    }
+    fn sync(&mut self) -> Result<()> {
+        self.hand_off();
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<()> {
+        self.hand_off();
+        Ok(())
+    }
+    fn flush_writes_device(&self) -> bool {
+        self.writes_device
+    }
+}
+
+/// Where handing the mark over is a device write of its own, it waits for
+/// the next sync: one device write per group commit instead of two, and
+/// the log on the device still reads back with every mark in place.
+#[test]
+fn a_sync_mark_waits_for_the_next_write_where_flushing_is_a_device_write() {
+    for writes_device in [false, true] {
+        let mut w = LogWriter::new(DeviceSink::new(writes_device));
+        let mut mark_ends = Vec::new();
+        for round in 0..3u8 {
+            w.add_record(&[round; 40]).unwrap();
+            w.sync().unwrap();
+            mark_ends.push(w.bytes_written());
+        }
+        let sink = w.sink();
+        if writes_device {
+            assert_eq!(sink.device_writes, 3, "one write per sync");
+            // The last mark is still buffered: the synced records end the
+            // device's bytes, as after a power cut that lost the mark.
+            assert_eq!(
+                sink.device.len() as u64,
+                mark_ends[2] - (HEADER_LEN + SYNC_MARK_LEN) as u64
+            );
+        } else {
+            assert_eq!(sink.device_writes, 6, "a write for each mark");
+            assert_eq!(sink.device.len() as u64, mark_ends[2]);
+        }
+        let (recs, tail) = read_all(&sink.device).unwrap();
+        assert_eq!(recs, (0..3u8).map(|r| vec![r; 40]).collect::<Vec<_>>());
+        assert_eq!(tail, TailState::Clean);
+        // The earlier marks reached the device and cover their records.
+        let mut r = LogReader::new(PATH, &sink.device);
+        while r.read_record().unwrap().is_some() {}
+        let covered = if writes_device { 1 } else { 2 };
+        assert_eq!(
+            r.synced_len(),
+            mark_ends[covered] - (HEADER_LEN + SYNC_MARK_LEN) as u64
+        );
+        // Sealing writes the last mark.
+        let len = w.seal().unwrap();
+        assert_eq!(w.sink().device.len() as u64, len);
+        assert_eq!(len, mark_ends[2]);
+    }
+}
+
 /// The defect sync marks fix: damage in the last record that was synced
 /// used to read as a torn tail after a crash; the mark after it makes it
 /// corruption. An unsynced last record may still be dropped.

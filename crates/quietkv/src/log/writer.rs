@@ -20,6 +20,14 @@ pub trait LogSink {
     fn flush(&mut self) -> Result<()> {
         Ok(())
     }
+    /// True when [`flush`](Self::flush) is itself a device write (O_DIRECT,
+    /// or RWF_DONTCACHE, which starts write-back at once) rather than a
+    /// copy into the page cache. [`LogWriter::sync`] then leaves its sync
+    /// mark buffered for the next write instead of paying a second device
+    /// write per sync for it.
+    fn flush_writes_device(&self) -> bool {
+        false
+    }
 }
 
 /// An in-memory sink, for tests and for building log images.
@@ -43,6 +51,9 @@ impl<S: LogSink + ?Sized> LogSink for &mut S {
     fn flush(&mut self) -> Result<()> {
         (**self).flush()
     }
+    fn flush_writes_device(&self) -> bool {
+        (**self).flush_writes_device()
+    }
 }
 
 impl<S: LogSink + ?Sized> LogSink for Box<S> {
@@ -54,6 +65,9 @@ impl<S: LogSink + ?Sized> LogSink for Box<S> {
     }
     fn flush(&mut self) -> Result<()> {
         (**self).flush()
+    }
+    fn flush_writes_device(&self) -> bool {
+        (**self).flush_writes_device()
     }
 }
 
@@ -182,8 +196,12 @@ impl<S: LogSink> LogWriter<S> {
     }
 
     /// Makes every record added so far durable, then appends a sync mark
-    /// (handed to the kernel, not synced) so that the synced records are
-    /// never the last bytes of the file; see the module docs.
+    /// (not synced) so that the synced records are never the last bytes of
+    /// the file; see the module docs. The mark is handed to the kernel at
+    /// once where that is a copy into the page cache; where it would be a
+    /// device write of its own ([`LogSink::flush_writes_device`]) it stays
+    /// buffered and goes out with the next records, flush or seal, so a
+    /// group commit costs one write and one sync, not two writes.
     ///
     /// An error after the sync itself succeeded (while writing the mark)
     /// still fails the call: the records are durable, but the log's tail is
@@ -201,9 +219,11 @@ impl<S: LogSink> LogWriter<S> {
         }
         let synced = self.bytes_written;
         self.append(RecordType::SyncMark, &synced.to_le_bytes())?;
-        if let Err(e) = self.sink.flush() {
-            self.failed = true;
-            return Err(e);
+        if !self.sink.flush_writes_device() {
+            if let Err(e) = self.sink.flush() {
+                self.failed = true;
+                return Err(e);
+            }
         }
         self.synced_len = synced;
         self.marked_len = self.bytes_written;
