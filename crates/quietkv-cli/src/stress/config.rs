@@ -108,6 +108,18 @@ impl StressConfig {
         }
     }
 
+    /// Replaces the drawn WAL mode and recycle count with the ones given
+    /// (the `--wal-mode` and `--wal-recycle` flags).
+    pub fn pin_wal(&mut self, mode: Option<AccessMode>, recycle: Option<usize>) {
+        let wal = CLASSES.iter().position(|c| *c == IoClass::WalWrite);
+        if let (Some(m), Some(i)) = (mode, wal) {
+            self.modes[i] = m;
+        }
+        if let Some(r) = recycle {
+            self.wal_recycle = r;
+        }
+    }
+
     /// Small trees, so a short cycle flushes and compacts through several
     /// levels.
     pub fn options(&self) -> Options {
@@ -242,5 +254,21 @@ mod tests {
             .iter()
             .all(|m| !matches!(m, AccessMode::Direct | AccessMode::DontCache)));
         assert!("mem=1".parse::<StressConfig>().is_err());
+    }
+
+    #[test]
+    fn pinning_the_wal_keeps_the_other_draws() {
+        let mut rng = Rng::new(3);
+        let drawn = StressConfig::random(&mut rng, true, true, true);
+        let mut pinned = drawn.clone();
+        pinned.pin_wal(Some(AccessMode::Mmap), Some(4));
+        assert_eq!(pinned.modes[0], AccessMode::Mmap);
+        assert_eq!(pinned.wal_recycle, 4);
+        assert_eq!(pinned.modes[1..], drawn.modes[1..]);
+        assert_eq!(pinned.wal_sync, drawn.wal_sync);
+        assert_eq!(pinned.to_string().parse::<StressConfig>().unwrap(), pinned);
+        let mut unpinned = drawn.clone();
+        unpinned.pin_wal(None, None);
+        assert_eq!(unpinned, drawn);
     }
 }

@@ -46,6 +46,15 @@ pub struct StressArgs {
     /// Seed of every random choice (a run is replayable up to timing).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Writes the WAL in this mode in every cycle (buffered, fadvise, auto,
+    /// direct, dontcache, mmap) instead of a random one; the other choices
+    /// are drawn as without it.
+    #[arg(long, value_name = "MODE")]
+    pub wal_mode: Option<quietio::AccessMode>,
+    /// Keeps this many WAL files for reuse in every cycle
+    /// (`Options::wal_recycle_count`) instead of a random 0 or 2.
+    #[arg(long, value_name = "N")]
+    pub wal_recycle: Option<usize>,
 }
 
 /// The worker's arguments (hidden `stress-worker` command).
@@ -97,12 +106,25 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     let direct = caps.direct_unusable_reason(true).is_none();
     let dontcache = caps.dontcache.supported;
     let mmap_wal = caps.fallocate.supported;
+    let unsupported = match args.wal_mode {
+        Some(quietio::AccessMode::Direct) if !direct => Some("O_DIRECT"),
+        Some(quietio::AccessMode::DontCache) if !dontcache => Some("RWF_DONTCACHE"),
+        Some(quietio::AccessMode::Mmap) if !mmap_wal => Some("fallocate (the mmap WAL needs it)"),
+        _ => None,
+    };
+    if let Some(what) = unsupported {
+        return Err(format!(
+            "--wal-mode: {} does not support {what}",
+            args.dir.display()
+        ));
+    }
     let mut rng = Rng::new(args.seed);
     let mut tally = Tally::default();
     let mean_run = args.duration / args.crash_cycles as f64;
     let started = Instant::now();
     for cycle in 0..args.crash_cycles {
-        let config = StressConfig::random(&mut rng, direct, dontcache, mmap_wal);
+        let mut config = StressConfig::random(&mut rng, direct, dontcache, mmap_wal);
+        config.pin_wal(args.wal_mode, args.wal_recycle);
         let run_for =
             Duration::from_secs_f64(mean_run * (0.1 + 1.8 * rng.below(1000) as f64 / 1000.0));
         let mut child = spawn_worker(&args, &db_dir, &state, &config, rng.next())?;
