@@ -493,7 +493,8 @@ fn scan_after(data: &[u8], offset: usize, log_number: Option<u64>) -> After {
         stale: false,
     };
     let mut pos = offset + 1;
-    while pos < data.len() {
+    while let Some(candidate) = super::salvage::next_candidate(data, pos) {
+        pos = candidate;
         match super::salvage::record_at(data, pos) {
             Some(found) => {
                 let other_log = found.log_number.is_some() && found.log_number != log_number;
