@@ -208,8 +208,10 @@ options! {
     /// lost sector of the unsynced tail reads as zeros and anything else is
     /// corruption, while in a reused file it reads as the old life's bytes,
     /// so damage in the unsynced tail (no sync mark after it) ends the log
-    /// with a note instead of being reported. Records a sync covered are
-    /// checked as strictly either way. Also leave it off with the `fadvise`
+    /// with a note instead of being reported. Records a sync mark covers
+    /// are checked as strictly either way (a direct or dontcache WAL writes
+    /// the mark of its last sync with its next records, so after a crash
+    /// the last synced group may have none). Also leave it off with the `fadvise`
     /// WAL mode: a write covering part of a page of a reused file that is
     /// not cached reads the old page first, and fadvise drops every page.
     wal_recycle_count: usize = 0;

@@ -464,7 +464,9 @@ pub(crate) fn new_wal_writer(opts: &Options, mut file: LogFile, number: u64) -> 
     if opts.wal_recycle_count > 0 {
         file.keep_allocation();
     }
-    let w = LogWriter::new(file).with_compression(opts.wal_compression);
+    let w = LogWriter::new(file)
+        .with_compression(opts.wal_compression)
+        .defer_sync_marks();
     if opts.wal_recycle_count > 0 {
         w.recyclable(number)
     } else {

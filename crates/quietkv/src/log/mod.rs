@@ -31,11 +31,12 @@
 //! corruption, never a torn tail, so a synced record that rots after a
 //! crash is reported instead of silently dropped with everything after it.
 //! (The mark itself is not synced: after a power cut it may be missing, and
-//! then the records it covered are treated like any last record. A log
+//! then the records it covered are treated like any last record. A WAL
 //! written with O_DIRECT or RWF_DONTCACHE keeps the mark in its buffer
-//! until the next records, a flush or the seal, since handing it over
-//! alone would cost a device write per sync; a process crash between two
-//! commits then also leaves the last synced records without their mark.)
+//! until its next sync, flush, seal or finish, since handing it over alone
+//! would cost a device write per sync (see [`LogWriter::defer_sync_marks`]);
+//! a process crash between two commits, or a close that fails before the
+//! seal, then also leaves the last synced records without their mark.)
 //!
 //! 3 = a compressed record (WAL compression): the payload is one byte naming
 //! the codec (1 lz4, 2 zstd), the uncompressed length (u32 little endian)

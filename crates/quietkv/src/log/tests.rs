@@ -372,13 +372,19 @@ impl LogSink for DeviceSink {
     }
 }
 
-/// Where handing the mark over is a device write of its own, it waits for
-/// the next sync: one device write per group commit instead of two, and
-/// the log on the device still reads back with every mark in place.
+/// Where handing the mark over is a device write of its own and the writer
+/// defers marks (the WAL), it waits for the next sync: one device write per
+/// group commit instead of two, and the log on the device still reads back
+/// with every mark in place. A writer that does not defer (the manifest,
+/// never sealed) hands each mark over at once.
 #[test]
 fn a_sync_mark_waits_for_the_next_write_where_flushing_is_a_device_write() {
-    for writes_device in [false, true] {
+    for (writes_device, defer) in [(false, true), (true, false), (true, true)] {
         let mut w = LogWriter::new(DeviceSink::new(writes_device));
+        if defer {
+            w = w.defer_sync_marks();
+        }
+        let writes_device = writes_device && defer;
         let mut mark_ends = Vec::new();
         for round in 0..3u8 {
             w.add_record(&[round; 40]).unwrap();

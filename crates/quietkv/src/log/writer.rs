@@ -94,6 +94,9 @@ pub struct LogWriter<S: LogSink> {
     compressed: Vec<u8>,
     /// Set for a WAL that may be recycled: records carry this number.
     log_number: Option<u64>,
+    /// Whether a sync mark may wait in the sink's buffer (see
+    /// [`defer_sync_marks`](Self::defer_sync_marks)).
+    defer_marks: bool,
     failed: bool,
 }
 
@@ -115,6 +118,7 @@ impl<S: LogSink> LogWriter<S> {
             compression: Compression::None,
             compressed: Vec::new(),
             log_number: None,
+            defer_marks: false,
             failed: false,
         }
     }
@@ -134,6 +138,17 @@ impl<S: LogSink> LogWriter<S> {
     /// a recycled file.
     pub fn recyclable(mut self, number: u64) -> Self {
         self.log_number = Some(number);
+        self
+    }
+
+    /// Lets [`sync`](Self::sync) leave its sync mark in the sink's buffer
+    /// where handing it over would be a device write of its own
+    /// ([`LogSink::flush_writes_device`]). For the WAL, whose writer is
+    /// sealed or finished whenever it is closed cleanly; the manifest keeps
+    /// the default, because it is dropped at close without a seal and its
+    /// last edit would end the file with no mark after it.
+    pub fn defer_sync_marks(mut self) -> Self {
+        self.defer_marks = true;
         self
     }
 
@@ -198,10 +213,12 @@ impl<S: LogSink> LogWriter<S> {
     /// Makes every record added so far durable, then appends a sync mark
     /// (not synced) so that the synced records are never the last bytes of
     /// the file; see the module docs. The mark is handed to the kernel at
-    /// once where that is a copy into the page cache; where it would be a
-    /// device write of its own ([`LogSink::flush_writes_device`]) it stays
-    /// buffered and goes out with the next records, flush or seal, so a
-    /// group commit costs one write and one sync, not two writes.
+    /// once, unless the writer [defers marks](Self::defer_sync_marks) and
+    /// handing it over would be a device write of its own
+    /// ([`LogSink::flush_writes_device`]): then it stays in the sink's
+    /// buffer and goes out at the next sync, flush, seal or finish (or when
+    /// the buffer fills), so a group commit costs one write and one sync,
+    /// not two writes. Dropping the writer without those loses it.
     ///
     /// An error after the sync itself succeeded (while writing the mark)
     /// still fails the call: the records are durable, but the log's tail is
@@ -219,7 +236,7 @@ impl<S: LogSink> LogWriter<S> {
         }
         let synced = self.bytes_written;
         self.append(RecordType::SyncMark, &synced.to_le_bytes())?;
-        if !self.sink.flush_writes_device() {
+        if !(self.defer_marks && self.sink.flush_writes_device()) {
             if let Err(e) = self.sink.flush() {
                 self.failed = true;
                 return Err(e);
