@@ -135,6 +135,8 @@ pub fn default_modes(with_xfs: bool) -> Vec<String> {
 pub struct Params {
     pub writers: usize,
     pub value_size: usize,
+    /// Share of each value that is random; the rest repeats it.
+    pub value_compression_ratio: f64,
     pub key_space: u64,
     /// Writes per run; the run also ends after `duration`.
     pub writes: u64,
@@ -277,6 +279,21 @@ fn fs_name(dir: &Path) -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
+/// Fills `value` with random bytes for its first `ratio` share and repeats
+/// them over the rest, so that a compressor shrinks it to about `ratio`
+/// (1.0: incompressible).
+fn fill_value(rng: &mut SplitMix64, value: &mut [u8], ratio: f64) {
+    let random = ((value.len() as f64 * ratio).ceil() as usize).clamp(1, value.len().max(1));
+    let (head, tail) = value.split_at_mut(random.min(value.len()));
+    for chunk in head.chunks_mut(8) {
+        let x = rng.next_u64().to_le_bytes();
+        chunk.copy_from_slice(&x[..chunk.len()]);
+    }
+    for (i, b) in tail.iter_mut().enumerate() {
+        *b = head[i % head.len()];
+    }
+}
+
 /// Runs `cfg` once in a fresh database under `base`.
 pub fn run_one<E: BenchEngine<Config = QuietkvConfig>>(
     cfg: &WalConfig,
@@ -314,10 +331,7 @@ pub fn run_one<E: BenchEngine<Config = QuietkvConfig>>(
                             break;
                         }
                         let key = format!("key{:012}", rng.below(p.key_space));
-                        for chunk in value.chunks_mut(8) {
-                            let x = rng.next_u64().to_le_bytes();
-                            chunk.copy_from_slice(&x[..chunk.len()]);
-                        }
+                        fill_value(&mut rng, &mut value, p.value_compression_ratio);
                         let t = Instant::now();
                         db.put(key.as_bytes(), &value)?;
                         let _ = h.record((t.elapsed().as_micros() as u64).max(1));
@@ -471,12 +485,22 @@ pub fn markdown(p: &Params, modes: &[WalConfig], runs: &[Run], header: &str) -> 
         )
     };
     md.push_str(&format!(
-        "\n## E4: WAL modes under a write-only load\n\n{} closed-loop writers, {} B values, \
+        "\n## E4: WAL modes under a write-only load\n\n{} closed-loop writers, {} B values ({}), \
          {limit}, {} repeat(s), order rotated each round; median (min..max). Device \
          columns count the whole device under the database (for xfs the loop \
          device, exactly the benchmark's; for the native file system the disk, \
          with whatever else the machine wrote).\n\n",
-        p.writers, p.value_size, p.repeats
+        p.writers,
+        p.value_size,
+        if p.value_compression_ratio >= 1.0 {
+            "random bytes, incompressible".to_string()
+        } else {
+            format!(
+                "{:.0}% random, the rest repeating it",
+                p.value_compression_ratio * 100.0
+            )
+        },
+        p.repeats
     ));
     md.push_str("| Mode | FS | Writes/s | p50 us | p99 us | p99.9 us | max us | Device MiB/s | Device writes/s | Merges/s | aqu-sz | Device B / user B | CPU user s | CPU sys s |\n");
     md.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
@@ -575,6 +599,7 @@ pub fn json(p: &Params, modes: &[WalConfig], runs: &[Run]) -> serde_json::Value 
         "params": {
             "writers": p.writers,
             "value_size": p.value_size,
+            "value_compression_ratio": p.value_compression_ratio,
             "writes": p.writes,
             "duration_s": p.duration.as_secs_f64(),
             "repeats": p.repeats,
@@ -591,6 +616,27 @@ pub fn json(p: &Params, modes: &[WalConfig], runs: &[Run]) -> serde_json::Value 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_compress_to_about_their_ratio() {
+        let mut rng = SplitMix64::new(1);
+        for (ratio, lo, hi) in [(1.0, 0.99, 1.02), (0.5, 0.48, 0.62), (0.25, 0.23, 0.40)] {
+            let mut total = 0usize;
+            let mut value = vec![0u8; 818];
+            for _ in 0..50 {
+                fill_value(&mut rng, &mut value, ratio);
+                total += lz4_flex::compress(&value).len();
+            }
+            let got = total as f64 / (50.0 * 818.0);
+            assert!(
+                (lo..=hi).contains(&got),
+                "ratio {ratio}: lz4 left {got:.3} of the bytes"
+            );
+        }
+        // Tiny values still get a random byte.
+        let mut one = [0u8; 1];
+        fill_value(&mut rng, &mut one, 0.1);
+    }
 
     #[test]
     fn configurations_parse_and_bad_ones_say_what_is_expected() {

@@ -207,6 +207,12 @@ pub struct BenchArgs {
     /// E4: value size in bytes (the seed's stress command wrote 818).
     #[arg(long = "record-size", default_value_t = 818)]
     pub record_size: usize,
+    /// E4: the share of each value that is random bytes, the rest
+    /// repeating them (as db_bench's --compression_ratio): 1.0 (the
+    /// default) cannot be compressed, 0.5 compresses to about half. Only
+    /// compressible values let the lz4/zstd WAL modes write fewer bytes.
+    #[arg(long = "value-compression-ratio", default_value_t = 1.0)]
+    pub value_compression_ratio: f64,
     /// E4: writes per run (the run also ends after --duration). Default:
     /// quick unlimited (30 s a run), full 2,000,000.
     #[arg(long)]
@@ -777,9 +783,16 @@ fn run_e4(args: &BenchArgs) -> Result<(), String> {
     if args.writers == 0 || args.record_size == 0 || args.repeats == 0 {
         return Err("--writers, --record-size and --repeats must be positive".into());
     }
+    let ratio = args.value_compression_ratio;
+    if !(ratio > 0.0 && ratio <= 1.0) {
+        return Err(format!(
+            "--value-compression-ratio must be in (0, 1], not {ratio}"
+        ));
+    }
     let params = e4::Params {
         writers: args.writers,
         value_size: args.record_size,
+        value_compression_ratio: ratio,
         key_space: 10_000_000,
         writes: args
             .writes
