@@ -493,25 +493,18 @@ fn scan_after(data: &[u8], offset: usize, log_number: Option<u64>) -> After {
         stale: false,
     };
     let mut pos = offset + 1;
-    while let Some(candidate) = super::salvage::next_candidate(data, pos) {
-        pos = candidate;
-        match super::salvage::record_at(data, pos) {
-            Some(found) => {
-                let other_log = found.log_number.is_some() && found.log_number != log_number;
-                if other_log {
-                    out.stale = true;
-                } else if found.ty == RecordType::SyncMark {
-                    let synced =
-                        <[u8; SYNC_MARK_LEN]>::try_from(found.payload).map(u64::from_le_bytes);
-                    if matches!(synced, Ok(len) if len > offset as u64) {
-                        out.covered = true;
-                        return out;
-                    }
-                }
-                pos += found.len();
+    while let Some((at, found)) = super::salvage::next_record(data, pos) {
+        let other_log = found.log_number.is_some() && found.log_number != log_number;
+        if other_log {
+            out.stale = true;
+        } else if found.ty == RecordType::SyncMark {
+            let synced = <[u8; SYNC_MARK_LEN]>::try_from(found.payload).map(u64::from_le_bytes);
+            if matches!(synced, Ok(len) if len > offset as u64) {
+                out.covered = true;
+                return out;
             }
-            None => pos += 1,
         }
+        pos = at + found.len();
     }
     out
 }

@@ -81,12 +81,12 @@ pub(crate) fn salvage_records(data: &[u8], log_number: Option<u64>) -> Vec<Salva
                 // them is the earlier life too.
                 let mut next = None;
                 let mut q = pos + 1;
-                while let Some(c) = next_candidate(data, q) {
-                    if record_at(data, c).is_some_and(|f| !is_stale(&f, log_number)) {
-                        next = Some(c);
+                while let Some((at, found)) = next_record(data, q) {
+                    if !is_stale(&found, log_number) {
+                        next = Some(at);
                         break;
                     }
-                    q = c + 1;
+                    q = at + 1;
                 }
                 let end = next.unwrap_or(data.len());
                 out.push(Salvaged::Damaged {
@@ -130,12 +130,25 @@ const TYPE_OFFSET: usize = HEADER_LEN - 1;
 /// Checking every offset would compute a header checksum at each byte;
 /// past the end of a preallocated or recycled WAL that means tens of
 /// MiB of zeros, seconds of CPU at every open of a damaged log.
-pub(super) fn next_candidate(data: &[u8], from: usize) -> Option<usize> {
+fn next_candidate(data: &[u8], from: usize) -> Option<usize> {
     let types = data.get(from.checked_add(TYPE_OFFSET)?..)?;
     let at = types
         .iter()
         .position(|&b| RecordType::from_u8(b).is_some())?;
     Some(from + at)
+}
+
+/// The first intact record starting at or after `from`, and its offset:
+/// what a scan resynchronising after damage looks for.
+pub(super) fn next_record(data: &[u8], from: usize) -> Option<(usize, Found<'_>)> {
+    let mut at = from;
+    loop {
+        at = next_candidate(data, at)?;
+        if let Some(found) = record_at(data, at) {
+            return Some((at, found));
+        }
+        at += 1;
+    }
 }
 
 /// The intact record of a known type starting at `pos`, if there is one.
@@ -242,11 +255,9 @@ mod tests {
                     .collect();
                 let mut fast = Vec::new();
                 let mut q = 0;
-                while let Some(c) = next_candidate(&data, q) {
-                    if record_at(&data, c).is_some() {
-                        fast.push(c);
-                    }
-                    q = c + 1;
+                while let Some((at, _)) = next_record(&data, q) {
+                    fast.push(at);
+                    q = at + 1;
                 }
                 prop_assert_eq!(fast, brute);
                 Ok(())

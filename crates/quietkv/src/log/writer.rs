@@ -22,7 +22,8 @@ pub trait LogSink {
     }
     /// True when [`flush`](Self::flush) is itself a device write (O_DIRECT,
     /// or RWF_DONTCACHE, which starts write-back at once) rather than a
-    /// copy into the page cache. [`LogWriter::sync`] then leaves its sync
+    /// copy into the page cache. A writer that
+    /// [defers marks](LogWriter::defer_sync_marks) then leaves its sync
     /// mark buffered for the next write instead of paying a second device
     /// write per sync for it.
     fn flush_writes_device(&self) -> bool {
