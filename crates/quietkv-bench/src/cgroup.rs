@@ -1,4 +1,4 @@
-//! Memory cgroups for the measured process, PSI directories, and the
+//! Memory and cpuacct cgroups for the measured process, PSI directories, and the
 //! interrupt flag that lets the runner clean them up on Ctrl-C.
 //!
 //! Only directories this module created are ever written to (besides moving
@@ -40,6 +40,8 @@ pub enum CgroupVersion {
 pub struct Mounts {
     /// The v1 hierarchy holding the memory controller.
     pub v1_memory: Option<PathBuf>,
+    /// The v1 hierarchy holding the cpuacct controller.
+    pub v1_cpuacct: Option<PathBuf>,
     /// The cgroup2 hierarchy (unified, or the only one on a v2 system).
     pub v2: Option<PathBuf>,
 }
@@ -56,6 +58,9 @@ pub fn parse_mountinfo(text: &str) -> Mounts {
         match (fstype, mount_point) {
             (Some("cgroup"), Some(mp)) if opts.split(',').any(|o| o == "memory") => {
                 m.v1_memory = Some(PathBuf::from(mp));
+            }
+            (Some("cgroup"), Some(mp)) if opts.split(',').any(|o| o == "cpuacct") => {
+                m.v1_cpuacct = Some(PathBuf::from(mp));
             }
             (Some("cgroup2"), Some(mp)) if m.v2.is_none() => m.v2 = Some(PathBuf::from(mp)),
             _ => {}
@@ -77,6 +82,19 @@ pub fn parse_proc_cgroup(text: &str) -> (Option<String>, Option<String>) {
         }
     }
     (v1, v2)
+}
+
+/// From `/proc/PID/cgroup`: the path of the v1 hierarchy that holds
+/// `controller`.
+pub fn parse_proc_cgroup_v1(text: &str, controller: &str) -> Option<String> {
+    text.lines().find_map(|line| {
+        let mut f = line.splitn(3, ':');
+        let (_id, ctrls, path) = (f.next(), f.next().unwrap_or(""), f.next()?);
+        ctrls
+            .split(',')
+            .any(|c| c == controller)
+            .then(|| path.to_string())
+    })
 }
 
 fn mounts() -> Mounts {
@@ -287,6 +305,64 @@ impl Drop for PsiCgroup {
     }
 }
 
+/// A v1 cpuacct cgroup that counts the CPU time of the processes in it, as
+/// the raw per-tick user and system split (`cpuacct.usage_user`,
+/// `cpuacct.usage_sys`). Those are the counters the kernel does not rescale:
+/// `/proc/PID/stat` and `getrusage` scale user and system time so that they
+/// sum to the precise runtime and never decrease, which can hide a phase's
+/// system time entirely (see `cpu`). cgroup v2's `cpu.stat` is rescaled
+/// the same way, so there is no v2 counterpart.
+#[derive(Debug)]
+pub struct CpuacctCgroup {
+    dir: PathBuf,
+    parent: PathBuf,
+    pids: Vec<u32>,
+}
+
+impl CpuacctCgroup {
+    pub fn create() -> Result<CpuacctCgroup, String> {
+        let mount = mounts()
+            .v1_cpuacct
+            .ok_or("no v1 cpuacct hierarchy mounted")?;
+        let own = parse_proc_cgroup_v1(
+            &std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default(),
+            "cpuacct",
+        )
+        .ok_or("this process is in no v1 cpuacct cgroup")?;
+        let parent = join_cg(&mount, &own);
+        let dir = make_child(&parent)?;
+        let cg = CpuacctCgroup {
+            dir,
+            parent,
+            pids: Vec::new(),
+        };
+        if crate::cpu::read_cpuacct(&cg.dir).is_none() {
+            return Err(format!(
+                "{} has no cpuacct.usage_user / cpuacct.usage_sys (kernel older than 4.7?)",
+                cg.dir.display()
+            ));
+        }
+        Ok(cg)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Moves `pid` (every thread of it) into the cgroup.
+    pub fn add_pid(&mut self, pid: u32) -> Result<(), String> {
+        write_file(&self.dir.join("cgroup.procs"), &pid.to_string())?;
+        self.pids.push(pid);
+        Ok(())
+    }
+}
+
+impl Drop for CpuacctCgroup {
+    fn drop(&mut self) {
+        teardown(&self.dir, &self.parent, &self.pids);
+    }
+}
+
 /// Whether this process may create cgroups at all (root), with the reason
 /// when not.
 pub fn cgroups_usable() -> Result<(), String> {
@@ -319,10 +395,23 @@ mod tests {
         let m = parse_mountinfo(mi);
         assert_eq!(m.v1_memory.unwrap(), PathBuf::from("/sys/fs/cgroup/memory"));
         assert_eq!(m.v2.unwrap(), PathBuf::from("/sys/fs/cgroup/unified"));
+        assert_eq!(m.v1_cpuacct, None);
+        let both = "38 25 0:33 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n";
+        assert_eq!(
+            parse_mountinfo(both).v1_cpuacct.unwrap(),
+            PathBuf::from("/sys/fs/cgroup/cpu,cpuacct")
+        );
         let pc = "9:name=systemd:/\n4:memory:/process_api/abc\n1:cpu:/\n0::/\n";
         let (v1, v2) = parse_proc_cgroup(pc);
         assert_eq!(v1.as_deref(), Some("/process_api/abc"));
         assert_eq!(v2.as_deref(), Some("/"));
+        assert_eq!(parse_proc_cgroup_v1(pc, "cpu").as_deref(), Some("/"));
+        assert_eq!(parse_proc_cgroup_v1(pc, "cpuacct"), None);
+        let shared = "3:cpu,cpuacct:/user.slice\n";
+        assert_eq!(
+            parse_proc_cgroup_v1(shared, "cpuacct").as_deref(),
+            Some("/user.slice")
+        );
     }
 
     fn skip_reason() -> Option<String> {

@@ -12,11 +12,10 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use crate::cpu::{CpuSource, ProcessCpu};
 use crate::engines::{BenchEngine, QuietkvConfig, Tuning};
 use crate::loadgen::{new_histogram, LatencySummary, SplitMix64};
-use crate::metrics::{
-    block_device_of, clock_ticks_per_sec, read_block_stat, read_self_cpu, BlockStat,
-};
+use crate::metrics::{block_device_of, read_block_stat, BlockStat};
 use quietkv::AccessMode;
 
 /// The file system a configuration writes to.
@@ -159,6 +158,8 @@ pub struct Run {
     pub device: Option<DeviceFigures>,
     pub cpu_user_s: f64,
     pub cpu_sys_s: f64,
+    /// Where the CPU times came from (raw cpuacct, or rescaled getrusage).
+    pub cpu_source: CpuSource,
     pub user_bytes: u64,
 }
 
@@ -311,7 +312,10 @@ pub fn run_one<E: BenchEngine<Config = QuietkvConfig>>(
     let db = E::open(&dir, &cfg.engine_config(), &tuning)?;
     let device = block_device_of(&dir);
     let stat0 = device.as_deref().and_then(read_block_stat);
-    let cpu0 = read_self_cpu();
+    // A cgroup of its own for the run: its CPU times are raw, where the
+    // process's own are rescaled over everything it ran before (see `cpu`).
+    let cpu = ProcessCpu::start();
+    let cpu0 = cpu.read();
     let issued = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
     let t0 = Instant::now();
@@ -347,7 +351,9 @@ pub fn run_one<E: BenchEngine<Config = QuietkvConfig>>(
     });
     let seconds = t0.elapsed().as_secs_f64();
     let stat1 = device.as_deref().and_then(read_block_stat);
-    let cpu1 = read_self_cpu();
+    let cpu1 = cpu.read();
+    let cpu_source = cpu.source();
+    drop(cpu);
     let mut all = new_histogram();
     for h in hists {
         all.add(h?).map_err(|e| e.to_string())?;
@@ -356,14 +362,7 @@ pub fn run_one<E: BenchEngine<Config = QuietkvConfig>>(
     let _ = std::fs::remove_dir_all(&dir);
     let writes = all.len();
     let user_bytes = writes * (p.value_size as u64 + 15);
-    let ticks = clock_ticks_per_sec();
-    let (cpu_user_s, cpu_sys_s) = match (cpu0, cpu1) {
-        (Some(a), Some(b)) => (
-            b.utime_ticks.saturating_sub(a.utime_ticks) as f64 / ticks,
-            b.stime_ticks.saturating_sub(a.stime_ticks) as f64 / ticks,
-        ),
-        _ => (0.0, 0.0),
-    };
+    let used = cpu1.since(&cpu0);
     let device = match (device, stat0, stat1) {
         (Some(name), Some(a), Some(b)) => Some(device_figures(name, &a, &b, seconds, user_bytes)),
         _ => None,
@@ -377,8 +376,9 @@ pub fn run_one<E: BenchEngine<Config = QuietkvConfig>>(
         writes_per_s: writes as f64 / seconds.max(1e-9),
         write_latency_us: LatencySummary::of(&all),
         device,
-        cpu_user_s,
-        cpu_sys_s,
+        cpu_user_s: used.user_s,
+        cpu_sys_s: used.sys_s,
+        cpu_source,
         user_bytes,
     })
 }
@@ -535,6 +535,8 @@ pub fn markdown(p: &Params, modes: &[WalConfig], runs: &[Run], header: &str) -> 
             cell(rs.iter().map(|r| r.cpu_sys_s).collect(), 1),
         ));
     }
+    let sources: Vec<CpuSource> = runs.iter().map(|r| r.cpu_source).collect();
+    md.push_str(&format!("\n{}\n", CpuSource::describe(&sources)));
     let ratios = xfs_ratios(modes, runs);
     if !ratios.is_empty() {
         md.push_str("\nxfs / ext4 writes/s, per mode (median of each):\n\n");
@@ -705,6 +707,7 @@ mod tests {
             device: None,
             cpu_user_s: 0.0,
             cpu_sys_s: 0.0,
+            cpu_source: CpuSource::Cpuacct,
             user_bytes: 0,
         };
         let runs = vec![

@@ -40,6 +40,7 @@
 
 pub mod cgroup;
 pub mod closed_loop;
+pub mod cpu;
 pub mod e0;
 pub mod e4;
 pub mod e5;

@@ -252,6 +252,19 @@ pub fn standard_rows() -> Vec<Row> {
         row("CPU system", "cpu.sys_s", Secs, Percent),
         row("CPU user, % of all CPUs", "cpu.user_pct", Pct, Percent),
         row("**CPU system, % of all CPUs**", "cpu.sys_pct", Pct, Percent),
+        row(
+            "Machine CPU user (all processes)",
+            "system_cpu.user_s",
+            Secs,
+            Percent,
+        ),
+        row(
+            "Machine CPU system (all processes, kswapd, interrupts)",
+            "system_cpu.sys_s",
+            Secs,
+            Percent,
+        ),
+        row("Machine CPU iowait", "system_cpu.iowait_s", Secs, None),
     ]
 }
 

@@ -1,8 +1,9 @@
 //! Runs one benchmark run in a worker process inside the memory cgroup.
 //!
 //! The parent re-executes its own binary as `quietkv bench-worker`, puts the
-//! child's pid into a fresh memory cgroup (and a cgroup2 directory for PSI)
-//! right after spawning it, and only then writes the run's spec as one JSON
+//! child's pid into a fresh memory cgroup (and a cgroup2 directory for PSI,
+//! and a cpuacct cgroup for CPU times the kernel does not rescale) right
+//! after spawning it, and only then writes the run's spec as one JSON
 //! line to the child's stdin: the child blocks on that line, so none of its
 //! work happens outside the cgroup. The child prints its `RunResult` as one
 //! JSON line on stdout and progress on stderr. The parent never sits in the
@@ -14,7 +15,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use crate::cgroup::{cgroups_usable, interrupted, MemoryCgroup, PsiCgroup};
+use crate::cgroup::{cgroups_usable, interrupted, CpuacctCgroup, MemoryCgroup, PsiCgroup};
 use crate::result::{RunResult, WorkerSpec};
 
 /// The function that performs one run of an experiment inside the worker
@@ -30,6 +31,9 @@ pub fn worker_fn(experiment: &str) -> Option<WorkerFn> {
         _ => None,
     }
 }
+
+/// What the report says when process CPU times come from `/proc/PID/stat`.
+const RESCALED_CPU: &str = "the worker's CPU times come from /proc/PID/stat, which the kernel rescales, so a phase's user/system split can be wrong (a phase can even show 0 s of system time); the system-wide columns from /proc/stat are raw";
 
 /// The name of the hidden subcommand the worker runs as.
 pub const WORKER_SUBCOMMAND: &str = "bench-worker";
@@ -54,6 +58,7 @@ pub struct Runner {
     notes: Vec<String>,
     use_memcg: bool,
     use_psi: bool,
+    use_cpuacct: bool,
     can_drop: bool,
 }
 
@@ -64,6 +69,7 @@ impl Runner {
         let mut r = Runner {
             use_memcg: opts.memory_limit.is_some(),
             use_psi: true,
+            use_cpuacct: true,
             can_drop: opts.drop_caches,
             opts,
             notes: Vec::new(),
@@ -77,9 +83,15 @@ impl Runner {
             r.note(format!(
                 "no PSI cgroup ({why}): stall time is system-wide /proc/pressure/memory"
             ));
+            r.note(format!("no cpuacct cgroup ({why}): {RESCALED_CPU}"));
             r.use_memcg = false;
             r.use_psi = false;
+            r.use_cpuacct = false;
         } else {
+            if let Err(e) = CpuacctCgroup::create() {
+                r.note(format!("no cpuacct cgroup ({e}): {RESCALED_CPU}"));
+                r.use_cpuacct = false;
+            }
             let mut memcg_has_psi = false;
             if r.use_memcg {
                 match MemoryCgroup::create(r.opts.memory_limit.unwrap_or(1 << 30)) {
@@ -151,6 +163,11 @@ impl Runner {
         } else {
             None
         };
+        let mut cpuacct = if self.use_cpuacct {
+            Some(CpuacctCgroup::create()?)
+        } else {
+            None
+        };
         let exe = std::env::current_exe().map_err(|e| format!("cannot find own binary: {e}"))?;
         let mut child = Command::new(exe)
             .arg(WORKER_SUBCOMMAND)
@@ -172,6 +189,10 @@ impl Runner {
             if let Some(p) = psi.as_mut() {
                 p.add_pid(pid)?;
                 spec.sampler.psi_file = Some(p.pressure_file());
+            }
+            if let Some(c) = cpuacct.as_mut() {
+                c.add_pid(pid)?;
+                spec.sampler.cpuacct_dir = Some(c.dir().to_path_buf());
             }
             let line = serde_json::to_string(&spec).map_err(|e| e.to_string())? + "\n";
             let mut stdin = child.stdin.take().ok_or("worker has no stdin")?;
@@ -211,6 +232,7 @@ impl Runner {
         let out = reader.join().unwrap_or_default();
         drop(memcg.take());
         drop(psi.take());
+        drop(cpuacct.take());
         let last = out
             .lines()
             .rev()

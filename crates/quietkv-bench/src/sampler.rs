@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::cpu::{read_cpuacct, read_system_cpu, CpuSource, CpuTimes, SystemCpuTicks};
 use crate::metrics::{
     clock_ticks_per_sec, device_rates, read_block_stat, read_memory_stat, read_psi, read_self_cpu,
     read_vmstat, BlockStat, DeviceRates, MemoryStat, ProcCpu, ProcIo, Psi, Vmstat,
@@ -25,6 +26,10 @@ pub struct SamplerConfig {
     pub psi_file: Option<PathBuf>,
     /// Disk name under `/sys/block`.
     pub block_device: Option<String>,
+    /// A cpuacct cgroup holding only the measured process: its raw CPU
+    /// times replace the rescaled ones of `/proc/self/stat` (see `cpu`).
+    #[serde(default)]
+    pub cpuacct_dir: Option<PathBuf>,
     /// Sampling interval in ms (default 1000).
     pub interval_ms: u64,
 }
@@ -41,7 +46,14 @@ pub struct Sample {
     pub memcg: Option<MemoryStat>,
     pub psi: Option<Psi>,
     pub block: Option<BlockStat>,
+    /// `/proc/self/stat`'s times, rescaled by the kernel.
     pub cpu: Option<ProcCpu>,
+    /// The measured process's raw times, when it has a cpuacct cgroup.
+    #[serde(default)]
+    pub cpuacct: Option<CpuTimes>,
+    /// The whole machine's CPU time by kind.
+    #[serde(default)]
+    pub system_cpu: Option<SystemCpuTicks>,
     #[serde(default)]
     pub io: Option<ProcIo>,
     /// The host's steal of this machine's CPUs so far (clock ticks).
@@ -82,6 +94,8 @@ fn take(cfg: &SamplerConfig, start: Instant, phase: &str, extra: &Option<ExtraFn
         psi,
         block: cfg.block_device.as_deref().and_then(read_block_stat),
         cpu: read_self_cpu(),
+        cpuacct: cfg.cpuacct_dir.as_deref().and_then(read_cpuacct),
+        system_cpu: read_system_cpu(),
         io: crate::metrics::read_self_io(),
         steal_ticks: crate::metrics::read_steal_ticks(),
         extra: extra
@@ -209,8 +223,20 @@ pub struct PhaseMetrics {
     pub active_file_bytes: Option<f64>,
     pub inactive_file_bytes: Option<f64>,
     pub device: Option<DeviceRates>,
+    /// The measured process's CPU time in the phase.
     pub cpu_user_s: Option<f64>,
     pub cpu_sys_s: Option<f64>,
+    /// Where `cpu_user_s` and `cpu_sys_s` came from.
+    #[serde(default)]
+    pub cpu_source: Option<CpuSource>,
+    /// The whole machine's CPU time in the phase (`/proc/stat`, raw): the
+    /// process's plus kswapd's, write-back's and interrupts'.
+    #[serde(default)]
+    pub system_cpu_user_s: Option<f64>,
+    #[serde(default)]
+    pub system_cpu_sys_s: Option<f64>,
+    #[serde(default)]
+    pub system_iowait_s: Option<f64>,
     /// Milliseconds per second the host took this machine's CPUs for
     /// something else, summed over CPUs (see `metrics::parse_steal_ticks`).
     #[serde(default)]
@@ -238,6 +264,21 @@ pub fn phase_metrics(samples: &[Sample], from: usize, to: usize) -> PhaseMetrics
         (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
     };
     let tck = clock_ticks_per_sec();
+    let (cpu, source) = match (&a.cpuacct, &b.cpuacct, &a.cpu, &b.cpu) {
+        (Some(x), Some(y), _, _) => (Some(y.since(x)), CpuSource::Cpuacct),
+        (_, _, Some(x), Some(y)) => (
+            Some(CpuTimes {
+                user_s: y.utime_ticks.saturating_sub(x.utime_ticks) as f64 / tck,
+                sys_s: y.stime_ticks.saturating_sub(x.stime_ticks) as f64 / tck,
+            }),
+            CpuSource::ProcStatRescaled,
+        ),
+        _ => (None, CpuSource::ProcStatRescaled),
+    };
+    let system = |f: &dyn Fn(&SystemCpuTicks) -> u64| match (&a.system_cpu, &b.system_cpu) {
+        (Some(x), Some(y)) => Some(f(y).saturating_sub(f(x)) as f64 / tck),
+        _ => None,
+    };
     PhaseMetrics {
         seconds: secs,
         dirty_pages_per_s: rate(a.vmstat.nr_dirtied, b.vmstat.nr_dirtied),
@@ -255,14 +296,12 @@ pub fn phase_metrics(samples: &[Sample], from: usize, to: usize) -> PhaseMetrics
             (Some(x), Some(y)) => Some(device_rates(x, y, secs)),
             _ => None,
         },
-        cpu_user_s: match (&a.cpu, &b.cpu) {
-            (Some(x), Some(y)) => Some(y.utime_ticks.saturating_sub(x.utime_ticks) as f64 / tck),
-            _ => None,
-        },
-        cpu_sys_s: match (&a.cpu, &b.cpu) {
-            (Some(x), Some(y)) => Some(y.stime_ticks.saturating_sub(x.stime_ticks) as f64 / tck),
-            _ => None,
-        },
+        cpu_user_s: cpu.map(|c| c.user_s),
+        cpu_sys_s: cpu.map(|c| c.sys_s),
+        cpu_source: cpu.map(|_| source),
+        system_cpu_user_s: system(&|t| t.user),
+        system_cpu_sys_s: system(&|t| t.sys),
+        system_iowait_s: system(&|t| t.iowait),
         steal_ms_per_s: match (a.steal_ticks, b.steal_ticks) {
             (Some(x), Some(y)) => Some(y.saturating_sub(x) as f64 / tck * 1000.0 / secs),
             _ => None,
@@ -293,6 +332,8 @@ mod tests {
             }),
             block: None,
             cpu: None,
+            cpuacct: None,
+            system_cpu: None,
             io: None,
             steal_ticks: Some(dirtied / 10),
             extra: serde_json::Value::Null,
@@ -316,6 +357,45 @@ mod tests {
         assert_eq!(m.steal_ms_per_s, Some(ms));
         assert_eq!(m.active_file_bytes, Some(200.0));
         assert!(m.device.is_none());
+    }
+
+    /// The raw cgroup times win over the rescaled `/proc/self/stat` ones,
+    /// which are used only without a cgroup; the machine's times are
+    /// differences of `/proc/stat` ticks.
+    #[test]
+    fn phase_cpu_prefers_the_raw_counters() {
+        let tck = clock_ticks_per_sec();
+        let with = |t: f64, stime: u64, raw: Option<(f64, f64)>, sys_ticks: u64| Sample {
+            cpu: Some(ProcCpu {
+                utime_ticks: 0,
+                stime_ticks: stime,
+            }),
+            cpuacct: raw.map(|(user_s, sys_s)| CpuTimes { user_s, sys_s }),
+            system_cpu: Some(SystemCpuTicks {
+                sys: sys_ticks,
+                ..Default::default()
+            }),
+            ..sample(t, 0, 0, 0, 0)
+        };
+        // The rescaled counter stood still over a phase the raw one saw
+        // spend 3 s in the kernel: what E5's open loop hit.
+        let s = vec![
+            with(0.0, 500, Some((1.0, 2.0)), 0),
+            with(10.0, 500, Some((1.5, 5.0)), 4 * tck as u64),
+        ];
+        let m = phase_metrics(&s, 0, 1);
+        assert_eq!(m.cpu_source, Some(CpuSource::Cpuacct));
+        assert_eq!((m.cpu_user_s, m.cpu_sys_s), (Some(0.5), Some(3.0)));
+        assert_eq!(m.system_cpu_sys_s, Some(4.0));
+        let s = vec![
+            with(0.0, 500, None, 0),
+            with(10.0, 500 + tck as u64, None, 0),
+        ];
+        let m = phase_metrics(&s, 0, 1);
+        assert_eq!(m.cpu_source, Some(CpuSource::ProcStatRescaled));
+        assert_eq!(m.cpu_sys_s, Some(1.0));
+        let m = phase_metrics(&[sample(0.0, 0, 0, 0, 0), sample(1.0, 0, 0, 0, 0)], 0, 1);
+        assert_eq!((m.cpu_sys_s, m.cpu_source), (None, None));
     }
 
     #[test]

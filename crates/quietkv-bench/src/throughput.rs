@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::cpu::{CpuSource, ProcessCpu};
 use crate::engines::{Batch, BenchEngine, Tuning};
 use crate::keys::{key, scatter, KEY_SIZE};
 use crate::runner::drop_page_cache;
@@ -45,10 +46,8 @@ pub struct Run {
     pub compact_written_mib: f64,
     pub cpu_user_s: f64,
     pub cpu_sys_s: f64,
-}
-
-fn cpu_times() -> (f64, f64) {
-    quietio::sys::process_cpu_seconds()
+    /// Where the CPU times came from (raw cpuacct, or rescaled getrusage).
+    pub cpu_source: CpuSource,
 }
 
 /// One run of `config` of engine `E`, reported as `mode`.
@@ -63,7 +62,10 @@ pub fn run_one<E: BenchEngine>(
         .dir
         .join(format!("throughput-{}-{repeat}", mode.replace(':', "-")));
     let _ = std::fs::remove_dir_all(&dir);
-    let (u0, s0) = cpu_times();
+    // Its own cgroup for the run: raw CPU times, not the process's rescaled
+    // ones (see `cpu`).
+    let cpu = ProcessCpu::start();
+    let cpu0 = cpu.read();
     let db = E::open(&dir, config, &Tuning::engine_defaults())?;
     let mut value = vec![0u8; p.value_size];
     for (i, b) in value.iter_mut().enumerate() {
@@ -125,7 +127,9 @@ pub fn run_one<E: BenchEngine>(
     let compact = t.elapsed().as_secs_f64();
     let after = db.counters();
     db.close()?;
-    let (u1, s1) = cpu_times();
+    let used = cpu.read().since(&cpu0);
+    let cpu_source = cpu.source();
+    drop(cpu);
     let _ = std::fs::remove_dir_all(&dir);
     let mib = |b: u64| b as f64 / (1 << 20) as f64;
     let written = after.compaction_write_bytes - before.compaction_write_bytes;
@@ -144,8 +148,9 @@ pub fn run_one<E: BenchEngine>(
         compact_mib_s: mib(written) / compact,
         compact_read_mib: mib(after.compaction_read_bytes - before.compaction_read_bytes),
         compact_written_mib: mib(written),
-        cpu_user_s: u1 - u0,
-        cpu_sys_s: s1 - s0,
+        cpu_user_s: used.user_s,
+        cpu_sys_s: used.sys_s,
+        cpu_source,
     })
 }
 
@@ -295,6 +300,8 @@ pub fn markdown(p: &Params, runs: &[Run], header: &str) -> String {
         }
         out.push('\n');
     }
+    let sources: Vec<CpuSource> = runs.iter().map(|r| r.cpu_source).collect();
+    out.push_str(&format!("\n{}\n", CpuSource::describe(&sources)));
     let lines = same_work_lines(&judge_compaction(p, runs));
     if !lines.is_empty() {
         out.push_str("\nSame work (compact_all MiB/s within 10% of the same engine's buffered or above):\n\n");
@@ -326,6 +333,7 @@ mod tests {
             compact_written_mib: 4096.0,
             cpu_user_s: 10.0,
             cpu_sys_s: 5.0,
+            cpu_source: CpuSource::Cpuacct,
         }
     }
 

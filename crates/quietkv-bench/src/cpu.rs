@@ -1,0 +1,285 @@
+//! CPU time that the kernel does not rescale.
+//!
+//! A process's user and system time in `/proc/PID/stat` and `getrusage` are
+//! not the tick counts the scheduler accumulated: the kernel scales them so
+//! that they add up to the precise runtime, and clamps each so it never
+//! decreases (`cputime_adjust`). After a phase with a high share of system
+//! time, a later phase with a lower share can show no system time at all:
+//! E5's open-loop runs reported 0.0 s after a CPU-heavy warm-up. A
+//! difference of two such readings is not the phase's CPU time.
+//!
+//! Two sources are raw: the v1 cpuacct controller's `cpuacct.usage_user`
+//! and `cpuacct.usage_sys` (nanoseconds, for the processes in one cgroup;
+//! see [`crate::cgroup::CpuacctCgroup`]) and the `cpu` line of `/proc/stat`
+//! (ticks, whole machine, so it includes kswapd and write-back workers).
+//! The benchmark records both; [`ProcessCpu`] measures its own process.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cgroup::CpuacctCgroup;
+
+/// User and system CPU seconds of a set of processes so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuTimes {
+    pub user_s: f64,
+    pub sys_s: f64,
+}
+
+impl CpuTimes {
+    /// CPU time from `earlier` to `self`; a counter that went backwards (it
+    /// cannot, for the raw sources) counts as zero.
+    pub fn since(&self, earlier: &CpuTimes) -> CpuTimes {
+        CpuTimes {
+            user_s: (self.user_s - earlier.user_s).max(0.0),
+            sys_s: (self.sys_s - earlier.sys_s).max(0.0),
+        }
+    }
+}
+
+/// Where a [`CpuTimes`] came from, as named in reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CpuSource {
+    /// `cpuacct.usage_user` / `cpuacct.usage_sys` of a cgroup holding only
+    /// the measured process: raw.
+    Cpuacct,
+    /// `/proc/PID/stat` or `getrusage`: rescaled by the kernel, so per-phase
+    /// differences can be wrong (a phase's system time can read as 0).
+    ProcStatRescaled,
+}
+
+impl CpuSource {
+    /// One line for a report saying where the CPU columns came from, given
+    /// every run's source.
+    pub fn describe(sources: &[CpuSource]) -> &'static str {
+        if sources.iter().all(|s| *s == CpuSource::Cpuacct) {
+            "CPU columns: the run's own cpuacct cgroup (cpuacct.usage_user / usage_sys), raw tick counts."
+        } else {
+            "CPU columns: some runs had no cpuacct cgroup (not root, or no v1 cpuacct hierarchy) and read getrusage, which the kernel rescales over the whole process: their user/system split can be wrong."
+        }
+    }
+}
+
+/// Parses two cpuacct files, `usage_user` and `usage_sys` (nanoseconds).
+pub fn parse_cpuacct(usage_user: &str, usage_sys: &str) -> Option<CpuTimes> {
+    let ns = |s: &str| s.trim().parse::<u64>().ok().map(|n| n as f64 / 1e9);
+    Some(CpuTimes {
+        user_s: ns(usage_user)?,
+        sys_s: ns(usage_sys)?,
+    })
+}
+
+/// The raw CPU times of the cpuacct cgroup directory `dir`.
+pub fn read_cpuacct(dir: &Path) -> Option<CpuTimes> {
+    parse_cpuacct(
+        &std::fs::read_to_string(dir.join("cpuacct.usage_user")).ok()?,
+        &std::fs::read_to_string(dir.join("cpuacct.usage_sys")).ok()?,
+    )
+}
+
+/// The whole machine's CPU time by kind, from the `cpu` line of
+/// `/proc/stat`, in clock ticks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SystemCpuTicks {
+    /// user + nice.
+    pub user: u64,
+    /// system + irq + softirq: all time in the kernel, whichever task or
+    /// interrupt it served.
+    pub sys: u64,
+    pub iowait: u64,
+    pub idle: u64,
+}
+
+/// Parses the `cpu` line of `/proc/stat`.
+pub fn parse_system_cpu(proc_stat: &str) -> Option<SystemCpuTicks> {
+    let line = proc_stat.lines().find(|l| l.starts_with("cpu "))?;
+    let f: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq [steal guest guest_nice]
+    if f.len() < 7 {
+        return None;
+    }
+    Some(SystemCpuTicks {
+        user: f[0] + f[1],
+        sys: f[2] + f[5] + f[6],
+        iowait: f[4],
+        idle: f[3],
+    })
+}
+
+/// [`parse_system_cpu`] of this machine's `/proc/stat`.
+pub fn read_system_cpu() -> Option<SystemCpuTicks> {
+    parse_system_cpu(&std::fs::read_to_string("/proc/stat").ok()?)
+}
+
+/// CPU time of this process, from a cpuacct cgroup it moves itself into
+/// when it can (and out of, on drop), else from `getrusage`.
+pub struct ProcessCpu {
+    cgroup: Option<CpuacctCgroup>,
+    /// Why there is no cgroup, for the report.
+    why_not: Option<String>,
+}
+
+impl ProcessCpu {
+    pub fn start() -> ProcessCpu {
+        let made = crate::cgroup::cgroups_usable()
+            .and_then(|()| CpuacctCgroup::create())
+            .and_then(|mut cg| cg.add_pid(std::process::id()).map(|()| cg));
+        match made {
+            Ok(cg) => ProcessCpu {
+                cgroup: Some(cg),
+                why_not: None,
+            },
+            Err(e) => ProcessCpu {
+                cgroup: None,
+                why_not: Some(e),
+            },
+        }
+    }
+
+    /// CPU time so far (of this process since it joined the cgroup, or
+    /// since it started).
+    pub fn read(&self) -> CpuTimes {
+        if let Some(t) = self.cgroup.as_ref().and_then(|c| read_cpuacct(c.dir())) {
+            return t;
+        }
+        let (user_s, sys_s) = quietio::sys::process_cpu_seconds();
+        CpuTimes { user_s, sys_s }
+    }
+
+    pub fn source(&self) -> CpuSource {
+        match self.cgroup {
+            Some(_) => CpuSource::Cpuacct,
+            None => CpuSource::ProcStatRescaled,
+        }
+    }
+
+    /// Why the raw source could not be used, if it could not.
+    pub fn why_not_raw(&self) -> Option<&str> {
+        self.why_not.as_deref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_cpuacct_and_proc_stat() {
+        let t = parse_cpuacct("1500000000\n", "250000000\n").unwrap();
+        assert_eq!(
+            t,
+            CpuTimes {
+                user_s: 1.5,
+                sys_s: 0.25
+            }
+        );
+        assert_eq!(parse_cpuacct("x", "1"), None);
+        let stat = "cpu  2255 34 2290 22625563 6290 127 456 171 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n";
+        assert_eq!(
+            parse_system_cpu(stat).unwrap(),
+            SystemCpuTicks {
+                user: 2289,
+                sys: 2873,
+                iowait: 6290,
+                idle: 22625563
+            }
+        );
+        assert_eq!(parse_system_cpu("cpu  1 2 3\n"), None);
+        assert_eq!(parse_system_cpu("cpu0 1 2 3 4 5 6 7\n"), None);
+        let later = CpuTimes {
+            user_s: 2.0,
+            sys_s: 0.1,
+        };
+        assert_eq!(
+            later.since(&t),
+            CpuTimes {
+                user_s: 0.5,
+                sys_s: 0.0
+            }
+        );
+    }
+
+    /// A child that first spins in user space, then copies /dev/zero to
+    /// /dev/null: the raw counters of its cgroup see the second phase as
+    /// system time and the first as user time. The phases are a child's, so
+    /// the test harness's other threads do not count.
+    #[test]
+    fn a_cgroup_sees_a_kernel_heavy_phase_as_system_time() {
+        use std::io::{BufRead, Write};
+        use std::process::{Command, Stdio};
+        if let Err(why) = crate::cgroup::cgroups_usable() {
+            assert!(std::env::var_os("CI").is_none(), "CI runs as root: {why}");
+            return;
+        }
+        let mut cg = match CpuacctCgroup::create() {
+            Ok(cg) => cg,
+            Err(e) => {
+                assert!(
+                    std::env::var_os("CI").is_none(),
+                    "CI has a v1 cpuacct hierarchy: {e}"
+                );
+                return;
+            }
+        };
+        let script = "read go; timeout 0.5 sh -c 'while :; do :; done'; echo spun; \
+                      timeout 0.5 dd if=/dev/zero of=/dev/null bs=1M 2>/dev/null; echo copied";
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        cg.add_pid(child.id()).unwrap();
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let a = read_cpuacct(cg.dir()).unwrap();
+        writeln!(child.stdin.take().unwrap(), "go").unwrap();
+        assert_eq!(lines.next().unwrap().unwrap(), "spun");
+        let b = read_cpuacct(cg.dir()).unwrap();
+        assert_eq!(lines.next().unwrap().unwrap(), "copied");
+        let c = read_cpuacct(cg.dir()).unwrap();
+        child.wait().unwrap();
+        let (spin, copy) = (b.since(&a), c.since(&b));
+        // Half a second each; ticks are sampled, and the machine has other
+        // work, so only the split is checked, with a wide margin.
+        assert!(
+            spin.user_s > 0.2 && spin.user_s > 3.0 * spin.sys_s,
+            "the spinning phase read as {spin:?}"
+        );
+        assert!(
+            copy.sys_s > 0.2 && copy.sys_s > 3.0 * copy.user_s,
+            "the copying phase read as {copy:?}"
+        );
+        let dir = cg.dir().to_path_buf();
+        drop(cg);
+        assert!(!dir.exists(), "{} left behind", dir.display());
+    }
+
+    #[test]
+    fn process_cpu_reads_monotonic_times_and_says_its_source() {
+        let cpu = ProcessCpu::start();
+        if std::env::var_os("CI").is_some() {
+            assert_eq!(
+                cpu.source(),
+                CpuSource::Cpuacct,
+                "CI runs as root with v1 cpuacct: {:?}",
+                cpu.why_not_raw()
+            );
+        }
+        let a = cpu.read();
+        let t = std::time::Instant::now();
+        let mut x = 0u64;
+        while t.elapsed() < std::time::Duration::from_millis(100) {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let b = cpu.read();
+        assert!(b.user_s >= a.user_s && b.sys_s >= a.sys_s);
+        assert!(b.user_s + b.sys_s > a.user_s + a.sys_s, "{a:?} -> {b:?}");
+    }
+}
