@@ -42,6 +42,9 @@ pub struct Mounts {
     pub v1_memory: Option<PathBuf>,
     /// The v1 hierarchy holding the cpuacct controller.
     pub v1_cpuacct: Option<PathBuf>,
+    /// Whether that hierarchy also holds the cpu controller (systemd's
+    /// `cpu,cpuacct`): a child there is also a CFS group of its own.
+    pub v1_cpuacct_with_cpu: bool,
     /// The cgroup2 hierarchy (unified, or the only one on a v2 system).
     pub v2: Option<PathBuf>,
 }
@@ -55,15 +58,20 @@ pub fn parse_mountinfo(text: &str) -> Mounts {
         let mount_point = left.split_whitespace().nth(4);
         let mut r = right.split_whitespace();
         let (fstype, _src, opts) = (r.next(), r.next(), r.next().unwrap_or(""));
-        match (fstype, mount_point) {
-            (Some("cgroup"), Some(mp)) if opts.split(',').any(|o| o == "memory") => {
-                m.v1_memory = Some(PathBuf::from(mp));
-            }
-            (Some("cgroup"), Some(mp)) if opts.split(',').any(|o| o == "cpuacct") => {
-                m.v1_cpuacct = Some(PathBuf::from(mp));
-            }
-            (Some("cgroup2"), Some(mp)) if m.v2.is_none() => m.v2 = Some(PathBuf::from(mp)),
-            _ => {}
+        let (Some(fstype), Some(mp)) = (fstype, mount_point) else {
+            continue;
+        };
+        let has = |c: &str| opts.split(',').any(|o| o == c);
+        // A v1 hierarchy may hold several controllers: check each.
+        if fstype == "cgroup" && has("memory") {
+            m.v1_memory = Some(PathBuf::from(mp));
+        }
+        if fstype == "cgroup" && has("cpuacct") {
+            m.v1_cpuacct = Some(PathBuf::from(mp));
+            m.v1_cpuacct_with_cpu = has("cpu");
+        }
+        if fstype == "cgroup2" && m.v2.is_none() {
+            m.v2 = Some(PathBuf::from(mp));
         }
     }
     m
@@ -320,16 +328,11 @@ pub struct CpuacctCgroup {
 }
 
 impl CpuacctCgroup {
+    /// A new child of the cpuacct cgroup this process started in (not of
+    /// one it was moved into since, so cgroups made while the process sits
+    /// in a [`crate::cpu::ProcessCpu`] one are siblings, not nested).
     pub fn create() -> Result<CpuacctCgroup, String> {
-        let mount = mounts()
-            .v1_cpuacct
-            .ok_or("no v1 cpuacct hierarchy mounted")?;
-        let own = parse_proc_cgroup_v1(
-            &std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default(),
-            "cpuacct",
-        )
-        .ok_or("this process is in no v1 cpuacct cgroup")?;
-        let parent = join_cg(&mount, &own);
+        let parent = original_cpuacct_parent()?;
         let dir = make_child(&parent)?;
         let cg = CpuacctCgroup {
             dir,
@@ -345,6 +348,13 @@ impl CpuacctCgroup {
         Ok(cg)
     }
 
+    /// Whether `pid` is in this cgroup now.
+    pub fn holds(&self, pid: u32) -> bool {
+        std::fs::read_to_string(self.dir.join("cgroup.procs"))
+            .map(|s| s.split_whitespace().any(|p| p == pid.to_string()))
+            .unwrap_or(false)
+    }
+
     pub fn dir(&self) -> &Path {
         &self.dir
     }
@@ -354,6 +364,55 @@ impl CpuacctCgroup {
         write_file(&self.dir.join("cgroup.procs"), &pid.to_string())?;
         self.pids.push(pid);
         Ok(())
+    }
+}
+
+/// The directory of the v1 cpuacct cgroup this process was in when it
+/// first asked, once it is known to give raw user/system times.
+fn original_cpuacct_parent() -> Result<PathBuf, String> {
+    static PARENT: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    PARENT
+        .get_or_init(|| {
+            let m = mounts();
+            let mount = m.v1_cpuacct.ok_or("no v1 cpuacct hierarchy mounted")?;
+            if m.v1_cpuacct_with_cpu {
+                // A child would be a CFS group of its own, competing as one
+                // entity against kswapd and write-back: it would change
+                // what the benchmark measures.
+                return Err(format!(
+                    "cpuacct shares the hierarchy {} with the cpu controller, where a child cgroup would change CPU scheduling",
+                    mount.display()
+                ));
+            }
+            let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+            if !cpuacct_split_is_raw(&release) {
+                return Err(format!(
+                    "kernel {} is older than 5.16, whose cpuacct.usage_sys missed most system time",
+                    release.trim()
+                ));
+            }
+            let own = parse_proc_cgroup_v1(
+                &std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default(),
+                "cpuacct",
+            )
+            .ok_or("this process is in no v1 cpuacct cgroup")?;
+            Ok(join_cg(&mount, &own))
+        })
+        .clone()
+}
+
+/// Whether kernel `release` (`uname -r`) splits cpuacct's usage into user
+/// and system from the scheduler's tick counts. Before 5.16 ("sched/cpuacct:
+/// Fix user/system in shown cpuacct.usage*") the split followed the mode of
+/// the saved user registers, so time in system calls counted as user.
+pub fn cpuacct_split_is_raw(release: &str) -> bool {
+    let mut v = release
+        .trim()
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|x| x.parse::<u32>().ok());
+    match (v.next().flatten(), v.next().flatten()) {
+        (Some(major), Some(minor)) => (major, minor) >= (5, 16),
+        _ => false,
     }
 }
 
@@ -397,15 +456,32 @@ mod tests {
         assert_eq!(m.v2.unwrap(), PathBuf::from("/sys/fs/cgroup/unified"));
         assert_eq!(m.v1_cpuacct, None);
         let both = "38 25 0:33 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n";
+        let m = parse_mountinfo(both);
         assert_eq!(
-            parse_mountinfo(both).v1_cpuacct.unwrap(),
+            m.v1_cpuacct.unwrap(),
             PathBuf::from("/sys/fs/cgroup/cpu,cpuacct")
         );
+        assert!(m.v1_cpuacct_with_cpu);
+        let alone = "38 25 0:33 / /sys/fs/cgroup/cpuacct rw - cgroup cgroup rw,cpuacct\n\
+                     39 25 0:34 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory,cpuset\n";
+        let m = parse_mountinfo(alone);
+        assert!(m.v1_cpuacct.is_some() && !m.v1_cpuacct_with_cpu);
+        assert_eq!(m.v1_memory.unwrap(), PathBuf::from("/sys/fs/cgroup/memory"));
+        // One hierarchy with both memory and cpuacct is found for both.
+        let shared = "40 25 0:35 / /cg rw - cgroup cgroup rw,memory,cpuacct\n";
+        let m = parse_mountinfo(shared);
+        assert_eq!(m.v1_memory, m.v1_cpuacct);
+        assert!(m.v1_memory.is_some());
         let pc = "9:name=systemd:/\n4:memory:/process_api/abc\n1:cpu:/\n0::/\n";
         let (v1, v2) = parse_proc_cgroup(pc);
         assert_eq!(v1.as_deref(), Some("/process_api/abc"));
         assert_eq!(v2.as_deref(), Some("/"));
         assert_eq!(parse_proc_cgroup_v1(pc, "cpu").as_deref(), Some("/"));
+        assert!(cpuacct_split_is_raw("6.18.0-rc1\n"));
+        assert!(cpuacct_split_is_raw("5.16.0"));
+        assert!(!cpuacct_split_is_raw("5.15.120-generic"));
+        assert!(!cpuacct_split_is_raw("4.19.0"));
+        assert!(!cpuacct_split_is_raw("weird"));
         assert_eq!(parse_proc_cgroup_v1(pc, "cpuacct"), None);
         let shared = "3:cpu,cpuacct:/user.slice\n";
         assert_eq!(

@@ -54,7 +54,9 @@ impl CpuSource {
     /// One line for a report saying where the CPU columns came from, given
     /// every run's source.
     pub fn describe(sources: &[CpuSource]) -> &'static str {
-        if sources.iter().all(|s| *s == CpuSource::Cpuacct) {
+        if sources.is_empty() {
+            ""
+        } else if sources.iter().all(|s| *s == CpuSource::Cpuacct) {
             "CPU columns: the run's own cpuacct cgroup (cpuacct.usage_user / usage_sys), raw tick counts."
         } else {
             "CPU columns: some runs had no cpuacct cgroup (not root, or no v1 cpuacct hierarchy) and read getrusage, which the kernel rescales over the whole process: their user/system split can be wrong."
@@ -118,27 +120,44 @@ pub fn read_system_cpu() -> Option<SystemCpuTicks> {
 }
 
 /// CPU time of this process, from a cpuacct cgroup it moves itself into
-/// when it can (and out of, on drop), else from `getrusage`.
+/// when it can (and out of, on drop), else from `getrusage`. One at a time
+/// per process: a second `start` waits for the first to be dropped, since
+/// a process can be in only one cpuacct cgroup.
 pub struct ProcessCpu {
+    // Dropped first: the process leaves the cgroup before the next
+    // ProcessCpu may move it.
     cgroup: Option<CpuacctCgroup>,
     /// Why there is no cgroup, for the report.
     why_not: Option<String>,
+    _turn: std::sync::MutexGuard<'static, ()>,
 }
 
 impl ProcessCpu {
     pub fn start() -> ProcessCpu {
+        static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+        let me = std::process::id();
         let made = crate::cgroup::cgroups_usable()
             .and_then(|()| CpuacctCgroup::create())
-            .and_then(|mut cg| cg.add_pid(std::process::id()).map(|()| cg));
-        match made {
-            Ok(cg) => ProcessCpu {
-                cgroup: Some(cg),
-                why_not: None,
-            },
-            Err(e) => ProcessCpu {
-                cgroup: None,
-                why_not: Some(e),
-            },
+            .and_then(|mut cg| cg.add_pid(me).map(|()| cg))
+            .and_then(|cg| {
+                if cg.holds(me) {
+                    Ok(cg)
+                } else {
+                    Err(format!(
+                        "this process did not stay in {}",
+                        cg.dir().display()
+                    ))
+                }
+            });
+        let (cgroup, why_not) = match made {
+            Ok(cg) => (Some(cg), None),
+            Err(e) => (None, Some(e)),
+        };
+        ProcessCpu {
+            cgroup,
+            why_not,
+            _turn: turn,
         }
     }
 
@@ -227,8 +246,10 @@ mod tests {
                 return;
             }
         };
-        let script = "read go; timeout 0.5 sh -c 'while :; do :; done'; echo spun; \
-                      timeout 0.5 dd if=/dev/zero of=/dev/null bs=1M 2>/dev/null; echo copied";
+        // Fixed amounts of work, not fixed wall time, so a loaded machine
+        // (tests run in parallel) only makes the phases slower.
+        let script = "read go; i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; echo spun; \
+                      dd if=/dev/zero of=/dev/null bs=1M count=4000 2>/dev/null; echo copied";
         let mut child = Command::new("sh")
             .arg("-c")
             .arg(script)
@@ -246,14 +267,14 @@ mod tests {
         let c = read_cpuacct(cg.dir()).unwrap();
         child.wait().unwrap();
         let (spin, copy) = (b.since(&a), c.since(&b));
-        // Half a second each; ticks are sampled, and the machine has other
-        // work, so only the split is checked, with a wide margin.
+        // Each phase is a few hundred ms of CPU; ticks are sampled, so only
+        // the split is checked, with a wide margin.
         assert!(
-            spin.user_s > 0.2 && spin.user_s > 3.0 * spin.sys_s,
+            spin.user_s > 0.05 && spin.user_s > 3.0 * spin.sys_s,
             "the spinning phase read as {spin:?}"
         );
         assert!(
-            copy.sys_s > 0.2 && copy.sys_s > 3.0 * copy.user_s,
+            copy.sys_s > 0.05 && copy.sys_s > 3.0 * copy.user_s,
             "the copying phase read as {copy:?}"
         );
         let dir = cg.dir().to_path_buf();

@@ -270,6 +270,10 @@ pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String>
         .map(|d| (d.hits, d.misses));
     let measured = PhaseResult::new(&r, kernel, hits);
     let mut notes = Vec::new();
+    notes.extend(crate::sampler::cpu_source_note(
+        &spec.sampler,
+        &measured.kernel,
+    ));
     if let Some(e) = &measured.first_error {
         notes.push(format!("{} user reads failed, first: {e}", measured.errors));
     }

@@ -105,10 +105,25 @@ fn take(cfg: &SamplerConfig, start: Instant, phase: &str, extra: &Option<ExtraFn
     }
 }
 
+/// Whether this process is listed in the cgroup directory `dir`.
+fn holds_self(dir: &std::path::Path) -> bool {
+    let me = std::process::id().to_string();
+    std::fs::read_to_string(dir.join("cgroup.procs"))
+        .map(|s| s.split_whitespace().any(|p| p == me))
+        .unwrap_or(false)
+}
+
 impl Sampler {
     pub fn start(mut cfg: SamplerConfig, phase: &str, extra: Option<ExtraFn>) -> Sampler {
         if cfg.interval_ms == 0 {
             cfg.interval_ms = 1000;
+        }
+        // A cgroup this process is not in would count nothing: then the
+        // phases fall back to /proc/self/stat and say so (`cpu_source`).
+        if let Some(dir) = &cfg.cpuacct_dir {
+            if !holds_self(dir) {
+                cfg.cpuacct_dir = None;
+            }
         }
         let start = Instant::now();
         let first = take(&cfg, start, phase, &extra);
@@ -241,6 +256,14 @@ pub struct PhaseMetrics {
     /// something else, summed over CPUs (see `metrics::parse_steal_ticks`).
     #[serde(default)]
     pub steal_ms_per_s: Option<f64>,
+}
+
+/// A run note when the worker was handed a cpuacct cgroup (`cfg`, as the
+/// runner set it) but its phase's CPU did not come from there.
+pub fn cpu_source_note(cfg: &SamplerConfig, phase: &PhaseMetrics) -> Option<String> {
+    (cfg.cpuacct_dir.is_some() && phase.cpu_source != Some(CpuSource::Cpuacct)).then(|| {
+        "the worker was not in its cpuacct cgroup: CPU times come from /proc/self/stat, which the kernel rescales".to_string()
+    })
 }
 
 /// Metrics of the phase from `samples[from]` to `samples[to]`.
