@@ -287,10 +287,7 @@ pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String>
     let baseline =
         baseline.map(|(b, bi, bj, h)| PhaseResult::new(&b, phase_metrics(&samples, bi, bj), h));
     let mut notes = Vec::new();
-    notes.extend(crate::sampler::cpu_source_note(
-        &spec.sampler,
-        &measured.kernel,
-    ));
+    notes.extend(crate::sampler::cpu_notes(&spec.sampler, &measured.kernel));
     if let Some(e) = &measured.first_error {
         notes.push(format!("{} user reads failed, first: {e}", measured.errors));
     }

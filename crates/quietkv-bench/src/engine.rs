@@ -301,10 +301,7 @@ fn run<E: BenchEngine + 'static>(
     let measured = PhaseResult::new(&r, phase_metrics(&samples, i, j), hit_delta(&a, &z));
     let baseline =
         baseline.map(|(b, bi, bj, h)| PhaseResult::new(&b, phase_metrics(&samples, bi, bj), h));
-    notes.extend(crate::sampler::cpu_source_note(
-        &spec.sampler,
-        &measured.kernel,
-    ));
+    notes.extend(crate::sampler::cpu_notes(&spec.sampler, &measured.kernel));
     if let Some(e) = &measured.first_error {
         notes.push(format!("{} user reads failed, first: {e}", measured.errors));
     }

@@ -248,6 +248,12 @@ pub fn standard_rows() -> Vec<Row> {
             Percent,
         ),
         row("Background seconds", "compaction_seconds", Secs, None),
+        row(
+            "CPU time, exact (scheduler runtime)",
+            "cpu.run_s",
+            Secs,
+            Percent,
+        ),
         row("CPU user", "cpu.user_s", Secs, Percent),
         row("CPU system", "cpu.sys_s", Secs, Percent),
         row("CPU user, % of all CPUs", "cpu.user_pct", Pct, Percent),

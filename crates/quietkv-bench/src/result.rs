@@ -231,6 +231,7 @@ impl RunResult {
         opt("inactive_file_bytes", k.inactive_file_bytes);
         opt("cpu.user_s", k.cpu_user_s);
         opt("cpu.sys_s", k.cpu_sys_s);
+        opt("cpu.run_s", k.cpu_run_s);
         opt("system_cpu.user_s", k.system_cpu_user_s);
         opt("system_cpu.sys_s", k.system_cpu_sys_s);
         opt("system_cpu.iowait_s", k.system_iowait_s);

@@ -241,6 +241,10 @@ pub struct PhaseMetrics {
     /// The measured process's CPU time in the phase.
     pub cpu_user_s: Option<f64>,
     pub cpu_sys_s: Option<f64>,
+    /// The measured process's time on a CPU, exact (the scheduler's, not
+    /// tick samples): what `cpu_user_s + cpu_sys_s` estimates.
+    #[serde(default)]
+    pub cpu_run_s: Option<f64>,
     /// Where `cpu_user_s` and `cpu_sys_s` came from.
     #[serde(default)]
     pub cpu_source: Option<CpuSource>,
@@ -258,12 +262,32 @@ pub struct PhaseMetrics {
     pub steal_ms_per_s: Option<f64>,
 }
 
-/// A run note when the worker was handed a cpuacct cgroup (`cfg`, as the
-/// runner set it) but its phase's CPU did not come from there.
-pub fn cpu_source_note(cfg: &SamplerConfig, phase: &PhaseMetrics) -> Option<String> {
-    (cfg.cpuacct_dir.is_some() && phase.cpu_source != Some(CpuSource::Cpuacct)).then(|| {
-        "the worker was not in its cpuacct cgroup: CPU times come from /proc/self/stat, which the kernel rescales".to_string()
-    })
+/// Run notes on a phase's CPU figures: when the worker was handed a
+/// cpuacct cgroup (`cfg`, as the runner set it) but its CPU did not come
+/// from there, and when the tick-sampled user + system time strays from
+/// the exact runtime (a load in step with the tick; see `cpu`).
+pub fn cpu_notes(cfg: &SamplerConfig, phase: &PhaseMetrics) -> Vec<String> {
+    let mut notes = Vec::new();
+    if cfg.cpuacct_dir.is_some() && phase.cpu_source != Some(CpuSource::Cpuacct) {
+        notes.push(
+            "the worker was not in its cpuacct cgroup: CPU times come from /proc/self/stat, which the kernel rescales".to_string(),
+        );
+    }
+    if let (Some(u), Some(s), Some(run)) = (phase.cpu_user_s, phase.cpu_sys_s, phase.cpu_run_s) {
+        if split_strays(u + s, run) {
+            notes.push(format!(
+                "CPU user + system by tick samples is {:.2} s but the process ran {run:.2} s on a CPU: the load ran in step with the kernel's tick, so this run's user/system split (and the machine's) is not usable; its exact CPU time is the {run:.2} s",
+                u + s
+            ));
+        }
+    }
+    notes
+}
+
+/// Whether `ticks` seconds of sampled CPU time are too far from the exact
+/// `run` seconds to trust (beyond a quarter, once there is enough to judge).
+pub fn split_strays(ticks: f64, run: f64) -> bool {
+    run.max(ticks) >= 0.5 && (ticks - run).abs() > 0.25 * run.max(ticks)
 }
 
 /// Metrics of the phase from `samples[from]` to `samples[to]`.
@@ -289,13 +313,19 @@ pub fn phase_metrics(samples: &[Sample], from: usize, to: usize) -> PhaseMetrics
     let tck = clock_ticks_per_sec();
     let (cpu, source) = match (&a.cpuacct, &b.cpuacct, &a.cpu, &b.cpu) {
         (Some(x), Some(y), _, _) => (Some(y.since(x)), CpuSource::Cpuacct),
-        (_, _, Some(x), Some(y)) => (
-            Some(CpuTimes {
-                user_s: y.utime_ticks.saturating_sub(x.utime_ticks) as f64 / tck,
-                sys_s: y.stime_ticks.saturating_sub(x.stime_ticks) as f64 / tck,
-            }),
-            CpuSource::ProcStatRescaled,
-        ),
+        (_, _, Some(x), Some(y)) => {
+            let user_s = y.utime_ticks.saturating_sub(x.utime_ticks) as f64 / tck;
+            let sys_s = y.stime_ticks.saturating_sub(x.stime_ticks) as f64 / tck;
+            (
+                Some(CpuTimes {
+                    user_s,
+                    sys_s,
+                    // The rescaled pair adds up to the runtime.
+                    run_s: user_s + sys_s,
+                }),
+                CpuSource::ProcStatRescaled,
+            )
+        }
         _ => (None, CpuSource::ProcStatRescaled),
     };
     let system = |f: &dyn Fn(&SystemCpuTicks) -> u64| match (&a.system_cpu, &b.system_cpu) {
@@ -321,6 +351,7 @@ pub fn phase_metrics(samples: &[Sample], from: usize, to: usize) -> PhaseMetrics
         },
         cpu_user_s: cpu.map(|c| c.user_s),
         cpu_sys_s: cpu.map(|c| c.sys_s),
+        cpu_run_s: cpu.map(|c| c.run_s),
         cpu_source: cpu.map(|_| source),
         system_cpu_user_s: system(&|t| t.user),
         system_cpu_sys_s: system(&|t| t.sys),
@@ -393,7 +424,11 @@ mod tests {
                 utime_ticks: 0,
                 stime_ticks: stime,
             }),
-            cpuacct: raw.map(|(user_s, sys_s)| CpuTimes { user_s, sys_s }),
+            cpuacct: raw.map(|(user_s, sys_s)| CpuTimes {
+                user_s,
+                sys_s,
+                run_s: user_s + sys_s,
+            }),
             system_cpu: Some(SystemCpuTicks {
                 sys: sys_ticks,
                 ..Default::default()
@@ -409,6 +444,28 @@ mod tests {
         let m = phase_metrics(&s, 0, 1);
         assert_eq!(m.cpu_source, Some(CpuSource::Cpuacct));
         assert_eq!((m.cpu_user_s, m.cpu_sys_s), (Some(0.5), Some(3.0)));
+        assert_eq!(m.cpu_run_s, Some(3.5));
+        let cfg = SamplerConfig {
+            cpuacct_dir: Some("/x".into()),
+            ..Default::default()
+        };
+        assert!(cpu_notes(&cfg, &m).is_empty());
+        // Aliased: ticks saw a whole CPU where the process ran 2 s.
+        let aliased = PhaseMetrics {
+            cpu_user_s: Some(58.3),
+            cpu_sys_s: Some(1.3),
+            cpu_run_s: Some(2.0),
+            ..m.clone()
+        };
+        let notes = cpu_notes(&cfg, &aliased);
+        assert_eq!(notes.len(), 1);
+        assert!(
+            notes[0].contains("in step with the kernel's tick"),
+            "{notes:?}"
+        );
+        assert!(!split_strays(0.3, 0.1), "too little to judge");
+        assert!(split_strays(0.05, 2.0));
+        assert!(!split_strays(10.0, 11.0));
         assert_eq!(m.system_cpu_sys_s, Some(4.0));
         let s = vec![
             with(0.0, 500, None, 0),
@@ -417,6 +474,7 @@ mod tests {
         let m = phase_metrics(&s, 0, 1);
         assert_eq!(m.cpu_source, Some(CpuSource::ProcStatRescaled));
         assert_eq!(m.cpu_sys_s, Some(1.0));
+        assert_eq!(cpu_notes(&cfg, &m).len(), 1, "not in its cgroup");
         let m = phase_metrics(&[sample(0.0, 0, 0, 0, 0), sample(1.0, 0, 0, 0, 0)], 0, 1);
         assert_eq!((m.cpu_sys_s, m.cpu_source), (None, None));
     }
