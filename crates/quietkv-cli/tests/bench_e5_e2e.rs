@@ -91,13 +91,15 @@ fn e5_tiny_run_reports_every_mode_and_load() {
             assert!(m["cpu"]["user_s"].is_number(), "{m}");
             assert!(m["cpu"]["sys_s"].is_number(), "{m}");
             assert!(m["cpu"]["sys_pct"].is_number(), "{m}");
-            // The worker's CPU comes from its own cpuacct cgroup (raw) in
-            // CI; whatever the source, the process cannot have used much
-            // more CPU than the whole machine did.
+            // The worker's CPU comes from its own cpuacct cgroup in CI. Its
+            // exact runtime is never zero for a run that read; the tick-
+            // sampled split can be (a short or periodic load, see `cpu`),
+            // but the process cannot have used much more than the machine.
+            assert!(m["cpu"]["run_s"].as_f64().unwrap() > 0.0, "{m}");
             let own = m["cpu"]["user_s"].as_f64().unwrap() + m["cpu"]["sys_s"].as_f64().unwrap();
             let machine = m["system_cpu"]["user_s"].as_f64().unwrap()
                 + m["system_cpu"]["sys_s"].as_f64().unwrap();
-            assert!(own > 0.0 && own <= machine * 1.1 + 0.1, "{m}");
+            assert!(own <= machine * 1.1 + 0.1, "{m}");
             assert!(m["read_latency_us"]["p99"].as_f64().unwrap() > 0.0);
             assert_eq!(m["reads"]["errors"].as_f64(), Some(0.0), "{m}");
             for k in ["pgscan_file_per_s", "pgsteal_file_per_s", "refaults_per_s"] {
