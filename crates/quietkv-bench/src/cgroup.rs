@@ -105,6 +105,14 @@ pub fn parse_proc_cgroup_v1(text: &str, controller: &str) -> Option<String> {
     })
 }
 
+/// Whether the cgroup directory `dir` lists `pid` in its `cgroup.procs`.
+pub fn lists_pid(dir: &Path, pid: u32) -> bool {
+    let pid = pid.to_string();
+    std::fs::read_to_string(dir.join("cgroup.procs"))
+        .map(|s| s.split_whitespace().any(|p| p == pid))
+        .unwrap_or(false)
+}
+
 fn mounts() -> Mounts {
     parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default())
 }
@@ -350,9 +358,7 @@ impl CpuacctCgroup {
 
     /// Whether `pid` is in this cgroup now.
     pub fn holds(&self, pid: u32) -> bool {
-        std::fs::read_to_string(self.dir.join("cgroup.procs"))
-            .map(|s| s.split_whitespace().any(|p| p == pid.to_string()))
-            .unwrap_or(false)
+        lists_pid(&self.dir, pid)
     }
 
     pub fn dir(&self) -> &Path {

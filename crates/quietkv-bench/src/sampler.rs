@@ -105,14 +105,6 @@ fn take(cfg: &SamplerConfig, start: Instant, phase: &str, extra: &Option<ExtraFn
     }
 }
 
-/// Whether this process is listed in the cgroup directory `dir`.
-fn holds_self(dir: &std::path::Path) -> bool {
-    let me = std::process::id().to_string();
-    std::fs::read_to_string(dir.join("cgroup.procs"))
-        .map(|s| s.split_whitespace().any(|p| p == me))
-        .unwrap_or(false)
-}
-
 impl Sampler {
     pub fn start(mut cfg: SamplerConfig, phase: &str, extra: Option<ExtraFn>) -> Sampler {
         if cfg.interval_ms == 0 {
@@ -121,7 +113,7 @@ impl Sampler {
         // A cgroup this process is not in would count nothing: then the
         // phases fall back to /proc/self/stat and say so (`cpu_source`).
         if let Some(dir) = &cfg.cpuacct_dir {
-            if !holds_self(dir) {
+            if !crate::cgroup::lists_pid(dir, std::process::id()) {
                 cfg.cpuacct_dir = None;
             }
         }
