@@ -276,6 +276,11 @@ fn run<E: BenchEngine + 'static>(
     if let (Some(l0), Some(l1)) = (&a.compaction_into_levels, &z.compaction_into_levels) {
         level_work_into(&mut extra, l0, l1);
     }
+    if let (Some(g0), Some(g1)) = (a.get_times, z.get_times) {
+        for (name, v) in g1.phase_figures(&g0) {
+            extra.insert(name.into(), v);
+        }
+    }
     if stop.load(Ordering::Relaxed) {
         return Err("stopped".into());
     }

@@ -148,6 +148,25 @@ fn contract<E: BenchEngine>(config: &E::Config) {
     if let (Some(r), Some(a)) = (read.block_cache, after.block_cache) {
         assert!(r.misses > a.misses, "block cache misses are counted");
     }
+    // An engine that times its gets counts them and the file reads they
+    // issued, and the per-phase figures come out of two snapshots.
+    if let (Some(r), Some(a)) = (read.get_times, after.get_times) {
+        assert!(
+            r.gets >= a.gets + 5,
+            "{}: gets are counted: {a:?} -> {r:?}",
+            E::NAME
+        );
+        assert!(
+            r.file_reads > a.file_reads,
+            "file reads of gets are counted"
+        );
+        let figures = r.phase_figures(&a);
+        let per_get = figures
+            .iter()
+            .find(|(n, _)| *n == "engine_file_reads_per_get")
+            .map(|(_, v)| *v);
+        assert!(matches!(per_get, Some(v) if v > 0.0), "{figures:?}");
+    }
 
     // Close, then a run's open (create off) finds everything.
     db.close().unwrap();

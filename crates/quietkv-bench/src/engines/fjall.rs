@@ -321,6 +321,7 @@ impl BenchEngine for FjallEngine {
             background_cpu_seconds: None,
             table_opens_by_reads: None,
             compaction_into_levels: None,
+            get_times: None,
         }
     }
 

@@ -254,6 +254,57 @@ impl HitsMisses {
     }
 }
 
+/// Where user gets spent their time inside the engine, from the engine's
+/// own histograms where it keeps them. Beside the bench's service time it
+/// tells a read's wait in the engine from its wait in file reads (page
+/// cache or device), and both from time outside the engine (the reader
+/// thread waiting for a CPU).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct GetTimes {
+    /// Gets, and their time inside the engine summed, in microseconds.
+    pub gets: u64,
+    pub get_us: u64,
+    /// File reads the gets issued, and their time summed.
+    pub file_reads: u64,
+    pub file_read_us: u64,
+    /// 99th percentiles since the engine opened: a histogram's percentile
+    /// cannot be taken per phase from two snapshots, the sums can.
+    pub get_p99_us_since_open: f64,
+    pub file_read_p99_us_since_open: f64,
+}
+
+impl GetTimes {
+    /// `(name, value)` of the phase from `earlier` to `self`: mean time
+    /// per get in the engine, file reads per get, mean time per file read,
+    /// and the share of the gets' time spent in file reads; then the
+    /// percentiles since open. Empty when no get ran.
+    pub fn phase_figures(&self, earlier: &GetTimes) -> Vec<(&'static str, f64)> {
+        let gets = self.gets.saturating_sub(earlier.gets);
+        if gets == 0 {
+            return Vec::new();
+        }
+        let get_us = self.get_us.saturating_sub(earlier.get_us) as f64;
+        let reads = self.file_reads.saturating_sub(earlier.file_reads);
+        let read_us = self.file_read_us.saturating_sub(earlier.file_read_us) as f64;
+        let mut v = vec![
+            ("engine_get_mean_us", get_us / gets as f64),
+            ("engine_file_reads_per_get", reads as f64 / gets as f64),
+        ];
+        if reads > 0 {
+            v.push(("engine_file_read_mean_us", read_us / reads as f64));
+        }
+        if get_us > 0.0 {
+            v.push(("engine_get_time_in_file_reads", read_us / get_us));
+        }
+        v.push(("engine_get_p99_us_since_open", self.get_p99_us_since_open));
+        v.push((
+            "engine_file_read_p99_us_since_open",
+            self.file_read_p99_us_since_open,
+        ));
+        v
+    }
+}
+
 /// An engine's background counters since it was opened.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Counters {
@@ -289,6 +340,8 @@ pub struct Counters {
     /// Compaction work by output level (index = level), where the engine
     /// reports it: where the write amplification comes from.
     pub compaction_into_levels: Option<Vec<LevelWork>>,
+    /// User gets' time inside the engine, where the engine measures it.
+    pub get_times: Option<GetTimes>,
 }
 
 /// Compaction work that ended in one level, since the engine opened.
@@ -557,6 +610,32 @@ pub fn engine_count(modes: &[EngineMode]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn get_times_give_the_phase_from_two_snapshots() {
+        let a = GetTimes {
+            gets: 100,
+            get_us: 1_000,
+            file_reads: 100,
+            file_read_us: 500,
+            ..GetTimes::default()
+        };
+        let b = GetTimes {
+            gets: 300,
+            get_us: 41_000,
+            file_reads: 500,
+            file_read_us: 30_500,
+            get_p99_us_since_open: 900.0,
+            file_read_p99_us_since_open: 800.0,
+        };
+        let f: std::collections::BTreeMap<_, _> = b.phase_figures(&a).into_iter().collect();
+        assert_eq!(f["engine_get_mean_us"], 200.0);
+        assert_eq!(f["engine_file_reads_per_get"], 2.0);
+        assert_eq!(f["engine_file_read_mean_us"], 75.0);
+        assert_eq!(f["engine_get_time_in_file_reads"], 0.75);
+        assert_eq!(f["engine_get_p99_us_since_open"], 900.0);
+        assert!(b.phase_figures(&b).is_empty(), "no gets, no figures");
+    }
 
     #[test]
     fn a_batch_gives_back_its_entries_in_order() {

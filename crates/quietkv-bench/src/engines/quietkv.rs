@@ -581,6 +581,7 @@ impl BenchEngine for QuietkvEngine {
                     })
                     .collect(),
             ),
+            get_times: None,
         }
     }
 

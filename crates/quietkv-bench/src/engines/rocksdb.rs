@@ -27,8 +27,8 @@ use serde::{Deserialize, Serialize};
 
 use super::rocksdb_stats::parse_level_compaction_stats;
 use super::{
-    BenchEngine, CacheUse, Counters, Direction, EngineConfig, HitsMisses, Layout, PageCacheUse,
-    Tuning,
+    BenchEngine, CacheUse, Counters, Direction, EngineConfig, GetTimes, HitsMisses, Layout,
+    PageCacheUse, Tuning,
 };
 
 /// The block cache of `all-direct`: the seed's `db_bench --cache_size=4194304`.
@@ -185,6 +185,25 @@ impl RocksDbEngine {
 
     fn ticker(&self, t: Ticker) -> u64 {
         self.options.get_ticker_count(t)
+    }
+
+    /// `rocksdb.db.get.micros` (a whole `Get`) and
+    /// `rocksdb.read.block.get.micros` (each block a `Get` read from its
+    /// file on a block-cache miss: page cache or device),
+    /// both kept at the default statistics level.
+    fn get_times(&self) -> GetTimes {
+        let get = self.options.get_histogram_data(Histogram::DbGet);
+        let read = self
+            .options
+            .get_histogram_data(Histogram::ReadBlockGetMicros);
+        GetTimes {
+            gets: get.count(),
+            get_us: get.sum(),
+            file_reads: read.count(),
+            file_read_us: read.sum(),
+            get_p99_us_since_open: get.p99(),
+            file_read_p99_us_since_open: read.p99(),
+        }
     }
 }
 
@@ -375,6 +394,7 @@ impl BenchEngine for RocksDbEngine {
                 .ok()
                 .flatten()
                 .and_then(|t| parse_level_compaction_stats(&t)),
+            get_times: Some(self.get_times()),
         }
     }
 
