@@ -67,6 +67,11 @@ fn extra_fn<E: BenchEngine + 'static>(db: &Arc<E>) -> ExtraFn {
     })
 }
 
+/// Seconds writes stalled from `a` to `b`, where the engine counts them.
+pub(crate) fn stall_delta(a: &Counters, b: &Counters) -> Option<f64> {
+    Some(b.write_stall_seconds? - a.write_stall_seconds?)
+}
+
 fn hit_delta(a: &Counters, b: &Counters) -> Option<(u64, u64)> {
     let d = b.user_read_page_cache?.since(&a.user_read_page_cache?);
     Some((d.hits, d.misses))
@@ -188,14 +193,17 @@ fn run<E: BenchEngine + 'static>(
             (b.flush_write_bytes - a.flush_write_bytes) as f64 / (1 << 20) as f64,
         );
         extra.insert("compactions".into(), (b.compactions - a.compactions) as f64);
-        extra.insert(
-            "write_stall_s".into(),
-            b.write_stall_seconds - a.write_stall_seconds,
-        );
+        let stalled = stall_delta(&a, &b);
+        if let Some(s) = stalled {
+            extra.insert("write_stall_s".into(), s);
+        }
         if achieved < 0.9 * target {
+            let stalls = match stalled {
+                Some(s) => format!("write stalls {s:.1} s"),
+                None => "the engine does not count its write stalls".into(),
+            };
             notes.push(format!(
-                "the writer fell short: {achieved:.1} of {target:.1} MiB/s (write stalls {:.1} s); not the same work",
-                b.write_stall_seconds - a.write_stall_seconds
+                "the writer fell short: {achieved:.1} of {target:.1} MiB/s ({stalls}); not the same work"
             ));
         }
         let bg = BackgroundWork {

@@ -313,7 +313,7 @@ impl BenchEngine for FjallEngine {
             compactions_running: self.db.active_compactions() as u64,
             user_write_bytes: self.user_write_bytes.load(Ordering::Relaxed),
             // fjall does not report write stalls or cache hits.
-            write_stall_seconds: 0.0,
+            write_stall_seconds: None,
             warmed_bytes: 0,
             user_read_page_cache: None,
             block_cache: None,

@@ -321,8 +321,9 @@ pub struct Counters {
     pub compactions_running: u64,
     /// Bytes of user writes (keys and values).
     pub user_write_bytes: u64,
-    /// Seconds user writes waited for background work.
-    pub write_stall_seconds: f64,
+    /// Seconds user writes waited for background work, where the engine
+    /// counts it (`None` is not zero: fjall does not say).
+    pub write_stall_seconds: Option<f64>,
     /// Bytes of compaction output read back to warm the page cache.
     pub warmed_bytes: u64,
     /// Whether user reads found their blocks in the page cache, where the

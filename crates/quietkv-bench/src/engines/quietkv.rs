@@ -555,7 +555,7 @@ impl BenchEngine for QuietkvEngine {
             compactions: s.compaction.count,
             compactions_running: s.compaction.running as u64,
             user_write_bytes: s.write_bytes,
-            write_stall_seconds: s.stalls.stall_seconds,
+            write_stall_seconds: Some(s.stalls.stall_seconds),
             warmed_bytes: s.compaction.warmed_bytes,
             user_read_page_cache: Some(HitsMisses {
                 hits: u.cache_hits,

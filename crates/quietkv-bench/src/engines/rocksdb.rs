@@ -376,7 +376,7 @@ impl BenchEngine for RocksDbEngine {
             compactions: compaction.count(),
             compactions_running: self.property("rocksdb.num-running-compactions"),
             user_write_bytes: self.user_write_bytes.load(Ordering::Relaxed),
-            write_stall_seconds: self.ticker(Ticker::StallMicros) as f64 / 1e6,
+            write_stall_seconds: Some(self.ticker(Ticker::StallMicros) as f64 / 1e6),
             warmed_bytes: 0,
             // RocksDB cannot tell whether a read found its block in the
             // page cache.
