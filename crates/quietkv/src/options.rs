@@ -114,11 +114,14 @@ options! {
     block_cache_limit_share: f64 = 0.5;
     /// Table readers kept open for user reads. Default 1000.
     max_open_tables: usize = 1000;
-    /// Background threads doing flush and compaction. Default 1.
+    /// Background threads doing compaction. Flushes have one more thread
+    /// of their own, so a frozen memtable never waits behind a compaction
+    /// (writers stall when frozen memtables pile up). Default 1.
     background_threads: usize = 1;
     /// Background (compaction) I/O limit in MiB/s; 0 = unthrottled. Default 0.
     background_rate_limit_mib: u64 = 0;
-    /// Niceness added to background threads (0 = same CPU priority as users).
+    /// Niceness added to compaction threads (0 = same CPU priority as
+    /// users). The flush thread keeps the writers' priority: they wait for it.
     background_nice: i32 = 0;
     /// Flush and compaction give the CPU away (`sched_yield`) at least
     /// this often, in microseconds of merging; 0 = never. A compaction
@@ -129,7 +132,8 @@ options! {
     /// late at p99 without yielding, a few microseconds late with 50, at
     /// the same compaction speed. Default 50; at most 1,000,000.
     background_yield_micros: u64 = 50;
-    /// I/O priority of background threads; None leaves it alone.
+    /// I/O priority of compaction threads (not the flush thread, which
+    /// writers wait for); None leaves it alone.
     background_io_priority: Option<IoPriority> = None;
     /// Sequential writer buffer; a multiple of the direct I/O alignment.
     /// Default 2 MiB (a huge page: one request per direct write).

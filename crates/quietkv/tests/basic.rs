@@ -235,28 +235,81 @@ fn background_threads_get_the_configured_priority() {
         .background_io_priority(Some(quietkv::IoPriority::BestEffort(6)));
     let db = Db::open(d.path(), opts).unwrap();
     db.put(b"k", b"v").unwrap();
-    let mut found = false;
-    for _ in 0..100 {
-        for task in std::fs::read_dir("/proc/self/task").unwrap() {
-            let task = task.unwrap().path();
-            let comm = std::fs::read_to_string(task.join("comm")).unwrap_or_default();
-            if comm.trim() != "quietkv-bg-0" {
-                continue;
+    // Other tests' databases run in this process too, with threads of the
+    // same names: look for any thread of the name at the wanted nice.
+    let thread_at = |name: &str, wanted: i32| {
+        for _ in 0..100 {
+            for task in std::fs::read_dir("/proc/self/task").unwrap() {
+                let task = task.unwrap().path();
+                let comm = std::fs::read_to_string(task.join("comm")).unwrap_or_default();
+                if comm.trim() != name {
+                    continue;
+                }
+                let Ok(stat) = std::fs::read_to_string(task.join("stat")) else {
+                    continue;
+                };
+                // Fields after the parenthesised name: state is field 3, nice field 19.
+                let after = &stat[stat.rfind(')').unwrap() + 2..];
+                let nice: i32 = after.split(' ').nth(16).unwrap().parse().unwrap();
+                if nice == wanted {
+                    return true;
+                }
             }
-            let stat = std::fs::read_to_string(task.join("stat")).unwrap();
-            // Fields after the parenthesised name: state is field 3, nice field 19.
-            let after = &stat[stat.rfind(')').unwrap() + 2..];
-            let nice: i32 = after.split(' ').nth(16).unwrap().parse().unwrap();
-            if nice == 7 {
-                found = true;
-            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        if found {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
+        false
+    };
+    assert!(
+        thread_at("quietkv-bg-0", 7),
+        "the compaction thread should run at nice 7"
+    );
+    assert!(
+        thread_at("quietkv-flush", 0),
+        "the flush thread keeps the writers' priority"
+    );
+    drop(db);
+}
+
+#[test]
+fn a_flush_does_not_wait_for_a_running_compaction() {
+    let d = dir();
+    // A compaction held to 1 MiB/s over ~2 MiB of tables runs for seconds;
+    // L0 compactions are kept out of the way so only the manual one runs.
+    let opts = small()
+        .background_rate_limit_mib(1)
+        .l0_compaction_trigger(1000)
+        .l0_slowdown_trigger(1000)
+        .l0_stop_trigger(1000);
+    let db = std::sync::Arc::new(Db::open(d.path(), opts).unwrap());
+    for i in 0..6000 {
+        db.put(&key(i), &value(i, 1)).unwrap();
     }
-    assert!(found, "the background thread should run at nice 7");
+    db.flush().unwrap();
+    let compacting = {
+        let db = db.clone();
+        std::thread::spawn(move || db.compact_all())
+    };
+    let started = std::time::Instant::now();
+    while db.stats().compaction.running == 0 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "the compaction did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let flushes = db.stats().flushes;
+    for i in 0..500 {
+        db.put(&key(i), &value(i, 2)).unwrap();
+    }
+    db.flush().unwrap();
+    assert!(db.stats().flushes > flushes);
+    assert!(
+        db.stats().compaction.running == 1 && !compacting.is_finished(),
+        "the flush should have finished while the compaction still ran"
+    );
+    compacting.join().unwrap().unwrap();
+    assert_eq!(db.get(&key(7)).unwrap(), Some(value(7, 2)));
+    assert_eq!(db.get(&key(5007)).unwrap(), Some(value(5007, 1)));
 }
 
 #[test]

@@ -31,9 +31,25 @@ enum Work {
     Manual(CompactionJob),
 }
 
+/// What a background thread does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// Writes frozen memtables to L0. One thread of its own, at the
+    /// writer's priority, because writers stall once the frozen memtables
+    /// pile up: behind a compaction of L1 or deeper, which can run for
+    /// seconds, a flush would stop every writer for as long (RocksDB keeps
+    /// flushes in a pool of their own for the same reason).
+    Flush,
+    /// Picks and runs compactions, automatic and manual, at the configured
+    /// background priority.
+    Compaction,
+}
+
 /// The loop of one background thread.
-pub(crate) fn run(inner: Arc<Inner>) {
-    set_background_priority(&inner.opts);
+pub(crate) fn run(inner: Arc<Inner>, role: Role) {
+    if role == Role::Compaction {
+        set_background_priority(&inner.opts);
+    }
     loop {
         let work = {
             let mut st = inner.state.lock();
@@ -41,37 +57,38 @@ pub(crate) fn run(inner: Arc<Inner>) {
                 if inner.shutting_down.load(Ordering::Acquire) {
                     return;
                 }
-                if st.bg_error.is_none() {
+                if st.bg_error.is_some() {
+                    // Nothing runs after a background error; wait for close.
+                } else if role == Role::Flush {
                     if !st.flushing && !st.imms.is_empty() {
                         st.flushing = true;
                         break Work::Flush;
                     }
-                    if let Some(m) = st.manual.as_ref().filter(|m| !m.done && m.result.is_none()) {
-                        // A manual compaction waits for running jobs, then
-                        // runs alone: it ignores the busy set.
-                        if st.compactions_running == 0 {
-                            let (b, e) = (m.begin.clone(), m.end.clone());
-                            match pick_range(&st.version, &inner.popts, b.as_deref(), e.as_deref())
-                            {
-                                Some(job) => {
-                                    st.busy.register(&job);
-                                    st.compactions_running += 1;
-                                    break Work::Manual(job);
-                                }
-                                None => {
-                                    let m = st.manual.as_mut().expect("checked");
-                                    m.done = true;
-                                    m.result = Some(Ok(()));
-                                    inner.done_cv.notify_all();
-                                    continue;
-                                }
+                } else if let Some(m) = st.manual.as_ref().filter(|m| !m.done && m.result.is_none())
+                {
+                    // A manual compaction waits for running jobs, then
+                    // runs alone: it ignores the busy set.
+                    if st.compactions_running == 0 {
+                        let (b, e) = (m.begin.clone(), m.end.clone());
+                        match pick_range(&st.version, &inner.popts, b.as_deref(), e.as_deref()) {
+                            Some(job) => {
+                                st.busy.register(&job);
+                                st.compactions_running += 1;
+                                break Work::Manual(job);
+                            }
+                            None => {
+                                let m = st.manual.as_mut().expect("checked");
+                                m.done = true;
+                                m.result = Some(Ok(()));
+                                inner.done_cv.notify_all();
+                                continue;
                             }
                         }
-                    } else if let Some(job) = pick(&st.version, &inner.popts, &st.busy) {
-                        st.busy.register(&job);
-                        st.compactions_running += 1;
-                        break Work::Compact(job);
                     }
+                } else if let Some(job) = pick(&st.version, &inner.popts, &st.busy) {
+                    st.busy.register(&job);
+                    st.compactions_running += 1;
+                    break Work::Compact(job);
                 }
                 inner.bg_cv.wait(&mut st);
             }

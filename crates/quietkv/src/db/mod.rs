@@ -164,11 +164,15 @@ impl Db {
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         let inner = recovery::open(path.as_ref(), opts)?;
         let mut threads = Vec::new();
-        for i in 0..inner.opts.background_threads {
+        let roles = std::iter::once((background::Role::Flush, "quietkv-flush".to_string())).chain(
+            (0..inner.opts.background_threads)
+                .map(|i| (background::Role::Compaction, format!("quietkv-bg-{i}"))),
+        );
+        for (role, name) in roles {
             let inner = inner.clone();
             let t = std::thread::Builder::new()
-                .name(format!("quietkv-bg-{i}"))
-                .spawn(move || background::run(inner))
+                .name(name)
+                .spawn(move || background::run(inner, role))
                 .map_err(|e| Error::io(e, "cannot start a background thread"))?;
             threads.push(t);
         }
@@ -584,10 +588,24 @@ impl Inner {
     }
 
     /// Deletes tables no version uses any more, WALs whose data is in
-    /// tables, old manifests and leftover temporary files. Files a reader
-    /// or iterator still holds (through an old version) are kept.
+    /// tables and old manifests. Files a reader or iterator still holds
+    /// (through an old version) are kept.
     pub(crate) fn delete_obsolete_files(&self) {
-        let (live_tables, min_wal, manifest_number) = {
+        self.remove_obsolete(false)
+    }
+
+    /// [`Inner::delete_obsolete_files`], and the temporary files a crash
+    /// left mid-install: only at open, when no install can be writing one.
+    pub(crate) fn delete_obsolete_files_at_open(&self) {
+        self.remove_obsolete(true)
+    }
+
+    fn remove_obsolete(&self, temporary_files_too: bool) {
+        // The directory is listed after the lock is let go, while the
+        // flush and compaction threads go on creating files: a table
+        // numbered from `unallocated` on did not exist when `live` was
+        // taken, so it is not known to be obsolete.
+        let (live_tables, unallocated, min_wal, manifest_number) = {
             let mut st = self.state.lock();
             st.live_versions.retain(|w| w.strong_count() > 0);
             let mut live: HashSet<u64> = st.pending_outputs.clone();
@@ -595,7 +613,7 @@ impl Inner {
             for v in st.live_versions.iter().filter_map(Weak::upgrade) {
                 live.extend(v.all_file_numbers());
             }
-            (live, st.min_live_wal(), st.manifest_number)
+            (live, st.next_file, st.min_live_wal(), st.manifest_number)
         };
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return;
@@ -606,13 +624,15 @@ impl Inner {
                 continue;
             };
             let obsolete = match kind {
-                FileKind::Table(n) => !live_tables.contains(&n),
+                FileKind::Table(n) => n < unallocated && !live_tables.contains(&n),
                 FileKind::Wal(n) => n < min_wal && !self.keep_wal_for_reuse(n),
                 // Only older ones: a newer one is a rotation in progress
                 // (this listing may race with it) or one whose CURRENT
                 // switch failed and might be in charge after a crash.
                 FileKind::Manifest(n) => n < manifest_number,
-                FileKind::Temp => true,
+                // At run time a manifest rotation (under the lock, in
+                // another thread) may be between writing one and renaming it.
+                FileKind::Temp => temporary_files_too,
                 FileKind::Current | FileKind::Lock => false,
             };
             if obsolete {

@@ -160,7 +160,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
         st.wals = wals;
         st.manifest_snapshot_bytes = manifest_snapshot_bytes;
     }
-    inner.delete_obsolete_files();
+    inner.delete_obsolete_files_at_open();
     Ok(inner)
 }
 
