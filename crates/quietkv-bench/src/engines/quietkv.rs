@@ -51,7 +51,8 @@ pub struct QuietkvConfig {
 /// (`io_depth`), `+wbuf=KiB` (`direct_write_buffer_size`), `+ra=KiB`
 /// (`compaction_readahead_size`), `+nice=N` (`background_nice`),
 /// `+yield=US` (`background_yield_micros`, 0 = never), `+pick=min` or
-/// `+pick=rr` (`compaction_priority`: least overlap, round robin).
+/// `+pick=rr` (`compaction_priority`: least overlap, round robin),
+/// `+l0=S/T` (`l0_slowdown_trigger` S, `l0_stop_trigger` T).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuietkvKnobs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -67,6 +68,9 @@ pub struct QuietkvKnobs {
     /// `min` or `rr`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compaction_priority: Option<String>,
+    /// `l0_slowdown_trigger` and `l0_stop_trigger`, as `+l0=S/T`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l0_stall_triggers: Option<(usize, usize)>,
 }
 
 fn compaction_priority(name: &str) -> Option<CompactionPriority> {
@@ -114,9 +118,25 @@ impl QuietkvKnobs {
                     ))
                 }
             },
+            "l0" => {
+                let pair = value
+                    .split_once('/')
+                    .and_then(|(s, t)| Some((s.parse::<usize>().ok()?, t.parse::<usize>().ok()?)));
+                let compaction = Options::default().l0_compaction_trigger;
+                match pair {
+                    Some((s, t)) if compaction <= s && s <= t => {
+                        self.l0_stall_triggers = Some((s, t))
+                    }
+                    _ => {
+                        return Err(format!(
+                            "l0 must be SLOWDOWN/STOP L0 tables with {compaction} <= SLOWDOWN <= STOP, got '{value}'"
+                        ))
+                    }
+                }
+            }
             other => {
                 return Err(format!(
-                    "unknown knob '{other}' (expected depth, wbuf, ra, nice, yield or pick)"
+                    "unknown knob '{other}' (expected depth, wbuf, ra, nice, yield, pick or l0)"
                 ))
             }
         }
@@ -146,6 +166,10 @@ impl QuietkvKnobs {
         {
             o.compaction_priority = p;
         }
+        if let Some((slowdown, stop)) = self.l0_stall_triggers {
+            o.l0_slowdown_trigger = slowdown;
+            o.l0_stop_trigger = stop;
+        }
     }
 
     /// What the report should say these knobs change.
@@ -172,6 +196,9 @@ impl QuietkvKnobs {
             .and_then(compaction_priority)
         {
             v.push(format!("compaction_priority {p:?}"));
+        }
+        if let Some((slowdown, stop)) = self.l0_stall_triggers {
+            v.push(format!("L0 slowdown at {slowdown} tables, stop at {stop}"));
         }
         v
     }
@@ -738,7 +765,14 @@ mod tests {
                 .compaction_priority,
             CompactionPriority::MinOverlappingRatio
         );
+        let late = QuietkvConfig::parse("auto+l0=20/36").unwrap().options();
+        assert_eq!((late.l0_slowdown_trigger, late.l0_stop_trigger), (20, 36));
+        assert_eq!(plain.l0_slowdown_trigger, d.l0_slowdown_trigger);
         for bad in [
+            "auto+l0=20",
+            "auto+l0=36/20",
+            "auto+l0=1/2",
+            "auto+l0=a/b",
             "auto+pick=oldest",
             "both-direct+depth=0",
             "both-direct+depth=x",
