@@ -124,7 +124,10 @@ fn direct_reader_reports_what_was_cached_before_it() {
         }
         if off == hot + 4096 {
             // A block that only shares a page with the hot range is not hot.
-            assert!(!r.was_cached(hot - 2048, 4096), "half-cold block seen as hot");
+            assert!(
+                !r.was_cached(hot - 2048, 4096),
+                "half-cold block seen as hot"
+            );
             assert!(r.was_cached(hot + 2048, 4096), "unaligned hot block missed");
         }
         off += 4096;
