@@ -65,9 +65,13 @@ pub fn run_one<E: BenchEngine>(
     repeat: u32,
     progress: &dyn Fn(&str),
 ) -> Result<Run, String> {
-    let dir = p
-        .dir
-        .join(format!("throughput-{}-{repeat}", mode.replace(':', "-")));
+    let dir = p.dir.join(format!(
+        "throughput-{}-{repeat}",
+        mode.replace(
+            |c: char| !(c.is_ascii_alphanumeric() || "+=._".contains(c)),
+            "-"
+        )
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     // Its own cgroup for the run: raw CPU times, not the process's rescaled
     // ones (see `cpu`).

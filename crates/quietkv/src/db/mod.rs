@@ -150,6 +150,10 @@ pub(crate) struct Inner {
     pub shutting_down: AtomicBool,
     pub counters: stats::Counters,
     pub compaction_open_files: Arc<AtomicUsize>,
+    /// Held while obsolete files are deleted: the flush and compaction
+    /// threads both delete after their work, and two listings at once
+    /// would each try to delete the same files.
+    pub deleting_obsolete: Mutex<()>,
 }
 
 /// An open database. `Send + Sync`: share it with an `Arc`. Dropping it
@@ -601,6 +605,7 @@ impl Inner {
     }
 
     fn remove_obsolete(&self, temporary_files_too: bool) {
+        let _one_at_a_time = self.deleting_obsolete.lock();
         // The directory is listed after the lock is let go, while the
         // flush and compaction threads go on creating files: a table
         // numbered from `unallocated` on did not exist when `live` was

@@ -436,6 +436,7 @@ fn build_inner(
         shutting_down: AtomicBool::new(false),
         counters: stats::Counters::default(),
         compaction_open_files: Arc::new(AtomicUsize::new(0)),
+        deleting_obsolete: Mutex::new(()),
     })
 }
 
