@@ -1005,11 +1005,17 @@ struct ChunkResidency {
 }
 
 impl ChunkResidency {
-    /// Whether the page at file offset `at` is in this chunk, and if so
-    /// whether it was cached.
-    fn page_cached(&self, at: u64, page: u64) -> Option<bool> {
-        let i = at.checked_sub(self.offset)? / page;
-        self.pages.get(usize::try_from(i).ok()?).copied()
+    /// Whether any page of `[offset, offset + len)` inside this chunk was
+    /// cached.
+    fn any_cached(&self, offset: u64, len: u64, page: u64) -> bool {
+        let end = self.offset + self.pages.len() as u64 * page;
+        let (lo, hi) = (offset.max(self.offset), (offset + len).min(end));
+        if lo >= hi {
+            return false;
+        }
+        let first = ((lo - self.offset) / page) as usize;
+        let last = ((hi - 1 - self.offset) / page) as usize;
+        self.pages[first..=last].iter().any(|&c| c)
     }
 }
 
@@ -1083,28 +1089,15 @@ impl SeqReader {
         false
     }
 
-    /// Whether every page of `[offset, offset + len)` was in the page cache
-    /// just before this reader read it. Every page, not any: a buffered
-    /// read of a block caches all of its pages, while a page it shares
-    /// with a neighbour (or with the index, read when the table was
-    /// opened) says nothing about the block itself. Answers for the last
-    /// two chunks read (enough for any block up to a chunk in size); false
-    /// otherwise, for an empty range, and always without
-    /// [`SeqReader::track_page_cache`].
+    /// Whether any page of `[offset, offset + len)` was in the page cache
+    /// just before this reader read it. Answers for the last two chunks
+    /// read (enough for any block up to a chunk in size); false otherwise,
+    /// and always false without [`SeqReader::track_page_cache`].
     pub fn was_cached(&self, offset: u64, len: u64) -> bool {
         let page = sys::page_size() as u64;
-        let Some(chunks) = self.residency.as_ref() else {
-            return false;
-        };
-        if len == 0 {
-            return false;
-        }
-        let first = offset / page * page;
-        let end = offset.saturating_add(len);
-        (0..)
-            .map(|i| first + i * page)
-            .take_while(|&at| at < end)
-            .all(|at| chunks.iter().any(|c| c.page_cached(at, page) == Some(true)))
+        self.residency
+            .as_ref()
+            .is_some_and(|r| r.iter().any(|c| c.any_cached(offset, len, page)))
     }
 
     /// The file being read.
