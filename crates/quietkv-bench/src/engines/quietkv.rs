@@ -52,7 +52,8 @@ pub struct QuietkvConfig {
 /// (`compaction_readahead_size`), `+nice=N` (`background_nice`),
 /// `+yield=US` (`background_yield_micros`, 0 = never), `+pick=min` or
 /// `+pick=rr` (`compaction_priority`: least overlap, round robin),
-/// `+l0=S/T` (`l0_slowdown_trigger` S, `l0_stop_trigger` T).
+/// `+l0=S/T` (`l0_slowdown_trigger` S, `l0_stop_trigger` T), `+wb=KiB`
+/// (`writeback_chunk_size`, 0 = off).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuietkvKnobs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -68,6 +69,9 @@ pub struct QuietkvKnobs {
     /// `min` or `rr`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compaction_priority: Option<String>,
+    /// `writeback_chunk_size` in KiB, as `+wb=KiB` (0 = off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writeback_kib: Option<u64>,
     /// `l0_slowdown_trigger` and `l0_stop_trigger`, as `+l0=S/T`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub l0_stall_triggers: Option<(usize, usize)>,
@@ -118,6 +122,10 @@ impl QuietkvKnobs {
                     ))
                 }
             },
+            "wb" => match number("wb (KiB)")? {
+                n @ 0..=1_048_576 => self.writeback_kib = Some(n as u64),
+                n => return Err(format!("wb must be 0..=1048576 KiB, got {n}")),
+            },
             "l0" => {
                 let pair = value
                     .split_once('/')
@@ -136,7 +144,7 @@ impl QuietkvKnobs {
             }
             other => {
                 return Err(format!(
-                    "unknown knob '{other}' (expected depth, wbuf, ra, nice, yield, pick or l0)"
+                    "unknown knob '{other}' (expected depth, wbuf, ra, nice, yield, pick, l0 or wb)"
                 ))
             }
         }
@@ -165,6 +173,9 @@ impl QuietkvKnobs {
             .and_then(compaction_priority)
         {
             o.compaction_priority = p;
+        }
+        if let Some(k) = self.writeback_kib {
+            o.writeback_chunk_size = k << 10;
         }
         if let Some((slowdown, stop)) = self.l0_stall_triggers {
             o.l0_slowdown_trigger = slowdown;
@@ -196,6 +207,9 @@ impl QuietkvKnobs {
             .and_then(compaction_priority)
         {
             v.push(format!("compaction_priority {p:?}"));
+        }
+        if let Some(k) = self.writeback_kib {
+            v.push(format!("writeback_chunk_size {k} KiB"));
         }
         if let Some((slowdown, stop)) = self.l0_stall_triggers {
             v.push(format!("L0 slowdown at {slowdown} tables, stop at {stop}"));
@@ -768,8 +782,12 @@ mod tests {
         let late = QuietkvConfig::parse("auto+l0=20/36").unwrap().options();
         assert_eq!((late.l0_slowdown_trigger, late.l0_stop_trigger), (20, 36));
         assert_eq!(plain.l0_slowdown_trigger, d.l0_slowdown_trigger);
+        let wb = QuietkvConfig::parse("auto+wb=0").unwrap().options();
+        assert_eq!(wb.writeback_chunk_size, 0);
+        assert_eq!(plain.writeback_chunk_size, d.writeback_chunk_size);
         for bad in [
             "auto+l0=20",
+            "auto+wb=-1",
             "auto+l0=36/20",
             "auto+l0=1/2",
             "auto+l0=a/b",
