@@ -687,17 +687,20 @@ impl SeqWriter {
 
     /// Buffered mode: once a chunk is written, start its write-back and go
     /// on. The kernel would otherwise leave the pages dirty until its
-    /// flusher wakes up (seconds later) or a sync comes, so a table's or
-    /// WAL's final sync wrote all of it at once while the writer waited:
-    /// a 64 MiB flush spent more time in its sync than building the table,
-    /// and a memtable switch stopped every writer for the old WAL's sync.
-    /// Started a chunk at a time, the device works while the writer fills
-    /// the next one (RocksDB's `bytes_per_sync`).
+    /// flusher wakes up (seconds later) or a sync comes, and the final sync
+    /// of a table or a sealed WAL would write all of it while its caller
+    /// waits (RocksDB's `bytes_per_sync`).
     fn writeback_progress(&mut self) -> Result<()> {
         let chunk = self.cfg.writeback_chunk_size;
         if chunk == 0 || self.pos - self.kicked_upto < chunk {
             return Ok(());
         }
+        self.start_writeback_of_unkicked()
+    }
+
+    /// Starts write-back, without waiting, of what was written since the
+    /// last call.
+    fn start_writeback_of_unkicked(&mut self) -> Result<()> {
         let (start, len) = (self.kicked_upto, self.pos - self.kicked_upto);
         sys::sync_file_range(self.file.as_raw_fd(), start, len, false)
             .map_err(|e| io_err(&self.path, start, "sync_file_range failed", e))?;
@@ -799,11 +802,7 @@ impl SeqWriter {
                 .map_err(|e| io_err(&self.path, start, "POSIX_FADV_DONTNEED failed", e))?;
             self.dropped_upto = self.kicked_upto;
         }
-        let (start, len) = (self.kicked_upto, self.pos - self.kicked_upto);
-        sys::sync_file_range(fd, start, len, false)
-            .map_err(|e| io_err(&self.path, start, "sync_file_range failed", e))?;
-        self.kicked_upto = self.pos;
-        Ok(())
+        self.start_writeback_of_unkicked()
     }
 }
 
