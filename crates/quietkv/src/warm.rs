@@ -71,14 +71,16 @@ impl HotRanges {
         self.sorted = true;
     }
 
-    /// Whether any hot range meets the user keys in `[from, upto]`
-    /// (`from` = None: everything up to `upto`).
-    pub fn overlaps(&mut self, from: Option<&[u8]>, upto: &[u8]) -> bool {
+    /// Whether any hot range meets the user keys in `(after, upto]`
+    /// (`after` = None: everything up to `upto`).
+    pub fn overlaps(&mut self, after: Option<&[u8]>, upto: &[u8]) -> bool {
         self.normalize();
-        // The first range that does not end before `from`.
-        let i = match from {
+        // The first range that ends past `after`; merged ranges are
+        // disjoint, so their ends are sorted too.
+        let i = match after {
             None => 0,
-            Some(f) => self.ranges.partition_point(|(_, e)| e.as_slice() < f),
+            Some(a) if a >= upto => return false,
+            Some(a) => self.ranges.partition_point(|(_, e)| e.as_slice() <= a),
         };
         self.ranges
             .get(i)
@@ -131,10 +133,14 @@ impl HotProbe {
 }
 
 /// Indexes of the data blocks of a table, given each block's last internal
-/// key in order, that may hold keys of a hot range. Block `i` holds user
-/// keys from the last user key of block `i - 1` (its versions may continue
-/// into block `i`) to its own last user key; counting that boundary key in
-/// both warms at most one block too many.
+/// key in order, that a point read of a key in a hot range may read.
+///
+/// Block `i` holds the newest versions of the user keys after the last user
+/// key of block `i - 1`, up to its own last user key. It may also begin with
+/// older versions of that boundary key, but a read of the key finds its
+/// newest version in block `i - 1` or before and stops there. Counting the
+/// boundary key in both blocks, as this once did, warmed the block after
+/// every scattered hot key too: twice the hot set.
 pub fn hot_blocks<'a>(
     last_keys: impl Iterator<Item = &'a [u8]>,
     ranges: &mut HotRanges,
@@ -169,13 +175,17 @@ mod tests {
         r.add(b"x", b"x");
         assert!(r.overlaps(None, b"c"));
         assert!(!r.overlaps(None, b"b"));
-        assert!(r.overlaps(Some(b"f"), b"h")); // f and g are inside
+        assert!(r.overlaps(Some(b"f"), b"h")); // g is inside
         assert!(!r.overlaps(Some(b"h"), b"l"));
-        assert!(r.overlaps(Some(b"g"), b"l")); // g is the end of c..g
+        assert!(!r.overlaps(Some(b"g"), b"l")); // g, the end of c..g, is excluded
+        assert!(r.overlaps(Some(b"cz"), b"l")); // but what follows cz is in
         assert!(r.overlaps(Some(b"h"), b"m"));
         assert!(!r.overlaps(Some(b"q"), b"w"));
         assert!(r.overlaps(Some(b"q"), b"x"));
+        assert!(!r.overlaps(Some(b"x"), b"z"));
         assert!(!r.overlaps(Some(b"y"), b"z"));
+        // An empty interval meets nothing, even inside a range.
+        assert!(!r.overlaps(Some(b"n"), b"n"));
     }
 
     #[test]
@@ -190,7 +200,7 @@ mod tests {
             ik("k20", 1),
         ];
         let got = hot_blocks(lasts.iter().map(|k| k.as_slice()), &mut r);
-        // [k03, k07], [k07, k11], [k11, k15] meet k05..k12.
+        // (k03, k07], (k07, k11], (k11, k15] meet k05..k12.
         assert_eq!(got, vec![1, 2, 3]);
         let mut empty = HotRanges::default();
         assert!(hot_blocks(lasts.iter().map(|k| k.as_slice()), &mut empty).is_empty());
@@ -203,8 +213,22 @@ mod tests {
         // k07 has versions in block 1 (seq 9) and block 2 (seq 3).
         let lasts = [ik("k03", 1), ik("k07", 9), ik("k07", 3), ik("k09", 1)];
         let got = hot_blocks(lasts.iter().map(|k| k.as_slice()), &mut r);
-        // Block 3 starts after k07's last version, but may hold more of it
-        // as far as the index tells; warming it is the bounded overshoot.
-        assert_eq!(got, vec![1, 2, 3]);
+        // A read of k07 finds its newest version in block 1 and stops;
+        // block 2 holds only an older version, block 3 the keys after k07.
+        assert_eq!(got, vec![1]);
+    }
+
+    #[test]
+    fn scattered_hot_keys_warm_one_block_each() {
+        // One entry per block (4 KiB values in 4 KiB blocks); every third
+        // key hot. The block after each hot key holds a cold key.
+        let lasts: Vec<Vec<u8>> = (0..30).map(|i| ik(&format!("k{i:02}"), 1)).collect();
+        let mut r = HotRanges::default();
+        for i in (0..30).step_by(3) {
+            let k = format!("k{i:02}");
+            r.add(k.as_bytes(), k.as_bytes());
+        }
+        let got = hot_blocks(lasts.iter().map(|k| k.as_slice()), &mut r);
+        assert_eq!(got, (0..30).step_by(3).collect::<Vec<_>>());
     }
 }

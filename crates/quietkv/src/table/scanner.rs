@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
+use crate::key::user_key;
 use crate::table::block::Block;
 use crate::table::block::BlockIter;
 use crate::table::reader::{BlockFetch, TableReader, TwoLevel};
@@ -65,9 +66,19 @@ impl BlockFetch for SeqFetch {
                     if hot.in_block_cache(table.table_id(), handle.offset)
                         || self.source.was_cached(handle.offset, handle.size)
                     {
+                        // A block may begin with older versions of the
+                        // previous block's last user key; reads of that key
+                        // stop before them, so the block's hot keys start
+                        // after it (see `warm::hot_blocks`).
+                        let after = idx
+                            .checked_sub(1)
+                            .map(|p| user_key(&table.index()[p].last_key));
                         let mut it = BlockIter::new(Arc::clone(&b));
-                        it.seek_to_first()
-                            .map_err(|e| e.with_file(table.path()).with_offset(handle.offset))?;
+                        let at = |e: Error| e.with_file(table.path()).with_offset(handle.offset);
+                        it.seek_to_first().map_err(at)?;
+                        while it.valid() && Some(user_key(it.key())) == after {
+                            it.next().map_err(at)?;
+                        }
                         if it.valid() {
                             hot.note(it.key(), &table.index()[idx].last_key);
                         }
