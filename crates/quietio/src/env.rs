@@ -153,6 +153,7 @@ impl IoEnv {
             log_engine_fallback_once(why);
         }
         let mut resolved = Vec::with_capacity(6);
+        let mut fallbacks = Vec::new();
         for class in IoClass::ALL {
             if read_only && !class.is_read() {
                 // Nothing is written: the write classes' requested modes do
@@ -165,10 +166,11 @@ impl IoEnv {
             }
             let r = resolve(class, opts.modes.get(class), &caps)?;
             if let Some(why) = &r.fallback {
-                log_fallback_once(&caps.dir, class, why);
+                fallbacks.push((class, why.clone()));
             }
             resolved.push(r);
         }
+        log_fallbacks_once(&caps.dir, &fallbacks);
         Ok(IoEnv {
             dir: caps.dir.clone(),
             limiter: Arc::new(RateLimiter::new(opts.background_bytes_per_sec)),
@@ -477,6 +479,16 @@ impl IoEnv {
         std::fs::read(path)
     }
 
+    /// Opens `path` for plain reading outside any I/O class: what `check`
+    /// and `repair` verify a whole file through (the fault layer sees the
+    /// open).
+    pub fn open_for_verify(&self, path: &Path) -> std::io::Result<File> {
+        if let Some((layer, n)) = self.fault_name(path) {
+            layer.admit(OpKind::Open, &n)?;
+        }
+        File::open(path)
+    }
+
     /// Opens (creating it if missing, never truncating) a file that is
     /// locked, not written: the LOCK file.
     pub fn open_lock_file(&self, path: &Path) -> std::io::Result<File> {
@@ -514,15 +526,28 @@ fn log_engine_fallback_once(why: &str) {
     SEEN.call_once(|| log::warn!("quietio: {why}"));
 }
 
-/// A fallback from `auto` is logged once per directory and class, never
-/// silently and never on every open.
-fn log_fallback_once(dir: &Path, class: IoClass, why: &str) {
+/// The fallbacks of `auto` classes in a directory are logged once per
+/// process and directory, in one line, never on every open. At info level:
+/// `auto` asks for whatever works, so falling back is not a problem (an
+/// explicit mode that cannot work is an error at open instead).
+fn log_fallbacks_once(dir: &Path, fallbacks: &[(IoClass, String)]) {
     use std::collections::HashSet;
     use std::sync::{Mutex, OnceLock};
-    static SEEN: OnceLock<Mutex<HashSet<(PathBuf, IoClass)>>> = OnceLock::new();
+    if fallbacks.is_empty() {
+        return;
+    }
+    static SEEN: OnceLock<Mutex<HashSet<PathBuf>>> = OnceLock::new();
     let seen = SEEN.get_or_init(|| Mutex::new(HashSet::new()));
     let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
-    if seen.insert((dir.to_path_buf(), class)) {
-        log::warn!("quietio: {}: {class} auto mode: {why}", dir.display());
+    if seen.insert(dir.to_path_buf()) {
+        let classes: Vec<String> = fallbacks.iter().map(|(c, _)| c.to_string()).collect();
+        let mut reasons: Vec<&str> = fallbacks.iter().map(|(_, why)| why.as_str()).collect();
+        reasons.dedup();
+        log::info!(
+            "quietio: {}: auto mode of {}: {}",
+            dir.display(),
+            classes.join(", "),
+            reasons.join("; ")
+        );
     }
 }

@@ -187,6 +187,18 @@ pub fn probe_uncached(dir: &Path) -> Result<Capabilities> {
             Error::io(e, "directory is not writable (cannot create a probe file)").with_file(&dir)
         })?;
     let _cleanup = ProbeFile(path.clone());
+    // A full file system fails every probe write with ENOSPC, which must not
+    // read as "O_DIRECT does not work here": say what it is, and cache
+    // nothing (the next open, after space is freed, probes again).
+    if let Err(e) = sys::pwrite(file.as_raw_fd(), &[0u8; 4096], 0) {
+        if sys::is_out_of_space(&e) {
+            return Err(Error::io(
+                e,
+                "the file system is full: cannot write a probe file to learn its I/O modes",
+            )
+            .with_file(&dir));
+        }
+    }
 
     let fallocate = probe_fallocate(&file);
     capabilities(dir, &file, fallocate, |filesystem, kernel, lbs| {

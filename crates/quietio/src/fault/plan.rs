@@ -77,6 +77,9 @@ pub enum Fault {
     Eio,
     /// The operation fails with ENOSPC and does nothing.
     Enospc,
+    /// The operation fails with EACCES (permission denied) and does
+    /// nothing: a file the process may not open, which is not damage.
+    Eacces,
     /// Writes only: the write transfers part of its bytes (half, rounded
     /// down to 512 bytes, at least one sector when it is longer than one)
     /// and the next write fails with ENOSPC, which is how a file system
@@ -90,6 +93,7 @@ impl Fault {
         match self {
             Fault::Eio => "EIO",
             Fault::Enospc => "ENOSPC",
+            Fault::Eacces => "EACCES",
             Fault::ShortWrite => "short write",
         }
     }
@@ -98,6 +102,7 @@ impl Fault {
         match self {
             Fault::Eio => libc::EIO,
             Fault::Enospc | Fault::ShortWrite => libc::ENOSPC,
+            Fault::Eacces => libc::EACCES,
         }
     }
 
