@@ -162,14 +162,14 @@ pub fn check_dir_with(dir: impl AsRef<Path>, opts: CheckOptions) -> Result<Check
     };
 
     let (_lock, lock_held) = match crate::lockfile::lock_shared(dir) {
-        Ok(lock) => (lock, false),
+        Ok(lock) => (Some(lock), false),
         Err(e) if e.kind() == ErrorKind::Busy => (None, true),
         Err(e) => return Err(e),
     };
     if lock_held && !opts.ignore_lock {
         return Err(Error::new(
             ErrorKind::Busy,
-            "the database is in use by another process (its LOCK file is held); files may change while they are checked",
+            "the database is in use by another process (its lock is held); files may change while they are checked",
         )
         .with_file(dir));
     }
@@ -214,7 +214,13 @@ pub fn check_dir_with(dir: impl AsRef<Path>, opts: CheckOptions) -> Result<Check
             Some(m) => (n >= m.wals.log_number(), m.wals.sealed_len(n)),
             None => (true, None),
         };
-        c.check_wal(n, live, sealed_len);
+        // Without a readable manifest, a WAL is still compared with the
+        // database id the tables record (and its own name).
+        let rule = crate::log::IdentityRule {
+            db_id,
+            required: live && manifest.as_ref().is_some_and(|m| m.wals_have_identity),
+        };
+        c.check_wal(n, live, sealed_len, rule);
     }
     Ok(c.report)
 }
@@ -225,6 +231,8 @@ struct Manifest {
     wals: WalSet,
     /// 0 when the manifest records none (not compared).
     db_id: u64,
+    /// Whether every WAL it may replay starts with an identity record.
+    wals_have_identity: bool,
 }
 
 impl Manifest {
@@ -317,6 +325,7 @@ impl Checker<'_> {
         let mut builder = VersionBuilder::new(&Version::new());
         let mut wals = WalSet::default();
         let mut db_id = 0;
+        let mut wals_have_identity = false;
         loop {
             let record = match reader.read_record() {
                 Ok(Some(r)) => r,
@@ -337,6 +346,13 @@ impl Checker<'_> {
                 }
             };
             wals.apply(&edit);
+            wals_have_identity |= edit.wals_have_identity;
+            if let Some(named) = edit.manifest_number {
+                if let Err(e) = crate::db::check_manifest_number(&path, named) {
+                    self.problem(path, Some(offset), e.message().to_string());
+                    return None;
+                }
+            }
             db_id = match crate::table::identity::db_id_after_edit(db_id, edit.db_id) {
                 Ok(id) => id,
                 Err(e) => {
@@ -375,6 +391,7 @@ impl Checker<'_> {
                 version,
                 wals,
                 db_id,
+                wals_have_identity,
             }),
             Err(e) => {
                 let msg = format!("manifest describes an invalid tree: {}", e.message());
@@ -391,7 +408,7 @@ impl Checker<'_> {
         let path = filenames::table_path(self.dir, number);
         let serious = !matches!(meta, Some(None));
         self.report.tables += 1;
-        match scan_table(&path, number) {
+        match scan_table(None, &path, number) {
             Ok(scan) => {
                 self.report.blocks += scan.blocks;
                 self.report.entries += scan.entries;
@@ -434,7 +451,13 @@ impl Checker<'_> {
 
     /// `live`: the WAL would be replayed by recovery; `sealed_len`: the
     /// manifest recorded it as sealed at that length.
-    fn check_wal(&mut self, number: u64, live: bool, sealed_len: Option<u64>) {
+    fn check_wal(
+        &mut self,
+        number: u64,
+        live: bool,
+        sealed_len: Option<u64>,
+        rule: crate::log::IdentityRule,
+    ) {
         let path = filenames::wal_path(self.dir, number);
         self.report.wal_files += 1;
         let data = match fs::read(&path) {
@@ -444,7 +467,9 @@ impl Checker<'_> {
                 return;
             }
         };
-        let mut reader = LogReader::new(&path, &data).for_log(number);
+        let mut reader = LogReader::new(&path, &data)
+            .for_log(number)
+            .expect_identity(rule);
         if let Some(len) = sealed_len {
             reader = reader.sealed_at(len);
         }
@@ -514,15 +539,22 @@ pub(crate) struct TableScan {
 
 /// Opens a table and reads every data block; on error also returns how
 /// many blocks were verified before it.
-pub(crate) fn scan_table(path: &Path, number: u64) -> std::result::Result<TableScan, (Error, u64)> {
-    let source = FileSource::open(path).map_err(|e| (e, 0))?;
+/// Verifies table `number` at `path` whole (see the module docs). With
+/// `env`, its files are opened through it (so a test's fault layer sees the
+/// opens).
+pub(crate) fn scan_table(
+    env: Option<&quietio::IoEnv>,
+    path: &Path,
+    number: u64,
+) -> std::result::Result<TableScan, (Error, u64)> {
+    let source = FileSource::open(env, path).map_err(|e| (e, 0))?;
     let size = source.size;
     let table = TableReader::open(Arc::new(source), number, None).map_err(|e| (e, 0))?;
     let table = Arc::new(table);
     let num_blocks = table.index().len() as u64;
     let expected_entries = table.properties().num_entries;
-    let file =
-        File::open(path).map_err(|e| (Error::io(e, "cannot open table").with_file(path), 0))?;
+    let file = open_for_verify(env, path)
+        .map_err(|e| (Error::io(e, "cannot open table").with_file(path), 0))?;
     let seq = FileSeq {
         reader: BufReader::with_capacity(1 << 20, file),
         path: path.to_path_buf(),
@@ -577,10 +609,18 @@ pub(crate) struct FileSource {
     size: u64,
 }
 
+fn open_for_verify(env: Option<&quietio::IoEnv>, path: &Path) -> std::io::Result<File> {
+    match env {
+        Some(env) => env.open_for_verify(path),
+        None => File::open(path),
+    }
+}
+
 impl FileSource {
-    pub(crate) fn open(path: &Path) -> Result<FileSource> {
-        let file =
-            File::open(path).map_err(|e| Error::io(e, "cannot open table").with_file(path))?;
+    /// Opens a table for verification (through `env` when given).
+    pub(crate) fn open(env: Option<&quietio::IoEnv>, path: &Path) -> Result<FileSource> {
+        let file = open_for_verify(env, path)
+            .map_err(|e| Error::io(e, "cannot open table").with_file(path))?;
         let size = file
             .metadata()
             .map_err(|e| Error::io(e, "cannot stat table").with_file(path))?

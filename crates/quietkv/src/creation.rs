@@ -77,6 +77,13 @@ pub fn inspect(dir: &Path) -> Result<Creation> {
             FileKind::Lock | FileKind::Current => continue,
         };
         if let Some(what) = holds_data {
+            // The listing is older than the files' contents: another
+            // process may have finished creating the database (and written
+            // to it) since. CURRENT, once there, is only ever replaced, so
+            // it existing now settles it.
+            if current_exists(dir)? {
+                return Ok(Creation::Complete);
+            }
             return Err(lost_current(dir, path, &what, newest_manifest.as_deref()));
         }
         leftovers.push(path.clone());
@@ -122,13 +129,31 @@ fn lost_current(dir: &Path, evidence: &Path, what: &str, newest: Option<&Path>) 
     .with_file(dir.join(CURRENT))
 }
 
-fn read(path: &Path) -> Result<Vec<u8>> {
-    fs::read(path).map_err(|e| Error::io(e, "cannot read").with_file(path))
+fn current_exists(dir: &Path) -> Result<bool> {
+    let path = dir.join(CURRENT);
+    match fs::symlink_metadata(&path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == IoErrorKind::NotFound => Ok(false),
+        Err(e) => Err(Error::io(e, "cannot look for CURRENT").with_file(path)),
+    }
+}
+
+/// The file's bytes; `None` if it is gone (another process opening the
+/// database removed it since the directory was listed: a leftover of a
+/// creation, or a manifest or WAL made obsolete).
+fn read(path: &Path) -> Result<Option<Vec<u8>>> {
+    match fs::read(path) {
+        Ok(d) => Ok(Some(d)),
+        Err(e) if e.kind() == IoErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(e, "cannot read").with_file(path)),
+    }
 }
 
 /// `Some(what)` unless the WAL holds no record: empty or zero padding.
 fn wal_holds_data(path: &Path) -> Result<Option<String>> {
-    let data = read(path)?;
+    let Some(data) = read(path)? else {
+        return Ok(None);
+    };
     let mut reader = LogReader::new(path, &data);
     Ok(match reader.read_record() {
         Ok(Some(_)) => Some("a WAL holding records".into()),
@@ -148,7 +173,9 @@ fn wal_holds_data(path: &Path) -> Result<Option<String>> {
 /// `Some(what)` unless the manifest is empty, torn, or describes only the
 /// initial empty tree (no tables, last sequence 0).
 fn manifest_holds_data(path: &Path) -> Result<Option<String>> {
-    let data = read(path)?;
+    let Some(data) = read(path)? else {
+        return Ok(None);
+    };
     let mut reader = LogReader::new(path, &data);
     loop {
         let record = match reader.read_record() {

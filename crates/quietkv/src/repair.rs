@@ -10,9 +10,18 @@
 //! What it does, in order:
 //!
 //! 1. Takes the LOCK exclusively: Busy if the database is in use.
+//!
+//! First it reads everything it will decide from: CURRENT, the manifests,
+//! every table whole and every WAL it may replay. An error that says
+//! nothing about the bytes (permission denied, EIO, too many open files)
+//! stops the repair there with that error, before anything was changed:
+//! only bytes that were read and failed verification are ever dropped.
+//!
 //! 2. Reads the *usable prefix* of the old manifest: the one CURRENT names,
-//!    else the newest manifest with a usable edit (see [`manifest`]). It
-//!    gives the tables' levels, the WAL log number, the database id.
+//!    else the newest manifest with a usable edit (see [`manifest`]); a
+//!    manifest recording another database id than most tables do is
+//!    another database's and is passed over. It gives the tables' levels,
+//!    the WAL log number, the database id.
 //! 3. Verifies every table fully (footer, index, properties, every data
 //!    block, key order, entry count, as `check` does). A table whose
 //!    properties name another file number (a copy or rename) or another
@@ -38,12 +47,24 @@
 //!      level-0 tables), so every intact table is merged into new,
 //!      non-overlapping level-0 tables ordered by internal key, each entry
 //!      kept once; the originals go to `lost/`. As in LevelDB, a leftover
-//!      obsolete table then contributes its entries.
+//!      obsolete table then contributes its entries;
+//!    * a table the manifest names that is missing from the directory is
+//!      reported with what the manifest knew of it (entries, deletes, key
+//!      range): its keys are lost, and keys it deleted may reappear with
+//!      older values.
 //! 5. Replays every WAL at or after the manifest's log number leniently
 //!    (records after a damaged one are salvaged; see [`wal`]) into new
-//!    level-0 tables; entries already in a kept table are skipped. WALs
-//!    older than the log number are not replayed (their writes are in
-//!    tables; replaying them could bring back compacted-away deletes).
+//!    level-0 tables. A WAL whose identity record names another database
+//!    or another file number (or, where the manifest says every WAL has
+//!    one, a WAL without one) is not this database's: it is never
+//!    replayed, and kept in `lost/`. Entries whose sequence numbers are at
+//!    or below the newest kept table's are skipped only if a kept table
+//!    really holds them; otherwise the record does not fit the manifest
+//!    and is reported as dropped (replayed into level 0 it would hide
+//!    newer values). WALs older than the log number are not replayed
+//!    (their writes are in tables; replaying them could bring back
+//!    compacted-away deletes). A WAL the manifest requires that is
+//!    missing, or is another database's, is reported as lost.
 //! 6. Writes a fresh manifest (every kept table, `next_file_number` and
 //!    `last_sequence` beyond everything seen, the old database id or a new
 //!    one, a new empty live WAL), then CURRENT (temporary file, sync,
@@ -174,6 +195,9 @@ pub struct RepairReport {
     pub tables_salvaged: Vec<SalvagedTable>,
     /// Tables not kept at all.
     pub tables_dropped: Vec<Dropped>,
+    /// Tables the manifest names that are missing from the directory, with
+    /// what the manifest recorded of them (`bytes`: their size).
+    pub tables_missing: Vec<Dropped>,
     /// New tables holding the merged data when no manifest was usable.
     pub merged_into: Vec<u64>,
     /// WAL files read.
@@ -186,8 +210,16 @@ pub struct RepairReport {
     pub wal_records_in_tables: u64,
     /// WALs older than the manifest's log number, not replayed.
     pub wals_skipped: Vec<PathBuf>,
-    /// Damaged or undecodable WAL regions.
+    /// Damaged or undecodable WAL regions, and records whose sequence
+    /// numbers do not fit the kept tables.
     pub wal_damage: Vec<Dropped>,
+    /// Whole WALs not replayed because they are not this database's (their
+    /// identity record names another database or file, or is missing where
+    /// the manifest says every WAL has one).
+    pub wals_dropped: Vec<Dropped>,
+    /// WALs the manifest requires (sealed, or the live one) that are
+    /// missing or were dropped: the acknowledged writes they held are lost.
+    pub wals_missing: Vec<Dropped>,
     /// New level-0 tables holding the salvaged WAL records.
     pub wal_tables: Vec<u64>,
     /// Every file moved (or copied) into `lost/`, at its new path.
@@ -201,12 +233,16 @@ pub struct RepairReport {
 }
 
 impl RepairReport {
-    /// Whether anything was dropped (a table, part of one, WAL bytes or a
+    /// Whether anything was dropped or found missing (a table, part of
+    /// one, a table or WAL the manifest names, WAL bytes, a whole WAL or a
     /// manifest edit).
     pub fn lost_anything(&self) -> bool {
         !self.tables_dropped.is_empty()
             || !self.tables_salvaged.is_empty()
+            || !self.tables_missing.is_empty()
             || !self.wal_damage.is_empty()
+            || !self.wals_dropped.is_empty()
+            || !self.wals_missing.is_empty()
             || self.manifest_damage.is_some()
     }
 }
@@ -229,7 +265,7 @@ pub fn repair_dir(dir: impl AsRef<Path>, opts: &RepairOptions) -> Result<RepairR
         )
         .with_file(dir));
     }
-    let env = IoEnv::open(dir, opts.db.io_options())?;
+    let env = IoEnv::open(dir, opts.db.io_options())?.with_fault_layer(opts.db.fault_layer.clone());
     let dir = env.dir().to_path_buf();
     Repair {
         env: &env,
@@ -323,7 +359,25 @@ struct Repair<'a> {
 
 impl Repair<'_> {
     fn run(mut self, files: &Files) -> Result<RepairReport> {
-        let (old, notes) = manifest::read_best(self.dir, &files.manifests);
+        // Read everything first: an error here changes nothing.
+        let scanned: Vec<(u64, Scanned)> = files
+            .tables
+            .iter()
+            .map(|&n| self.scan(n).map(|s| (n, s)))
+            .collect::<Result<_>>()?;
+        let tables_db_id = majority_db_id(&scanned);
+        let (old, notes) = manifest::read_best(self.env, self.dir, &files.manifests, tables_db_id)?;
+        let log_number = old.as_ref().map_or(0, |m| m.log_number);
+        let mut wal_images: Vec<(u64, Vec<u8>)> = Vec::new();
+        for &n in files.wals.iter().filter(|&&n| n >= log_number) {
+            let path = wal_path(self.dir, n);
+            let data = self
+                .env
+                .read_file(&path)
+                .map_err(|e| Error::io(e, "cannot read WAL").with_file(&path))?;
+            wal_images.push((n, data));
+        }
+
         self.report.manifest_notes = notes;
         if let Some(m) = &old {
             self.report.manifest = Some(m.path.clone());
@@ -333,11 +387,12 @@ impl Repair<'_> {
         }
         self.next_file = self.next_file.max(2);
 
-        let scanned: Vec<(u64, Scanned)> =
-            files.tables.iter().map(|&n| (n, self.scan(n))).collect();
         let (db_id, recovered) = match old.as_ref().map_or(0, |m| m.db_id) {
-            0 => match majority_db_id(&scanned) {
-                0 => (crate::db::new_db_id()?, false),
+            0 => match tables_db_id {
+                0 => match wal::majority_db_id(&wal_images) {
+                    0 => (crate::db::new_db_id()?, false),
+                    id => (id, true),
+                },
                 id => (id, true),
             },
             id => (id, true),
@@ -373,6 +428,12 @@ impl Repair<'_> {
             .collect();
         missing.sort_unstable();
         let placed = old.is_some() && missing.is_empty();
+        for n in &missing {
+            let (level, meta) = &named[n];
+            self.report
+                .tables_missing
+                .push(missing_table(self.dir, *level, meta));
+        }
         if !missing.is_empty() {
             self.report.manifest_notes.push(format!(
                 "the manifest names {} table(s) missing from the directory ({}): its levels cannot be trusted, so the intact tables were merged afresh",
@@ -487,7 +548,11 @@ impl Repair<'_> {
 
         // WALs: everything newer than the kept tables.
         let covered_seq = kept.iter().map(|(_, m)| m.largest_seq).max().unwrap_or(0);
-        let log_number = old.as_ref().map_or(0, |m| m.log_number);
+        let rule = crate::log::IdentityRule {
+            db_id,
+            required: old.as_ref().is_some_and(|m| m.wals_have_identity),
+        };
+        let mut in_tables = wal::KeptTables::new(self.env, self.dir, &kept);
         let mut next_file = self.next_file;
         let mut replay = wal::Replay::new(
             self.env,
@@ -497,16 +562,53 @@ impl Repair<'_> {
             covered_seq,
             &mut next_file,
         );
+        let mut dropped_wals = Vec::new();
         for &n in &files.wals {
             let path = wal_path(self.dir, n);
             if n < log_number {
                 self.report.wals_skipped.push(path.clone());
             } else {
-                replay.wal(n, &mut self.report)?;
+                let data = wal_images
+                    .iter()
+                    .find(|(m, _)| *m == n)
+                    .map(|(_, d)| d.as_slice())
+                    .expect("every WAL at or after the log number was read");
+                if let Some(why) = replay.wal(n, data, rule, &mut in_tables, &mut self.report)? {
+                    let bytes = data.len() as u64;
+                    self.report
+                        .wals_dropped
+                        .push(Dropped::whole(&path, bytes, why));
+                    dropped_wals.push(n);
+                }
             }
             self.lost.move_later(&path)?;
         }
         replay.flush()?;
+        if let Some(m) = &old {
+            for required in m.wals.required() {
+                let present = files.wals.binary_search(&required.number).is_ok();
+                if present && !dropped_wals.contains(&required.number) {
+                    continue;
+                }
+                let what = match required.sealed_len {
+                    Some(len) => format!("a WAL sealed at {len} bytes"),
+                    None => "the live WAL".to_string(),
+                };
+                let how = if present {
+                    "but the file there is not this database's (see the dropped WALs)"
+                } else {
+                    "but it is missing"
+                };
+                let path = wal_path(self.dir, required.number);
+                self.report.wals_missing.push(Dropped::whole(
+                    &path,
+                    required.sealed_len.unwrap_or(0),
+                    format!(
+                        "the manifest names it as {what}, {how}: the acknowledged writes it held are lost"
+                    ),
+                ));
+            }
+        }
         let wal_seq = replay.last_seq;
         let wal_tables = std::mem::take(&mut replay.tables);
         drop(replay);
@@ -522,27 +624,31 @@ impl Repair<'_> {
         Ok(self.report)
     }
 
-    fn scan(&self, n: u64) -> Scanned {
+    /// Verifies table `n` whole. `Err` only for an error that says nothing
+    /// about its bytes (see [`cannot_read`]): the repair stops.
+    fn scan(&self, n: u64) -> Result<Scanned> {
         let path = table_path(self.dir, n);
-        match scan_table(&path, n) {
+        Ok(match scan_table(Some(self.env), &path, n) {
             Ok(s) => Scanned::Intact {
                 size: s.size,
                 props: s.props,
             },
+            Err((e, _)) if cannot_read(&e) => return Err(e),
             Err((e, _)) => {
                 let why = describe(&e);
                 // Can its blocks be located at all?
-                match crate::check::FileSource::open(&path).and_then(|src| {
+                match crate::check::FileSource::open(Some(self.env), &path).and_then(|src| {
                     crate::table::TableReader::open(std::sync::Arc::new(src), n, None)
                 }) {
                     Ok(t) => Scanned::Damaged {
                         props: t.properties().clone(),
                         why,
                     },
+                    Err(e) if cannot_read(&e) => return Err(e),
                     Err(_) => Scanned::Unreadable { why },
                 }
             }
-        }
+        })
     }
 
     fn drop_table(&mut self, path: &Path, reason: String) -> Result<()> {
@@ -618,6 +724,8 @@ impl Repair<'_> {
         edit.next_file_number = Some(self.next_file);
         edit.last_sequence = Some(last_seq);
         edit.db_id = Some(db_id);
+        edit.manifest_number = Some(manifest_number);
+        edit.wals_have_identity = true;
         // The tree must be one recovery accepts before anything is replaced.
         crate::version::Version::new().apply(&edit).map_err(|e| {
             Error::caused_by(
@@ -672,6 +780,36 @@ fn foreign(n: u64, props: &TableProperties, db_id: u64) -> Option<String> {
         ));
     }
     None
+}
+
+/// Whether `e` is an error that says nothing about a file's bytes: it
+/// could not be opened or read at all (permission denied, EIO, too many
+/// open files, ...). A file shorter than its own structure says is damage,
+/// not this.
+pub(crate) fn cannot_read(e: &Error) -> bool {
+    e.kind() == ErrorKind::Io && e.io_error_kind() != Some(std::io::ErrorKind::UnexpectedEof)
+}
+
+/// The report of a table the manifest names at `level` but the directory
+/// lacks: what the manifest knew of it, and what losing it can mean.
+fn missing_table(dir: &Path, level: usize, meta: &FileMeta) -> Dropped {
+    let deletes = if meta.num_deletes > 0 {
+        format!(
+            "; {} of them were deletes, so keys they deleted may reappear with older values",
+            meta.num_deletes
+        )
+    } else {
+        String::new()
+    };
+    let reason = format!(
+        "named by the manifest (level {level}) but missing from the directory: its {} entries (sequence numbers {}..={}, keys {:?}..={:?}) are lost{deletes}",
+        meta.num_entries,
+        meta.smallest_seq,
+        meta.largest_seq,
+        String::from_utf8_lossy(meta.smallest_user_key()),
+        String::from_utf8_lossy(meta.largest_user_key()),
+    );
+    Dropped::whole(&table_path(dir, meta.number), meta.size, reason)
 }
 
 /// The database id most intact tables record (0 if none records one).

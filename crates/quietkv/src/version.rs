@@ -100,6 +100,13 @@ pub struct VersionEdit {
     /// files from another one's. `None` in every other edit (and in
     /// manifests of databases created before ids existed).
     pub db_id: Option<u64>,
+    /// The manifest's own file number, written in the edit that starts
+    /// it: a manifest copied or renamed to another number is Corruption.
+    pub manifest_number: Option<u64>,
+    /// Set in the edit that starts each manifest written since WALs carry
+    /// identity records: every WAL this manifest may have replayed starts
+    /// with one, so a WAL without one is not this database's.
+    pub wals_have_identity: bool,
 }
 
 const TAG_LOG_NUMBER: u64 = 1;
@@ -111,6 +118,8 @@ const TAG_NEW_FILE: u64 = 6;
 const TAG_SEALED_WAL: u64 = 7;
 const TAG_LIVE_WAL: u64 = 8;
 const TAG_DB_ID: u64 = 9;
+const TAG_MANIFEST_NUMBER: u64 = 10;
+const TAG_WALS_HAVE_IDENTITY: u64 = 11;
 
 fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     put_u64(out, b.len() as u64);
@@ -239,6 +248,13 @@ impl VersionEdit {
             put_u64(&mut out, TAG_DB_ID);
             put_u64(&mut out, v);
         }
+        if let Some(v) = self.manifest_number {
+            put_u64(&mut out, TAG_MANIFEST_NUMBER);
+            put_u64(&mut out, v);
+        }
+        if self.wals_have_identity {
+            put_u64(&mut out, TAG_WALS_HAVE_IDENTITY);
+        }
         out
     }
 
@@ -315,6 +331,16 @@ impl VersionEdit {
                 TAG_DB_ID => {
                     let v = r.varint("database id")?;
                     set_once(&mut e.db_id, v, &r, "database id")?;
+                }
+                TAG_MANIFEST_NUMBER => {
+                    let v = r.varint("manifest number")?;
+                    set_once(&mut e.manifest_number, v, &r, "manifest number")?;
+                }
+                TAG_WALS_HAVE_IDENTITY => {
+                    if e.wals_have_identity {
+                        return Err(r.err("duplicate WAL identity flag"));
+                    }
+                    e.wals_have_identity = true;
                 }
                 other => {
                     return Err(
@@ -654,6 +680,8 @@ pub(crate) mod tests {
             next_file_number: Some(u64::MAX),
             last_sequence: Some(1 << 50),
             db_id: Some(0x1234_5678_9abc_def0),
+            manifest_number: Some(11),
+            wals_have_identity: true,
             ..Default::default()
         };
         e.compact_pointers
@@ -670,8 +698,13 @@ pub(crate) mod tests {
             VersionEdit::decode(&bad).unwrap_err().kind(),
             ErrorKind::Corruption
         );
-        // Truncated in the middle of the last record.
-        let err = VersionEdit::decode(&enc[..enc.len() - 1]).unwrap_err();
+        // Truncated in the middle of the last record (one with a value).
+        let no_flag = VersionEdit {
+            wals_have_identity: false,
+            ..e.clone()
+        }
+        .encode();
+        let err = VersionEdit::decode(&no_flag[..no_flag.len() - 1]).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Corruption);
         // Duplicate singleton field.
         let mut dup = enc.clone();
@@ -679,8 +712,12 @@ pub(crate) mod tests {
         assert!(VersionEdit::decode(&dup).is_err());
         let mut dup = enc.clone();
         dup.extend_from_slice(&[TAG_DB_ID as u8, 5]);
-        let e = VersionEdit::decode(&dup).unwrap_err();
-        assert!(e.to_string().contains("duplicate database id"), "{e}");
+        let err = VersionEdit::decode(&dup).unwrap_err();
+        assert!(err.to_string().contains("duplicate database id"), "{err}");
+        let mut dup = enc.clone();
+        dup.push(TAG_WALS_HAVE_IDENTITY as u8);
+        let err = VersionEdit::decode(&dup).unwrap_err();
+        assert!(err.to_string().contains("duplicate WAL identity"), "{err}");
         // Level out of range.
         assert!(VersionEdit::decode(&[5, 7, 1]).is_err());
         assert!(VersionEdit::decode(&[5, 6, 1]).is_ok());
@@ -853,6 +890,8 @@ pub(crate) mod tests {
                 sealed_wals: sealed,
                 live_wal: live,
                 db_id: id,
+                manifest_number: id.map(|i| i % 1000),
+                wals_have_identity: a.is_some_and(|n| n % 2 == 0),
             })
     }
 

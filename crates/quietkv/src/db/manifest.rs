@@ -57,8 +57,9 @@ pub(crate) fn snapshot_edit(
     edit
 }
 
-/// Creates manifest `number` holding `snapshot`, synced. On failure the
-/// file is removed (best effort): nothing names it yet.
+/// Creates manifest `number` holding `snapshot` (stamped with the
+/// manifest's own number), synced. On failure the file is removed (best
+/// effort): nothing names it yet.
 pub(crate) fn write_new(
     env: &IoEnv,
     dir: &Path,
@@ -66,6 +67,13 @@ pub(crate) fn write_new(
     snapshot: &VersionEdit,
 ) -> Result<LogWriter<LogFile>> {
     let path = dir.join(manifest_name(number));
+    // Every manifest names itself, and says that the WALs it may replay
+    // (all written by this version) start with identity records.
+    let snapshot = VersionEdit {
+        manifest_number: Some(number),
+        wals_have_identity: true,
+        ..snapshot.clone()
+    };
     let result = (|| {
         let mut w = LogWriter::new(LogFile::Seq(env.create(&path, IoClass::Manifest)?));
         w.add_record(&snapshot.encode())?;

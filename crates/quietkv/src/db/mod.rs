@@ -38,7 +38,9 @@ use std::ops::RangeBounds;
 
 pub use iter::DbIter;
 pub(crate) use iter::KeyRange;
-pub(crate) use recovery::{meta_from, missing_wal, new_db_id, set_current, write_l0};
+pub(crate) use recovery::{
+    check_manifest_number, meta_from, missing_wal, new_db_id, set_current, write_l0,
+};
 pub use stats::{CompactionStats, DbStats, LevelCompactionStats, LevelStats, WriteStallStats};
 
 /// What readers need to see one consistent state: the memtables and the
@@ -131,7 +133,7 @@ pub(crate) struct Inner {
     pub env: Arc<IoEnv>,
     /// Exclusive for a writer; shared (or none, when the directory has no
     /// LOCK file) for a read-only open.
-    pub _lock: Option<crate::lockfile::DirLock>,
+    pub lock: Option<crate::lockfile::DirLock>,
     /// Opened with [`Db::open_read_only`].
     pub read_only: bool,
     pub table_cache: Arc<TableCache>,
@@ -460,7 +462,8 @@ impl Drop for Db {
     }
 }
 
-/// A writer for new WAL `number` in `file`: compressed as the options say,
+/// A writer for new WAL `number` of database `db_id` in `file`, starting
+/// with the identity record that names both: compressed as the options say,
 /// and in the recyclable format when recycling is on (a WAL written
 /// otherwise may never be reused: its records do not name their log).
 ///
@@ -468,13 +471,19 @@ impl Drop for Db {
 /// life then finds every block allocated (and, up to where an earlier life
 /// wrote, written), so steady writes neither allocate nor extend it. Its
 /// length in the manifest is what the reader goes by, not the file's.
-pub(crate) fn new_wal_writer(opts: &Options, mut file: LogFile, number: u64) -> LogWriter<LogFile> {
+pub(crate) fn new_wal_writer(
+    opts: &Options,
+    mut file: LogFile,
+    number: u64,
+    db_id: u64,
+) -> LogWriter<LogFile> {
     if opts.wal_recycle_count > 0 {
         file.keep_allocation();
     }
     let w = LogWriter::new(file)
         .with_compression(opts.wal_compression)
-        .defer_sync_marks();
+        .defer_sync_marks()
+        .with_identity(db_id, number);
     if opts.wal_recycle_count > 0 {
         w.recyclable(number)
     } else {
@@ -520,6 +529,15 @@ impl Inner {
         self.done_cv.notify_all();
     }
 
+    /// Checks that this process still holds the database's LOCK file (see
+    /// [`crate::lockfile`]); Busy if another process took it.
+    pub(crate) fn verify_lock(&self) -> Result<()> {
+        match &self.lock {
+            Some(lock) => lock.verify(),
+            None => Ok(()),
+        }
+    }
+
     /// Publishes a new reader view of the current state.
     pub(crate) fn refresh_super_version(&self, st: &mut State) {
         let sv = SuperVersion {
@@ -533,6 +551,10 @@ impl Inner {
     /// Logs `edit` to the manifest (synced) and makes it the current
     /// version; rotates the manifest once it has grown past its limit.
     pub(crate) fn install(&self, st: &mut State, mut edit: VersionEdit) -> Result<()> {
+        if let Err(e) = self.verify_lock() {
+            self.set_bg_error(st, &e);
+            return Err(e);
+        }
         edit.next_file_number = Some(st.next_file);
         edit.last_sequence = Some(self.visible_seq.load(Ordering::Acquire));
         let next = st.version.apply(&edit)?;
@@ -588,7 +610,7 @@ impl Inner {
     /// A writer for new WAL `number` in `file`, in the recyclable format
     /// when recycling is on.
     pub(crate) fn wal_writer(&self, file: LogFile, number: u64) -> LogWriter<LogFile> {
-        new_wal_writer(&self.opts, file, number)
+        new_wal_writer(&self.opts, file, number, self.db_id)
     }
 
     /// Deletes tables no version uses any more, WALs whose data is in

@@ -92,6 +92,11 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
         }
     };
     check_tables_present(&dir, &recovered.version)?;
+    // 0 for a database created before ids existed: it keeps having none
+    // (its tables may record one its manifest lost, so a new one would
+    // make them foreign), and its WALs' identity records name only the
+    // file.
+    let db_id = recovered.db_id;
 
     // Replay every WAL the manifest does not cover, oldest first. Data that
     // outgrows a memtable is written to L0 as it goes.
@@ -105,7 +110,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
     let replayed = replay_wals(&env, &dir, &recovered, &wals, opts.memtable_size, |mem| {
         let number = next_file;
         next_file += 1;
-        if let Some(meta) = write_l0(&env, &dir, &opts, &mem, number, recovered.db_id)? {
+        if let Some(meta) = write_l0(&env, &dir, &opts, &mem, number, db_id)? {
             edit.add_file(0, meta);
         }
         Ok(())
@@ -117,7 +122,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
     if !replayed.mem.is_empty() {
         let number = next_file;
         next_file += 1;
-        if let Some(meta) = write_l0(&env, &dir, &opts, &replayed.mem, number, recovered.db_id)? {
+        if let Some(meta) = write_l0(&env, &dir, &opts, &replayed.mem, number, db_id)? {
             edit.add_file(0, meta);
         }
     }
@@ -130,14 +135,13 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
     let manifest_number = next_file + 1;
     next_file += 2;
     let wals = WalSet::starting_at(wal_number);
-    let snapshot =
-        super::manifest::snapshot_edit(&version, &wals, next_file, last_seq, recovered.db_id);
+    let snapshot = super::manifest::snapshot_edit(&version, &wals, next_file, last_seq, db_id);
     let manifest = super::manifest::write_new(&env, &dir, manifest_number, &snapshot)?;
     let manifest_snapshot_bytes = manifest.bytes_written();
     let wal_file = LogFile::create_wal(&env, &wal_path(&dir, wal_number), opts.wal_segment_size)?;
     set_current(&env, &dir, manifest_number)?;
 
-    let wal = super::new_wal_writer(&opts, wal_file, wal_number);
+    let wal = super::new_wal_writer(&opts, wal_file, wal_number, db_id);
     let inner = build_inner(
         dir,
         opts,
@@ -150,7 +154,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
             wal_number,
         }),
         version,
-        recovered.db_id,
+        db_id,
         Arc::new(Memtable::new()),
         next_file,
         last_seq,
@@ -183,7 +187,7 @@ pub(crate) fn open_read_only(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
             Error::invalid("database directory does not exist").with_file(dir)
         });
     }
-    let lock = crate::lockfile::lock_shared(dir)?;
+    let lock = Some(crate::lockfile::lock_shared(dir)?);
     let env = Arc::new(
         IoEnv::open_read_only(dir, &current, opts.io_options())?
             .with_fault_layer(opts.fault_layer.clone()),
@@ -281,7 +285,9 @@ fn replay_wals(
         let data = env
             .read_file(&path)
             .map_err(|e| Error::io(e, "cannot read WAL").with_file(&path))?;
-        let mut reader = LogReader::new(&path, &data).for_log(n);
+        let mut reader = LogReader::new(&path, &data)
+            .for_log(n)
+            .expect_identity(recovered.identity_rule());
         if let Some(len) = recovered.wals.sealed_len(n) {
             reader = reader.sealed_at(len);
         }
@@ -403,7 +409,7 @@ fn build_inner(
         db_id,
         opts,
         env,
-        _lock: lock,
+        lock,
         read_only: manifest.is_none(),
         table_cache,
         state: Mutex::new(State {
@@ -461,6 +467,19 @@ pub(crate) struct Recovered {
     /// 0 when the manifest has none (a database created before ids
     /// existed): table ids are then not compared.
     pub(crate) db_id: u64,
+    /// Whether every WAL the manifest may replay starts with an identity
+    /// record (a manifest written since WALs carry them).
+    pub(crate) wals_have_identity: bool,
+}
+
+impl Recovered {
+    /// What the identity records of the WALs this manifest replays must say.
+    pub(crate) fn identity_rule(&self) -> crate::log::IdentityRule {
+        crate::log::IdentityRule {
+            db_id: self.db_id,
+            required: self.wals_have_identity,
+        }
+    }
 }
 
 /// Replays the manifest named by CURRENT. A torn last record is an edit
@@ -522,6 +541,10 @@ pub(crate) fn replay_manifest(path: &Path, data: &[u8]) -> Result<Recovered> {
         }
         r.db_id = crate::table::identity::db_id_after_edit(r.db_id, edit.db_id)
             .map_err(|e| e.with_file(path).with_offset(offset))?;
+        if let Some(named) = edit.manifest_number {
+            check_manifest_number(path, named).map_err(|e| e.with_offset(offset))?;
+        }
+        r.wals_have_identity |= edit.wals_have_identity;
         edits += 1;
     }
     if edits == 0 {
@@ -535,6 +558,21 @@ pub(crate) fn replay_manifest(path: &Path, data: &[u8]) -> Result<Recovered> {
         .with_file(path)
     })?;
     Ok(r)
+}
+
+/// Corruption if the manifest at `path` records another number than its
+/// name's: an older manifest copied over, or one renamed.
+pub(crate) fn check_manifest_number(path: &Path, recorded: u64) -> Result<()> {
+    let name = path.file_name().and_then(|n| n.to_str());
+    match name.and_then(filenames::parse) {
+        Some(FileKind::Manifest(n)) if n != recorded => Err(Error::corruption(format!(
+            "the manifest says it is {}, not {}: it was copied or renamed over",
+            manifest_name(recorded),
+            manifest_name(n)
+        ))
+        .with_file(path)),
+        _ => Ok(()),
+    }
 }
 
 /// Points CURRENT at a manifest: write a temporary file, sync it, rename

@@ -206,7 +206,12 @@ fn make_room(inner: &Arc<Inner>, force: bool) -> Result<Arc<Memtable>> {
             continue;
         }
         // Switch: a new WAL for the new memtable; the old WAL is synced and
-        // closed (its data is now only needed until the flush).
+        // closed (its data is now only needed until the flush). Not while
+        // another process may hold this database's LOCK file.
+        if let Err(e) = inner.verify_lock() {
+            inner.set_bg_error(&mut st, &e);
+            return Err(e);
+        }
         let number = st.new_file_number();
         let path = wal_path(&inner.dir, number);
         let file = match open_new_wal(inner, &mut st, &path) {

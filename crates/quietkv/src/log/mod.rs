@@ -38,6 +38,16 @@
 //! a process crash between two commits, or a close that fails before the
 //! seal, then also leaves the last synced records without their mark.)
 //!
+//! 7 = an identity record, the first record of every WAL this version
+//! writes: whose log the file is (see [`LogIdentity`]). Its 17-byte
+//! payload is a kind byte (1 = WAL), the database id (u64 little endian)
+//! and the log's file number (u64 little endian). A reader skips it like a
+//! sync mark; one asked to ([`LogReader::expect_identity`]) compares it
+//! with the database and file it reads, so a WAL copied in from another
+//! database, or renamed, is Corruption instead of another database's
+//! writes replayed as this one's. It is written with the first record, not
+//! when the file is created, so a WAL nobody wrote to stays empty.
+//!
 //! 3 = a compressed record (WAL compression): the payload is one byte naming
 //! the codec (1 lz4, 2 zstd), the uncompressed length (u32 little endian)
 //! and the compressed bytes; readers return the uncompressed payload, so a
@@ -49,8 +59,8 @@
 //!
 //! A WAL written with recycling on (see
 //! [`Options::wal_recycle_count`](crate::Options::wal_recycle_count)) uses
-//! types 4, 5 and 6: a full record, a sync mark and a compressed record as
-//! above, whose header also carries the number of the log the writer was
+//! types 4, 5, 6 and 8: a full record, a sync mark, a compressed record and
+//! an identity record as above, whose header also carries the number of the log the writer was
 //! writing (u64 little endian), covered by the header checksum:
 //!
 //! ```text
@@ -78,10 +88,12 @@
 //! manifest recorded as sealed at a known length, are described on
 //! [`LogReader`].
 
+mod identity;
 mod reader;
 pub(crate) mod salvage;
 mod writer;
 
+pub(crate) use identity::{IdentityRule, LogIdentity};
 pub use reader::{LogReader, TailState};
 pub use writer::{LogSink, LogWriter};
 
@@ -113,10 +125,8 @@ pub(crate) enum RecordType {
     Full = 1,
     SyncMark = 2,
     Compressed = 3,
+    Identity = 7,
 }
-
-/// How far the recyclable type codes are from the plain ones.
-const RECYCLABLE_TYPE_DELTA: u8 = 3;
 
 impl RecordType {
     /// The kind of a type byte of either format.
@@ -125,16 +135,22 @@ impl RecordType {
             1 | 4 => Some(RecordType::Full),
             2 | 5 => Some(RecordType::SyncMark),
             3 | 6 => Some(RecordType::Compressed),
+            7 | 8 => Some(RecordType::Identity),
             _ => None,
         }
     }
 
     /// The type byte of this kind, in the recyclable format or not.
     pub(crate) fn code(self, recyclable: bool) -> u8 {
-        if recyclable {
-            self as u8 + RECYCLABLE_TYPE_DELTA
-        } else {
-            self as u8
+        match (self, recyclable) {
+            (RecordType::Full, false) => 1,
+            (RecordType::SyncMark, false) => 2,
+            (RecordType::Compressed, false) => 3,
+            (RecordType::Full, true) => 4,
+            (RecordType::SyncMark, true) => 5,
+            (RecordType::Compressed, true) => 6,
+            (RecordType::Identity, false) => 7,
+            (RecordType::Identity, true) => 8,
         }
     }
 }
@@ -142,9 +158,7 @@ impl RecordType {
 /// Whether a type byte names a recyclable record (whose header is
 /// [`RECYCLABLE_HEADER_LEN`] bytes).
 pub(crate) fn is_recyclable_code(b: u8) -> bool {
-    (RecordType::Full as u8 + RECYCLABLE_TYPE_DELTA
-        ..=RecordType::Compressed as u8 + RECYCLABLE_TYPE_DELTA)
-        .contains(&b)
+    matches!(b, 4 | 5 | 6 | 8)
 }
 
 /// The payload of a [`RecordType::Compressed`] record, decompressed.

@@ -4,8 +4,8 @@ use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use super::{
-    decode_header, is_recyclable_code, record_crc, ParsedHeader, RecordType, HEADER_LEN,
-    SYNC_MARK_LEN,
+    decode_header, is_recyclable_code, record_crc, IdentityRule, LogIdentity, ParsedHeader,
+    RecordType, HEADER_LEN, SYNC_MARK_LEN,
 };
 use crate::error::{Error, Result};
 
@@ -125,6 +125,10 @@ pub struct LogReader<'a> {
     /// Whether this log's records are recyclable, once the first intact
     /// one of this log said so.
     recyclable: Option<bool>,
+    /// What the log's identity record must say, when the caller knows.
+    identity_rule: Option<IdentityRule>,
+    /// The identity record read, if the log has one.
+    identity: Option<LogIdentity>,
 }
 
 impl<'a> LogReader<'a> {
@@ -141,7 +145,18 @@ impl<'a> LogReader<'a> {
             synced_len: 0,
             log_number: None,
             recyclable: None,
+            identity_rule: None,
+            identity: None,
         }
+    }
+
+    /// Compares the log's identity record with `rule` (and with the number
+    /// given to [`for_log`](Self::for_log)): a WAL of another database, one
+    /// copied or renamed over, or (when the rule requires one) one without
+    /// an identity record is Corruption at its first record.
+    pub(crate) fn expect_identity(mut self, rule: IdentityRule) -> Self {
+        self.identity_rule = Some(rule);
+        self
     }
 
     /// Reads the image as log `number` (a WAL's file number): recyclable
@@ -253,7 +268,28 @@ impl<'a> LogReader<'a> {
                     ));
                 }
             }
+            if matches!(ty, RecordType::Full | RecordType::Compressed) && self.identity.is_none() {
+                if let Some(why) = self.identity_rule.and_then(|r| r.missing()) {
+                    return Err((why, start as u64));
+                }
+            }
             match ty {
+                RecordType::Identity => {
+                    if start != 0 {
+                        return Err((
+                            format!("identity record at offset {start}: only a log's first record names it"),
+                            start as u64,
+                        ));
+                    }
+                    let id = LogIdentity::decode(payload).map_err(|why| (why, start as u64))?;
+                    if let Some(rule) = self.identity_rule {
+                        let number = self.log_number.unwrap_or(id.number);
+                        if let Some(why) = rule.mismatch(number, &id) {
+                            return Err((why, start as u64));
+                        }
+                    }
+                    self.identity = Some(id);
+                }
                 RecordType::Full => {
                     self.last_record_offset = start as u64;
                     return Ok(Some(Cow::Borrowed(payload)));

@@ -31,6 +31,12 @@ pub(crate) enum Salvaged<'a> {
     /// Bytes that hold no intact record: damage, or a torn tail when
     /// `to_end` is set and the scanner found nothing after it.
     Damaged { offset: u64, len: u64, to_end: bool },
+    /// An intact identity record (a WAL's first): whose log this is, or
+    /// why its payload does not say.
+    Identity {
+        offset: u64,
+        identity: Result<super::LogIdentity, String>,
+    },
 }
 
 /// Scans a whole log image; zero padding at the end is neither a record nor
@@ -72,6 +78,10 @@ pub(crate) fn salvage_records(data: &[u8], log_number: Option<u64>) -> Vec<Salva
                             to_end: false,
                         }),
                     },
+                    RecordType::Identity => out.push(Salvaged::Identity {
+                        offset: pos as u64,
+                        identity: super::LogIdentity::decode(payload),
+                    }),
                     RecordType::SyncMark => {}
                 }
                 pos += len;
@@ -189,7 +199,7 @@ mod tests {
         s.iter()
             .filter_map(|x| match x {
                 Salvaged::Record { payload, .. } => Some(&payload[..]),
-                Salvaged::Damaged { .. } => None,
+                Salvaged::Damaged { .. } | Salvaged::Identity { .. } => None,
             })
             .collect()
     }

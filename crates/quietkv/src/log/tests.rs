@@ -705,7 +705,7 @@ fn compressed_records_read_back_as_written_and_only_when_smaller() {
             .into_iter()
             .filter_map(|s| match s {
                 salvage::Salvaged::Record { payload, .. } => Some(payload.to_vec()),
-                salvage::Salvaged::Damaged { .. } => None,
+                salvage::Salvaged::Damaged { .. } | salvage::Salvaged::Identity { .. } => None,
             })
             .collect();
         assert_eq!(salvaged, records);
@@ -1170,7 +1170,7 @@ fn salvage_skips_stale_records_of_another_log() {
         .into_iter()
         .filter_map(|s| match s {
             salvage::Salvaged::Record { payload, .. } => Some(payload.to_vec()),
-            salvage::Salvaged::Damaged { .. } => None,
+            salvage::Salvaged::Damaged { .. } | salvage::Salvaged::Identity { .. } => None,
         })
         .collect();
     assert_eq!(found, new_records);

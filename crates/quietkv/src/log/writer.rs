@@ -1,8 +1,8 @@
 //! Appending records to a log through a [`LogSink`].
 
 use super::{
-    encode_header, encode_recyclable_header, RecordType, MAX_COMPRESSED_RECORD_LEN, MAX_RECORD_LEN,
-    MIN_COMPRESSED_RECORD_LEN,
+    encode_header, encode_recyclable_header, LogIdentity, RecordType, MAX_COMPRESSED_RECORD_LEN,
+    MAX_RECORD_LEN, MIN_COMPRESSED_RECORD_LEN,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::table::Compression;
@@ -98,6 +98,9 @@ pub struct LogWriter<S: LogSink> {
     /// Whether a sync mark may wait in the sink's buffer (see
     /// [`defer_sync_marks`](Self::defer_sync_marks)).
     defer_marks: bool,
+    /// The identity record still to be written before the first record
+    /// (see [`with_identity`](Self::with_identity)).
+    pending_identity: Option<LogIdentity>,
     failed: bool,
 }
 
@@ -120,8 +123,18 @@ impl<S: LogSink> LogWriter<S> {
             compressed: Vec::new(),
             log_number: None,
             defer_marks: false,
+            pending_identity: None,
             failed: false,
         }
+    }
+
+    /// Starts the log with an identity record naming database `db_id` and
+    /// log `number` (a WAL's file number), written together with the first
+    /// record so that a log nobody wrote to stays empty. For a new (or
+    /// recycled, overwritten) WAL; see the module docs.
+    pub(crate) fn with_identity(mut self, db_id: u64, number: u64) -> Self {
+        self.pending_identity = Some(LogIdentity { db_id, number });
+        self
     }
 
     /// Compresses records of [`MIN_COMPRESSED_RECORD_LEN`] to
@@ -181,6 +194,9 @@ impl<S: LogSink> LogWriter<S> {
     }
 
     fn append(&mut self, ty: RecordType, payload: &[u8]) -> Result<()> {
+        if let Some(id) = self.pending_identity.take() {
+            self.append(RecordType::Identity, &id.encode())?;
+        }
         let recyclable;
         let plain;
         let header: &[u8] = match self.log_number {

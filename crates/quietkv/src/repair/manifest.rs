@@ -6,15 +6,19 @@
 //! CURRENT names is preferred; if CURRENT is missing, unreadable or names a
 //! manifest that yields no edit, the other manifests are tried newest first.
 
-use std::fs;
+use std::io::ErrorKind as IoErrorKind;
 use std::path::{Path, PathBuf};
 
+use quietio::IoEnv;
+
 use super::Dropped;
+use crate::error::{Error, Result};
 use crate::filenames::{self, manifest_name, FileKind, CURRENT};
 use crate::key::SeqNo;
 use crate::log::salvage::{salvage_records, Salvaged};
 use crate::table::identity::db_id_after_edit;
 use crate::version::{Version, VersionBuilder, VersionEdit};
+use crate::wal_set::WalSet;
 
 /// What the usable edits of one manifest say.
 pub(super) struct OldManifest {
@@ -26,16 +30,30 @@ pub(super) struct OldManifest {
     pub last_seq: SeqNo,
     /// 0 = the manifest records none.
     pub db_id: u64,
+    /// The WALs its edits require (sealed ones and the live one).
+    pub wals: WalSet,
+    /// Whether every WAL it may replay starts with an identity record.
+    pub wals_have_identity: bool,
     /// The first edit that could not be used, if any.
     pub damage: Option<Dropped>,
 }
 
 /// The best manifest to guide the repair, and why others were passed over.
-pub(super) fn read_best(dir: &Path, manifests: &[u64]) -> (Option<OldManifest>, Vec<String>) {
+/// `Err` only if CURRENT or a manifest could not be read at all (an error
+/// that says nothing about its bytes): the repair stops there.
+/// `tables_db_id`: the database id most tables record (0: unknown); a
+/// manifest recording another one is another database's and is passed
+/// over.
+pub(super) fn read_best(
+    env: &IoEnv,
+    dir: &Path,
+    manifests: &[u64],
+    tables_db_id: u64,
+) -> Result<(Option<OldManifest>, Vec<String>)> {
     let mut notes = Vec::new();
     let mut candidates: Vec<u64> = manifests.to_vec();
     candidates.sort_unstable_by(|a, b| b.cmp(a));
-    match named_by_current(dir) {
+    match named_by_current(env, dir)? {
         Ok(n) if candidates.contains(&n) => {
             candidates.retain(|&c| c != n);
             candidates.insert(0, n);
@@ -48,28 +66,50 @@ pub(super) fn read_best(dir: &Path, manifests: &[u64]) -> (Option<OldManifest>, 
     }
     for n in candidates {
         let path = dir.join(manifest_name(n));
-        match read_prefix(&path) {
-            Ok(m) => return (Some(m), notes),
+        let data = match env.read_file(&path) {
+            Ok(d) => d,
+            Err(e) if e.kind() == IoErrorKind::NotFound => {
+                notes.push(format!("{}: vanished during the repair", path.display()));
+                continue;
+            }
+            Err(e) => return Err(Error::io(e, "cannot read the manifest").with_file(&path)),
+        };
+        match read_prefix(&path, &data) {
+            Ok(m) if m.db_id != 0 && tables_db_id != 0 && m.db_id != tables_db_id => {
+                notes.push(format!(
+                    "{}: records database {:016x}, but the tables were written by database {tables_db_id:016x}: another database's manifest, not used",
+                    path.display(),
+                    m.db_id
+                ));
+            }
+            Ok(m) => return Ok((Some(m), notes)),
             Err(why) => notes.push(format!("{}: {why}", path.display())),
         }
     }
-    (None, notes)
+    Ok((None, notes))
 }
 
-fn named_by_current(dir: &Path) -> std::result::Result<u64, String> {
+/// The manifest CURRENT names, or why it names none (`Err` if CURRENT
+/// exists but cannot be read).
+fn named_by_current(env: &IoEnv, dir: &Path) -> Result<std::result::Result<u64, String>> {
     let path = dir.join(CURRENT);
-    let data = fs::read(&path).map_err(|e| format!("cannot read CURRENT: {e}"))?;
+    let data = match env.read_file(&path) {
+        Ok(d) => d,
+        Err(e) if e.kind() == IoErrorKind::NotFound => {
+            return Ok(Err("CURRENT is missing".to_string()))
+        }
+        Err(e) => return Err(Error::io(e, "cannot read CURRENT").with_file(&path)),
+    };
     let name = String::from_utf8_lossy(&data);
-    match filenames::parse(name.trim_end_matches('\n')) {
+    Ok(match filenames::parse(name.trim_end_matches('\n')) {
         Some(FileKind::Manifest(n)) => Ok(n),
         _ => Err(format!("CURRENT does not name a manifest: {name:?}")),
-    }
+    })
 }
 
-/// The usable prefix of one manifest; `Err` (why) if not even its first
-/// edit is usable.
-fn read_prefix(path: &Path) -> std::result::Result<OldManifest, String> {
-    let data = fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
+/// The usable prefix of the manifest image `data` read from `path`; `Err`
+/// (why) if not even its first edit is usable.
+fn read_prefix(path: &Path, data: &[u8]) -> std::result::Result<OldManifest, String> {
     let mut m = OldManifest {
         path: path.to_path_buf(),
         edits: 0,
@@ -78,12 +118,23 @@ fn read_prefix(path: &Path) -> std::result::Result<OldManifest, String> {
         next_file: 0,
         last_seq: 0,
         db_id: 0,
+        wals: WalSet::default(),
+        wals_have_identity: false,
         damage: None,
     };
     let mut builder = VersionBuilder::new(&Version::new());
     let mut applied: Vec<VersionEdit> = Vec::new();
-    for item in salvage_records(&data, None) {
+    for item in salvage_records(data, None) {
         let problem = match item {
+            Salvaged::Identity { offset, .. } => {
+                m.damage = Some(Dropped::at(
+                    path,
+                    offset,
+                    0,
+                    "a WAL's identity record: the file is not a manifest",
+                ));
+                break;
+            }
             Salvaged::Damaged {
                 offset,
                 len,
@@ -102,12 +153,17 @@ fn read_prefix(path: &Path) -> std::result::Result<OldManifest, String> {
             } => {
                 let result = VersionEdit::decode(&payload).and_then(|e| {
                     let id = db_id_after_edit(m.db_id, e.db_id)?;
+                    if let Some(named) = e.manifest_number {
+                        crate::db::check_manifest_number(path, named)?;
+                    }
                     builder.apply(&e)?;
                     Ok((e, id))
                 });
                 match result {
                     Ok((edit, id)) => {
                         m.db_id = id;
+                        m.wals.apply(&edit);
+                        m.wals_have_identity |= edit.wals_have_identity;
                         if let Some(n) = edit.log_number {
                             m.log_number = n;
                         }
@@ -162,6 +218,12 @@ mod tests {
     use super::*;
     use crate::log::LogWriter;
     use crate::version::tests::meta;
+    use std::fs;
+
+    fn read_best(dir: &Path, manifests: &[u64]) -> (Option<OldManifest>, Vec<String>) {
+        let env = IoEnv::open(dir, crate::Options::default().io_options()).unwrap();
+        super::read_best(&env, dir, manifests, 0).unwrap()
+    }
 
     fn write_manifest(dir: &Path, number: u64, edits: &[VersionEdit]) -> Vec<u64> {
         let mut w = LogWriter::new(Vec::new());
@@ -240,6 +302,6 @@ mod tests {
         fs::remove_file(d.path().join(CURRENT)).unwrap();
         let (m, notes) = read_best(d.path(), &[12]);
         assert!(m.is_none());
-        assert!(notes[0].contains("cannot read CURRENT"), "{notes:?}");
+        assert!(notes[0].contains("CURRENT is missing"), "{notes:?}");
     }
 }

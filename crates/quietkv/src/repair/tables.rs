@@ -77,7 +77,7 @@ pub(super) fn salvage(
     number: u64,
     db_id: u64,
 ) -> Result<Salvage> {
-    let source = Arc::new(FileSource::open(src)?);
+    let source = Arc::new(FileSource::open(Some(env), src)?);
     let table = TableReader::open(source.clone(), number, None)?;
     let final_path = table_path(dir, number);
     let tmp = final_path.with_extension("sst.tmp");
@@ -165,7 +165,7 @@ pub(super) fn merge(
 ) -> Result<Vec<FileMeta>> {
     let mut children: Vec<Box<dyn InternalIterator + Send>> = Vec::new();
     for &n in inputs {
-        let source = Arc::new(FileSource::open(&table_path(dir, n))?);
+        let source = Arc::new(FileSource::open(Some(env), &table_path(dir, n))?);
         let table = Arc::new(TableReader::open(source, n, None)?);
         children.push(Box::new(table.iter()));
     }

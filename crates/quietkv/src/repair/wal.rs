@@ -17,12 +17,15 @@ use quietio::IoEnv;
 
 use super::{Dropped, RepairReport};
 use crate::batch::WriteBatch;
-use crate::error::{Error, Result};
+use crate::check::FileSource;
+use crate::error::Result;
 use crate::filenames::wal_path;
-use crate::key::{SeqNo, MAX_SEQ};
+use crate::key::{SeqNo, ValueKind, MAX_SEQ};
 use crate::log::salvage::{salvage_records, Salvaged};
+use crate::log::IdentityRule;
 use crate::memtable::Memtable;
 use crate::options::Options;
+use crate::table::TableReader;
 use crate::version::FileMeta;
 
 pub(super) struct Replay<'a> {
@@ -60,16 +63,61 @@ impl<'a> Replay<'a> {
         }
     }
 
-    /// Replays WAL `number` (call in increasing order), recording what it
-    /// salvaged and dropped in `report`.
-    pub fn wal(&mut self, number: u64, report: &mut RepairReport) -> Result<()> {
+    /// Replays WAL `number`, whose bytes are `data` (call in increasing
+    /// order), recording what it salvaged and dropped in `report`.
+    /// `Some(why)` (and nothing replayed) if the WAL is not this
+    /// database's by `rule` (see the module docs).
+    pub fn wal(
+        &mut self,
+        number: u64,
+        data: &[u8],
+        rule: IdentityRule,
+        in_tables: &mut KeptTables<'_>,
+        report: &mut RepairReport,
+    ) -> Result<Option<String>> {
         let path = wal_path(self.dir, number);
-        let data =
-            std::fs::read(&path).map_err(|e| Error::io(e, "cannot read WAL").with_file(&path))?;
+        let items = salvage_records(data, Some(number));
+        match items.first() {
+            Some(Salvaged::Identity {
+                offset: 0,
+                identity: Ok(id),
+            }) => {
+                if let Some(why) = rule.mismatch(number, id) {
+                    return Ok(Some(why));
+                }
+            }
+            Some(Salvaged::Identity {
+                offset: 0,
+                identity: Err(why),
+            }) => {
+                return Ok(Some(format!(
+                    "its first record is an identity record that names no WAL ({why})"
+                )))
+            }
+            Some(Salvaged::Record { .. }) => {
+                if let Some(why) = rule.missing() {
+                    return Ok(Some(why));
+                }
+            }
+            // Damage where the identity record would be: whose the
+            // records after it are cannot be proven either way; they are
+            // salvaged, and must still fit the kept tables.
+            _ => {}
+        }
         report.wal_files += 1;
         let mut damage_before = false;
-        for item in salvage_records(&data, Some(number)) {
+        for item in items {
             match item {
+                Salvaged::Identity { offset, .. } => {
+                    if offset != 0 {
+                        report.wal_damage.push(Dropped::at(
+                            &path,
+                            offset,
+                            0,
+                            "an identity record after the start of the WAL (ignored)",
+                        ));
+                    }
+                }
                 Salvaged::Damaged {
                     offset,
                     len,
@@ -121,27 +169,44 @@ impl<'a> Replay<'a> {
                             .push(Dropped::at(&path, offset, len, reason));
                         continue;
                     }
-                    if self.add(&batch)? {
-                        report.wal_records_salvaged += 1;
-                        if damage_before {
-                            report.wal_records_after_damage += 1;
+                    match self.add(&batch, in_tables)? {
+                        Fit::Added => {
+                            report.wal_records_salvaged += 1;
+                            if damage_before {
+                                report.wal_records_after_damage += 1;
+                            }
                         }
-                    } else {
-                        report.wal_records_in_tables += 1;
+                        Fit::InTables => report.wal_records_in_tables += 1,
+                        Fit::Misfit { seq } => {
+                            let reason = format!(
+                                "record's sequence number {seq} is at or below the newest kept table's ({}), yet no kept table holds its entry: it does not fit the manifest, and replayed into level 0 it would hide newer values",
+                                self.covered_seq
+                            );
+                            report
+                                .wal_damage
+                                .push(Dropped::at(&path, offset, record_len, reason));
+                        }
                     }
                 }
             }
         }
-        Ok(())
+        Ok(None)
     }
 
-    /// Adds the batch's entries not already in a table; false if there
-    /// were none.
-    fn add(&mut self, batch: &WriteBatch) -> Result<bool> {
-        let mut added = false;
+    /// Adds the batch's entries not already in a table. An entry at or
+    /// below `covered_seq` must be in a kept table; if one is not, nothing
+    /// of the batch is added.
+    fn add(&mut self, batch: &WriteBatch, in_tables: &mut KeptTables<'_>) -> Result<Fit> {
         for (i, e) in batch.iter().enumerate() {
             let seq = batch.sequence() + i as u64;
             self.last_seq = self.last_seq.max(seq);
+            if seq <= self.covered_seq && !in_tables.holds(e.key, seq, e.kind, e.value)? {
+                return Ok(Fit::Misfit { seq });
+            }
+        }
+        let mut added = false;
+        for (i, e) in batch.iter().enumerate() {
+            let seq = batch.sequence() + i as u64;
             if seq <= self.covered_seq {
                 continue;
             }
@@ -151,7 +216,7 @@ impl<'a> Replay<'a> {
         if self.mem.approximate_bytes() >= self.opts.memtable_size {
             self.flush()?;
         }
-        Ok(added)
+        Ok(if added { Fit::Added } else { Fit::InTables })
     }
 
     /// Writes what is left in memory as a table.
@@ -166,6 +231,83 @@ impl<'a> Replay<'a> {
         }
         Ok(())
     }
+}
+
+/// How a WAL record relates to the kept tables.
+enum Fit {
+    /// Some of its entries were new and went into the memtable.
+    Added,
+    /// Every entry is already in a kept table.
+    InTables,
+    /// The entry at `seq` is at or below the kept tables' newest sequence
+    /// number, yet no kept table holds it.
+    Misfit { seq: SeqNo },
+}
+
+/// The tables a repair keeps, opened on demand to ask whether they hold a
+/// WAL entry.
+pub(super) struct KeptTables<'a> {
+    tables: Vec<(FileMeta, Option<Arc<TableReader>>)>,
+    dir: &'a Path,
+    env: &'a IoEnv,
+}
+
+impl<'a> KeptTables<'a> {
+    pub(super) fn new(env: &'a IoEnv, dir: &'a Path, kept: &[(usize, FileMeta)]) -> Self {
+        KeptTables {
+            tables: kept.iter().map(|(_, m)| (m.clone(), None)).collect(),
+            dir,
+            env,
+        }
+    }
+
+    /// Whether a kept table holds `key` with this kind and value as of
+    /// `seq` (the entry itself, or an older one that reads the same).
+    fn holds(&mut self, key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) -> Result<bool> {
+        for (meta, reader) in &mut self.tables {
+            if !meta.contains_user_key(key) || meta.smallest_seq > seq {
+                continue;
+            }
+            if reader.is_none() {
+                let path = crate::filenames::table_path(self.dir, meta.number);
+                let src = FileSource::open(Some(self.env), &path)?;
+                *reader = Some(Arc::new(TableReader::open(
+                    Arc::new(src),
+                    meta.number,
+                    None,
+                )?));
+            }
+            let table = reader.as_ref().expect("opened above");
+            match table.get(key, seq)? {
+                Some((k, v)) if k == kind && (kind == ValueKind::Delete || v == value) => {
+                    return Ok(true)
+                }
+                _ => {}
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// The database id most WALs' identity records name (0 if none names one):
+/// a repair with no manifest and no table to take it from.
+pub(super) fn majority_db_id(wals: &[(u64, Vec<u8>)]) -> u64 {
+    let mut counts: std::collections::HashMap<u64, usize> = Default::default();
+    for (n, data) in wals {
+        if let Some(Salvaged::Identity {
+            offset: 0,
+            identity: Ok(id),
+        }) = salvage_records(data, Some(*n)).first()
+        {
+            if id.db_id != 0 && id.number == *n {
+                *counts.entry(id.db_id).or_default() += 1;
+            }
+        }
+    }
+    counts
+        .into_iter()
+        .max_by_key(|&(id, c)| (c, std::cmp::Reverse(id)))
+        .map_or(0, |(id, _)| id)
 }
 
 #[cfg(test)]
@@ -187,12 +329,20 @@ mod tests {
             b.set_sequence(seq);
             wal.add_record(b.data()).unwrap();
         }
-        std::fs::write(wal_path(d.path(), 7), wal.into_inner()).unwrap();
+        let data = wal.into_inner();
         let opts = Options::default();
         let mut next = 10;
         let mut report = RepairReport::default();
+        let mut kept = KeptTables::new(&env, d.path(), &[]);
         let mut replay = Replay::new(&env, d.path(), &opts, 1, 0, &mut next);
-        replay.wal(7, &mut report).unwrap();
+        let rule = IdentityRule {
+            db_id: 1,
+            required: false,
+        };
+        assert_eq!(
+            replay.wal(7, &data, rule, &mut kept, &mut report).unwrap(),
+            None
+        );
         replay.flush().unwrap();
         assert_eq!(report.wal_records_salvaged, 2);
         assert_eq!(report.wal_damage.len(), 2, "{:?}", report.wal_damage);

@@ -178,8 +178,15 @@ fn a_damaged_mid_wal_record_is_dropped_and_the_rest_salvaged() {
         .into_iter()
         .find(|p| fs::metadata(p).unwrap().len() > 0)
         .unwrap();
-    let len = fs::metadata(&wal).unwrap().len();
-    flip(&wal, len / 2);
+    // A payload byte of the middle record (not of a sync mark).
+    let data = fs::read(&wal).unwrap();
+    let mut reader = crate::log::LogReader::new(&wal, &data);
+    let mut offsets = Vec::new();
+    while reader.read_record().unwrap().is_some() {
+        offsets.push(reader.last_record_offset());
+    }
+    assert_eq!(offsets.len(), 20);
+    flip(&wal, offsets[10] + crate::log::HEADER_LEN as u64 + 2);
     let e = Db::open(d.path(), opts()).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
     let damaged_at = check_dir(d.path()).unwrap().problems[0].offset.unwrap();
