@@ -4,12 +4,15 @@
 //! Output (stdout), one line each: `manifest ...` (which manifest placed
 //! the tables, or that none was usable), `note ...` (why CURRENT or a
 //! manifest was passed over), `DROPPED <file> [offset <n>] (<bytes> bytes):
-//! <reason>` for every table, WAL region or manifest edit not kept,
+//! <reason>` for every table, WAL region, whole WAL or manifest edit not
+//! kept, `MISSING <file> (<bytes> bytes): <reason>` for every table or WAL
+//! the manifest names that is gone (with what that can mean),
 //! `SALVAGED <file>: ...` for every damaged table rewritten from its intact
 //! blocks, then the counts (`tables`, `wal`, `lost`) and the verdict
 //! `repaired: <dir> ...`. Exit 0 when a consistent database was installed;
 //! 1 if the repair was refused (the database is in use, no database
-//! there); 2 if it failed.
+//! there) or stopped on a file it could not read (nothing changed); 2 if
+//! it failed.
 
 use std::io::{self, Write};
 use std::path::Path;
@@ -24,6 +27,11 @@ pub fn run(dir: &Path) -> Result<ExitCode, Failure> {
     let report = repair_dir(dir, &RepairOptions::default()).map_err(|e| match e.kind() {
         ErrorKind::Busy => Failure::user(format!("{e}; stop it first")),
         ErrorKind::InvalidArgument => Failure::user(e.to_string()),
+        // A file that could not be read at all is not damage: nothing was
+        // changed, so the user can fix access and run repair again.
+        ErrorKind::Io => Failure::user(format!(
+            "repair stopped before changing anything: {e}; a file that cannot be read is not damage, so fix its access (permissions, the device, open-file limits) and run repair again"
+        )),
         _ => Failure {
             code: 2,
             message: format!("repair failed: {e}"),
@@ -49,9 +57,13 @@ pub fn run(dir: &Path) -> Result<ExitCode, Failure> {
         .manifest_damage
         .iter()
         .chain(&report.tables_dropped)
+        .chain(&report.wals_dropped)
         .chain(&report.wal_damage);
     for d in dropped {
         writeln!(out, "DROPPED {}", describe(d))?;
+    }
+    for d in report.tables_missing.iter().chain(&report.wals_missing) {
+        writeln!(out, "MISSING {}", describe(d))?;
     }
     for s in &report.tables_salvaged {
         writeln!(
@@ -62,10 +74,11 @@ pub fn run(dir: &Path) -> Result<ExitCode, Failure> {
     }
     writeln!(
         out,
-        "tables: {} kept, {} salvaged, {} dropped, {} merged into {} new, {} new from WALs ({} bytes in all)",
+        "tables: {} kept, {} salvaged, {} dropped, {} missing, {} merged into {} new, {} new from WALs ({} bytes in all)",
         report.tables_kept.len(),
         report.tables_salvaged.len(),
         report.tables_dropped.len(),
+        report.tables_missing.len(),
         report.tables_kept.iter().filter(|t| t.level.is_none()).count(),
         report.merged_into.len(),
         report.wal_tables.len(),
@@ -73,13 +86,15 @@ pub fn run(dir: &Path) -> Result<ExitCode, Failure> {
     )?;
     writeln!(
         out,
-        "wal: {} records salvaged ({} after damage), {} already in tables, {} damaged regions, from {} files ({} older WALs not replayed)",
+        "wal: {} records salvaged ({} after damage), {} found in tables, {} damaged or not fitting, from {} files ({} older WALs not replayed, {} not this database's, {} missing)",
         report.wal_records_salvaged,
         report.wal_records_after_damage,
         report.wal_records_in_tables,
         report.wal_damage.len(),
         report.wal_files,
-        report.wals_skipped.len()
+        report.wals_skipped.len(),
+        report.wals_dropped.len(),
+        report.wals_missing.len()
     )?;
     if !report.moved_to_lost.is_empty() {
         writeln!(
@@ -99,7 +114,7 @@ pub fn run(dir: &Path) -> Result<ExitCode, Failure> {
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
         report.last_sequence,
         if report.lost_anything() {
-            "; some data was dropped, see above"
+            "; some data was dropped or is missing, see above"
         } else {
             "; nothing was dropped"
         }
