@@ -59,6 +59,8 @@ pub fn inspect(dir: &Path) -> Result<Creation> {
     if files.iter().any(|(k, _)| *k == FileKind::Current) {
         return Ok(Creation::Complete);
     }
+    #[cfg(test)]
+    tests::AFTER_LISTING.with(|h| h.take().map(|f| f()));
     let newest_manifest = files
         .iter()
         .filter_map(|(k, p)| match k {
@@ -201,6 +203,52 @@ fn manifest_holds_data(path: &Path) -> Result<Option<String>> {
 mod tests {
     use super::*;
     use crate::log::LogWriter;
+
+    thread_local! {
+        /// Runs once between listing the directory and reading its files:
+        /// what another process does in that window.
+        pub(super) static AFTER_LISTING: std::cell::Cell<Option<Box<dyn FnOnce()>>> =
+            std::cell::Cell::new(None);
+    }
+
+    /// Another process finishes creating the database and writes to it
+    /// between this one's listing and its reads: the WAL holds records,
+    /// CURRENT was not in the listing, and yet nothing is lost.
+    #[test]
+    fn a_creation_finished_meanwhile_is_a_database_not_damage() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().to_path_buf();
+        fs::write(p.join("MANIFEST-000003"), manifest_bytes(&[initial_edit()])).unwrap();
+        fs::write(p.join("000002.log"), b"").unwrap();
+        let q = p.clone();
+        AFTER_LISTING.with(|h| {
+            h.set(Some(Box::new(move || {
+                let mut wal = LogWriter::new(Vec::new());
+                wal.add_record(b"a batch").unwrap();
+                fs::write(q.join("000002.log"), wal.into_inner()).unwrap();
+                fs::write(q.join(CURRENT), b"MANIFEST-000003\n").unwrap();
+            })))
+        });
+        assert_eq!(inspect(&p).unwrap(), Creation::Complete);
+    }
+
+    /// A file removed between the listing and the read (an opener deleting
+    /// what an unfinished creation left) is no error.
+    #[test]
+    fn a_file_removed_meanwhile_is_no_error() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().to_path_buf();
+        fs::write(p.join("MANIFEST-000003"), manifest_bytes(&[initial_edit()])).unwrap();
+        fs::write(p.join("000002.log"), b"").unwrap();
+        let q = p.clone();
+        AFTER_LISTING.with(|h| {
+            h.set(Some(Box::new(move || {
+                fs::remove_file(q.join("000002.log")).unwrap();
+                fs::remove_file(q.join("MANIFEST-000003")).unwrap();
+            })))
+        });
+        assert!(matches!(inspect(&p).unwrap(), Creation::NotCreated { .. }));
+    }
 
     fn manifest_bytes(edits: &[VersionEdit]) -> Vec<u8> {
         let mut w = LogWriter::new(Vec::new());
