@@ -1115,6 +1115,20 @@ impl SeqReader {
         self.ahead.as_ref().map_or(0, ReadAhead::in_flight)
     }
 
+    /// Chunks requested ahead of the reader and not yet handed out, whether
+    /// their reads have completed or not (always 0 without read-ahead). Set
+    /// by the reader alone, so unlike [`SeqReader::reads_in_flight`] it does
+    /// not depend on when the device answers.
+    pub fn reads_requested_ahead(&self) -> usize {
+        self.ahead.as_ref().map_or(0, ReadAhead::requested_ahead)
+    }
+
+    /// The most chunk reads this reader ever had in flight at once (always
+    /// 0 without read-ahead).
+    pub fn most_reads_in_flight(&self) -> usize {
+        self.ahead.as_ref().map_or(0, ReadAhead::most_in_flight)
+    }
+
     /// File offset of the next byte `read` returns.
     pub fn position(&self) -> u64 {
         self.buf_offset + self.consumed as u64

@@ -90,13 +90,22 @@ mod tests {
 
     #[test]
     fn debt_makes_callers_wait_in_proportion() {
-        // 10 MiB/s; asking for 2 MiB beyond the (empty) bucket means a wait
-        // of about 0.2 s, computed, not measured: the returned duration is
-        // the limiter's own arithmetic.
+        // 10 MiB/s; asking for 2 MiB from a bucket that started empty means
+        // a wait of 0.2 s, less the tokens that came in since the limiter
+        // was made: at most 100 ms worth, however late this thread got to
+        // ask. The returned duration is the limiter's own arithmetic, not
+        // a measurement, so a busy machine cannot move it out of range.
         let r = RateLimiter::new(10 << 20);
         let w = r.request(2 << 20);
         assert!(
-            w >= Duration::from_millis(150) && w <= Duration::from_millis(210),
+            w >= Duration::from_millis(100) && w <= Duration::from_millis(200),
+            "{w:?}"
+        );
+        // The first caller's sleep repaid its debt: a request of twice the
+        // bytes waits for all of them, less at most 100 ms of tokens.
+        let w = r.request(4 << 20);
+        assert!(
+            w >= Duration::from_millis(300) && w <= Duration::from_millis(400),
             "{w:?}"
         );
     }

@@ -43,6 +43,9 @@ pub(crate) struct ReadAhead {
     track_residency: bool,
     /// Waiting for completions failed: buffers in flight are leaked.
     ring_broken: bool,
+    /// The most reads ever in flight at once: how deep the read-ahead
+    /// really went, whatever completions have been taken since.
+    most_in_flight: usize,
 }
 
 impl ReadAhead {
@@ -58,12 +61,26 @@ impl ReadAhead {
             next_offset: 0,
             track_residency: false,
             ring_broken: false,
+            most_in_flight: 0,
         })
     }
 
     /// Reads handed to the kernel whose completion has not been taken.
     pub(crate) fn in_flight(&self) -> usize {
         self.ring.in_flight()
+    }
+
+    /// Chunks requested and not yet handed out, finished or not: the
+    /// read-ahead depth kept behind the chunk being consumed. Unlike
+    /// [`ReadAhead::in_flight`] it does not drop when a completion arrives
+    /// early and is taken while waiting for an earlier chunk.
+    pub(crate) fn requested_ahead(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// The most reads that were ever in flight at once.
+    pub(crate) fn most_in_flight(&self) -> usize {
+        self.most_in_flight
     }
 
     /// Note each chunk's page-cache residency just before requesting it.
@@ -165,6 +182,7 @@ impl ReadAhead {
             if self.ring.in_flight() > before {
                 self.queue.push_back(chunk);
                 self.next_offset += want as u64;
+                self.most_in_flight = self.most_in_flight.max(self.ring.in_flight());
             } else {
                 // Never queued: the buffer is ours again.
                 self.spare.push(chunk.buf);

@@ -306,12 +306,17 @@ mod tests {
             copy.sys_s > 0.05 && copy.sys_s > 3.0 * copy.user_s,
             "the copying phase read as {copy:?}"
         );
-        // A busy phase is sampled fairly: the ticks agree with the
-        // scheduler's exact runtime.
+        // The tick-sampled times and the scheduler's exact runtime are
+        // read in the same unit and count the same process. How closely
+        // the ticks match depends on how the phase's CPU time falls
+        // between ticks, which a busy machine changes (the phase then runs
+        // in short slices between other processes), so the bound is only
+        // a factor of two: mixing up the units, or counting another
+        // process, is off by far more than that.
         for p in [spin, copy] {
             let ticks = p.user_s + p.sys_s;
             assert!(
-                (ticks - p.run_s).abs() <= 0.3 * p.run_s + 0.02,
+                ticks <= 2.0 * p.run_s + 0.05 && p.run_s <= 2.0 * ticks + 0.05,
                 "ticks {ticks} s against runtime {} s",
                 p.run_s
             );
@@ -333,13 +338,22 @@ mod tests {
             );
         }
         let a = cpu.read();
+        // Work until the times grow: counted in ticks, they may stand still
+        // for a while, longer when the machine is busy and this thread
+        // waits for a CPU; a minute is far more than a tick.
         let t = std::time::Instant::now();
         let mut x = 0u64;
-        while t.elapsed() < std::time::Duration::from_millis(100) {
-            x = std::hint::black_box(x.wrapping_add(1));
+        let mut b = cpu.read();
+        while b.user_s + b.sys_s <= a.user_s + a.sys_s {
+            assert!(
+                t.elapsed() < std::time::Duration::from_secs(60),
+                "a minute of work counted no CPU time: {a:?} -> {b:?}"
+            );
+            for _ in 0..1_000_000 {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+            b = cpu.read();
         }
-        let b = cpu.read();
-        assert!(b.user_s >= a.user_s && b.sys_s >= a.sys_s);
-        assert!(b.user_s + b.sys_s > a.user_s + a.sys_s, "{a:?} -> {b:?}");
+        assert!(b.user_s >= a.user_s && b.sys_s >= a.sys_s, "{a:?} -> {b:?}");
     }
 }

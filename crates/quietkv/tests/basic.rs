@@ -203,11 +203,33 @@ fn invalid_options_are_rejected_before_touching_disk() {
 fn background_rate_limit_throttles_compaction_only() {
     let run = |limit_mib: u64| {
         let d = dir();
-        let db = Db::open(d.path(), small().background_rate_limit_mib(limit_mib)).unwrap();
-        for i in 0..3000 {
-            db.put(&key(i), &value(i, 9)).unwrap();
+        // Two overlapping L0 tables of over 128 KiB each, merged by the
+        // manual compaction (L0 compactions are kept out of the way).
+        let opts = small()
+            .memtable_size(4 << 20)
+            .l0_compaction_trigger(1000)
+            .l0_slowdown_trigger(1000)
+            .l0_stop_trigger(1000)
+            .background_rate_limit_mib(limit_mib);
+        let db = Db::open(d.path(), opts).unwrap();
+        for round in [8, 9] {
+            for i in 0..3000 {
+                db.put(&key(i), &value(i, round)).unwrap();
+            }
+            db.flush().unwrap();
         }
+        let tables: Vec<u64> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "sst"))
+            .map(|p| std::fs::metadata(p).unwrap().len())
+            .collect();
+        assert!(
+            tables.len() == 2 && tables.iter().all(|&len| len > 128 << 10),
+            "tables of {tables:?} bytes"
+        );
         db.compact_all().unwrap();
+        assert_eq!(db.get(&key(7)).unwrap(), Some(value(7, 9)));
         let io = db.stats().io;
         let throttled =
             |c: quietkv::IoClass| io.iter().find(|(k, _)| *k == c).unwrap().1.throttle_nanos;
@@ -217,10 +239,11 @@ fn background_rate_limit_throttles_compaction_only() {
             throttled(quietkv::IoClass::FlushWrite) + throttled(quietkv::IoClass::WalWrite),
         )
     };
-    // 1 MiB/s: compact_all moves ~0.5 MB, well past the limiter's 100 ms
-    // burst, however fast the machine (reads are charged the bytes they
-    // transfer, not a whole readahead chunk, so a faster limit can let a
-    // small compaction through without waiting).
+    // 1 MiB/s lets at most 100 ms worth (~102 KiB) of unused budget pile
+    // up, and the compaction reads each input table whole in one request
+    // (the readahead is larger than the table): a request of more than
+    // that has to wait, however slowly the compaction runs on a busy
+    // machine.
     let (compaction, foreground) = run(1);
     assert!(compaction > 0, "a 1 MiB/s limit must make compaction wait");
     assert_eq!(foreground, 0, "flush and WAL are never throttled");
@@ -236,9 +259,12 @@ fn background_threads_get_the_configured_priority() {
     let db = Db::open(d.path(), opts).unwrap();
     db.put(b"k", b"v").unwrap();
     // Other tests' databases run in this process too, with threads of the
-    // same names: look for any thread of the name at the wanted nice.
+    // same names: look for any thread of the name at the wanted nice. A
+    // thread sets its own priority when it starts, which on a busy machine
+    // can take a while: keep looking for up to a minute.
     let thread_at = |name: &str, wanted: i32| {
-        for _ in 0..100 {
+        let t = std::time::Instant::now();
+        while t.elapsed() < std::time::Duration::from_secs(60) {
             for task in std::fs::read_dir("/proc/self/task").unwrap() {
                 let task = task.unwrap().path();
                 let comm = std::fs::read_to_string(task.join("comm")).unwrap_or_default();
@@ -270,17 +296,84 @@ fn background_threads_get_the_configured_priority() {
     drop(db);
 }
 
+/// Holds a compaction at its first table sync until released (or for a
+/// minute at most, so that a failing test does not hang).
+#[derive(Default)]
+struct CompactionGate {
+    state: std::sync::Mutex<(bool, bool)>,
+    cv: std::sync::Condvar,
+}
+
+impl CompactionGate {
+    /// Called before every sync: a compaction thread about to sync a
+    /// table waits here until [`CompactionGate::release`].
+    fn hold(&self, p: &quietio::fault::SyncPoint) {
+        let compaction = std::thread::current()
+            .name()
+            .is_some_and(|n| n.starts_with("quietkv-bg-"));
+        if !compaction || !p.name.ends_with(".sst") {
+            return;
+        }
+        let mut st = self.state.lock().unwrap();
+        st.0 = true;
+        self.cv.notify_all();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !st.1 {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            st = self.cv.wait_timeout(st, left).unwrap().0;
+        }
+    }
+
+    /// Waits until a compaction is held (a minute at most).
+    fn wait_held(&self) -> bool {
+        let st = self.state.lock().unwrap();
+        let (st, _) = self
+            .cv
+            .wait_timeout_while(st, std::time::Duration::from_secs(60), |st| !st.0)
+            .unwrap();
+        st.0
+    }
+
+    fn release(&self) {
+        self.state.lock().unwrap().1 = true;
+        self.cv.notify_all();
+    }
+}
+
+/// Lets a held compaction go however the test ends.
+struct ReleaseOnDrop<'a>(&'a CompactionGate);
+
+impl Drop for ReleaseOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.release();
+    }
+}
+
 #[test]
 fn a_flush_does_not_wait_for_a_running_compaction() {
     let d = dir();
-    // A compaction held to 1 MiB/s over ~2 MiB of tables runs for seconds;
-    // L0 compactions are kept out of the way so only the manual one runs.
-    let opts = small()
-        .background_rate_limit_mib(1)
+    // The compaction is held at the sync of its first output table (the
+    // fault layer calls a hook before every sync) until the flush is
+    // done, so it is provably still running while the flush runs. L0
+    // compactions are kept out of the way so only the manual one runs.
+    let layer = quietio::fault::FaultLayer::new(d.path()).unwrap();
+    let gate = std::sync::Arc::new(CompactionGate::default());
+    {
+        let gate = gate.clone();
+        layer.set_sync_hook(Some(std::sync::Arc::new(
+            move |_: &quietio::fault::FaultLayer, p: &quietio::fault::SyncPoint| gate.hold(p),
+        )));
+    }
+    let mut opts = small()
         .l0_compaction_trigger(1000)
         .l0_slowdown_trigger(1000)
         .l0_stop_trigger(1000);
+    opts.fault_layer = Some(layer.clone());
     let db = std::sync::Arc::new(Db::open(d.path(), opts).unwrap());
+    let _release = ReleaseOnDrop(&gate);
     for i in 0..6000 {
         db.put(&key(i), &value(i, 1)).unwrap();
     }
@@ -289,25 +382,32 @@ fn a_flush_does_not_wait_for_a_running_compaction() {
         let db = db.clone();
         std::thread::spawn(move || db.compact_all())
     };
-    let started = std::time::Instant::now();
-    while db.stats().compaction.running == 0 {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(10),
-            "the compaction did not start"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
+    assert!(gate.wait_held(), "the compaction did not start");
+    assert_eq!(db.stats().compaction.running, 1);
     let flushes = db.stats().flushes;
     for i in 0..500 {
         db.put(&key(i), &value(i, 2)).unwrap();
     }
-    db.flush().unwrap();
+    // The flush, on a thread of its own so that one stuck behind the
+    // compaction fails the test instead of hanging it.
+    let flushed = {
+        let db = db.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(db.flush());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(60))
+    };
+    let flushed = flushed.expect("the flush waited for the held compaction");
+    flushed.unwrap();
     assert!(db.stats().flushes > flushes);
     assert!(
         db.stats().compaction.running == 1 && !compacting.is_finished(),
-        "the flush should have finished while the compaction still ran"
+        "the compaction is held until the flush is done"
     );
+    gate.release();
     compacting.join().unwrap().unwrap();
+    layer.set_sync_hook(None);
     assert_eq!(db.get(&key(7)).unwrap(), Some(value(7, 2)));
     assert_eq!(db.get(&key(5007)).unwrap(), Some(value(5007, 1)));
 }

@@ -68,8 +68,11 @@ fn many_direct_readers_always_see_the_right_values() {
     // The model: the newest version of each key the writer has finished.
     let done: Arc<Vec<AtomicU64>> = Arc::new((0..KEYS).map(|_| AtomicU64::new(0)).collect());
     let stop = Arc::new(AtomicBool::new(false));
+    // Work done so far: rounds of 200 writes and a flush, and reads.
+    let rounds = Arc::new(AtomicU64::new(0));
+    let reads_so_far = Arc::new(AtomicU64::new(0));
     let writer = {
-        let (db, done, stop) = (db.clone(), done.clone(), stop.clone());
+        let (db, done, stop, rounds) = (db.clone(), done.clone(), stop.clone(), rounds.clone());
         std::thread::spawn(move || {
             let mut version = 1;
             let mut rng = 0x9e37_79b9u64;
@@ -82,12 +85,14 @@ fn many_direct_readers_always_see_the_right_values() {
                     version += 1;
                 }
                 db.flush().unwrap();
+                rounds.fetch_add(1, Ordering::Relaxed);
             }
         })
     };
     let readers: Vec<_> = (0..16u64)
         .map(|t| {
             let (db, done, stop) = (db.clone(), done.clone(), stop.clone());
+            let reads_so_far = reads_so_far.clone();
             std::thread::spawn(move || {
                 let mut seen: HashMap<u64, u64> = HashMap::new();
                 let mut rng = t + 1;
@@ -107,13 +112,23 @@ fn many_direct_readers_always_see_the_right_values() {
                     assert!(version >= *last, "key {k}: v{version} after v{last}");
                     *last = version;
                     reads += 1;
+                    reads_so_far.fetch_add(1, Ordering::Relaxed);
                 }
                 reads
             })
         })
         .collect();
+    // Run until a fixed amount of work is done, however long that takes
+    // on this machine: enough reads, and enough flushes (each of which,
+    // with compactions, replaces tables under the readers) and evictions.
+    // A minute is far more than it takes.
     let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(3) {
+    let enough = || {
+        reads_so_far.load(Ordering::Relaxed) >= 50_000
+            && rounds.load(Ordering::Relaxed) >= 100
+            && db.stats().block_cache.evictions > 0
+    };
+    while !enough() && start.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(50));
     }
     stop.store(true, Ordering::Relaxed);
@@ -125,7 +140,11 @@ fn many_direct_readers_always_see_the_right_values() {
         assert_eq!(decode(k, &v), done[k as usize].load(Ordering::Relaxed));
     }
     let s = db.stats().block_cache;
-    assert!(reads > 1000, "only {reads} reads");
+    let flushes = rounds.load(Ordering::Relaxed);
+    assert!(
+        reads >= 50_000 && flushes >= 100,
+        "only {reads} reads and {flushes} flushes in a minute"
+    );
     assert!(s.hits > 0 && s.misses > 0 && s.evictions > 0, "{s:?}");
     // An explicit size is bytes of data blocks (pinned blocks not charged).
     assert!(s.usage <= s.capacity && s.pinned > 0, "{s:?}");

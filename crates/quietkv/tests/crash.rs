@@ -85,7 +85,8 @@ fn current(dir: &Path) -> String {
 
 /// The child's side: write batches of consecutive keys forever, printing
 /// the manifest it opened with, then the count after each synced batch is
-/// acknowledged.
+/// acknowledged, and (in the rotation variant) the manifest CURRENT names
+/// after each flush that moved it.
 /// Not a test of its own (ignored, so it never passes by doing nothing):
 /// the parent tests run it in a child process with `--ignored`.
 #[test]
@@ -102,9 +103,10 @@ fn crash_child_entry() {
     .unwrap();
     let mut next = db.iter().unwrap().count() as u64;
     let stdout = std::io::stdout();
+    let mut manifest = current(Path::new(&dir));
     {
         let mut out = stdout.lock();
-        writeln!(out, "opened {}", current(Path::new(&dir))).unwrap();
+        writeln!(out, "opened {manifest}").unwrap();
         out.flush().unwrap();
     }
     loop {
@@ -117,11 +119,18 @@ fn crash_child_entry() {
         // The rotation variant flushes every few batches: each flush is
         // two or more manifest edits, so the manifest rotates every few
         // flushes (more as the snapshot, which grows with the data, allows).
+        let mut rotated = false;
         if rotating && (next / BATCH).is_multiple_of(3) {
             db.flush().unwrap();
+            let now = current(Path::new(&dir));
+            rotated = now != manifest;
+            manifest = now;
         }
         let mut out = stdout.lock();
         writeln!(out, "acked {next}").unwrap();
+        if rotated {
+            writeln!(out, "rotated {manifest}").unwrap();
+        }
         out.flush().unwrap();
     }
 }
@@ -157,6 +166,8 @@ fn verify_prefix(
 /// What the kills hit, for the rotation variant.
 #[derive(Default, Debug)]
 struct KillTally {
+    /// Rounds whose kill waited for the child to report a rotation.
+    waited_for_rotation: u32,
     /// Rounds in which CURRENT had moved past the manifest the child
     /// opened with: at least one rotation happened before the kill.
     rotated: u32,
@@ -166,6 +177,48 @@ struct KillTally {
     /// Of those, kills before CURRENT was switched to the newest manifest.
     before_switch: u32,
 }
+
+/// What the child prints.
+enum ChildSays {
+    /// The manifest CURRENT named when it opened the database.
+    Opened(String),
+    /// Entries written and acknowledged so far.
+    Acked(u64),
+    /// A flush moved CURRENT to another manifest.
+    Rotated,
+}
+
+/// What the child said so far in one round.
+struct Heard {
+    opened: Option<String>,
+    acked: u64,
+    rotated: bool,
+}
+
+impl Heard {
+    fn take(&mut self, says: ChildSays) {
+        match says {
+            ChildSays::Opened(name) => self.opened = Some(name),
+            ChildSays::Acked(n) => self.acked = n,
+            ChildSays::Rotated => self.rotated = true,
+        }
+    }
+}
+
+/// What a round's random delay before the kill counts from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum KillAfter {
+    /// The child's start: the kill may land while it opens the database.
+    Start,
+    /// Its first acknowledged batch, so that it has written something.
+    FirstAck,
+    /// Its first rotation of the manifest (the rotation variant).
+    Rotation,
+}
+
+/// How long to wait for the child to get to the point a kill counts from:
+/// far more than it takes, also on a busy machine.
+const CHILD_PATIENCE: Duration = Duration::from_secs(60);
 
 fn crash_loop(
     mode: AccessMode,
@@ -182,11 +235,22 @@ fn crash_loop(
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
-        // The rotation variant's runs are longer: each flushes every few
-        // batches, and a run must get past the child's start to rotate.
-        let run_for = match max_manifest {
-            None => Duration::from_millis(100 + seed % 600),
-            Some(_) => Duration::from_millis(500 + seed % 1500),
+        // Kills land at random times, counted from the child's start in
+        // a third of the rounds, and else from a point the child reports,
+        // so that some rounds surely kill a child that has written (and,
+        // in the rotation variant, rotated): how long it takes to get
+        // there depends on the machine. The rotation variant's runs are
+        // longer: each flushes every few batches.
+        let after = match (round % 3, max_manifest) {
+            (0, _) => KillAfter::Start,
+            (2, Some(_)) => KillAfter::Rotation,
+            _ => KillAfter::FirstAck,
+        };
+        let run_for = match (after, max_manifest) {
+            (KillAfter::Start, None) => Duration::from_millis(100 + seed % 600),
+            (KillAfter::Start, Some(_)) => Duration::from_millis(500 + seed % 1500),
+            (_, None) => Duration::from_millis(seed % 400),
+            (_, Some(_)) => Duration::from_millis(seed % 1000),
         };
         let mut child = Command::new(&exe)
             .args([
@@ -210,34 +274,72 @@ fn crash_loop(
             .unwrap();
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
-        let (opened_tx, opened_rx) = std::sync::mpsc::channel();
         let reader = std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
-                if let Some(n) = line.strip_prefix("acked ") {
-                    let _ = tx.send(Some(n.trim().parse::<u64>().unwrap()));
+                let says = if let Some(n) = line.strip_prefix("acked ") {
+                    ChildSays::Acked(n.trim().parse::<u64>().unwrap())
+                } else if line.starts_with("rotated ") {
+                    ChildSays::Rotated
                 } else if let Some((_, name)) = line.split_once("opened ") {
                     // The harness's "test ... " prefix shares this line.
-                    let _ = opened_tx.send(name.trim().to_string());
-                }
+                    ChildSays::Opened(name.trim().to_string())
+                } else {
+                    continue;
+                };
+                let _ = tx.send(says);
             }
         });
+        let mut heard = Heard {
+            opened: None,
+            acked: total,
+            rotated: false,
+        };
+        // Wait for the point the delay counts from.
+        let waiting = Instant::now();
+        let reached = loop {
+            let there = match after {
+                KillAfter::Start => true,
+                KillAfter::FirstAck => heard.acked > total,
+                KillAfter::Rotation => heard.rotated,
+            };
+            if there {
+                break Ok(());
+            }
+            if waiting.elapsed() > CHILD_PATIENCE {
+                break Err("did not get to");
+            }
+            match rx.recv_timeout(Duration::from_millis(10)) {
+                Ok(says) => heard.take(says),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break Err("ended before"),
+            }
+        };
+        if let Err(what) = reached {
+            // Not left running behind the failed test.
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{mode} round {round}: the child {what} {after:?}");
+        }
         let start = Instant::now();
-        let mut acked = total;
         while start.elapsed() < run_for {
-            if let Ok(Some(n)) = rx.recv_timeout(Duration::from_millis(10)) {
-                acked = n;
+            if let Ok(says) = rx.recv_timeout(Duration::from_millis(10)) {
+                heard.take(says);
             }
         }
         // SIGKILL: no destructor, no flush, no clean shutdown.
         child.kill().unwrap();
         child.wait().unwrap();
         reader.join().unwrap();
-        while let Ok(Some(n)) = rx.try_recv() {
-            acked = n;
+        while let Ok(says) = rx.try_recv() {
+            heard.take(says);
+        }
+        let acked = heard.acked;
+        if after == KillAfter::Rotation {
+            tally.waited_for_rotation += 1;
         }
         let left = manifests(d.path());
-        if let Ok(opened) = opened_rx.try_recv() {
+        if let Some(opened) = heard.opened {
             if current(d.path()) != opened {
                 tally.rotated += 1;
             }
@@ -251,6 +353,7 @@ fn crash_loop(
         total = verify_prefix(d.path(), mode, max_manifest, recycle, acked);
         eprintln!("{mode} round {round}: acknowledged {acked}, survived {total}");
     }
+    // Rounds that waited for an acknowledged batch leave at least that.
     assert!(total > 0, "the child never got to write anything");
     tally
 }
@@ -272,10 +375,12 @@ fn killed_writer_leaves_an_acknowledged_prefix_direct_wal() {
 fn killed_writer_during_constant_manifest_rotation_leaves_an_acknowledged_prefix() {
     let tally = crash_loop(AccessMode::Buffered, 20, Some(1024), 0);
     eprintln!("rotation crash test: {tally:?}");
-    // A witness that kills landed in runs that rotated (how many depends on
-    // the machine's fsync speed; 5 to 7 of 20 on a loaded 2-core VM).
+    // A witness that kills landed in runs that rotated: at least in every
+    // round whose kill waited for the child to report a rotation (more
+    // where a kill at a random time came late enough).
+    assert!(tally.waited_for_rotation >= 6, "{tally:?}");
     assert!(
-        tally.rotated >= 3,
+        tally.rotated >= tally.waited_for_rotation,
         "rotation happened before the kill in only {} of 20 rounds",
         tally.rotated
     );

@@ -21,7 +21,7 @@ mod sim;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use quietio::fault::{CutPolicy, FaultLayer, OpKind, SyncPoint};
 use quietkv::{AccessMode, Compression, IoClass, WalSync};
@@ -36,14 +36,23 @@ struct Cut {
     hi: usize,
 }
 
+/// A WAL file sync seen begin.
+struct WalSyncSeen {
+    /// Its sync point.
+    index: u64,
+    /// The writes acknowledged when it began (all handed to the kernel, so
+    /// the sync covers them).
+    acked: usize,
+    /// The writes issued when it began, the last perhaps still in progress.
+    issued: usize,
+}
+
 /// What the test knows about durability while the workload runs.
 #[derive(Default)]
 struct Tracker {
     progress: Progress,
-    /// WAL file syncs seen begin: their sync point and the writes
-    /// acknowledged at that moment (all handed to the kernel, so the sync
-    /// covers them).
-    wal_syncs: Mutex<Vec<(u64, usize)>>,
+    /// WAL file syncs seen begin.
+    wal_syncs: Mutex<Vec<WalSyncSeen>>,
     /// WAL syncs begun by the periodic thread.
     periodic_syncs: AtomicUsize,
     /// Images whose required prefix a completed periodic sync raised above
@@ -66,8 +75,8 @@ impl Tracker {
                     .lock()
                     .unwrap()
                     .iter()
-                    .filter(|(index, _)| layer.sync_completed(*index))
-                    .map(|&(_, acked)| acked)
+                    .filter(|s| layer.sync_completed(s.index))
+                    .map(|s| s.acked)
                     .max()
                     .unwrap_or(0);
                 if by_periodic > synced {
@@ -111,6 +120,36 @@ impl Tracker {
     }
 }
 
+/// Waits until write `n` (acknowledged) was made durable by a WAL sync:
+/// it was written with `sync`, or a WAL sync that began once it had been
+/// issued has completed. Under the periodic policy nobody but the
+/// periodic thread syncs an unsynced write, so this waits for that thread,
+/// however late a busy machine lets it run; a minute is far more than
+/// that takes. (A sync that began while the write was still in progress
+/// may not cover it: then the images taken next only do not count on it,
+/// since `required` credits a sync with the writes acknowledged when it
+/// began.)
+fn wait_until_wal_synced(layer: &FaultLayer, tracker: &Tracker, n: usize) {
+    let started = Instant::now();
+    loop {
+        let synced = tracker.progress.durable.load(Ordering::SeqCst) >= n
+            || tracker
+                .wal_syncs
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|s| s.issued >= n && layer.sync_completed(s.index));
+        if synced {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "write {n} was not synced within a minute"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 fn sync_policies() -> [WalSync; 4] {
     [
         WalSync::PerWrite,
@@ -142,7 +181,12 @@ fn run_one(
         layer.set_sync_hook(Some(Arc::new(move |l: &FaultLayer, p: &SyncPoint| {
             if p.kind == OpKind::Sync && p.name.ends_with(".log") {
                 let acked = tracker.progress.acked.load(Ordering::SeqCst);
-                tracker.wal_syncs.lock().unwrap().push((p.index, acked));
+                let issued = tracker.progress.issued.load(Ordering::SeqCst);
+                tracker.wal_syncs.lock().unwrap().push(WalSyncSeen {
+                    index: p.index,
+                    acked,
+                    issued,
+                });
                 if std::thread::current().name() == Some("quietkv-wal-sync") {
                     tracker.periodic_syncs.fetch_add(1, Ordering::SeqCst);
                 }
@@ -164,12 +208,12 @@ fn run_one(
         .wal_compression(compression);
     opts.fault_layer = Some(layer.clone());
     let after_ack = |n: usize| {
-        if let WalSync::Periodic(interval) = policy {
+        if let WalSync::Periodic(_) = policy {
             // Every other write waits for the periodic thread to sync
             // before the image, so the images see writes covered by a
             // periodic sync as well as writes not yet covered.
             if n.is_multiple_of(2) {
-                std::thread::sleep(interval * 3);
+                wait_until_wal_synced(&layer, &tracker, n);
             }
         }
         let at = format!("after write {n} was acknowledged");
