@@ -90,6 +90,16 @@ options! {
     level_multiplier: f64 = 10.0;
     /// Size at which compaction output is cut into a new table. Default 64 MiB.
     target_file_size: u64 = 64 << 20;
+    /// Input bytes of one slice of a manual compaction (`compact_all`,
+    /// `compact_range`): the range is compacted in slices of about this
+    /// much, each installed (and its inputs deleted) before the next
+    /// starts, so the extra disk space needed is about one slice, not the
+    /// whole database, and readers move to the new tables slice by slice.
+    /// Tables that overlap one another are never split between slices, so
+    /// a slice can be larger (level-0 tables spanning every key make the
+    /// whole range one slice). Default 1 GiB (16 tables of the default
+    /// size; RocksDB's `max_compaction_bytes` is 25).
+    max_compaction_bytes: u64 = 1 << 30;
     /// Which file of L1 and deeper levels a compaction takes when the level
     /// is over its target: the one that overlaps the fewest next-level
     /// bytes per byte of its own (least write amplification, RocksDB's
@@ -301,6 +311,9 @@ impl Options {
                 "target_file_size must be at least 4096, got {}",
                 self.target_file_size
             ));
+        }
+        if self.max_compaction_bytes == 0 {
+            return bad("max_compaction_bytes must be positive".to_string());
         }
         if !(256..=(4 << 20)).contains(&self.block_size) {
             return bad(format!(

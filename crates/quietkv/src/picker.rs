@@ -533,68 +533,170 @@ fn setup_job(
     }
 }
 
-/// Manual compaction of everything (`compact_all`): see [`pick_range`] with
-/// an unbounded range.
-#[cfg(test)]
-pub fn pick_full(version: &Version, opts: &PickerOptions) -> Option<CompactionJob> {
-    pick_range(version, opts, None, None)
+/// Where a manual compaction made of slices ([`pick_slice`]) stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SliceCursor {
+    /// The user-key range asked for (inclusive; `None` = unbounded).
+    pub begin: Option<Vec<u8>>,
+    pub end: Option<Vec<u8>>,
+    /// The largest user key of the slices done so far: the next slice
+    /// covers keys after it. `None` before the first.
+    pub done_through: Option<Vec<u8>>,
+    /// Where every slice writes: the deepest level holding data in the
+    /// range when the first slice was picked, so every slice's output lands
+    /// in one level and each is bottommost.
+    pub output_level: Option<usize>,
 }
 
-/// Manual compaction of the user-key range `[begin, end]` (`None` =
-/// unbounded), in one job straight into the bottom.
+impl SliceCursor {
+    pub fn new(begin: Option<Vec<u8>>, end: Option<Vec<u8>>) -> SliceCursor {
+        SliceCursor {
+            begin,
+            end,
+            done_through: None,
+            output_level: None,
+        }
+    }
+}
+
+/// The next slice of a manual compaction of the cursor's range, or `None`
+/// when the range is done; [`SliceCursor::done_through`] then moves to the
+/// slice's last key (the caller records it once the slice is installed).
 ///
-/// Inputs are, level by level from L0 down, all files overlapping the range,
-/// where the range widens to cover each level's chosen files before the next
-/// level is examined. Output goes to the deepest level that contributed
-/// inputs (at least L1), so the job is always bottommost and its output
-/// drops tombstones and overwritten versions not needed by snapshots. Files
-/// left at shallower levels only cover keys outside the inputs of those
-/// levels, so newer-above-older order is kept.
+/// A slice is a run of whole *components*, consecutive in key order, of at
+/// most `max_bytes` of input (at least one component, however large). A
+/// component is a set of tables of any levels whose user-key ranges
+/// overlap one another, directly or through others: nothing can be cut
+/// between its tables without splitting a file, and nothing outside it
+/// overlaps it, so a slice's inputs are exactly the tables overlapping its
+/// range at every level, and slices can be merged and installed one after
+/// another. In a fully compacted tree each bottom table is a component of
+/// its own; level-0 tables that span the key space join everything into
+/// one component, and then the slice is the whole range.
 ///
-/// Always a [`CompactionKind::Merge`] (a rewrite is the point); `None` only
-/// if nothing overlaps. This ignores busy files: the caller must check
-/// [`BusyFiles::conflicts`] or wait for running jobs. It is one-shot — the
-/// same call on the result returns a job again.
-pub fn pick_range(
+/// Every slice writes to the same level (the deepest holding data in the
+/// range when the first slice was picked, at least L1) and is bottommost:
+/// it drops overwritten versions and tombstones no snapshot needs, like a
+/// one-job full compaction, but extra disk space is bounded by about one
+/// slice and readers move to new tables slice by slice.
+///
+/// A component that ends after `done_through` but starts at or before it
+/// (a table flushed since, spanning earlier slices) is taken whole: keys
+/// already compacted are compacted again rather than left overlapping.
+/// Ignores busy files: the caller must check [`BusyFiles::conflicts`] or
+/// wait for running jobs.
+pub fn pick_slice(
     version: &Version,
     opts: &PickerOptions,
-    begin: Option<&[u8]>,
-    end: Option<&[u8]>,
+    cursor: &mut SliceCursor,
+    max_bytes: u64,
 ) -> Option<CompactionJob> {
-    let mut lo = begin.map(<[u8]>::to_vec);
-    let mut hi = end.map(<[u8]>::to_vec);
-    let mut inputs: Vec<(usize, Vec<Arc<FileMeta>>)> = Vec::new();
-    for level in 0..NUM_LEVELS {
-        let files = version.overlapping_files(level, lo.as_deref(), hi.as_deref());
-        let Some((flo, fhi)) = key_range(files.iter()) else {
+    let components = components(version);
+    let in_range = |lo: &[u8], hi: &[u8]| {
+        cursor.begin.as_deref().is_none_or(|b| hi >= b)
+            && cursor.end.as_deref().is_none_or(|e| lo <= e)
+    };
+    let selected: Vec<&Component> = components
+        .iter()
+        .filter(|c| in_range(&c.lo, &c.hi))
+        .collect();
+    let output_level = match cursor.output_level {
+        Some(l) => l,
+        None => {
+            let deepest = selected
+                .iter()
+                .flat_map(|c| c.files.iter().map(|(l, _)| *l))
+                .max()?;
+            let l = deepest.max(1);
+            cursor.output_level = Some(l);
+            l
+        }
+    };
+    let mut slice: Vec<&Component> = Vec::new();
+    let mut bytes = 0u64;
+    for c in selected {
+        if cursor
+            .done_through
+            .as_deref()
+            .is_some_and(|d| c.hi.as_slice() <= d)
+        {
             continue;
-        };
-        if let Some(l) = &mut lo {
-            if flo < l.as_slice() {
-                *l = flo.to_vec();
-            }
         }
-        if let Some(h) = &mut hi {
-            if fhi > h.as_slice() {
-                *h = fhi.to_vec();
-            }
+        if !slice.is_empty() && bytes.saturating_add(c.bytes) > max_bytes {
+            break;
         }
-        inputs.push((level, files));
+        bytes = bytes.saturating_add(c.bytes);
+        slice.push(c);
     }
-    let level = inputs.first()?.0;
-    let output_level = inputs.last()?.0.max(1);
+    let last = slice.last()?;
+    let done_through = last.hi.clone();
+    let mut by_level: Vec<Vec<Arc<FileMeta>>> = vec![Vec::new(); NUM_LEVELS];
+    for c in &slice {
+        for (l, f) in &c.files {
+            by_level[*l].push(Arc::clone(f));
+        }
+    }
+    let inputs: Vec<(usize, Vec<Arc<FileMeta>>)> = by_level
+        .into_iter()
+        .enumerate()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(l, mut v)| {
+            // Version order: L0 newest last by number, deeper by key.
+            if l == 0 {
+                v.sort_by_key(|f| f.number);
+            } else {
+                v.sort_by(|a, b| a.smallest_user_key().cmp(b.smallest_user_key()));
+            }
+            (l, v)
+        })
+        .collect();
+    cursor.done_through = Some(done_through);
     Some(CompactionJob {
         kind: CompactionKind::Merge,
         reason: CompactionReason::Manual,
-        level,
-        output_level,
+        level: inputs.first()?.0,
+        output_level: output_level.max(inputs.last()?.0),
         inputs,
         is_bottommost: true,
         max_output_file_size: opts.target_file_size,
-        // Nothing lies below a bottommost job's range.
         grandparent_bounds: Vec::new(),
         compact_pointer: None,
     })
+}
+
+/// Tables whose user-key ranges overlap, directly or through others.
+struct Component {
+    lo: Vec<u8>,
+    hi: Vec<u8>,
+    bytes: u64,
+    files: Vec<(usize, Arc<FileMeta>)>,
+}
+
+/// Every table of the version grouped into [`Component`]s, in key order.
+fn components(version: &Version) -> Vec<Component> {
+    let mut all: Vec<(usize, Arc<FileMeta>)> = (0..NUM_LEVELS)
+        .flat_map(|l| version.files(l).iter().map(move |f| (l, Arc::clone(f))))
+        .collect();
+    all.sort_by(|a, b| a.1.smallest_user_key().cmp(b.1.smallest_user_key()));
+    let mut out: Vec<Component> = Vec::new();
+    for (l, f) in all {
+        match out.last_mut() {
+            Some(c) if f.smallest_user_key() <= c.hi.as_slice() => {
+                if f.largest_user_key() > c.hi.as_slice() {
+                    c.hi = f.largest_user_key().to_vec();
+                }
+                c.bytes += f.size;
+                c.files.push((l, f));
+            }
+            _ => out.push(Component {
+                lo: f.smallest_user_key().to_vec(),
+                hi: f.largest_user_key().to_vec(),
+                bytes: f.size,
+                files: vec![(l, f)],
+            }),
+        }
+    }
+    out
 }
 
 /// Estimated bytes compaction must rewrite to bring every level within
@@ -911,6 +1013,104 @@ mod tests {
         assert!(busy.conflicts(&gap));
     }
 
+    /// A manual compaction of `[begin, end]` in one slice.
+    fn pick_range(
+        v: &Version,
+        o: &PickerOptions,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Option<CompactionJob> {
+        let mut cursor = SliceCursor::new(begin.map(<[u8]>::to_vec), end.map(<[u8]>::to_vec));
+        pick_slice(v, o, &mut cursor, u64::MAX)
+    }
+
+    fn pick_full(v: &Version, o: &PickerOptions) -> Option<CompactionJob> {
+        pick_range(v, o, None, None)
+    }
+
+    /// A fully compacted tree is cut between its tables: slices of at most
+    /// the limit (or one table, when a table alone is larger), in key order,
+    /// each a bottommost job into the bottom level; the cursor moves past
+    /// each slice and ends after the last.
+    #[test]
+    fn a_full_compaction_is_cut_into_slices_between_tables() {
+        let o = small_opts();
+        let names = ["a", "c", "e", "g", "i", "k"];
+        let files: Vec<(usize, FileMeta)> = names
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (3, meta(i as u64 + 1, k, &format!("{k}z"), 100)))
+            .collect();
+        let mut v = version_with(&files);
+        let mut cursor = SliceCursor::new(None, None);
+        let mut slices = Vec::new();
+        let mut next = 100;
+        while let Some(job) = pick_slice(&v, &o, &mut cursor, 250) {
+            assert!(job.is_bottommost);
+            assert_eq!(job.output_level, 3);
+            assert!(job.input_bytes() <= 250, "{}", job.input_bytes());
+            slices.push(numbers_at(&job, 3));
+            // Install: one output replacing the slice.
+            let (lo, hi) = key_range(job.input_files().map(|(_, f)| f)).unwrap();
+            let (lo, hi) = (
+                String::from_utf8(lo.to_vec()).unwrap(),
+                String::from_utf8(hi.to_vec()).unwrap(),
+            );
+            next += 1;
+            v = v
+                .apply(&job.edit_for_outputs([meta(next, &lo, &hi, job.input_bytes())]))
+                .unwrap();
+        }
+        assert_eq!(slices, vec![vec![1, 2], vec![3, 4], vec![5, 6]]);
+        assert_eq!(cursor.done_through.as_deref(), Some(&b"kz"[..]));
+        // A table larger than the limit is a slice of its own.
+        let mut cursor = SliceCursor::new(None, None);
+        let job = pick_slice(&version_with(&files), &o, &mut cursor, 10).unwrap();
+        assert_eq!(numbers_at(&job, 3), vec![1]);
+    }
+
+    /// Tables that overlap one another, across levels, are never split:
+    /// an L0 table spanning two bottom tables puts all three in one slice.
+    #[test]
+    fn overlapping_tables_stay_in_one_slice() {
+        let o = small_opts();
+        let v = version_with(&[
+            (0, meta(9, "b", "d", 10)),
+            (3, meta(1, "a", "bz", 100)),
+            (3, meta(2, "c", "cz", 100)),
+            (3, meta(3, "e", "ez", 100)),
+            (1, meta(4, "f", "g", 10)),
+            (3, meta(5, "g", "gz", 100)),
+        ]);
+        let mut cursor = SliceCursor::new(None, None);
+        let job = pick_slice(&v, &o, &mut cursor, 1).unwrap();
+        assert_eq!(numbers_at(&job, 0), vec![9]);
+        assert_eq!(numbers_at(&job, 3), vec![1, 2]);
+        assert_eq!(job.output_level, 3);
+        let job = pick_slice(&v, &o, &mut cursor, 1).unwrap();
+        assert_eq!(numbers_at(&job, 3), vec![3]);
+        let job = pick_slice(&v, &o, &mut cursor, 1).unwrap();
+        assert_eq!(numbers_at(&job, 1), vec![4]);
+        assert_eq!(numbers_at(&job, 3), vec![5]);
+        assert_eq!(job.output_level, 3, "every slice writes to the bottom");
+        assert!(pick_slice(&v, &o, &mut cursor, 1).is_none());
+        // A table flushed since, spanning a done slice, is taken whole.
+        let v2 = v
+            .apply(&{
+                let mut e = VersionEdit::new();
+                e.add_file(0, meta(20, "a", "f", 10));
+                e
+            })
+            .unwrap();
+        let mut cursor = SliceCursor {
+            done_through: Some(b"d".to_vec()),
+            ..SliceCursor::new(None, None)
+        };
+        let job = pick_slice(&v2, &o, &mut cursor, 1).unwrap();
+        assert_eq!(numbers_at(&job, 0), vec![9, 20]);
+        assert_eq!(numbers_at(&job, 1), vec![4]);
+    }
+
     #[test]
     fn full_and_range_compaction() {
         let o = small_opts();
@@ -1099,12 +1299,20 @@ mod tests {
             v = v.apply(&e).unwrap();
 
             if manual && i % 7 == 0 {
+                // A range compaction in small slices, each installed before
+                // the next is picked; the tree is valid after every one.
                 let (a, b) = (ukey(start), ukey(start + width));
-                let job = pick_range(&v, &opts, Some(&a), Some(&b)).unwrap();
-                assert!(job.is_bottommost);
-                let e = run_job(&job, &mut contents, &mut next_number, &opts);
-                v = v.apply(&e).unwrap();
-                check_invariants(&v, &opts, &contents, &model);
+                let mut cursor = SliceCursor::new(Some(a), Some(b));
+                let mut slices = 0;
+                while let Some(job) = pick_slice(&v, &opts, &mut cursor, 2 * UNIT) {
+                    assert!(job.is_bottommost);
+                    let e = run_job(&job, &mut contents, &mut next_number, &opts);
+                    v = v.apply(&e).unwrap();
+                    check_invariants(&v, &opts, &contents, &model);
+                    slices += 1;
+                    assert!(slices < 1000, "slices do not end");
+                }
+                assert!(slices > 0);
             }
 
             let mut rounds = 0;

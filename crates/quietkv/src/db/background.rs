@@ -20,7 +20,7 @@ use crate::key::user_key;
 use crate::merge::{CompactionIterator, MergingIterator};
 use crate::options::IoPriority;
 use crate::output_cut::OutputCutter;
-use crate::picker::{pick, pick_range, CompactionJob, CompactionKind};
+use crate::picker::{pick, pick_slice, CompactionJob, CompactionKind};
 use crate::table::{TableBuilder, TableReader};
 use crate::version::{FileMeta, VersionEdit};
 use crate::warm::{hot_blocks, HotProbe};
@@ -64,13 +64,18 @@ pub(crate) fn run(inner: Arc<Inner>, role: Role) {
                         st.flushing = true;
                         break Work::Flush;
                     }
-                } else if let Some(m) = st.manual.as_ref().filter(|m| !m.done && m.result.is_none())
+                } else if st
+                    .manual
+                    .as_ref()
+                    .is_some_and(|m| !m.done && m.result.is_none())
                 {
                     // A manual compaction waits for running jobs, then
                     // runs alone: it ignores the busy set.
                     if st.compactions_running == 0 {
-                        let (b, e) = (m.begin.clone(), m.end.clone());
-                        match pick_range(&st.version, &inner.popts, b.as_deref(), e.as_deref()) {
+                        let max = inner.opts.max_compaction_bytes;
+                        let version = st.version.clone();
+                        let m = st.manual.as_mut().expect("checked");
+                        match pick_slice(&version, &inner.popts, &mut m.cursor, max) {
                             Some(job) => {
                                 st.busy.register(&job);
                                 st.compactions_running += 1;
@@ -99,11 +104,16 @@ pub(crate) fn run(inner: Arc<Inner>, role: Role) {
                 let _ = compact(&inner, job);
             }
             Work::Manual(job) => {
+                // One slice; the next pick finds the next one, or that the
+                // range is done.
                 let r = compact(&inner, job);
+                if let Ok(written) = r {
+                    inner.counters.record_manual_slice(written);
+                }
                 let mut st = inner.state.lock();
-                if let Some(m) = st.manual.as_mut() {
+                if let (Err(e), Some(m)) = (r, st.manual.as_mut()) {
                     m.done = true;
-                    m.result = Some(r);
+                    m.result = Some(Err(e));
                 }
                 inner.done_cv.notify_all();
             }
@@ -186,7 +196,8 @@ fn flush_one(inner: &Arc<Inner>) {
 }
 
 /// Runs one compaction job and installs its result.
-fn compact(inner: &Arc<Inner>, job: CompactionJob) -> Result<()> {
+/// Runs `job` and installs its outputs; the bytes of new tables written.
+fn compact(inner: &Arc<Inner>, job: CompactionJob) -> Result<u64> {
     let t = Instant::now();
     let cpu0 = quietio::sys::thread_cpu_time();
     log::debug!(
@@ -204,7 +215,7 @@ fn compact(inner: &Arc<Inner>, job: CompactionJob) -> Result<()> {
                 .counters
                 .record_move_into(job.output_level, job.input_bytes());
         }
-        r
+        r.map(|()| 0)
     } else {
         merge_job(inner, &job).and_then(|(outputs, read, written)| {
             let mut st = inner.state.lock();
@@ -233,7 +244,7 @@ fn compact(inner: &Arc<Inner>, job: CompactionJob) -> Result<()> {
                     .counters
                     .record_merge_into(job.output_level, from_above, from_level, written);
             }
-            r
+            r.map(|()| written)
         })
     };
     if result.is_ok() {
@@ -488,8 +499,7 @@ pub(crate) fn run_manual(
         inner.done_cv.wait(&mut st);
     }
     st.manual = Some(ManualCompaction {
-        begin,
-        end,
+        cursor: crate::picker::SliceCursor::new(begin, end),
         done: false,
         result: None,
     });

@@ -58,10 +58,10 @@ pub(crate) struct Immutable {
     pub wal_number: u64,
 }
 
-/// A manual compaction asked for by `compact_all`/`compact_range`.
+/// A manual compaction asked for by `compact_all`/`compact_range`, run
+/// as slices (see `picker::pick_slice`).
 pub(crate) struct ManualCompaction {
-    pub begin: Option<Vec<u8>>,
-    pub end: Option<Vec<u8>>,
+    pub cursor: crate::picker::SliceCursor,
     pub done: bool,
     pub result: Option<Result<()>>,
 }

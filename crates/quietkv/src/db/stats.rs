@@ -30,6 +30,8 @@ pub(crate) struct Counters {
     compaction_cpu_micros: AtomicU64,
     warmed_blocks: AtomicU64,
     warmed_bytes: AtomicU64,
+    manual_slices: AtomicU64,
+    manual_peak_slice_bytes: AtomicU64,
     manifest_rotations: AtomicU64,
     wal_files_recycled: AtomicU64,
     background_yields: AtomicU64,
@@ -109,6 +111,13 @@ impl Counters {
         l.written.fetch_add(written, Relaxed);
     }
 
+    /// A slice of a manual compaction installed, having written `bytes`
+    /// of new tables beside its inputs.
+    pub(crate) fn record_manual_slice(&self, bytes: u64) {
+        self.manual_slices.fetch_add(1, Relaxed);
+        self.manual_peak_slice_bytes.fetch_max(bytes, Relaxed);
+    }
+
     /// A trivial move of `bytes` of tables into `output_level`.
     pub(crate) fn record_move_into(&self, output_level: usize, bytes: u64) {
         let l = &self.into_level[output_level];
@@ -186,6 +195,13 @@ pub struct CompactionStats {
     pub warmed_blocks: u64,
     /// Bytes of those blocks.
     pub warmed_bytes: u64,
+    /// Slices of manual compactions (`compact_all`, `compact_range`)
+    /// installed; see `Options::max_compaction_bytes`.
+    pub manual_slices: u64,
+    /// The most bytes of new tables one slice wrote before its inputs could
+    /// be deleted: the extra disk space a manual compaction needed at its
+    /// peak (as long as no reader held the inputs).
+    pub manual_peak_extra_bytes: u64,
 }
 
 /// Writes held back because compaction fell behind (L0 triggers).
@@ -307,6 +323,8 @@ pub(crate) fn collect(inner: &Inner) -> DbStats {
             open_files: inner.compaction_open_files.load(Relaxed),
             warmed_blocks: c.warmed_blocks.load(Relaxed),
             warmed_bytes: c.warmed_bytes.load(Relaxed),
+            manual_slices: c.manual_slices.load(Relaxed),
+            manual_peak_extra_bytes: c.manual_peak_slice_bytes.load(Relaxed),
         },
         stalls: WriteStallStats {
             slowdowns: c.slowdowns.load(Relaxed),

@@ -101,6 +101,39 @@ pub fn workload() -> Vec<Step> {
 /// operation of it exhaustively: puts, a synced batch with a delete, a
 /// flush, a compaction of two tables, a reopen, and writes to a new WAL
 /// after it. Twelve writes, four of them synced.
+/// A tree of several disjoint tables (keys written in order, flushed in
+/// runs), then full compactions that run in slices (`base_options`), with
+/// overwrites and deletes between them and a reopen.
+pub fn sliced_workload() -> Vec<Step> {
+    let mut steps = Vec::new();
+    let mut w = 0usize;
+    for run in 0..4u32 {
+        for j in 0..40u32 {
+            let k = run * 40 + j;
+            steps.push(Step::Write {
+                ops: vec![(key(k), Some(value(w, k)))],
+                sync: j % 10 == 9,
+            });
+            w += 1;
+        }
+        steps.push(Step::Flush);
+    }
+    steps.push(Step::CompactAll);
+    for i in 0..20u32 {
+        let k = i * 8;
+        let v = if i % 4 == 3 { None } else { Some(value(w, k)) };
+        steps.push(Step::Write {
+            ops: vec![(key(k), v)],
+            sync: i % 5 == 4,
+        });
+        w += 1;
+    }
+    steps.push(Step::CompactAll);
+    steps.push(Step::Reopen);
+    steps.push(Step::CompactAll);
+    steps
+}
+
 pub fn small_workload() -> Vec<Step> {
     let mut steps = Vec::new();
     let mut w = 0usize;
@@ -321,6 +354,9 @@ pub fn base_options() -> Options {
         .max_manifest_size(1024)
         // Small, so a WAL outgrows its first segment.
         .wal_segment_size(16 << 10)
+        // About one table: a full compaction of a tree of several
+        // disjoint tables runs in slices.
+        .max_compaction_bytes(8 << 10)
 }
 
 pub fn options_for(set: &ModeSet) -> Options {
