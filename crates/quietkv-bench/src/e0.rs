@@ -303,5 +303,6 @@ pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String>
         samples,
         extra: Default::default(),
         notes,
+        ..Default::default()
     })
 }

@@ -290,6 +290,7 @@ pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String>
         samples,
         extra,
         notes,
+        ..Default::default()
     })
 }
 
@@ -466,10 +467,8 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         let mut reports: Vec<ModeReport> = names
             .iter()
             .zip(&modes)
-            .map(|(n, m)| ModeReport {
-                name: n.to_ascii_lowercase(),
-                runs: Vec::new(),
-                page_cache: Some(m.page_cache(&scratch.0)),
+            .map(|(n, m)| {
+                ModeReport::new(n.to_ascii_lowercase(), Some(m.page_cache(&scratch.0)), 0)
             })
             .collect();
         for repeat in 1..=args.repeats {

@@ -34,8 +34,10 @@ use crate::sampler::{phase_metrics, ExtraFn, Sampler};
 pub struct EngineParams {
     pub keys: u64,
     pub value_size: usize,
-    /// Reads go to keys `[0, hot_keys)`.
+    /// Reads go to `hot_keys` keys, laid out as `hot_layout` says.
     pub hot_keys: u64,
+    #[serde(default)]
+    pub hot_layout: crate::keys::HotLayout,
     /// Background (compaction) I/O limit, MiB/s; 0 = unthrottled.
     pub throttle_mib: u64,
     pub block_cache_bytes: usize,
@@ -44,6 +46,9 @@ pub struct EngineParams {
     pub write_bytes_per_s: u64,
     /// E1: the measured phase lasts at least this long.
     pub min_phase_s: f64,
+    /// E1: seconds of reads after the compaction's last install.
+    #[serde(default)]
+    pub after_s: f64,
 }
 
 fn progress(spec: &WorkerSpec, what: &str) {
@@ -106,7 +111,11 @@ fn run<E: BenchEngine + 'static>(
     let c = &spec.common;
     let hot = p.hot_keys.clamp(1, p.keys.max(1));
     let value_size = p.value_size;
-    let read = |k: u64| -> crate::loadgen::ReadResult {
+    let (layout, n) = (p.hot_layout, p.keys.max(1));
+    // The load generator draws hot-key numbers 0..hot; the layout says
+    // which keys of the database they are.
+    let read = |i: u64| -> crate::loadgen::ReadResult {
+        let k = layout.key_of(i, n);
         match db.get(&key(k)) {
             Ok(Some(v)) if is_value_of(&v, k, value_size) => Ok(None),
             Ok(Some(_)) => Err(format!("key {k}: wrong value")),
@@ -127,7 +136,8 @@ fn run<E: BenchEngine + 'static>(
     progress(
         spec,
         &format!(
-            "warmup: read {hot} hot keys once, then {} s on schedule",
+            "warmup: read {hot} hot keys ({}) once, then {} s on schedule",
+            layout.name(),
             c.warmup_s
         ),
     );
@@ -161,6 +171,8 @@ fn run<E: BenchEngine + 'static>(
 
     let mut notes = Vec::new();
     let mut extra = BTreeMap::new();
+    // E1's parts of the measured window: (name, reads, from mark, to mark).
+    let mut phase_parts: Vec<(&str, crate::loadgen::LoadResult, usize, usize)> = Vec::new();
     let i = sampler.mark("measured");
     let a = db.counters();
     let t0 = Instant::now();
@@ -228,7 +240,7 @@ fn run<E: BenchEngine + 'static>(
         );
         let end = PhaseEnd::default();
         let min_phase = Duration::from_secs_f64(p.min_phase_s.max(0.0).min(c.duration_s));
-        let (r, compaction) = std::thread::scope(|s| {
+        let (during, compaction) = std::thread::scope(|s| {
             let comp = s.spawn(|| {
                 let t = Instant::now();
                 let res = db.compact_all();
@@ -248,6 +260,22 @@ fn run<E: BenchEngine + 'static>(
         let comp_secs = compaction?;
         let phase_s = comp_secs.max(min_phase.as_secs_f64()).min(c.duration_s);
         let b = db.counters();
+        // Then the reads meet the new tables: the window goes on for
+        // `after_s`, reported as its own phase beside the compaction's.
+        let mut r = during.clone_counts();
+        let j_during = sampler.mark("after");
+        phase_parts.push(("during", during, i, j_during));
+        if p.after_s > 0.0 {
+            progress(
+                spec,
+                &format!("after: reads over {hot} keys for {} s", p.after_s),
+            );
+            let after = run_open_loop(&load(p.after_s, 4), read, stop);
+            r.append(&after);
+            let k = sampler.mark("after-end");
+            phase_parts.push(("after", after, j_during, k));
+        }
+
         if comp_secs > c.duration_s {
             notes.push(format!(
                 "compaction took {comp_secs:.1} s, longer than the {:.0} s cap: reads covered only its first {:.0} s",
@@ -277,6 +305,18 @@ fn run<E: BenchEngine + 'static>(
         if gib > 0.0 {
             extra.insert("background_cpu_s_per_gib".into(), cpu / gib);
         }
+    }
+    if let (Some(s0), Some(s1)) = (a.full_compaction_slices, z.full_compaction_slices) {
+        if s1 > s0 {
+            extra.insert("full_compaction_slices".into(), (s1 - s0) as f64);
+        }
+    }
+    if let Some(peak) = z.full_compaction_peak_extra_bytes.filter(|&p| p > 0) {
+        // Since the run's open: the peak of this run's compaction.
+        extra.insert(
+            "full_compaction_peak_extra_mib".into(),
+            peak as f64 / (1 << 20) as f64,
+        );
     }
     if let (Some(o0), Some(o1)) = (a.table_opens_by_reads, z.table_opens_by_reads) {
         extra.insert("table_opens_by_reads".into(), (o1 - o0) as f64);
@@ -311,9 +351,30 @@ fn run<E: BenchEngine + 'static>(
     for t in tl.iter_mut().filter(|t| t.background) {
         t.background = t.t_s < offset + bg_secs;
     }
-    let measured = PhaseResult::new(&r, phase_metrics(&samples, i, j), hit_delta(&a, &z));
+    // Hits and misses come from the reader threads' device reads, the
+    // same for every engine; the engine's own page-cache count, where it
+    // keeps one, is an extra row.
+    if let Some((h, m)) = hit_delta(&a, &z) {
+        if h + m > 0 {
+            extra.insert(
+                "engine_page_cache_hit_ratio".into(),
+                h as f64 / (h + m) as f64,
+            );
+        }
+    }
+    let measured = PhaseResult::new(&r, phase_metrics(&samples, i, j), None);
     let baseline =
-        baseline.map(|(b, bi, bj, h)| PhaseResult::new(&b, phase_metrics(&samples, bi, bj), h));
+        baseline.map(|(b, bi, bj, _)| PhaseResult::new(&b, phase_metrics(&samples, bi, bj), None));
+    let phases: BTreeMap<String, PhaseResult> = phase_parts
+        .iter()
+        .map(|(name, lr, from, to)| {
+            let to = (*to).min(samples.len() - 1);
+            (
+                name.to_string(),
+                PhaseResult::new(lr, phase_metrics(&samples, *from, to), None),
+            )
+        })
+        .collect();
     notes.extend(crate::sampler::cpu_notes(&spec.sampler, &measured.kernel));
     if let Some(e) = &measured.first_error {
         notes.push(format!("{} user reads failed, first: {e}", measured.errors));
@@ -334,6 +395,7 @@ fn run<E: BenchEngine + 'static>(
         samples,
         extra,
         notes,
+        phases,
     })
 }
 

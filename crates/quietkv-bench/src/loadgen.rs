@@ -72,6 +72,36 @@ pub struct LoadResult {
     pub elapsed_s: f64,
 }
 
+impl LoadResult {
+    /// A copy of the counts and histograms (not the first error's text).
+    pub fn clone_counts(&self) -> LoadResult {
+        let mut out = empty_result(0);
+        out.append(self);
+        out
+    }
+
+    /// Adds `next`, a phase that followed this one on the same schedule
+    /// clock: its histograms merge, its seconds follow these.
+    pub fn append(&mut self, next: &LoadResult) {
+        self.latency.add(&next.latency).expect("same bounds");
+        self.service.add(&next.service).expect("same bounds");
+        self.lateness.add(&next.lateness).expect("same bounds");
+        if let Some(d) = next.reader_run_delay_s {
+            *self.reader_run_delay_s.get_or_insert(0.0) += d;
+        }
+        self.per_second.extend(next.per_second.iter().cloned());
+        self.scheduled += next.scheduled;
+        self.done += next.done;
+        self.errors += next.errors;
+        if self.first_error.is_none() {
+            self.first_error.clone_from(&next.first_error);
+        }
+        self.hits += next.hits;
+        self.misses += next.misses;
+        self.elapsed_s += next.elapsed_s;
+    }
+}
+
 /// A small fast PRNG (splitmix64).
 #[derive(Debug, Clone)]
 pub struct SplitMix64(u64);
@@ -135,6 +165,21 @@ pub fn parse_run_delay_ns(schedstat: &str) -> Option<u64> {
 /// The calling thread's run-queue wait so far, ns.
 fn thread_run_delay_ns() -> Option<u64> {
     parse_run_delay_ns(&std::fs::read_to_string("/proc/thread-self/schedstat").ok()?)
+}
+
+/// 512-byte blocks this thread has read from storage so far
+/// (`getrusage(RUSAGE_THREAD).ru_inblock`): the kernel's own per-thread
+/// count, which rises when a read (buffered, direct, a page fault of a
+/// mapping, readahead it started) had to go to the device and not when the
+/// page cache served it. Read around each request, outside its timing, it
+/// tells a read served from memory (page cache or the engine's block cache)
+/// from one that waited for the device, the same way for every engine.
+pub fn thread_read_blocks() -> Option<u64> {
+    // SAFETY: getrusage writes into the zeroed struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; RUSAGE_THREAD is valid on Linux.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    (rc == 0).then_some(ru.ru_inblock as u64)
 }
 
 fn micros(d: Duration) -> u64 {
@@ -267,11 +312,18 @@ where
                             break;
                         }
                         let key = key_of(cfg.seed, k, keys);
+                        let blocks_before = thread_read_blocks();
                         let issued = Instant::now();
                         let res = read(key);
                         let end = Instant::now();
+                        // A read that says nothing of its own hit is judged
+                        // by the thread's device reads (see
+                        // `thread_read_blocks`).
+                        let measured_hit =
+                            blocks_before.zip(thread_read_blocks()).map(|(a, b)| b == a);
                         match res {
                             Ok(hit) => {
+                                let hit = hit.or(measured_hit);
                                 let lat = micros(end.saturating_duration_since(sched));
                                 r.latency.saturating_record(lat);
                                 r.service.saturating_record(micros(end - issued));
@@ -394,6 +446,18 @@ pub fn percentile_curve(h: &Histogram<u64>) -> Vec<[f64; 2]> {
     out
 }
 
+/// Tests that count on getting a CPU when they ask for one hold this lock
+/// shared; a test that keeps every CPU busy on purpose holds it alone, so
+/// that it does not slow down the others running in the same process.
+#[cfg(test)]
+pub(crate) static CPU_HOG: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Shares the CPUs with the other ordinary tests (see [`CPU_HOG`]).
+#[cfg(test)]
+pub(crate) fn cpus_shared() -> std::sync::RwLockReadGuard<'static, ()> {
+    CPU_HOG.read().unwrap_or_else(|e| e.into_inner())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -413,8 +477,11 @@ mod tests {
 
     #[test]
     fn a_stall_shows_in_the_requests_behind_it() {
+        let _cpus = cpus_shared();
         // 1000 requests/s on one thread; request 100 takes 50 ms. The ~50
         // requests scheduled during the stall must carry its remainder.
+        // (A generous grace: a reader slowed by a busy machine still gets
+        // to issue every request.)
         let n = AtomicU64::new(0);
         let cfg = LoadConfig {
             rate_per_s: 1000.0,
@@ -422,7 +489,7 @@ mod tests {
             duration: Duration::from_millis(400),
             keys: 1000,
             seed: 1,
-            grace: Duration::from_secs(2),
+            grace: Duration::from_secs(60),
         };
         let stop = AtomicBool::new(false);
         let r = run_open_loop(
@@ -440,12 +507,16 @@ mod tests {
         assert_eq!(r.hits, 400);
         assert!(r.latency.max() >= 50_000, "max {}", r.latency.max());
         // Requests scheduled 0..50 ms into the stall waited 50..0 ms:
-        // at least 35 of them more than 10 ms.
+        // at least 35 of them more than 10 ms. (A busy machine only makes
+        // them wait longer.)
         let over_10ms = r.latency.count_between(10_000, 3_600_000_000);
         assert!(over_10ms >= 35, "only {over_10ms} requests saw the stall");
-        // Service time does not: only the one slow request took long.
-        assert!(r.service.count_between(10_000, 3_600_000_000) <= 2);
-        // A closed-loop count would have lost them: p99 carries the stall.
+        // Service time does not: only the slow request took long (a few
+        // more may, where the reader lost its CPU in the middle of a read,
+        // but nowhere near the dozens the stall delayed).
+        let slow_service = r.service.count_between(10_000, 3_600_000_000);
+        assert!(slow_service <= 10, "{slow_service} reads took 10 ms");
+        // A closed-loop count would have lost them: p90 carries the stall.
         let s = LatencySummary::of(&r.latency);
         assert!(s.p90 >= 5_000.0, "p90 {}", s.p90);
         let per_sec_total: u64 = r.per_second.iter().map(|h| h.len()).sum();
@@ -458,59 +529,80 @@ mod tests {
         /// Requests other than the slow one that took more than 20 ms from
         /// their scheduled time.
         late_behind: u64,
-        /// Requests issued while the slow one was in progress.
-        issued_during_stall: usize,
+        /// Requests issued after the slow one and before it returned.
+        issued_during_stall: u64,
     }
 
-    /// 1000 requests/s for 400 ms; the 101st request issued sleeps 100 ms.
-    fn one_slow_request(threads: usize) -> SlowRun {
+    /// How long the slow request takes.
+    #[derive(Clone, Copy)]
+    enum Slow {
+        /// A fixed time.
+        For(Duration),
+        /// Until every request after it has been issued (given up after a
+        /// minute, which the caller's assertions then report).
+        UntilTheRestIsIssued,
+    }
+
+    /// Requests in [`one_slow_request`]'s phase, and which one is slow.
+    const REQUESTS: u64 = 400;
+    const SLOW_ONE: u64 = 100;
+
+    /// 1000 requests/s for 400 ms; the 101st request issued is slow.
+    fn one_slow_request(threads: usize, slow: Slow) -> SlowRun {
         let n = AtomicU64::new(0);
-        let issued = std::sync::Mutex::new(Vec::with_capacity(400));
-        let stall = std::sync::Mutex::new(None);
+        let after_slow = AtomicU64::new(0);
+        let seen_during_stall = AtomicU64::new(0);
         let cfg = LoadConfig {
             rate_per_s: 1000.0,
             threads,
             duration: Duration::from_millis(400),
             keys: 1000,
             seed: 9,
-            grace: Duration::from_secs(2),
+            grace: Duration::from_secs(60),
         };
         let stop = AtomicBool::new(false);
         let result = run_open_loop(
             &cfg,
             |_k| {
-                let t = Instant::now();
-                if n.fetch_add(1, Ordering::SeqCst) == 100 {
-                    std::thread::sleep(Duration::from_millis(100));
-                    *stall.lock().unwrap() = Some((t, Instant::now()));
-                } else {
-                    issued.lock().unwrap().push(t);
+                let i = n.fetch_add(1, Ordering::SeqCst);
+                if i == SLOW_ONE {
+                    match slow {
+                        Slow::For(d) => std::thread::sleep(d),
+                        Slow::UntilTheRestIsIssued => {
+                            let t = Instant::now();
+                            while after_slow.load(Ordering::SeqCst) < REQUESTS - SLOW_ONE - 1
+                                && t.elapsed() < Duration::from_secs(60)
+                            {
+                                std::thread::sleep(Duration::from_millis(1));
+                            }
+                        }
+                    }
+                    seen_during_stall.store(after_slow.load(Ordering::SeqCst), Ordering::SeqCst);
+                } else if i > SLOW_ONE {
+                    after_slow.fetch_add(1, Ordering::SeqCst);
                 }
                 Ok(None)
             },
             &stop,
         );
-        let (from, to) = stall.into_inner().unwrap().expect("the slow request ran");
-        let issued_during_stall = issued
-            .into_inner()
-            .unwrap()
-            .iter()
-            .filter(|t| **t > from && **t < to)
-            .count();
         let late = result.latency.count_between(20_000, 3_600_000_000);
         SlowRun {
             result,
             late_behind: late.saturating_sub(1),
-            issued_during_stall,
+            issued_during_stall: seen_during_stall.into_inner(),
         }
     }
 
     #[test]
     fn a_pool_of_readers_keeps_one_slow_read_from_delaying_the_next() {
+        let _cpus = cpus_shared();
         // One reader: every request scheduled during the slow one waits for
-        // it (~100 of them, ~80 by more than 20 ms), and is issued late.
-        let one = one_slow_request(1);
-        assert_eq!(one.result.done, 400);
+        // it and is issued late. The slow read starts no earlier than its
+        // scheduled 100 ms and lasts 100 ms, so the requests scheduled at
+        // 101..=180 ms are all issued 20 ms late or more: 80 of them,
+        // however busy the machine (that only makes them later).
+        let one = one_slow_request(1, Slow::For(Duration::from_millis(100)));
+        assert_eq!(one.result.done, REQUESTS);
         assert_eq!(one.issued_during_stall, 0);
         assert!(
             one.late_behind >= 60,
@@ -519,38 +611,39 @@ mod tests {
         );
         assert!(one.result.lateness.count_between(20_000, 3_600_000_000) >= 60);
         // Four readers taking the next request from a shared schedule: the
-        // other three issue the requests scheduled during the slow one
-        // while it is still in progress, so they stay on time. (Had each
-        // reader its fixed quarter of the schedule, the ~25 in the slow
-        // reader's quarter would wait for it.) The bounds leave room for a
-        // machine so busy that a thread misses its turn now and then.
-        let pool = one_slow_request(4);
-        assert_eq!(pool.result.done, 400);
+        // other three issue every request after the slow one while it is
+        // still in progress, so none of them waits for it. The slow read
+        // here does not return before they all were issued, so the run
+        // ends only if that is so: had each reader its fixed quarter of
+        // the schedule, the ~75 requests in the slow reader's quarter
+        // would wait for it, and it would give up after a minute with
+        // them missing.
+        let pool = one_slow_request(4, Slow::UntilTheRestIsIssued);
+        assert_eq!(pool.result.done, REQUESTS);
+        assert_eq!(
+            pool.issued_during_stall,
+            REQUESTS - SLOW_ONE - 1,
+            "requests issued while the slow one was in progress, with 4 readers"
+        );
+        // The slow request itself still carries its whole delay.
         assert!(pool.result.latency.max() >= 100_000);
-        assert!(
-            pool.issued_during_stall >= 80,
-            "only {} requests issued during the slow one with 4 readers",
-            pool.issued_during_stall
-        );
-        assert!(
-            pool.late_behind * 3 <= one.late_behind,
-            "{} requests behind the slow one were late with 4 readers, {} with 1",
-            pool.late_behind,
-            one.late_behind
-        );
     }
 
     #[test]
     fn lateness_is_reported_and_stays_small_on_schedule() {
+        let _cpus = cpus_shared();
         // Reads that take 2 ms on one reader at 1000/s: the reader falls
         // further behind with every request, and its lateness says so.
+        // Request k is issued after the k reads before it, at least 2k ms
+        // into the phase, for a schedule of k ms: at least k ms late,
+        // whatever the machine does.
         let cfg = LoadConfig {
             rate_per_s: 1000.0,
             threads: 1,
             duration: Duration::from_millis(100),
             keys: 10,
             seed: 4,
-            grace: Duration::from_secs(2),
+            grace: Duration::from_secs(60),
         };
         let stop = AtomicBool::new(false);
         let slow = run_open_loop(
@@ -569,14 +662,24 @@ mod tests {
         );
         let s = LatencySummary::of(&slow.lateness);
         assert!(s.p50 >= 20_000.0, "lateness p50 {}", s.p50);
-        // Fast reads from a pool: issued on time, well under a millisecond
-        // late at the median (timer slack 1 ns and a spin before the
-        // deadline; the bound leaves room for a busy machine).
+        // Fast reads from a pool keep up with the schedule: their lateness
+        // is only the time a reader takes to wake up, and does not add up
+        // from one request to the next as above. The bound is far above
+        // that wake-up time even on a machine whose every CPU is busy, and
+        // far below the 50 ms a reader falling behind shows at the median;
+        // how close to zero the lateness stays is for the benchmark to
+        // measure, not for a test.
         let cfg = LoadConfig { threads: 4, ..cfg };
         let quick = run_open_loop(&cfg, |_| Ok(None), &stop);
         assert_eq!(quick.lateness.len(), 100);
         let q = LatencySummary::of(&quick.lateness);
-        assert!(q.p50 < 500.0, "lateness p50 {} us", q.p50);
+        assert!(q.p50 < 20_000.0, "lateness p50 {} us", q.p50);
+        assert!(
+            q.p50 < s.p50,
+            "lateness p50 {} us, {} us falling behind",
+            q.p50,
+            s.p50
+        );
     }
 
     #[test]
@@ -584,7 +687,9 @@ mod tests {
         assert_eq!(parse_run_delay_ns("708189 77755 4\n"), Some(77755));
         assert_eq!(parse_run_delay_ns("garbage"), None);
         // Spinning threads, more than there are CPUs, keep the readers
-        // waiting on the run queue now and then.
+        // waiting on the run queue now and then. The other tests that need
+        // a CPU on time wait until the spinning is over.
+        let _alone = CPU_HOG.write().unwrap_or_else(|e| e.into_inner());
         let spin_stop = AtomicBool::new(false);
         let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
         let cfg = LoadConfig {
@@ -613,15 +718,17 @@ mod tests {
 
     #[test]
     fn keys_do_not_depend_on_the_thread_that_serves_them() {
+        let _cpus = cpus_shared();
         let seen = |threads: usize| {
             let keys = std::sync::Mutex::new(Vec::new());
+            // A generous grace: every request is issued, however late.
             let cfg = LoadConfig {
                 rate_per_s: 2000.0,
                 threads,
                 duration: Duration::from_millis(50),
                 keys: 1_000_000,
                 seed: 11,
-                grace: Duration::from_secs(2),
+                grace: Duration::from_secs(60),
             };
             run_open_loop(
                 &cfg,
@@ -643,13 +750,15 @@ mod tests {
 
     #[test]
     fn stop_flag_and_errors() {
+        let _cpus = cpus_shared();
+        // A generous grace: every request is issued, however late.
         let cfg = LoadConfig {
             rate_per_s: 500.0,
             threads: 2,
             duration: Duration::from_millis(200),
             keys: 10,
             seed: 3,
-            grace: Duration::from_secs(1),
+            grace: Duration::from_secs(60),
         };
         let stop = AtomicBool::new(false);
         let r = run_open_loop(
@@ -673,32 +782,55 @@ mod tests {
 
     #[test]
     fn phase_end_stops_the_schedule_and_counts_what_was_due() {
+        let _cpus = cpus_shared();
+        // A minute of schedule, ended from inside its 300th read: about
+        // 300 ms in, or later on a busy machine, but never before the
+        // 300th request was due.
         let cfg = LoadConfig {
             rate_per_s: 1000.0,
             threads: 2,
-            duration: Duration::from_secs(10),
+            duration: Duration::from_secs(60),
             keys: 10,
             seed: 5,
-            grace: Duration::from_secs(1),
+            grace: Duration::from_secs(60),
         };
         let stop = AtomicBool::new(false);
         let end = PhaseEnd::default();
+        let calls = AtomicU64::new(0);
         let t = Instant::now();
-        let r = std::thread::scope(|s| {
-            s.spawn(|| {
-                std::thread::sleep(Duration::from_millis(300));
-                end.end_now();
-            });
-            run_open_loop_until(&cfg, |_| Ok(None), &stop, &end)
-        });
-        assert!(t.elapsed() < Duration::from_secs(2));
+        let r = run_open_loop_until(
+            &cfg,
+            |_| {
+                if calls.fetch_add(1, Ordering::SeqCst) + 1 == 300 {
+                    end.end_now();
+                }
+                Ok(None)
+            },
+            &stop,
+            &end,
+        );
         assert!(
-            (250..=350).contains(&r.scheduled),
+            t.elapsed() < Duration::from_secs(30),
+            "the phase ran on after its end"
+        );
+        // When the 300th read began, 300 requests had been issued, each
+        // no earlier than its scheduled time: at least requests 0..=298
+        // were due at the end (a ms apart from the phase start).
+        assert!(
+            (299..60_000).contains(&r.scheduled),
             "scheduled {}",
             r.scheduled
         );
-        assert!(r.done + 2 >= r.scheduled, "{} of {}", r.done, r.scheduled);
-        assert_eq!(r.per_second.len(), 1);
+        // Every request due before the end is served, none after it.
+        assert!(
+            r.done <= r.scheduled && r.done + 2 >= r.scheduled,
+            "{} of {}",
+            r.done,
+            r.scheduled
+        );
+        // The timeline ends with the second the phase ended in.
+        let seconds = r.scheduled.div_ceil(1000).max(1) as usize;
+        assert_eq!(r.per_second.len(), seconds, "scheduled {}", r.scheduled);
     }
 
     #[test]

@@ -325,6 +325,57 @@ pub fn read_steal_ticks() -> Option<u64> {
     parse_steal_ticks(&std::fs::read_to_string("/proc/stat").ok()?)
 }
 
+/// CPU clock ticks used so far by every user-space process on the machine
+/// except `skip` (the measured process and the benchmark that started
+/// it): `utime + stime + cutime + cstime` of each `/proc/PID/stat`, so a
+/// short-lived process counts once its parent has waited for it (a
+/// compiler under `cargo`, a command under a shell). Kernel threads
+/// (flag `PF_KTHREAD`) are left out: kswapd and write-back work for the
+/// measured process. What it misses: a process that starts and ends, with
+/// its whole lineage, between two readings.
+pub fn read_other_processes_cpu_ticks(skip: &[u32]) -> Option<u64> {
+    let mut total = 0u64;
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if skip.contains(&pid) {
+            continue;
+        }
+        if let Some(ticks) = std::fs::read_to_string(entry.path().join("stat"))
+            .ok()
+            .and_then(|s| parse_user_process_ticks(&s))
+        {
+            total += ticks;
+        }
+    }
+    Some(total)
+}
+
+/// `utime + stime + cutime + cstime` of one `/proc/PID/stat` line, `None`
+/// for a kernel thread or an unreadable line.
+pub fn parse_user_process_ticks(stat: &str) -> Option<u64> {
+    const PF_KTHREAD: u64 = 0x0020_0000;
+    // The command name may hold spaces and parentheses: fields start after
+    // the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // f[0] is field 3 (state); flags is field 9, utime..cstime 14..17.
+    let flags: u64 = f.get(6)?.parse().ok()?;
+    if flags & PF_KTHREAD != 0 {
+        return None;
+    }
+    let mut sum = 0u64;
+    for i in 11..15 {
+        sum += f.get(i)?.parse::<i64>().ok()?.max(0) as u64;
+    }
+    Some(sum)
+}
+
 pub fn read_self_cpu() -> Option<ProcCpu> {
     parse_proc_stat(&std::fs::read_to_string("/proc/self/stat").ok()?)
 }
@@ -351,6 +402,21 @@ mod tests {
     const PSI_PROC: &str = include_str!("../tests/data/proc.pressure.memory");
     const PSI_BUSY: &str = include_str!("../tests/data/memory.pressure.busy");
     const BLOCK: &str = include_str!("../tests/data/block.vda.stat");
+
+    #[test]
+    fn other_processes_count_children_and_skip_kernel_threads() {
+        // pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt
+        // majflt cmajflt utime stime cutime cstime ...
+        let user = "42 (my (odd) name) S 1 42 42 0 -1 4194304 10 0 0 0 7 3 100 20 20 0 1 0";
+        assert_eq!(parse_user_process_ticks(user), Some(130));
+        let kthread = "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 5 9 0 0 20 0 1 0";
+        assert_eq!(parse_user_process_ticks(kthread), None);
+        assert_eq!(parse_user_process_ticks("garbage"), None);
+        let me = std::process::id();
+        let all = read_other_processes_cpu_ticks(&[]).unwrap();
+        let others = read_other_processes_cpu_ticks(&[me]).unwrap();
+        assert!(others <= all);
+    }
 
     #[test]
     fn steal_is_the_eighth_number_of_the_cpu_line() {

@@ -359,9 +359,8 @@ mod tests {
             seconds: 2048.0 / mib_s,
         };
         ModeReport {
-            name: name.into(),
             runs: vec![r],
-            page_cache: None,
+            ..ModeReport::new(name, None, 0)
         }
     }
 

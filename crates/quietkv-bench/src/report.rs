@@ -32,6 +32,14 @@ pub struct ModeReport {
     /// verdict's recommendation); `None` where no engine was configured.
     #[serde(default)]
     pub page_cache: Option<PageCacheUse>,
+    /// Runs the machine disturbed (see [`crate::disturbance`]): reported,
+    /// left out of every median.
+    #[serde(default)]
+    pub disturbed: Vec<crate::disturbance::DisturbedRun>,
+    /// Clean runs asked for (`--repeats`); 0 in reports written before
+    /// runs were judged, where every run counts.
+    #[serde(default)]
+    pub asked: u32,
 }
 
 /// Median, min and max of one metric over a mode's runs.
@@ -63,6 +71,51 @@ pub fn stat_of(mut v: Vec<f64>) -> Option<Stat> {
 }
 
 impl ModeReport {
+    /// A mode with no runs yet, `asked` clean runs wanted.
+    pub fn new(name: impl Into<String>, page_cache: Option<PageCacheUse>, asked: u32) -> Self {
+        ModeReport {
+            name: name.into(),
+            runs: Vec::new(),
+            page_cache,
+            disturbed: Vec::new(),
+            asked,
+        }
+    }
+
+    /// Clean runs it got and clean runs it was asked for.
+    pub fn clean_of_asked(&self) -> (usize, usize) {
+        let asked = if self.asked == 0 {
+            self.runs.len()
+        } else {
+            self.asked as usize
+        };
+        (self.runs.len(), asked)
+    }
+
+    /// A line saying which runs the machine disturbed, if any did.
+    pub fn disturbed_line(&self) -> Option<String> {
+        if self.disturbed.is_empty() {
+            return None;
+        }
+        let (clean, asked) = self.clean_of_asked();
+        let runs: Vec<String> = self
+            .disturbed
+            .iter()
+            .map(|d| format!("run {}: {}", d.run.repeat, d.reasons.join("; ")))
+            .collect();
+        Some(format!(
+            "{}: {} run(s) disturbed and left out of the medians ({}); {clean} clean of {asked} asked{}",
+            self.name,
+            self.disturbed.len(),
+            runs.join(" | "),
+            if clean < asked {
+                ", too few to rank"
+            } else {
+                ""
+            }
+        ))
+    }
+
     /// Every flat metric aggregated over the runs.
     pub fn stats(&self) -> BTreeMap<String, Stat> {
         let mut all: BTreeMap<String, Vec<f64>> = BTreeMap::new();
@@ -195,16 +248,63 @@ pub fn standard_rows() -> Vec<Row> {
             Us,
             Lower,
         ),
+        row(
+            "p99 during the compaction",
+            "during.read_latency_us.p99",
+            Us,
+            Lower,
+        ),
+        row(
+            "p99.9 during the compaction",
+            "during.read_latency_us.p999",
+            Us,
+            Lower,
+        ),
+        row(
+            "p99 after its last install",
+            "after.read_latency_us.p99",
+            Us,
+            Lower,
+        ),
+        row(
+            "p99.9 after its last install",
+            "after.read_latency_us.p999",
+            Us,
+            Lower,
+        ),
         row("Baseline p99", "baseline_read_latency_us.p99", Us, Lower),
         row("Baseline p99.9", "baseline_read_latency_us.p999", Us, Lower),
         row("Reads done", "reads.done", Int, None),
         row("Reads scheduled", "reads.scheduled", Int, None),
-        row("Cache hit ratio", "cache_hit_ratio", Fraction, Points),
+        row(
+            "Cache hit ratio (reads that needed no device read)",
+            "cache_hit_ratio",
+            Fraction,
+            Points,
+        ),
+        row(
+            "Cache hit ratio during the compaction",
+            "during.cache_hit_ratio",
+            Fraction,
+            Points,
+        ),
+        row(
+            "Cache hit ratio after its last install",
+            "after.cache_hit_ratio",
+            Fraction,
+            Points,
+        ),
         row("**Dirty pages/s**", "dirty_pages_per_s", Int, Reduction),
         row("**Stall time (us/s)**", "stall_us_per_s", Int, Percent),
         row(
             "CPU steal (host ran something else), ms/s",
             "steal_ms_per_s",
+            Int,
+            None,
+        ),
+        row(
+            "Other processes' CPU, ms/s",
+            "other_cpu_ms_per_s",
             Int,
             None,
         ),
@@ -494,6 +594,15 @@ pub fn readers_behind(e: &ExperimentReport) -> Vec<String> {
         .collect()
 }
 
+/// One line per mode with runs the machine disturbed (see
+/// [`crate::disturbance`]).
+pub fn disturbed_lines(e: &ExperimentReport) -> Vec<String> {
+    e.modes
+        .iter()
+        .filter_map(ModeReport::disturbed_line)
+        .collect()
+}
+
 /// A section's tables: one table with ratios against buffered, or with
 /// several engines, the values and the two ratio views of
 /// [`crate::peers::markdown_tables`].
@@ -551,6 +660,9 @@ pub fn render_markdown(r: &Report) -> String {
         }
         for line in readers_behind(e) {
             out.push_str(&format!("\n**Readers fell behind:** {line}\n"));
+        }
+        for line in disturbed_lines(e) {
+            out.push_str(&format!("\n**Disturbed runs:** {line}\n"));
         }
         let mut run_notes = Vec::new();
         for md in &e.modes {
@@ -673,6 +785,18 @@ pub fn render_json(r: &Report) -> Value {
                         "runs_detail".into(),
                         Value::Array(m.runs.iter().map(|r| json!(r.flat_metrics())).collect()),
                     );
+                    let (clean, asked) = m.clean_of_asked();
+                    o.insert("clean_runs".into(), json!(clean));
+                    o.insert("asked_runs".into(), json!(asked));
+                    o.insert(
+                        "disturbed_runs".into(),
+                        Value::Array(
+                            m.disturbed
+                                .iter()
+                                .map(|d| json!({"repeat": d.run.repeat, "reasons": d.reasons, "metrics": d.run.flat_metrics()}))
+                                .collect(),
+                        ),
+                    );
                     if let Some(run) = m.median_run() {
                         o.insert(
                             "timeline".into(),
@@ -699,6 +823,10 @@ pub fn render_json(r: &Report) -> Value {
                     "reference_mib_s": judged.reference_mib_s,
                     "tolerance": verdict::SAME_WORK_TOLERANCE,
                     "best_same_work": judged.best,
+                    "unranked": judged.modes.iter().filter_map(|m| match &m.standing {
+                        Standing::Unranked { why } => Some(json!({"mode": m.name, "why": why})),
+                        _ => None,
+                    }).collect::<Vec<_>>(),
                     "not_same_work": judged.not_same_work().map(|m| match &m.standing {
                         Standing::NotSameWork { shortfall_pct, remedy } => json!({
                             "mode": m.name,
@@ -799,25 +927,22 @@ mod tests {
                 notes: vec!["no PSI cgroup: system-wide".into()],
                 modes: vec![
                     ModeReport {
-                        name: "buffered".into(),
                         runs: vec![
                             run("buffered", 1, 16200.0, 42862.0, 400),
                             run("buffered", 2, 15000.0, 40000.0, 400),
                         ],
-                        page_cache: None,
+                        ..ModeReport::new("buffered", None, 0)
                     },
                     ModeReport {
-                        name: "direct".into(),
                         runs: vec![
                             run("direct", 1, 1900.0, 1038.0, 400),
                             run("direct", 2, 1900.0, 1038.0, 400),
                         ],
-                        page_cache: None,
+                        ..ModeReport::new("direct", None, 0)
                     },
                     ModeReport {
-                        name: "dontcache".into(),
                         runs: vec![run("dontcache", 1, 1800.0, 874.0, 100)],
-                        page_cache: None,
+                        ..ModeReport::new("dontcache", None, 0)
                     },
                 ],
             }],

@@ -170,6 +170,11 @@ pub struct RunResult {
     /// `extra.NAME` rows.
     pub extra: BTreeMap<String, f64>,
     pub notes: Vec<String>,
+    /// Parts of the measured phase with their own figures: E1's `during`
+    /// (the compaction) and `after` (reads meeting the new tables);
+    /// `measured` is the whole window.
+    #[serde(default)]
+    pub phases: BTreeMap<String, PhaseResult>,
 }
 
 /// Experiment numbers reported under their own key rather than
@@ -236,6 +241,7 @@ impl RunResult {
         opt("system_cpu.sys_s", k.system_cpu_sys_s);
         opt("system_cpu.iowait_s", k.system_iowait_s);
         opt("steal_ms_per_s", k.steal_ms_per_s);
+        opt("other_cpu_ms_per_s", k.other_cpu_ms_per_s);
         if let Some(d) = &k.device {
             for (key, v) in [
                 ("r_await_ms", d.r_await_ms),
@@ -248,6 +254,15 @@ impl RunResult {
                 ("w_mib_s", d.w_mib_s),
             ] {
                 m.insert(format!("device.{key}"), v);
+            }
+        }
+        for (name, ph) in &self.phases {
+            m.insert(format!("{name}.read_latency_us.p99"), ph.latency.p99);
+            m.insert(format!("{name}.read_latency_us.p999"), ph.latency.p999);
+            m.insert(format!("{name}.service_time_us.p99"), ph.service.p99);
+            m.insert(format!("{name}.reads.done"), ph.done as f64);
+            if let Some(h) = ph.cache_hit_ratio {
+                m.insert(format!("{name}.cache_hit_ratio"), h);
             }
         }
         m.insert("compaction_mib_s".into(), self.background.mib_s());

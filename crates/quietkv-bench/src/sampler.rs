@@ -59,6 +59,11 @@ pub struct Sample {
     /// The host's steal of this machine's CPUs so far (clock ticks).
     #[serde(default)]
     pub steal_ticks: Option<u64>,
+    /// CPU ticks every other user process on the machine used so far (not
+    /// the measured process, not the benchmark that started it; see
+    /// `metrics::read_other_processes_cpu_ticks`).
+    #[serde(default)]
+    pub other_cpu_ticks: Option<u64>,
     #[serde(default)]
     pub extra: serde_json::Value,
 }
@@ -98,6 +103,10 @@ fn take(cfg: &SamplerConfig, start: Instant, phase: &str, extra: &Option<ExtraFn
         system_cpu: read_system_cpu(),
         io: crate::metrics::read_self_io(),
         steal_ticks: crate::metrics::read_steal_ticks(),
+        other_cpu_ticks: crate::metrics::read_other_processes_cpu_ticks(&[
+            std::process::id(),
+            std::os::unix::process::parent_id(),
+        ]),
         extra: extra
             .as_ref()
             .map(|f| f())
@@ -252,6 +261,10 @@ pub struct PhaseMetrics {
     /// something else, summed over CPUs (see `metrics::parse_steal_ticks`).
     #[serde(default)]
     pub steal_ms_per_s: Option<f64>,
+    /// Milliseconds per second of CPU that other processes on the machine
+    /// used (summed over CPUs): work beside the benchmark's own.
+    #[serde(default)]
+    pub other_cpu_ms_per_s: Option<f64>,
 }
 
 /// Run notes on a phase's CPU figures: when the worker was handed a
@@ -352,6 +365,10 @@ pub fn phase_metrics(samples: &[Sample], from: usize, to: usize) -> PhaseMetrics
             (Some(x), Some(y)) => Some(y.saturating_sub(x) as f64 / tck * 1000.0 / secs),
             _ => None,
         },
+        other_cpu_ms_per_s: match (a.other_cpu_ticks, b.other_cpu_ticks) {
+            (Some(x), Some(y)) => Some(y.saturating_sub(x) as f64 / tck * 1000.0 / secs),
+            _ => None,
+        },
     }
 }
 
@@ -382,6 +399,7 @@ mod tests {
             system_cpu: None,
             io: None,
             steal_ticks: Some(dirtied / 10),
+            other_cpu_ticks: Some(dirtied / 5),
             extra: serde_json::Value::Null,
         }
     }
@@ -401,6 +419,7 @@ mod tests {
         // 20 ticks of steal over 2 s.
         let ms = 20.0 / clock_ticks_per_sec() * 1000.0 / 2.0;
         assert_eq!(m.steal_ms_per_s, Some(ms));
+        assert_eq!(m.other_cpu_ms_per_s, Some(2.0 * ms));
         assert_eq!(m.active_file_bytes, Some(200.0));
         assert!(m.device.is_none());
     }
@@ -473,11 +492,27 @@ mod tests {
 
     #[test]
     fn sampler_marks_and_samples() {
+        let _cpus = crate::loadgen::cpus_shared();
         let calls = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let c = calls.clone();
         let extra: ExtraFn = Arc::new(
             move || serde_json::json!({"n": c.fetch_add(1, std::sync::atomic::Ordering::SeqCst)}),
         );
+        // Every sample calls `extra` once: waiting for its count to grow
+        // waits for the sampling thread, however late it runs, instead of
+        // guessing how many samples a fixed sleep gets.
+        let taken = || calls.load(std::sync::atomic::Ordering::SeqCst);
+        let wait_for = |n: u64| {
+            let t = std::time::Instant::now();
+            while taken() < n {
+                assert!(
+                    t.elapsed() < Duration::from_secs(60),
+                    "only {} samples in a minute",
+                    taken()
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        };
         let s = Sampler::start(
             SamplerConfig {
                 interval_ms: 20,
@@ -486,18 +521,26 @@ mod tests {
             "warmup",
             Some(extra),
         );
-        std::thread::sleep(Duration::from_millis(70));
+        // The first sample, then two of the thread's.
+        wait_for(3);
         let i = s.mark("measured");
-        std::thread::sleep(Duration::from_millis(50));
+        // Two more of the thread's in the measured phase. (A sample being
+        // taken when the count goes up is stored before the mark.)
+        wait_for(taken() + 2);
         let j = s.mark("end");
         let samples = s.stop();
-        assert!(samples.len() >= 5, "{}", samples.len());
+        assert!(samples.len() >= 7, "{}", samples.len());
+        assert!(i >= 3 && j >= i + 3, "marks at {i} and {j}");
+        assert!(samples[..i].iter().all(|x| x.phase == "warmup"));
         assert_eq!(samples[i].phase, "measured");
         assert!(samples[i + 1..j].iter().all(|x| x.phase == "measured"));
+        assert_eq!(samples[j].phase, "end");
         assert!(samples.windows(2).all(|w| w[0].t_s <= w[1].t_s));
         assert!(samples[j].extra["n"].as_u64().unwrap() > 0);
         let m = phase_metrics(&samples, i, j);
-        assert!(m.seconds > 0.04);
+        // The phase runs from one mark to the other.
+        assert!(samples[j].t_s > samples[i].t_s);
+        assert!((m.seconds - (samples[j].t_s - samples[i].t_s)).abs() < 1e-9);
         assert!(m.cpu_user_s.is_some());
     }
 }

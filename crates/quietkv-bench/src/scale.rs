@@ -39,7 +39,18 @@ pub struct Preset {
     pub duration_s: f64,
     pub warmup_s: f64,
     pub baseline_s: f64,
+    /// E1/E3: the shortest window of reads after the compaction's last
+    /// install, when reads meet the new tables (0: no after phase, E2).
+    /// See [`Preset::after_s`].
+    pub min_after_s: f64,
+    /// `--after`: the after window of every section, if given.
+    pub after_override: Option<f64>,
 }
+
+/// Background MiB/s every engine's unthrottled full compaction beat on the
+/// development machine (quietkv about 1,000, fjall 650, RocksDB 580): an
+/// unthrottled compaction takes at most `2 x database / this`.
+const SLOWEST_UNTHROTTLED_MIB_S: u64 = 400;
 
 /// `512 MiB`, `2.0 GiB`.
 pub fn mib(b: u64) -> String {
@@ -79,15 +90,20 @@ pub fn preset(experiment: &str, scale: Scale) -> Result<Preset, String> {
         duration_s: if quick { 120.0 } else { 900.0 },
         warmup_s: if quick { 3.0 } else { 10.0 },
         baseline_s: if quick { 5.0 } else { 20.0 },
+        min_after_s: 0.0,
+        after_override: None,
     };
+    let min_after_s = if quick { 5.0 } else { 60.0 };
     Ok(match experiment {
         "E1" if quick => Preset {
             hot_keys: vec![keys_for(8 * MIB)],
+            min_after_s,
             ..base
         },
         "E1" => Preset {
             hot_keys: vec![keys_for(30 * MIB), keys_for(400 * MIB)],
             throttles: vec![0, 64],
+            min_after_s,
             ..base
         },
         "E2" => Preset {
@@ -102,6 +118,7 @@ pub fn preset(experiment: &str, scale: Scale) -> Result<Preset, String> {
         "E3" => Preset {
             hot_keys: e3_hot_keys(limit),
             throttles: if quick { vec![0] } else { vec![0, 64] },
+            min_after_s,
             ..base
         },
         // Dataset : memory 8 : 1 (seed 002). Quick: E1's 2 GiB in a 256 MiB
@@ -141,6 +158,7 @@ pub struct Overrides {
     pub duration_s: Option<f64>,
     pub warmup_s: Option<f64>,
     pub baseline_s: Option<f64>,
+    pub after_s: Option<f64>,
 }
 
 impl Preset {
@@ -175,6 +193,9 @@ impl Preset {
         if let Some(v) = o.baseline_s {
             self.baseline_s = v;
         }
+        if o.after_s.is_some() && experiment != "E2" {
+            self.after_override = o.after_s;
+        }
         let keys = keys_for(self.db_bytes);
         for h in &mut self.hot_keys {
             *h = (*h).clamp(1, keys);
@@ -183,6 +204,28 @@ impl Preset {
             self.throttles = vec![self.throttles.first().copied().unwrap_or(0)];
         }
         self
+    }
+
+    /// Seconds of reads after the last install in a section at `throttle`
+    /// MiB/s (0 = unthrottled): `--after` if given, else at least as long
+    /// as the compaction can take (the database read and written at the
+    /// throttle, or at [`SLOWEST_UNTHROTTLED_MIB_S`]), and at least
+    /// `min_after_s` (quick 5 s, full 60 s). Full scale: 60 s unthrottled
+    /// (the compactions took 16-28 s), 256 s at 64 MiB/s.
+    pub fn after_s(&self, throttle: u64) -> f64 {
+        if self.min_after_s <= 0.0 {
+            return 0.0;
+        }
+        if let Some(v) = self.after_override {
+            return v.max(0.0);
+        }
+        let rate = if throttle > 0 {
+            throttle
+        } else {
+            SLOWEST_UNTHROTTLED_MIB_S
+        };
+        let during = 2.0 * (self.db_bytes / MIB) as f64 / rate as f64;
+        during.max(self.min_after_s)
     }
 
     /// (section id, hot keys, throttle) of each report section.
@@ -275,6 +318,28 @@ mod tests {
         }
         assert_eq!(e5_threads(Scale::Full), vec![1, 8, 32, 128]);
         assert_eq!(e5_threads(Scale::Quick), vec![32]);
+    }
+
+    #[test]
+    fn the_after_window_is_at_least_as_long_as_the_compaction_can_take() {
+        let full = preset("E1", Scale::Full).unwrap();
+        assert_eq!(full.after_s(0), 60.0);
+        assert_eq!(full.after_s(64), 256.0);
+        let quick = preset("E1", Scale::Quick).unwrap();
+        assert_eq!(quick.after_s(0), 10.24);
+        assert_eq!(preset("E2", Scale::Full).unwrap().after_s(0), 0.0);
+        let o = Overrides {
+            after_s: Some(3.0),
+            ..Default::default()
+        };
+        assert_eq!(quick.apply("E1", &o).after_s(64), 3.0);
+        assert_eq!(
+            preset("E2", Scale::Quick)
+                .unwrap()
+                .apply("E2", &o)
+                .after_s(0),
+            0.0
+        );
     }
 
     #[test]

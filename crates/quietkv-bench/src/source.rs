@@ -76,6 +76,8 @@ impl SourceSpec {
             level_base_bytes: self.level_base_bytes,
             bloom_bits_per_key: self.bloom_bits_per_key,
             compression: self.compression.clone(),
+            // Not part of the contents: how a full compaction is installed.
+            max_compaction_bytes: 25 * self.target_file_size,
         }
     }
 

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::cgroup::interrupted;
+use crate::disturbance::AfterRun;
 use crate::engine::EngineParams;
 use crate::engines::EngineMode;
 use crate::report::{self, ExperimentReport, ModeReport, Report};
@@ -20,14 +21,10 @@ use crate::{
     readers_text, report_names, timestamp, write_outputs_with_verdict, BenchArgs, Scratch,
 };
 
-/// `auto` is what a user gets without configuring anything.
-const DEFAULT_MODES: [&str; 5] = [
-    "buffered",
-    "write-direct",
-    "both-direct",
-    "dontcache",
-    "auto",
-];
+/// `auto` is what a user gets without configuring anything; buffered is
+/// what every other mode is measured against. The other modes are on
+/// request (`--modes`).
+pub(crate) const DEFAULT_MODES: [&str; 2] = ["buffered", "auto"];
 
 /// Removes the source databases built or reused by this run unless
 /// `--keep-source`, however the benchmark ends.
@@ -51,7 +48,7 @@ fn title(exp: &str) -> &'static str {
     match exp {
         "E1" => "reads over a hot set while one major compaction rewrites the whole database",
         "E2" => {
-            "reads over keys [0, H) while one writer overwrites random keys at a fixed byte rate"
+            "reads over H hot keys while one writer overwrites random keys at a fixed byte rate"
         }
         _ => "E1 at hot-set sizes of about 1/30, 1/3 and 3x the page cache",
     }
@@ -75,6 +72,7 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
         duration_s: args.duration,
         warmup_s: args.warmup,
         baseline_s: args.baseline,
+        after_s: args.after,
     };
     let mut plans: Vec<(String, Preset)> = Vec::new();
     for e in exps {
@@ -190,45 +188,51 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
             keys: manifest.spec.keys,
             value_size: manifest.spec.value_size,
             hot_keys: s.hot,
+            hot_layout: crate::keys::HotLayout::parse(&args.hot_layout)?,
             throttle_mib: s.throttle,
             block_cache_bytes: (args.block_cache_mib * MIB) as usize,
             memtable_bytes: (args.memtable_mib.max(1) * MIB) as usize,
             write_bytes_per_s: (s.preset.write_rate_mib * MIB as f64) as u64,
             min_phase_s: args.min_phase,
+            after_s: s.preset.after_s(s.throttle),
         };
         let mut reports: Vec<ModeReport> = names
             .iter()
-            .map(|n| ModeReport {
-                name: n.clone(),
-                runs: Vec::new(),
-                page_cache: page_cache.get(n).cloned(),
-            })
+            .map(|n| ModeReport::new(n.clone(), page_cache.get(n).cloned(), args.repeats))
             .collect();
+        let rule = crate::disturbance::Rule {
+            keep_disturbed: args.keep_disturbed,
+            ..Default::default()
+        };
+        let mut reruns_left = args.max_reruns;
         for repeat in 1..=args.repeats {
             for mi in round_order(modes.len(), repeat) {
-                let mode = &modes[mi];
-                if interrupted() {
-                    return Err("interrupted; cgroups and scratch files removed".into());
-                }
-                let t = Instant::now();
-                let (src_dir, src_manifest, _) = &built[&(mode.engine(), s.preset.db_bytes)];
-                source::copy_to(src_dir, src_manifest, &run_db, &|f| mode.immutable_file(f))?;
-                let spec = WorkerSpec {
-                    experiment: s.exp.clone(),
-                    mode: mode.clone(),
-                    name: names[mi].clone(),
-                    repeat,
-                    repeats: args.repeats,
-                    dir: run_db.clone(),
-                    common: common.clone(),
-                    params: serde_json::to_value(&params).map_err(|e| e.to_string())?,
-                    sampler: SamplerConfig {
-                        block_device: block_device.clone(),
-                        interval_ms: 1000,
-                        ..Default::default()
-                    },
-                };
-                crate::progress_line!(
+                // A run the machine disturbed is set aside and the mode runs
+                // again, while the section has reruns left.
+                loop {
+                    let mode = &modes[mi];
+                    if interrupted() {
+                        return Err("interrupted; cgroups and scratch files removed".into());
+                    }
+                    let t = Instant::now();
+                    let (src_dir, src_manifest, _) = &built[&(mode.engine(), s.preset.db_bytes)];
+                    source::copy_to(src_dir, src_manifest, &run_db, &|f| mode.immutable_file(f))?;
+                    let spec = WorkerSpec {
+                        experiment: s.exp.clone(),
+                        mode: mode.clone(),
+                        name: names[mi].clone(),
+                        repeat,
+                        repeats: args.repeats,
+                        dir: run_db.clone(),
+                        common: common.clone(),
+                        params: serde_json::to_value(&params).map_err(|e| e.to_string())?,
+                        sampler: SamplerConfig {
+                            block_device: block_device.clone(),
+                            interval_ms: 1000,
+                            ..Default::default()
+                        },
+                    };
+                    crate::progress_line!(
                     "[{} {} {repeat}/{}] copied the source in {:.1} s; cold cache, warm-up, baseline, measured (ETA {} for {} runs left)",
                     s.id,
                     names[mi],
@@ -237,19 +241,19 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
                     fmt_secs(left),
                     runs_left
                 );
-                crate::progress::start_run(
-                    format!("[{} {} {repeat}/{}]", s.id, names[mi], args.repeats),
-                    left,
-                );
-                let r = runner.run(spec).map_err(|e| {
-                    if interrupted() {
-                        "interrupted; cgroups and scratch files removed".to_string()
-                    } else {
-                        e
-                    }
-                })?;
-                let _ = std::fs::remove_dir_all(&run_db);
-                crate::progress_line!(
+                    crate::progress::start_run(
+                        format!("[{} {} {repeat}/{}]", s.id, names[mi], args.repeats),
+                        left,
+                    );
+                    let r = runner.run(spec).map_err(|e| {
+                        if interrupted() {
+                            "interrupted; cgroups and scratch files removed".to_string()
+                        } else {
+                            e
+                        }
+                    })?;
+                    let _ = std::fs::remove_dir_all(&run_db);
+                    crate::progress_line!(
                     "[{} {} {repeat}/{}] done: p99 {:.0} us, p99.9 {:.0} us, reads {}/{}, background {:.0} MiB/s for {:.1} s",
                     s.id,
                     names[mi],
@@ -261,9 +265,35 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
                     r.background.mib_s(),
                     r.background.seconds
                 );
-                reports[mi].runs.push(r);
-                left = (left - per_run(s)).max(0.0);
-                runs_left -= 1;
+                    left = (left - per_run(s)).max(0.0);
+                    let label = format!("[{} {} {repeat}/{}]", s.id, names[mi], args.repeats);
+                    match rule.file(&mut reports[mi], r, &mut reruns_left) {
+                        AfterRun::Keep => {
+                            runs_left -= 1;
+                            break;
+                        }
+                        AfterRun::Rerun { reasons } => crate::progress_line!(
+                            "{label} disturbed, left out of the medians: {}; running it again ({reruns_left} rerun(s) left in this section)",
+                            reasons.join("; ")
+                        ),
+                        AfterRun::Kept { reasons } => {
+                        crate::progress_line!(
+                            "{label} disturbed, kept (--keep-disturbed): {}",
+                            reasons.join("; ")
+                        );
+                        runs_left -= 1;
+                        break;
+                    }
+                    AfterRun::GiveUp { reasons } => {
+                            crate::progress_line!(
+                                "{label} disturbed, left out of the medians: {}; no reruns left (--max-reruns)",
+                                reasons.join("; ")
+                            );
+                            runs_left -= 1;
+                            break;
+                        }
+                    }
+                }
             }
         }
         let mut header = section_header(
@@ -323,6 +353,7 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
                 "keys": manifest.spec.keys,
                 "value_size": manifest.spec.value_size,
                 "hot_keys": s.hot,
+                "hot_layout": args.hot_layout,
                 "hot_bytes": s.hot * VALUE_SIZE as u64,
                 "throttle_mib_s": s.throttle,
                 "write_rate_mib_s": if s.exp == "E2" { Some(s.preset.write_rate_mib) } else { None },
@@ -331,6 +362,7 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
                 "warmup_s": common.warmup_s,
                 "baseline_s": common.baseline_s,
                 "duration_s": common.duration_s,
+                "after_s": s.preset.after_s(s.throttle),
                 "memory_limit_bytes": common.memory_limit_bytes,
                 "block_cache_bytes": params.block_cache_bytes,
                 "memtable_bytes": params.memtable_bytes,
@@ -363,6 +395,9 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
         }
         for line in report::readers_behind(e) {
             println!("Readers fell behind: {line}");
+        }
+        for line in report::disturbed_lines(e) {
+            println!("Disturbed runs: {line}");
         }
     }
     let mut notes: Vec<&String> = report.experiments.iter().flat_map(|e| &e.notes).collect();
@@ -420,11 +455,16 @@ fn section_header(
         (
             "Hot set".into(),
             format!(
-                "keys [0, {hot}) = {}{}; every hot key read once, then {} s of reads on schedule, before measuring",
+                "{hot} keys = {}{}, {}; every hot key read once, then {} s of reads on schedule, before measuring",
                 mib(hot_b),
                 match common.memory_limit_bytes {
                     Some(l) => format!(" ({:.2}x the cgroup limit)", hot_b as f64 / l as f64),
                     None => String::new(),
+                },
+                if args.hot_layout == "contiguous" {
+                    format!("keys [0, {hot}) (--hot-layout contiguous)")
+                } else {
+                    "a fixed pseudo-random set spread over the whole key space, the same for every engine (--hot-layout scattered)".to_string()
                 },
                 common.warmup_s
             ),
@@ -459,15 +499,16 @@ fn section_header(
         h.push((
             "Background work".into(),
             format!(
-                "one compact_all (major compaction: reads and rewrites the whole database), 1 background thread, {}; background throughput = (compaction bytes read + written) / compaction wall time, so every mode does the same bytes and the row compares speed",
+                "one compact_all (major compaction: reads and rewrites the whole database, installed in slices of {} MiB of input, max_compaction_bytes, as RocksDB's CompactRange installs its own), 1 background thread, {}; background throughput = (compaction bytes read + written) / compaction wall time, so every mode does the same bytes and the row compares speed",
+                <crate::engines::QuietkvEngine as crate::engines::BenchEngine>::bench_layout().max_compaction_bytes >> 20,
                 if throttle > 0 { format!("throttled to {throttle} MiB/s (reads and writes both count)") } else { "unthrottled".into() }
             ),
         ));
         h.push((
             "Phases".into(),
             format!(
-                "warm-up {} s, baseline {} s (no background work), measured = from the start of compact_all to its end (at least {} s, at most {} s; requests scheduled before the end are still served)",
-                common.warmup_s, common.baseline_s, args.min_phase, common.duration_s
+                "warm-up {} s, baseline {} s (no background work), measured = during (from the start of compact_all to its end: at least {} s, at most {} s; requests scheduled before the end are still served) then after ({:.0} s of reads after its last install, when reads meet the new tables); the table's main rows are the whole window, its during and after rows each part",
+                common.warmup_s, common.baseline_s, args.min_phase, common.duration_s, p.after_s(throttle)
             ),
         ));
     }

@@ -227,6 +227,7 @@ pub fn judge_compaction(p: &Params, runs: &[Run]) -> Vec<(String, SectionJudgeme
                         background_read_mib_s: 0.0,
                         background_write_mib_s: rate,
                         background_mib: median(written).0,
+                        ..Default::default()
                     })
                 })
                 .collect();
@@ -257,6 +258,7 @@ pub fn same_work_lines(judged: &[(String, SectionJudgement)]) -> Vec<String> {
             Standing::NotSameWork { .. } => {
                 not_same_work_line(j, m).map(|l| format!("**Not the same work:** {pre}{l}"))
             }
+            Standing::Unranked { why } => Some(format!("{pre}{}: not ranked ({why}).", m.name)),
         }));
     }
     v

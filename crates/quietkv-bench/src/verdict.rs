@@ -42,8 +42,8 @@ pub enum Work {
     Flat,
 }
 
-/// One mode's figures (medians over its runs).
-#[derive(Debug, Clone, PartialEq)]
+/// One mode's figures (medians over its clean runs).
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ModeFigures {
     pub name: String,
     /// Measured read latency; `None` where the experiment has no readers
@@ -57,6 +57,16 @@ pub struct ModeFigures {
     pub background_write_mib_s: f64,
     /// Background MiB moved over the phase (E1: the whole rewrite).
     pub background_mib: f64,
+    /// p99 of the reads' service time (issue to completion): what the
+    /// engine and the kernel did, without the readers' wait for a CPU.
+    pub service_p99_us: Option<f64>,
+    /// p99 of the readers' lateness (scheduled to issued): time the
+    /// readers waited for a CPU before they could issue a read.
+    pub lateness_p99_us: Option<f64>,
+    /// Runs the medians come from, and runs asked for: fewer clean runs
+    /// than asked (the machine disturbed the rest) are not ranked.
+    pub clean_runs: usize,
+    pub asked_runs: usize,
 }
 
 /// One report section's figures.
@@ -77,6 +87,11 @@ pub enum Standing {
     /// The reference itself.
     Reference,
     SameWork,
+    /// Not compared: fewer clean runs than asked, its own or buffered's
+    /// (see [`crate::disturbance`]).
+    Unranked {
+        why: String,
+    },
     /// More than [`SAME_WORK_TOLERANCE`] short of buffered's background
     /// work: its latencies do not compare and it is not recommended.
     NotSameWork {
@@ -98,6 +113,10 @@ pub struct ModeJudgement {
     /// Background MiB/s against buffered's, in percent.
     pub speed_pct: f64,
     pub background_mib_s: f64,
+    /// buffered's service-time p99 / this mode's (> 1: served faster).
+    pub service_p99_ratio: Option<f64>,
+    /// This mode's reader lateness p99, us.
+    pub lateness_p99_us: Option<f64>,
 }
 
 /// A section judged.
@@ -109,6 +128,8 @@ pub struct SectionJudgement {
     pub memory_limit_bytes: Option<u64>,
     /// buffered's background MiB/s (`None` without a buffered mode).
     pub reference_mib_s: Option<f64>,
+    /// buffered's reader lateness p99, us.
+    pub reference_lateness_p99_us: Option<f64>,
     pub modes: Vec<ModeJudgement>,
     /// The non-buffered mode with the best p99 among those that did the
     /// same work.
@@ -205,6 +226,7 @@ pub fn judge(s: &SectionFigures) -> SectionJudgement {
         hot_bytes: s.hot_bytes,
         memory_limit_bytes: s.memory_limit_bytes,
         reference_mib_s: reference.map(|r| r.background_mib_s),
+        reference_lateness_p99_us: reference.and_then(|r| r.lateness_p99_us),
         modes: Vec::new(),
         best: None,
     };
@@ -217,6 +239,20 @@ pub fn judge(s: &SectionFigures) -> SectionJudgement {
         .map(|m| {
             let standing = if m.name == r.name {
                 Standing::Reference
+            } else if m.clean_runs < m.asked_runs {
+                Standing::Unranked {
+                    why: format!(
+                        "{} clean run(s) of {} asked: the machine disturbed the rest",
+                        m.clean_runs, m.asked_runs
+                    ),
+                }
+            } else if r.clean_runs < r.asked_runs {
+                Standing::Unranked {
+                    why: format!(
+                        "{} has {} clean run(s) of {} asked, too few to compare with",
+                        r.name, r.clean_runs, r.asked_runs
+                    ),
+                }
             } else if !same_work(r.background_mib_s, m.background_mib_s) {
                 Standing::NotSameWork {
                     shortfall_pct: (1.0 - m.background_mib_s / r.background_mib_s) * 100.0,
@@ -249,6 +285,8 @@ pub fn judge(s: &SectionFigures) -> SectionJudgement {
                     0.0
                 },
                 background_mib_s: m.background_mib_s,
+                service_p99_ratio: ratio(r.service_p99_us, m.service_p99_us),
+                lateness_p99_us: m.lateness_p99_us,
             }
         })
         .collect();
@@ -287,6 +325,58 @@ pub fn not_same_work_line(j: &SectionJudgement, m: &ModeJudgement) -> Option<Str
             _ => String::new(),
         }
     ))
+}
+
+/// For every mode with latencies: its service-time p99 against buffered's
+/// and its readers' lateness, so a reader of the verdict sees whether a
+/// difference came from the engine (service time) or from the readers
+/// waiting for a CPU (lateness).
+fn engine_or_cpu_text(j: &SectionJudgement) -> String {
+    let us = |v: f64| {
+        if v >= 1000.0 {
+            format!("{:.1} ms", v / 1000.0)
+        } else {
+            format!("{v:.0} us")
+        }
+    };
+    let modes: Vec<String> = j
+        .modes
+        .iter()
+        .filter(|m| m.standing != Standing::Reference)
+        .filter_map(|m| {
+            let service = ratio_text(m.service_p99_ratio?, "service time p99");
+            let late = match (m.lateness_p99_us, j.reference_lateness_p99_us) {
+                (Some(l), Some(r)) => {
+                    format!(", reader lateness p99 {} (buffered {})", us(l), us(r))
+                }
+                (Some(l), None) => format!(", reader lateness p99 {}", us(l)),
+                _ => String::new(),
+            };
+            Some(format!("{}: {service}{late}", m.name))
+        })
+        .collect();
+    if modes.is_empty() {
+        String::new()
+    } else {
+        format!(" Engine or CPU? {}.", modes.join("; "))
+    }
+}
+
+/// The modes a section did not rank, and why.
+fn unranked_text(j: &SectionJudgement) -> String {
+    let modes: Vec<String> = j
+        .modes
+        .iter()
+        .filter_map(|m| match &m.standing {
+            Standing::Unranked { why } => Some(format!("{} ({why})", m.name)),
+            _ => None,
+        })
+        .collect();
+    if modes.is_empty() {
+        String::new()
+    } else {
+        format!(" Not ranked: {}.", modes.join(", "))
+    }
 }
 
 /// The report section's figures: medians of each mode's runs.
@@ -331,6 +421,10 @@ pub fn figures_of(e: &ExperimentReport) -> SectionFigures {
                 background_write_mib_s: per_s(get("compaction_write_mib")),
                 background_mib: get("compaction_read_mib").unwrap_or(0.0)
                     + get("compaction_write_mib").unwrap_or(0.0),
+                service_p99_us: get("service_time_us.p99"),
+                lateness_p99_us: get("reader_lateness_us.p99"),
+                clean_runs: m.clean_of_asked().0,
+                asked_runs: m.clean_of_asked().1,
             }
         })
         .collect();
@@ -405,9 +499,20 @@ pub fn verdict_text(
             _ => String::new(),
         };
         let Some(best) = j.best.as_ref().and_then(|b| j.mode(b)) else {
+            let all_unranked = j
+                .modes
+                .iter()
+                .all(|m| matches!(m.standing, Standing::Reference | Standing::Unranked { .. }));
+            let why = if all_unranked && j.modes.len() > 1 {
+                "no mode had enough clean runs to compare (the machine disturbed the others; see the disturbed runs in the report), so none is recommended"
+            } else {
+                "no other mode did the same background work as buffered with a latency to compare, so none is recommended"
+            };
             parts.push(format!(
-                "{}: no other mode did the same background work as buffered with a latency to compare, so none is recommended.{short_text}",
-                j.id
+                "{}: {why}.{short_text}{}{}",
+                j.id,
+                engine_or_cpu_text(j),
+                unranked_text(j)
             ));
             continue;
         };
@@ -423,7 +528,7 @@ pub fn verdict_text(
             }
         }
         parts.push(format!(
-            "{}: best {} with the same work ({}, {}, background work {}{:.0}% {}).{short_text}",
+            "{}: best {} with the same work ({}, {}, background work {}{:.0}% {}).{short_text}{}{}",
             j.id,
             best.name,
             ratio_text(r99, "p99"),
@@ -434,7 +539,9 @@ pub fn verdict_text(
                 "compaction speed"
             } else {
                 "throughput"
-            }
+            },
+            engine_or_cpu_text(j),
+            unranked_text(j)
         ));
     }
     let mut out = String::new();
@@ -546,6 +653,7 @@ mod tests {
             background_write_mib_s: mib_s / 2.0,
             // E1 quick: a 2 GiB database read and rewritten.
             background_mib: 4096.0,
+            ..Default::default()
         }
     }
 
@@ -558,6 +666,75 @@ mod tests {
             memory_limit_bytes: Some(256 << 20),
             modes,
         }
+    }
+
+    /// The run of the verdict that flipped on a busy host: auto's reads
+    /// were served 11x faster once issued, its readers waited for a CPU.
+    #[test]
+    fn the_verdict_says_engine_or_cpu_for_every_mode() {
+        let with = |m: ModeFigures, service: f64, late: f64| ModeFigures {
+            service_p99_us: Some(service),
+            lateness_p99_us: Some(late),
+            ..m
+        };
+        let j = judge(&e1(vec![
+            with(mode("buffered", 3_630.0, 548.0), 1_820.0, 1_200.0),
+            with(mode("auto", 7_010.0, 560.0), 171.0, 6_960.0),
+        ]));
+        let a = j.mode("auto").unwrap();
+        assert!((a.service_p99_ratio.unwrap() - 10.64).abs() < 0.01);
+        let v = verdict_text(&[j], &no_config);
+        assert!(
+            v.contains("Engine or CPU? auto: service time p99 10.6x lower, reader lateness p99 7.0 ms (buffered 1.2 ms)"),
+            "{v}"
+        );
+    }
+
+    #[test]
+    fn too_few_clean_runs_are_not_ranked() {
+        let runs = |m: ModeFigures, clean: usize| ModeFigures {
+            clean_runs: clean,
+            asked_runs: 3,
+            ..m
+        };
+        // auto: best p99, but the machine disturbed one of its runs.
+        let j = judge(&e1(vec![
+            runs(mode("buffered", 29_100.0, 548.0), 3),
+            runs(mode("auto", 100.0, 560.0), 2),
+            runs(mode("dontcache", 14_000.0, 540.0), 3),
+        ]));
+        assert!(matches!(
+            &j.mode("auto").unwrap().standing,
+            Standing::Unranked { why } if why.contains("2 clean run(s) of 3 asked")
+        ));
+        assert_eq!(j.best.as_deref(), Some("dontcache"));
+        let v = verdict_text(std::slice::from_ref(&j), &no_config);
+        assert!(
+            v.contains("Not ranked: auto (2 clean run(s) of 3 asked"),
+            "{v}"
+        );
+        assert!(!v.contains("**auto**"), "{v}");
+        // buffered short of clean runs: nothing compares with it.
+        let j = judge(&e1(vec![
+            runs(mode("buffered", 29_100.0, 548.0), 1),
+            runs(mode("auto", 100.0, 560.0), 3),
+        ]));
+        assert!(matches!(
+            &j.mode("auto").unwrap().standing,
+            Standing::Unranked { why } if why.contains("buffered has 1 clean run(s)")
+        ));
+        assert_eq!(j.best, None);
+        let v = verdict_text(std::slice::from_ref(&j), &no_config);
+        assert!(
+            v.contains("no mode had enough clean runs to compare"),
+            "{v}"
+        );
+        // Enough clean runs, and old reports (nothing asked): ranked.
+        let j = judge(&e1(vec![
+            runs(mode("buffered", 29_100.0, 548.0), 3),
+            mode("auto", 100.0, 560.0),
+        ]));
+        assert_eq!(j.best.as_deref(), Some("auto"));
     }
 
     #[test]

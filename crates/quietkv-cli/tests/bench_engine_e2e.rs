@@ -107,6 +107,8 @@ fn e1_then_e2_tiny_runs_reuse_the_source_and_clean_up() {
             "buffered,both-direct,auto",
             "--duration",
             "5",
+            "--after",
+            "1",
             "--keep-source",
         ],
         &dir,
@@ -127,8 +129,28 @@ fn e1_then_e2_tiny_runs_reuse_the_source_and_clean_up() {
             "background_cpu_s_per_gib",
             // The engine's defaults, and what they resolved to here.
             "auto = compaction read auto (",
+            // The window goes on after the last install, reported apart.
+            "p99 during the compaction",
+            "p99 after its last install",
+            "a fixed pseudo-random set spread over the whole key space",
         ],
     );
+    for m in j["experiments"][0]["modes"].as_array().unwrap() {
+        for phase in ["during", "after"] {
+            assert!(
+                m[phase]["read_latency_us"]["p99"].is_number(),
+                "{phase}: {m}"
+            );
+            assert!(
+                m[phase]["reads"]["done"].as_f64().unwrap() > 0.0,
+                "{phase}: {m}"
+            );
+        }
+        let whole = m["reads"]["done"].as_f64().unwrap();
+        let parts = m["during"]["reads"]["done"].as_f64().unwrap()
+            + m["after"]["reads"]["done"].as_f64().unwrap();
+        assert_eq!(whole, parts, "the whole window is during + after: {m}");
+    }
     assert!(stderr.contains("[E1 auto 1/1]"), "{stderr}");
     let same_work = &j["experiments"][0]["same_work_check"];
     assert_eq!(same_work["reference"], "buffered");

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use fjall::compaction::Leveled;
 use fjall::config::{
     BlockSizePolicy, BloomConstructionPolicy, CompressionPolicy, FilterPolicy, FilterPolicyEntry,
+    PinningPolicy,
 };
 use fjall::{CompressionType, Database, Keyspace, KeyspaceCreateOptions};
 use serde::{Deserialize, Serialize};
@@ -136,7 +137,7 @@ impl BenchEngine for FjallEngine {
     fn setup_note() -> String {
         let l = Self::bench_layout();
         format!(
-            "no page-cache control (buffered only); tuned like quietkv where fjall has the knob: memtable as quietkv's, {} MiB target tables (its major compaction writes 64 MB tables regardless), L1 {} MiB (L0 threshold x table size), {} KiB blocks, no compression, {} bloom bits per key, 1 worker thread, block cache as quietkv's; no rate limiter (a throttled section runs fjall unthrottled) and no readahead knob; compaction and flush bytes counted from its threads' read/write system calls (it keeps no byte counters)",
+            "no page-cache control (buffered only); tuned like quietkv where fjall has the knob: memtable as quietkv's, {} MiB target tables (its major compaction writes 64 MB tables regardless), L1 {} MiB (L0 threshold x table size), {} KiB blocks, no compression, {} bloom bits per key, 2 worker threads (quietkv's compaction thread and its flush thread), index and filter blocks of every level pinned (quietkv keeps them in memory), block cache as quietkv's; no rate limiter (a throttled section runs fjall unthrottled) and no readahead knob; compaction and flush bytes counted from its threads' read/write system calls (it keeps no byte counters)",
             l.target_file_size >> 20,
             l.level_base_bytes >> 20,
             l.block_size >> 10,
@@ -148,8 +149,9 @@ impl BenchEngine for FjallEngine {
         FjallConfig::parse("buffered").expect("the one configuration")
     }
 
-    /// The block cache sized as quietkv's (the tuning's), one worker
-    /// thread (quietkv's one background thread), the memtable size; fjall
+    /// The block cache sized as quietkv's (the tuning's), worker threads
+    /// for quietkv's background threads plus its flush thread, index and
+    /// filter blocks pinned at every level, the memtable size; fjall
     /// has no rate limiter (a throttled run is not throttled for fjall:
     /// the report's same-work rule shows it) and no readahead knob.
     fn open(dir: &Path, _config: &FjallConfig, tuning: &Tuning) -> Result<Self, String> {
@@ -180,9 +182,13 @@ impl BenchEngine for FjallEngine {
                 .unwrap_or(q.block_cache_bytes)
                 .max(1) as u64,
         );
-        if let Some(n) = tuning.background_threads {
-            b = b.worker_threads(n.max(1));
-        }
+        // Its workers flush and compact: one per quietkv background thread
+        // and one for quietkv's flush thread.
+        let threads = tuning
+            .background_threads
+            .unwrap_or(q.background_threads)
+            .max(1);
+        b = b.worker_threads(threads + 1);
         let (db, workers) = ThreadSet::started_by(WORKER_THREAD, || b.open());
         let db = db.map_err(|e| err(&format!("cannot open {}", dir.display()), e))?;
         let memtable = tuning.memtable_bytes.unwrap_or(q.memtable_size).max(4096) as u64;
@@ -196,6 +202,10 @@ impl BenchEngine for FjallEngine {
                     .filter_policy(FilterPolicy::all(FilterPolicyEntry::Bloom(
                         BloomConstructionPolicy::BitsPerKey(layout.bloom_bits_per_key as f32),
                     )))
+                    // Every level's index and filter blocks stay in memory,
+                    // as quietkv keeps them (fjall pins L0/L1 by default).
+                    .index_block_pinning_policy(PinningPolicy::all(true))
+                    .filter_block_pinning_policy(PinningPolicy::all(true))
                     .compaction_strategy(Arc::new(
                         Leveled::default()
                             .with_table_target_size(layout.target_file_size)
@@ -322,6 +332,7 @@ impl BenchEngine for FjallEngine {
             table_opens_by_reads: None,
             compaction_into_levels: None,
             get_times: None,
+            ..Default::default()
         }
     }
 

@@ -161,6 +161,11 @@ pub struct Layout {
     pub bloom_bits_per_key: usize,
     /// `none`: values are incompressible filler anyway.
     pub compression: String,
+    /// Input bytes of one slice of a full compaction (quietkv's
+    /// `max_compaction_bytes`, RocksDB's option of the same name, which
+    /// cuts `CompactRange` into installs of that size): both engines
+    /// install a full compaction in slices of the same size.
+    pub max_compaction_bytes: u64,
 }
 
 /// The knobs every engine is opened with, beside its configuration.
@@ -343,6 +348,13 @@ pub struct Counters {
     pub compaction_into_levels: Option<Vec<LevelWork>>,
     /// User gets' time inside the engine, where the engine measures it.
     pub get_times: Option<GetTimes>,
+    /// Slices of full compactions installed, and the most bytes one wrote
+    /// beside its inputs (the extra disk space at its peak), where the
+    /// engine counts them.
+    #[serde(default)]
+    pub full_compaction_slices: Option<u64>,
+    #[serde(default)]
+    pub full_compaction_peak_extra_bytes: Option<u64>,
 }
 
 /// Compaction work that ended in one level, since the engine opened.

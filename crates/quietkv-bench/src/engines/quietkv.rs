@@ -53,7 +53,8 @@ pub struct QuietkvConfig {
 /// `+yield=US` (`background_yield_micros`, 0 = never), `+pick=min` or
 /// `+pick=rr` (`compaction_priority`: least overlap, round robin),
 /// `+l0=S/T` (`l0_slowdown_trigger` S, `l0_stop_trigger` T), `+wb=KiB`
-/// (`writeback_chunk_size`, 0 = off).
+/// (`writeback_chunk_size`, 0 = off), `+slice=MiB`
+/// (`max_compaction_bytes`: a full compaction's slices).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuietkvKnobs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -75,6 +76,9 @@ pub struct QuietkvKnobs {
     /// `l0_slowdown_trigger` and `l0_stop_trigger`, as `+l0=S/T`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub l0_stall_triggers: Option<(usize, usize)>,
+    /// `max_compaction_bytes` in MiB, as `+slice=MiB`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slice_mib: Option<u64>,
 }
 
 fn compaction_priority(name: &str) -> Option<CompactionPriority> {
@@ -122,6 +126,7 @@ impl QuietkvKnobs {
                     ))
                 }
             },
+            "slice" => self.slice_mib = Some(positive("slice (MiB)")? as u64),
             "wb" => match number("wb (KiB)")? {
                 n @ 0..=1_048_576 => self.writeback_kib = Some(n as u64),
                 n => return Err(format!("wb must be 0..=1048576 KiB, got {n}")),
@@ -144,7 +149,7 @@ impl QuietkvKnobs {
             }
             other => {
                 return Err(format!(
-                    "unknown knob '{other}' (expected depth, wbuf, ra, nice, yield, pick, l0 or wb)"
+                    "unknown knob '{other}' (expected depth, wbuf, ra, nice, yield, pick, l0, wb or slice)"
                 ))
             }
         }
@@ -181,6 +186,9 @@ impl QuietkvKnobs {
             o.l0_slowdown_trigger = slowdown;
             o.l0_stop_trigger = stop;
         }
+        if let Some(m) = self.slice_mib {
+            o.max_compaction_bytes = m << 20;
+        }
     }
 
     /// What the report should say these knobs change.
@@ -213,6 +221,9 @@ impl QuietkvKnobs {
         }
         if let Some((slowdown, stop)) = self.l0_stall_triggers {
             v.push(format!("L0 slowdown at {slowdown} tables, stop at {stop}"));
+        }
+        if let Some(m) = self.slice_mib {
+            v.push(format!("max_compaction_bytes {m} MiB"));
         }
         v
     }
@@ -508,12 +519,15 @@ impl BenchEngine for QuietkvEngine {
     /// the rest as the engine's defaults.
     fn bench_layout() -> Layout {
         let o = Options::default();
+        let target_file_size = 32 << 20;
         Layout {
             block_size: o.block_size,
-            target_file_size: 32 << 20,
+            target_file_size,
             level_base_bytes: o.level_base_bytes,
             bloom_bits_per_key: o.bloom_bits_per_key,
             compression: "none".into(),
+            // RocksDB's default ratio, 25 target files: 800 MiB.
+            max_compaction_bytes: 25 * target_file_size,
         }
     }
 
@@ -528,6 +542,9 @@ impl BenchEngine for QuietkvEngine {
             o.target_file_size = l.target_file_size;
             o.level_base_bytes = l.level_base_bytes;
             o.bloom_bits_per_key = l.bloom_bits_per_key;
+            if config.knobs.slice_mib.is_none() && l.max_compaction_bytes > 0 {
+                o.max_compaction_bytes = l.max_compaction_bytes;
+            }
             o.compression = match l.compression.as_str() {
                 "none" => quietkv::Compression::None,
                 other => return Err(format!("quietkv: unsupported compression '{other}'")),
@@ -623,6 +640,8 @@ impl BenchEngine for QuietkvEngine {
                     .collect(),
             ),
             get_times: None,
+            full_compaction_slices: Some(s.compaction.manual_slices),
+            full_compaction_peak_extra_bytes: Some(s.compaction.manual_peak_extra_bytes),
         }
     }
 

@@ -41,10 +41,19 @@ pub fn assert_no_cgroups_left(pid: u32) {
 
 /// Runs `quietkv bench ARGS --dir DIR --out OUT`, fails the test unless it
 /// succeeds, and returns its output and process id (for the cgroup check).
+/// One run of each mode unless ARGS says `--repeats`, and disturbed runs
+/// kept: these tests check what a run reports, not its figures, and must
+/// pass on a busy machine.
 pub fn run_bench(args: &[&str], dir: &Path, out: &Path) -> (std::process::Output, u32) {
+    let once: &[&str] = if args.contains(&"--repeats") {
+        &["--keep-disturbed"]
+    } else {
+        &["--repeats", "1", "--keep-disturbed"]
+    };
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_quietkv"))
         .arg("bench")
         .args(args)
+        .args(once)
         .arg("--dir")
         .arg(dir)
         .arg("--out")
