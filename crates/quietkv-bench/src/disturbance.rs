@@ -22,30 +22,34 @@
 //!   phase runs the same reads with no background work, so a baseline p99
 //!   several times its usual says the machine, not the mode, was slow.
 //!
-//! The thresholds and why they are where they are are in the constants'
-//! docs; `docs/disturbed-runs.md` has the measurements behind them.
+//! The thresholds, and the measurements behind them, are in the
+//! constants' docs and in `docs/disturbed-runs.md`.
 
 use crate::result::{PhaseResult, RunResult};
 
 /// CPU steal above this (ms per second, summed over the machine's CPUs)
 /// in a phase disturbs a run. Measured on the 2-CPU development VM: quiet
-/// runs showed 0-110 ms/s (at most 5.5% of the machine); the run whose
-/// verdict flipped had 412 ms/s on average and 537 at its worst second,
-/// and readers waited 7 ms for a CPU at p99. 200 ms/s (10% of two CPUs)
-/// keeps every quiet run and catches that one with room to spare.
+/// runs showed 0-24 ms/s (docs/results/2026-11-26-disturbed-runs) and
+/// 26-106 ms/s on another day whose runs agreed with each other; the run
+/// whose verdict flipped had 412 ms/s on average (537 at its worst
+/// second), and its readers waited 7 ms for a CPU at p99. 200 ms/s (10%
+/// of two CPUs) keeps every quiet run and catches that one.
 pub const MAX_STEAL_MS_PER_S: f64 = 200.0;
 
 /// Other processes' CPU above this (ms per second, summed over CPUs) in a
-/// phase disturbs a run. Quiet runs on the development VM showed under
-/// 30 ms/s (the shell, the session's own tools); one busy loop beside the
-/// benchmark is 1,000 ms/s. 100 ms/s is a tenth of a CPU: enough to
-/// delay readers' wake-ups on a 2-CPU machine.
+/// phase disturbs a run. Quiet runs on the development VM showed at most
+/// 1 ms/s; one busy loop beside the benchmark is 970-1,000 ms/s, and a
+/// loop that ran for part of a phase showed 168. 100 ms/s is a tenth of a
+/// CPU: enough to delay readers' wake-ups on a 2-CPU machine, far above
+/// what a quiet machine shows.
 pub const MAX_OTHER_CPU_MS_PER_S: f64 = 100.0;
 
 /// A baseline p99 more than this many times the median of the same mode's
 /// other clean runs disturbs a run (judged once two other clean runs
-/// exist). Quiet runs' baselines stayed within 3x of each other on the
-/// development VM (0.4-1.2 ms in quick E1); the disturbed ones reached 7x.
+/// exist). The baseline phase reads with no background work, so it should
+/// not move between runs: quiet runs' baseline p99s stayed within 2x of
+/// each other (52-97 us in quick E1), while on the day of the flipped
+/// verdict they ranged over 7x (0.4-2.8 ms).
 pub const MAX_BASELINE_FACTOR: f64 = 4.0;
 
 /// The limits a run is held to.
