@@ -97,9 +97,12 @@ options! {
     /// whole database, and readers move to the new tables slice by slice.
     /// Tables that overlap one another are never split between slices, so
     /// a slice can be larger (level-0 tables spanning every key make the
-    /// whole range one slice). Default 1 GiB (16 tables of the default
-    /// size; RocksDB's `max_compaction_bytes` is 25).
-    max_compaction_bytes: u64 = 1 << 30;
+    /// whole range one slice). Default 256 MiB (4 tables of the default
+    /// size): measured on a 2 GiB database, slices from 64 MiB to the whole
+    /// database compacted at the same speed with the same read latency and
+    /// CPU per byte, so the default keeps the extra disk space small
+    /// (RocksDB's option of the same name defaults to 25 tables).
+    max_compaction_bytes: u64 = 256 << 20;
     /// Which file of L1 and deeper levels a compaction takes when the level
     /// is over its target: the one that overlaps the fewest next-level
     /// bytes per byte of its own (least write amplification, RocksDB's
