@@ -123,8 +123,10 @@ pub struct BenchArgs {
     pub duration: Option<f64>,
     /// E1/E3: seconds of reads after the compaction's last install, when
     /// reads meet the new tables; reported as the "after" phase beside
-    /// "during" and the whole window. Default: the scale's (quick 10, full
-    /// 300).
+    /// "during" and the whole window. Default: at least as long as the
+    /// compaction can take (the database read and written at the throttle,
+    /// or at 400 MiB/s unthrottled), and at least 5 s (quick) or 60 s
+    /// (full): quick 10 s, full 60 s unthrottled and 256 s at 64 MiB/s.
     #[arg(long)]
     pub after: Option<f64>,
     /// Seconds of the baseline phase (no background work); default
