@@ -242,7 +242,13 @@ pub fn resolve(class: IoClass, requested: AccessMode, caps: &Capabilities) -> Re
             .with_file(&caps.dir)),
         },
         AccessMode::Auto => {
-            if !matches!(class, IoClass::CompactionRead | IoClass::CompactionWrite) {
+            // Background bytes bypass the cache where they can: compaction
+            // reads and writes, and flushes, whose tables hold mostly keys
+            // nobody reads soon (random writes spread over the key space).
+            if !matches!(
+                class,
+                IoClass::CompactionRead | IoClass::CompactionWrite | IoClass::FlushWrite
+            ) {
                 return plain(EffectiveMode::Buffered);
             }
             if caps.direct_unusable_reason(writes).is_none() {
@@ -347,8 +353,15 @@ mod tests {
                 .mode,
             EffectiveMode::Buffered
         );
+        // Flushes bypass the cache like compaction writes.
         assert_eq!(
             resolve(IoClass::FlushWrite, AccessMode::Auto, &c)
+                .unwrap()
+                .mode,
+            EffectiveMode::Direct
+        );
+        assert_eq!(
+            resolve(IoClass::WalWrite, AccessMode::Auto, &c)
                 .unwrap()
                 .mode,
             EffectiveMode::Buffered

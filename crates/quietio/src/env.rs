@@ -397,6 +397,28 @@ impl IoEnv {
         SeqReader::open(path, self.file_config(class, self.mode(class)))
     }
 
+    /// [`open_sequential`](Self::open_sequential) with at most `depth`
+    /// chunk reads in flight (direct files with io_uring; 1..=`io_depth`):
+    /// background work that need not hurry keeps the device queue short.
+    pub fn open_sequential_at_depth(
+        &self,
+        path: &Path,
+        class: IoClass,
+        depth: usize,
+    ) -> Result<SeqReader> {
+        let mut cfg = self.file_config(class, self.mode(class));
+        cfg.io_depth = depth.clamp(1, cfg.io_depth.max(1));
+        SeqReader::open(path, cfg)
+    }
+
+    /// [`create`](Self::create) with at most `depth` writes in flight (see
+    /// [`open_sequential_at_depth`](Self::open_sequential_at_depth)).
+    pub fn create_at_depth(&self, path: &Path, class: IoClass, depth: usize) -> Result<SeqWriter> {
+        let mut cfg = self.writer_config(path, class, None)?;
+        cfg.io_depth = depth.clamp(1, cfg.io_depth.max(1));
+        SeqWriter::create(path, cfg)
+    }
+
     /// Opens `path` like [`open_sequential`](Self::open_sequential), but in
     /// `mode` (resolved as for [`create_with_mode`](Self::create_with_mode));
     /// counted under `class`.

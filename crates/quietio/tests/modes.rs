@@ -82,6 +82,7 @@ fn ext4_supports_direct_and_dontcache_here() {
         assert!(caps.direct.offset_align >= 512);
         assert_eq!(env.mode(IoClass::CompactionWrite), EffectiveMode::Direct);
         assert_eq!(env.mode(IoClass::CompactionRead), EffectiveMode::Direct);
+        assert_eq!(env.mode(IoClass::FlushWrite), EffectiveMode::Direct);
         // fallocate works, so the WAL may be written through a mapping.
         assert!(caps.fallocate.supported, "{caps:?}");
         assert_eq!(
@@ -91,7 +92,6 @@ fn ext4_supports_direct_and_dontcache_here() {
         );
     }
     assert_eq!(env.mode(IoClass::UserRead), EffectiveMode::Buffered);
-    assert_eq!(env.mode(IoClass::FlushWrite), EffectiveMode::Buffered);
     assert_eq!(env.mode(IoClass::WalWrite), EffectiveMode::Buffered);
     assert_eq!(env.mode(IoClass::Manifest), EffectiveMode::Buffered);
 }

@@ -54,7 +54,9 @@ pub struct QuietkvConfig {
 /// `+pick=rr` (`compaction_priority`: least overlap, round robin),
 /// `+l0=S/T` (`l0_slowdown_trigger` S, `l0_stop_trigger` T), `+wb=KiB`
 /// (`writeback_chunk_size`, 0 = off), `+slice=MiB`
-/// (`max_compaction_bytes`: a full compaction's slices).
+/// (`max_compaction_bytes`: a full compaction's slices), `+bgdepth=N`
+/// (`background_io_depth`), `+warmauto=0|1` (`warm_automatic_compactions`),
+/// `+flush=buffered|direct|auto` (the FlushWrite class's mode).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuietkvKnobs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -79,6 +81,15 @@ pub struct QuietkvKnobs {
     /// `max_compaction_bytes` in MiB, as `+slice=MiB`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slice_mib: Option<u64>,
+    /// `background_io_depth`, as `+bgdepth=N`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background_io_depth: Option<usize>,
+    /// `warm_automatic_compactions`, as `+warmauto=0|1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm_automatic: Option<bool>,
+    /// The FlushWrite class's mode, as `+flush=buffered|direct|auto`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flush_mode: Option<String>,
 }
 
 fn compaction_priority(name: &str) -> Option<CompactionPriority> {
@@ -127,6 +138,20 @@ impl QuietkvKnobs {
                 }
             },
             "slice" => self.slice_mib = Some(positive("slice (MiB)")? as u64),
+            "bgdepth" => self.background_io_depth = Some(positive("bgdepth")?),
+            "warmauto" => match value {
+                "0" => self.warm_automatic = Some(false),
+                "1" => self.warm_automatic = Some(true),
+                _ => return Err(format!("warmauto must be 0 or 1, got '{value}'")),
+            },
+            "flush" => match value {
+                "buffered" | "direct" | "auto" => self.flush_mode = Some(value.to_string()),
+                _ => {
+                    return Err(format!(
+                        "flush must be buffered, direct or auto, got '{value}'"
+                    ))
+                }
+            },
             "wb" => match number("wb (KiB)")? {
                 n @ 0..=1_048_576 => self.writeback_kib = Some(n as u64),
                 n => return Err(format!("wb must be 0..=1048576 KiB, got {n}")),
@@ -149,7 +174,7 @@ impl QuietkvKnobs {
             }
             other => {
                 return Err(format!(
-                    "unknown knob '{other}' (expected depth, wbuf, ra, nice, yield, pick, l0, wb or slice)"
+                    "unknown knob '{other}' (expected depth, wbuf, ra, nice, yield, pick, l0, wb, slice, bgdepth, warmauto or flush)"
                 ))
             }
         }
@@ -189,6 +214,12 @@ impl QuietkvKnobs {
         if let Some(m) = self.slice_mib {
             o.max_compaction_bytes = m << 20;
         }
+        if let Some(d) = self.background_io_depth {
+            o.background_io_depth = d;
+        }
+        if let Some(w) = self.warm_automatic {
+            o.warm_automatic_compactions = w;
+        }
     }
 
     /// What the report should say these knobs change.
@@ -225,6 +256,15 @@ impl QuietkvKnobs {
         if let Some(m) = self.slice_mib {
             v.push(format!("max_compaction_bytes {m} MiB"));
         }
+        if let Some(d) = self.background_io_depth {
+            v.push(format!("background_io_depth {d}"));
+        }
+        if let Some(w) = self.warm_automatic {
+            v.push(format!(
+                "warm_automatic_compactions {}",
+                if w { "on" } else { "off" }
+            ));
+        }
         v
     }
 }
@@ -233,7 +273,7 @@ impl QuietkvConfig {
     /// `buffered`, `direct` (= `both-direct`), `dontcache`, `fadvise`,
     /// `write-direct`, `read-direct`, `both-direct`, `all-direct`, and
     /// `auto`: the engine's own defaults (every class `Auto`: compaction
-    /// direct where the probe allows, flush, WAL and user reads buffered),
+    /// and flush direct where the probe allows, WAL and user reads buffered),
     /// what a user gets without configuring anything.
     /// Warming of compaction output is the engine's default in `auto`
     /// (on) and off in the named configurations; a `+warm` or `+nowarm`
@@ -270,12 +310,14 @@ impl QuietkvConfig {
                 ))
             }
         };
+        // `+flush=MODE` replaces the base mode's choice for flushes.
+        let f = knobs.flush_mode.clone().unwrap_or_else(|| f.to_string());
         Ok(QuietkvConfig {
             name: n.clone(),
             user_read: u.into(),
             compaction_read: r.into(),
             compaction_write: w.into(),
-            flush_write: f.into(),
+            flush_write: f,
             wal_write: if base == "auto" { "auto" } else { "buffered" }.into(),
             warm_output,
             wal_sync: None,
@@ -659,7 +701,10 @@ mod tests {
         // As on a filesystem where direct I/O works.
         let probe = |c: IoClass, m: AccessMode| {
             (m == AccessMode::Auto).then_some(
-                if matches!(c, IoClass::CompactionRead | IoClass::CompactionWrite) {
+                if matches!(
+                    c,
+                    IoClass::CompactionRead | IoClass::CompactionWrite | IoClass::FlushWrite
+                ) {
                     quietio::EffectiveMode::Direct
                 } else {
                     quietio::EffectiveMode::Buffered
@@ -671,7 +716,7 @@ mod tests {
             .page_cache_with(&probe);
         assert_eq!(
             auto.describe(),
-            "compaction read auto (direct here) / compaction write auto (direct here) / flush write auto (buffered here) / user read auto (buffered here)"
+            "compaction read auto (direct here) / compaction+flush write auto (direct here) / user read auto (buffered here)"
         );
         assert_eq!(auto.compaction_reads.effect, CacheUse::Bypassed);
         assert_eq!(auto.user_reads.effect, CacheUse::Cached);

@@ -20,7 +20,7 @@ use crate::key::user_key;
 use crate::merge::{CompactionIterator, MergingIterator};
 use crate::options::IoPriority;
 use crate::output_cut::OutputCutter;
-use crate::picker::{pick, pick_slice, CompactionJob, CompactionKind};
+use crate::picker::{pick, pick_slice, CompactionJob, CompactionKind, CompactionReason};
 use crate::table::{TableBuilder, TableReader};
 use crate::version::{FileMeta, VersionEdit};
 use crate::warm::{hot_blocks, HotProbe};
@@ -125,8 +125,9 @@ pub(crate) fn run(inner: Arc<Inner>, role: Role) {
 
 /// Writes the oldest frozen memtable to an L0 table and installs it.
 fn flush_one(inner: &Arc<Inner>) {
-    let (mem, number) = {
+    let (mem, number, depth) = {
         let mut st = inner.state.lock();
+        let depth = inner.background_depth(&st, false);
         let mem = st
             .imms
             .front()
@@ -135,7 +136,7 @@ fn flush_one(inner: &Arc<Inner>) {
             .clone();
         let number = st.new_file_number();
         st.pending_outputs.insert(number);
-        (mem, number)
+        (mem, number, depth)
     };
     let t = Instant::now();
     let cpu0 = quietio::sys::thread_cpu_time();
@@ -146,6 +147,7 @@ fn flush_one(inner: &Arc<Inner>) {
         &mem,
         number,
         inner.db_id,
+        depth,
     )
     .and_then(|meta| {
         // Opened here, not by the first read to reach it (see
@@ -195,7 +197,6 @@ fn flush_one(inner: &Arc<Inner>) {
     inner.done_cv.notify_all();
 }
 
-/// Runs one compaction job and installs its result.
 /// Runs `job` and installs its outputs; the bytes of new tables written.
 fn compact(inner: &Arc<Inner>, job: CompactionJob) -> Result<u64> {
     let t = Instant::now();
@@ -268,10 +269,17 @@ fn compact(inner: &Arc<Inner>, job: CompactionJob) -> Result<u64> {
 /// Merges the job's inputs into new tables at the output level. Returns
 /// the outputs (registered as pending) and the bytes read and written.
 fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, u64, u64)> {
+    // A full compaction hurries (the caller waits for it) and replaces
+    // everything at once, so its output is warmed; automatic work keeps
+    // the device queue short while the tree keeps up (see the options).
+    let manual = job.reason == CompactionReason::Manual;
+    let depth = inner.background_depth(&inner.state.lock(), manual);
+    let warm =
+        inner.opts.warm_compaction_output && (manual || inner.opts.warm_automatic_compactions);
     // Children newest first: L0 tables by descending number, then deeper
     // levels, each (sorted, non-overlapping) level as one lazy iterator.
     let mut children: Vec<Box<dyn InternalIterator + Send>> = Vec::new();
-    let hot = inner.opts.warm_compaction_output.then(|| {
+    let hot = warm.then(|| {
         let cache = inner.table_cache.block_cache();
         HotProbe::new(cache.is_enabled().then(|| Arc::clone(cache)))
     });
@@ -303,6 +311,7 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
                     inner.db_id,
                     &inner.compaction_open_files,
                     l0_hot.as_ref(),
+                    depth,
                 )?;
                 s.seek_to_first()?;
                 children.push(Box::new(s));
@@ -315,6 +324,7 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
                 inner.db_id,
                 inner.compaction_open_files.clone(),
                 deeper_hot.clone(),
+                depth,
             )));
         }
     }
@@ -357,9 +367,11 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
                     st.pending_outputs.insert(n);
                     n
                 };
-                let file = inner
-                    .env
-                    .create(&table_path(&inner.dir, number), IoClass::CompactionWrite)?;
+                let file = inner.env.create_at_depth(
+                    &table_path(&inner.dir, number),
+                    IoClass::CompactionWrite,
+                    depth,
+                )?;
                 current = Some((
                     number,
                     TableBuilder::new(TableFile(file), inner.opts.table_options())

@@ -143,6 +143,7 @@ pub(crate) fn open_compaction_input(
     db_id: u64,
     open_files: &Arc<AtomicUsize>,
     hot: Option<&HotProbe>,
+    depth: usize,
 ) -> Result<CountedScanner> {
     let path = table_path(dir, meta.number);
     let meta_reader = env.open_random(&path, IoClass::CompactionRead)?;
@@ -151,7 +152,7 @@ pub(crate) fn open_compaction_input(
         &ExpectedTable::new(meta, db_id),
         None,
     )?);
-    let mut seq = env.open_sequential(&path, IoClass::CompactionRead)?;
+    let mut seq = env.open_sequential_at_depth(&path, IoClass::CompactionRead, depth)?;
     if hot.is_some_and(|h| h.page_cache) {
         // Known only for direct reads; the block cache is asked either way.
         seq.track_page_cache();
@@ -187,6 +188,8 @@ pub(crate) struct CompactionLevelIter {
     db_id: u64,
     open_files: Arc<AtomicUsize>,
     hot: Option<HotProbe>,
+    /// Chunk reads in flight per table (see `Options::background_io_depth`).
+    depth: usize,
     index: usize,
     current: Option<CountedScanner>,
 }
@@ -199,6 +202,7 @@ impl CompactionLevelIter {
         db_id: u64,
         open_files: Arc<AtomicUsize>,
         hot: Option<HotProbe>,
+        depth: usize,
     ) -> Self {
         CompactionLevelIter {
             index: files.len(),
@@ -208,6 +212,7 @@ impl CompactionLevelIter {
             db_id,
             open_files,
             hot,
+            depth,
             current: None,
         }
     }
@@ -224,6 +229,7 @@ impl CompactionLevelIter {
                 self.db_id,
                 &self.open_files,
                 self.hot.as_ref(),
+                self.depth,
             )?;
             s.scanner.seek_to_first()?;
             self.current = Some(s);

@@ -529,6 +529,22 @@ impl Inner {
         self.done_cv.notify_all();
     }
 
+    /// Requests in flight per direct file of background work:
+    /// `io_depth` for what hurries (a full compaction, or anything while
+    /// writes are slowed or frozen memtables wait), else the short
+    /// `background_io_depth`, so user reads that miss the cache wait behind
+    /// little background I/O at the device.
+    pub(crate) fn background_depth(&self, st: &State, hurry: bool) -> usize {
+        let behind = st.imms.len() > 1
+            || crate::picker::write_pressure(&st.version, &self.popts)
+                != crate::picker::WriteStall::None;
+        if hurry || behind {
+            self.opts.io_depth
+        } else {
+            self.opts.background_io_depth
+        }
+    }
+
     /// Checks that this process still holds the database's LOCK file (see
     /// [`crate::lockfile`]); Busy if another process took it.
     pub(crate) fn verify_lock(&self) -> Result<()> {

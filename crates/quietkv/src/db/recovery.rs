@@ -110,7 +110,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
     let replayed = replay_wals(&env, &dir, &recovered, &wals, opts.memtable_size, |mem| {
         let number = next_file;
         next_file += 1;
-        if let Some(meta) = write_l0(&env, &dir, &opts, &mem, number, db_id)? {
+        if let Some(meta) = write_l0(&env, &dir, &opts, &mem, number, db_id, opts.io_depth)? {
             edit.add_file(0, meta);
         }
         Ok(())
@@ -122,7 +122,15 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
     if !replayed.mem.is_empty() {
         let number = next_file;
         next_file += 1;
-        if let Some(meta) = write_l0(&env, &dir, &opts, &replayed.mem, number, db_id)? {
+        if let Some(meta) = write_l0(
+            &env,
+            &dir,
+            &opts,
+            &replayed.mem,
+            number,
+            db_id,
+            opts.io_depth,
+        )? {
             edit.add_file(0, meta);
         }
     }
@@ -598,7 +606,8 @@ fn list(dir: &Path) -> Result<Vec<FileKind>> {
 }
 
 /// Writes a memtable as table `number` of database `db_id` (FlushWrite
-/// class), synced, and returns its metadata (None for an empty memtable).
+/// class, at most `depth` writes in flight), synced, and returns its
+/// metadata (None for an empty memtable).
 pub(crate) fn write_l0(
     env: &IoEnv,
     dir: &Path,
@@ -606,13 +615,14 @@ pub(crate) fn write_l0(
     mem: &Arc<Memtable>,
     number: u64,
     db_id: u64,
+    depth: usize,
 ) -> Result<Option<FileMeta>> {
     if mem.is_empty() {
         return Ok(None);
     }
     let path = table_path(dir, number);
     let result = (|| {
-        let file = env.create(&path, IoClass::FlushWrite)?;
+        let file = env.create_at_depth(&path, IoClass::FlushWrite, depth)?;
         let mut builder =
             TableBuilder::new(TableFile(file), opts.table_options()).with_identity(number, db_id);
         let mut it = mem.iter();

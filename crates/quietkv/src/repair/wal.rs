@@ -223,9 +223,15 @@ impl<'a> Replay<'a> {
     pub fn flush(&mut self) -> Result<()> {
         let mem = std::mem::replace(&mut self.mem, Arc::new(Memtable::new()));
         let number = *self.next_file;
-        if let Some(meta) =
-            crate::db::write_l0(self.env, self.dir, self.opts, &mem, number, self.db_id)?
-        {
+        if let Some(meta) = crate::db::write_l0(
+            self.env,
+            self.dir,
+            self.opts,
+            &mem,
+            number,
+            self.db_id,
+            self.opts.io_depth,
+        )? {
             *self.next_file += 1;
             self.tables.push(meta);
         }
