@@ -13,7 +13,7 @@
 //! layer splits a request at `max_segments` discontiguous pieces of
 //! memory (254 on the virtio disk this was developed on), so a 2 MiB
 //! direct read from small pages goes to the device as a ~1 MiB request, a
-//! second ~1 MiB one and a small tail: measured in quick E1, direct
+//! second ~1 MiB one and a small tail: measured under the benchmark, direct
 //! compaction reads averaged 0.6 MiB per request where buffered readahead
 //! averaged 1.3 MiB, and each request costs the host-cached disk time. A
 //! buffer in one huge page is one physically contiguous segment, so the
@@ -24,7 +24,7 @@
 //! size. Compaction opens and closes files many times a second, and a fresh
 //! buffer costs a huge-page fault in which the kernel zeroes 2 MiB, our own
 //! zeroing of it, and an unmap with its TLB shootdown when it is freed:
-//! measured in quick E1, page zeroing alone was 16% of the compaction
+//! measured under the benchmark, page zeroing alone was 16% of the compaction
 //! thread's CPU samples.
 
 use std::alloc::{self, Layout};

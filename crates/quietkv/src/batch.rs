@@ -28,7 +28,7 @@ pub const BATCH_HEADER_LEN: usize = 12;
 pub const MAX_KEY_LEN: usize = 64 * 1024;
 pub const MAX_VALUE_LEN: usize = 256 << 20;
 /// Largest encoded batch: what one log record can hold.
-pub const MAX_BATCH_LEN: usize = crate::log::MAX_RECORD_LEN;
+pub const MAX_BATCH_LEN: usize = crate::record_log::MAX_RECORD_LEN;
 
 /// One operation of a batch. `value` is empty for deletes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -51,12 +51,12 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::filenames::{self, FileKind, CURRENT};
 use crate::iter::InternalIterator;
 use crate::key::compare_internal;
-use crate::log::{LogReader, TailState};
+use crate::record_log::{LogReader, TailState};
 use crate::table::{
     ExpectedTable, RandomSource, SeqSource, TableProperties, TableReader, TableScanner,
 };
 use crate::version::{FileMeta, Version, VersionBuilder, VersionEdit};
-use crate::wal_set::WalSet;
+use crate::wal::WalSet;
 
 /// One finding: where and what.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -216,7 +216,7 @@ pub fn check_dir_with(dir: impl AsRef<Path>, opts: CheckOptions) -> Result<Check
         };
         // Without a readable manifest, a WAL is still compared with the
         // database id the tables record (and its own name).
-        let rule = crate::log::IdentityRule {
+        let rule = crate::record_log::IdentityRule {
             db_id,
             required: live && manifest.as_ref().is_some_and(|m| m.wals_have_identity),
         };
@@ -456,7 +456,7 @@ impl Checker<'_> {
         number: u64,
         live: bool,
         sealed_len: Option<u64>,
-        rule: crate::log::IdentityRule,
+        rule: crate::record_log::IdentityRule,
     ) {
         let path = filenames::wal_path(self.dir, number);
         self.report.wal_files += 1;
@@ -844,9 +844,9 @@ mod tests {
         assert!(note.offset.is_some_and(|o| o > 0 && o < 200), "{note:?}");
     }
 
-    /// The defects of issue 11: after a clean close, a truncated WAL, a
-    /// damaged last record and a deleted WAL were a note or nothing at all,
-    /// and the next open silently dropped acknowledged writes.
+    /// After a clean close, a truncated WAL, a damaged last record and a
+    /// deleted WAL are each a problem, not a note: the next open would
+    /// otherwise silently drop acknowledged writes.
     #[test]
     fn truncated_damaged_or_missing_sealed_wal_is_a_problem() {
         let d = dir();

@@ -4,13 +4,14 @@
 //! blocks: it runs on the CPU for as long as it has input. Linux's EEVDF
 //! scheduler then protects it for a whole slice (`base_slice` 0.75 ms times
 //! 1 + log2(CPUs): 1.5 ms on 2 CPUs) against user threads that wake up on
-//! its CPU, whatever their nice values. Measured in quick E1 (`auto`,
-//! 2 CPUs): the bench's readers were issued 1.5 ms late at p99, steadily,
+//! its CPU, whatever their nice values. Measured with readers of a hot set
+//! running while a full compaction rewrites the database (`auto` modes,
+//! 2 CPUs): the readers' requests were issued 1.5 ms late at p99, steadily,
 //! while buffered compaction, which blocks in the page cache all the time,
 //! left them on time. Lowering the compaction thread's nice value changed
 //! nothing; a `sched_yield` at least every 50 us of merging brought the
 //! readers' p99 lateness to a few microseconds at the same compaction
-//! speed (docs/results/2026-11-24-e1-quick-yield).
+//! speed.
 //!
 //! `sched_yield` costs a system call of well under a microsecond when
 //! nothing else wants the CPU, so the loops check the clock every

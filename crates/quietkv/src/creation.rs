@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::filenames::{self, FileKind, CURRENT};
-use crate::log::{LogReader, TailState};
+use crate::record_log::{LogReader, TailState};
 use crate::version::VersionEdit;
 
 /// Whether a directory holds a created database.
@@ -202,7 +202,7 @@ fn manifest_holds_data(path: &Path) -> Result<Option<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::log::LogWriter;
+    use crate::record_log::LogWriter;
 
     thread_local! {
         /// Runs once between listing the directory and reading its files:

@@ -7,7 +7,7 @@ use std::path::Path;
 use quietio::{EffectiveMode, IoClass, IoEnv, MmapWriter, RandomReader, SeqReader, SeqWriter};
 
 use crate::error::Result;
-use crate::log::LogSink;
+use crate::record_log::LogSink;
 use crate::table::{RandomSource, SeqSource, TableSink};
 
 /// A table being written (flush or compaction output).

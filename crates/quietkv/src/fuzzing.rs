@@ -23,7 +23,7 @@ use crate::error::{ErrorKind, Result};
 use crate::filenames::{self, FileKind};
 use crate::iter::InternalIterator;
 use crate::key::{compare_internal, make_internal_key, parse_internal_key, ValueKind, MAX_SEQ};
-use crate::log::{LogReader, TailState, HEADER_LEN};
+use crate::record_log::{LogReader, TailState, HEADER_LEN};
 use crate::table::block::{Block, BlockBuilder, BlockIter};
 use crate::table::filter::{BloomBuilder, BloomFilter};
 use crate::table::format::{
@@ -35,7 +35,7 @@ use crate::table::reader::TableReader;
 use crate::table::scanner::TableScanner;
 use crate::table::MemSource;
 use crate::version::{Version, VersionBuilder, VersionEdit, NUM_LEVELS};
-use crate::wal_set::WalSet;
+use crate::wal::WalSet;
 
 /// A fuzz target: takes any bytes, panics only on a broken invariant.
 pub type Target = fn(&[u8]);
@@ -423,8 +423,8 @@ fn reseal_log(img: &mut [u8]) {
         let len = read_u32_le(h, 8).unwrap_or(0) as usize;
         let ty = h[12];
         // A recyclable header carries the log number after the type.
-        let header_len = if crate::log::is_recyclable_code(ty) {
-            crate::log::RECYCLABLE_HEADER_LEN
+        let header_len = if crate::record_log::is_recyclable_code(ty) {
+            crate::record_log::RECYCLABLE_HEADER_LEN
         } else {
             HEADER_LEN
         };
@@ -433,10 +433,10 @@ fn reseal_log(img: &mut [u8]) {
         }
         let end = pos + header_len + len;
         if let Some(payload) = img.get(pos + header_len..end) {
-            let crc = crate::log::record_crc(ty, payload);
+            let crc = crate::record_log::record_crc(ty, payload);
             img[pos + 4..pos + 8].copy_from_slice(&crc.to_le_bytes());
         }
-        let hcrc = crate::log::mask_crc(crc32c::crc32c(&img[pos + 4..pos + header_len]));
+        let hcrc = crate::record_log::mask_crc(crc32c::crc32c(&img[pos + 4..pos + header_len]));
         img[pos..pos + 4].copy_from_slice(&hcrc.to_le_bytes());
         pos = end;
     }
@@ -487,7 +487,7 @@ pub fn wal(data: &[u8]) {
                         let header = start as u64 - reader.last_record_offset();
                         assert!(
                             header == HEADER_LEN as u64
-                                || header == crate::log::RECYCLABLE_HEADER_LEN as u64,
+                                || header == crate::record_log::RECYCLABLE_HEADER_LEN as u64,
                             "payload {header} bytes after its record's start"
                         );
                         assert_eq!(reader.valid_len(), (start + b.len()) as u64);
@@ -495,7 +495,7 @@ pub fn wal(data: &[u8]) {
                     // A compressed one decompressed within its bound, from
                     // a record inside the image.
                     std::borrow::Cow::Owned(o) => {
-                        assert!(o.len() <= crate::log::MAX_COMPRESSED_RECORD_LEN);
+                        assert!(o.len() <= crate::record_log::MAX_COMPRESSED_RECORD_LEN);
                         assert!(reader.valid_len() <= img.len() as u64);
                         assert!(
                             reader.last_record_offset() + HEADER_LEN as u64 <= reader.valid_len()
@@ -535,7 +535,10 @@ pub fn wal(data: &[u8]) {
     // Re-encoding the records reads them back unchanged.
     let mut out = Vec::new();
     for r in &records {
-        out.extend_from_slice(&crate::log::encode_header(crate::log::RecordType::Full, r));
+        out.extend_from_slice(&crate::record_log::encode_header(
+            crate::record_log::RecordType::Full,
+            r,
+        ));
         out.extend_from_slice(r);
     }
     let back: Vec<std::borrow::Cow<[u8]>> = LogReader::new("again.log", &out)
@@ -549,7 +552,7 @@ pub fn wal(data: &[u8]) {
 
 /// Repair's salvage scan finds every record recovery read, in order.
 fn check_salvage_agrees(img: &[u8], records: &[&[u8]], tail: TailState, log_number: Option<u64>) {
-    use crate::log::salvage::{salvage_records, Salvaged};
+    use crate::record_log::salvage::{salvage_records, Salvaged};
     let found = salvage_records(img, log_number);
     let salvaged: Vec<&[u8]> = found
         .iter()
@@ -755,7 +758,7 @@ pub fn seed_corpora(scratch: &Path) -> Result<Vec<(&'static str, Vec<u8>)>> {
 /// earlier life's, synced now and then, and the new life's length.
 fn recycled_log_image() -> Result<(Vec<u8>, usize)> {
     let life = |number: u64, n: usize| -> Result<Vec<u8>> {
-        let mut w = crate::log::LogWriter::new(Vec::new())
+        let mut w = crate::record_log::LogWriter::new(Vec::new())
             .recyclable(number)
             .with_compression(Compression::Lz4);
         for i in 0..n {
@@ -951,7 +954,8 @@ mod tests {
 
     #[test]
     fn reseal_log_makes_a_damaged_record_readable() {
-        let mut img = crate::log::encode_header(crate::log::RecordType::Full, b"abc").to_vec();
+        let mut img =
+            crate::record_log::encode_header(crate::record_log::RecordType::Full, b"abc").to_vec();
         img.extend_from_slice(b"abc");
         img[HEADER_LEN] = b'x';
         img.extend_from_slice(&img.clone());

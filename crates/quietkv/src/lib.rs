@@ -58,6 +58,7 @@ mod batch;
 mod block_cache;
 mod check;
 mod codec;
+mod compaction;
 mod cpu_yield;
 mod creation;
 mod db;
@@ -71,21 +72,16 @@ pub mod fuzzing;
 mod iter;
 mod key;
 mod lockfile;
-mod log;
 mod memtable;
 mod merge;
 mod options;
-mod output_cut;
-mod picker;
+mod record_log;
 mod repair;
 mod snapshot;
 mod table;
-mod table_cache;
 mod varint;
 mod version;
-mod wal_set;
-mod wal_sync;
-mod warm;
+mod wal;
 
 #[cfg(test)]
 mod tests;
@@ -93,14 +89,14 @@ mod tests;
 pub use batch::WriteBatch;
 pub use block_cache::CacheStats;
 pub use check::{check_dir, check_dir_with, CheckOptions, CheckReport, Finding};
+pub use compaction::CompactionPriority;
 pub use db::{
     CompactionStats, Db, DbIter, DbStats, LevelCompactionStats, LevelStats, WriteStallStats,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use options::{IoPriority, Options, WriteOptions};
-pub use picker::CompactionPriority;
 pub use quietio::{AccessMode, ClassModes, ClassStats, EffectiveMode, IoClass, IoEngine};
 pub use repair::{repair_dir, Dropped, KeptTable, RepairOptions, RepairReport, SalvagedTable};
 pub use snapshot::Snapshot;
 pub use table::Compression;
-pub use wal_sync::WalSync;
+pub use wal::WalSync;

@@ -2,10 +2,10 @@
 
 use quietio::{AccessMode, ClassModes, EffectiveMode, IoClass, IoEngine, IoOptions, MAX_IO_DEPTH};
 
+use crate::compaction::picker::{CompactionPriority, PickerOptions};
 use crate::error::{Error, Result};
-use crate::picker::{CompactionPriority, PickerOptions};
 use crate::table::{Compression, TableOptions};
-use crate::wal_sync::WalSync;
+use crate::wal::WalSync;
 
 /// I/O priority of background threads (`ioprio_set`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,9 +146,10 @@ options! {
     /// doing direct I/O through io_uring hardly ever blocks, and the
     /// kernel's scheduler (EEVDF) then lets it keep a CPU for a whole slice
     /// (1.5 ms on 2 CPUs) while user threads that woke up on that CPU wait,
-    /// whatever the nice values. Measured in quick E1: readers issued 1.5 ms
-    /// late at p99 without yielding, a few microseconds late with 50, at
-    /// the same compaction speed. Default 50; at most 1,000,000.
+    /// whatever the nice values. Measured with readers of a hot set running
+    /// during a full compaction: their requests were issued 1.5 ms late at
+    /// p99 without yielding, a few microseconds late with 50, at the same
+    /// compaction speed. Default 50; at most 1,000,000.
     background_yield_micros: u64 = 50;
     /// I/O priority of compaction threads (not the flush thread, which
     /// writers wait for); None leaves it alone.
@@ -244,8 +245,8 @@ options! {
     /// deleted like any obsolete WAL. WAL files then keep their whole
     /// allocation when closed (whole segments) instead of being cut to
     /// their true length, so kept files take up to this many segments of
-    /// disk space. At most 64. Default 0 (off). Measured with group
-    /// commit, 32 writers and 818-byte values (bench E4, quick), recycling
+    /// disk space. At most 64. Default 0 (off). Measured with synced writes
+    /// from 32 writers sharing group commits, 818-byte values, recycling
     /// raised writes/s 13-14% on ext4 and 27-29% on xfs for the buffered
     /// and the direct WAL, and 7% for the mmap WAL on ext4. It stays off by
     /// default because a reused file gives up one check: in a fresh file a

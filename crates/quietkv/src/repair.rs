@@ -92,8 +92,8 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::LogFile;
 use crate::filenames::{self, manifest_name, table_path, wal_path, FileKind, CURRENT};
 use crate::key::SeqNo;
-use crate::log::LogWriter;
 use crate::options::Options;
+use crate::record_log::LogWriter;
 use crate::table::TableProperties;
 use crate::version::{FileMeta, VersionEdit, NUM_LEVELS};
 
@@ -548,7 +548,7 @@ impl Repair<'_> {
 
         // WALs: everything newer than the kept tables.
         let covered_seq = kept.iter().map(|(_, m)| m.largest_seq).max().unwrap_or(0);
-        let rule = crate::log::IdentityRule {
+        let rule = crate::record_log::IdentityRule {
             db_id,
             required: old.as_ref().is_some_and(|m| m.wals_have_identity),
         };

@@ -90,7 +90,7 @@ pub struct VersionEdit {
     pub deleted_files: Vec<(usize, u64)>,
     pub new_files: Vec<(usize, FileMeta)>,
     /// `(WAL number, length)`: the WAL was closed for appends at exactly
-    /// this length, every record synced (see [`crate::wal_set`]).
+    /// this length, every record synced (see [`crate::wal::set`]).
     pub sealed_wals: Vec<(u64, u64)>,
     /// The WAL now being appended to: it must exist until the log number
     /// passes it.

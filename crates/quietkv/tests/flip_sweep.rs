@@ -1,7 +1,7 @@
-//! Every byte flipped (issue 11 item 3): a small database — tables on two
-//! levels, a manifest, CURRENT and a sealed WAL with unflushed records —
-//! has one byte of one file flipped at a time, then is opened, read key by
-//! key and scanned. The outcome must be a Corruption error or the right
+//! Every byte flipped: a small database — tables on two levels, a
+//! manifest, CURRENT and a sealed WAL with unflushed records — has one
+//! byte of one file flipped at a time, then is opened, read key by key and
+//! scanned. The outcome must be a Corruption error or the right
 //! answer, never a wrong value, a missing key, an extra key or a panic.
 //! Small files are swept byte by byte; table data blocks with a stride
 //! (their checksums are tested on their own in the table tests), the

@@ -1,6 +1,5 @@
-//! Manifest rotation (issue 12 item 5): a long-lived database keeps one
-//! small manifest, and a rotated manifest verifies WALs as strictly as the
-//! one it replaced.
+//! Manifest rotation: a long-lived database keeps one small manifest, and
+//! a rotated manifest verifies WALs as strictly as the one it replaced.
 
 use std::collections::BTreeMap;
 use std::fs;

@@ -1,5 +1,5 @@
-//! The program issue 12 says a new user would write must compile and work
-//! as is: a snapshot read after a write, a range forwards and backwards, a
+//! The program a new user would write first must compile and work as is:
+//! a snapshot read after a write, a range forwards and backwards, a
 //! prefix, and a range at the snapshot.
 
 use quietkv::{Db, Options};

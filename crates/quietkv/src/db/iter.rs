@@ -1,18 +1,20 @@
 //! The user-facing iterator: a merged view of memtables and tables at one
 //! sequence number, yielding the newest visible value of each key in key
-//! order, from either end.
+//! order, from either end. Each level of L1 and deeper is read through a
+//! [`LevelIter`], which opens its tables (through the table cache) as it
+//! reaches them.
 
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
-use super::level_iter::LevelIter;
+use super::visible_iter::{DbIterator, DbRevIterator};
 use super::SuperVersion;
 use crate::error::Result;
 use crate::iter::InternalIterator;
-use crate::key::SeqNo;
-use crate::merge::{DbIterator, DbRevIterator, MergingIterator};
-use crate::table::TableReader;
-use crate::table_cache::TableCache;
+use crate::key::{compare_internal, SeqNo};
+use crate::merge::MergingIterator;
+use crate::table::{TableCache, TableIterator, TableReader};
+use crate::version::FileMeta;
 
 /// User keys `[lower, upper)`; `None` is unbounded.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -286,6 +288,121 @@ impl std::fmt::Debug for DbIter {
             .field("sequence", &self.seq)
             .field("range", &self.range)
             .finish_non_exhaustive()
+    }
+}
+
+/// User-read iterator over a level; opens tables lazily as it reaches them.
+pub(crate) struct LevelIter {
+    files: Vec<Arc<FileMeta>>,
+    cache: Arc<TableCache>,
+    index: usize,
+    current: Option<TableIterator>,
+}
+
+impl LevelIter {
+    pub(crate) fn new(files: Vec<Arc<FileMeta>>, cache: Arc<TableCache>) -> Self {
+        LevelIter {
+            index: files.len(),
+            files,
+            cache,
+            current: None,
+        }
+    }
+
+    fn open(&mut self, index: usize) -> Result<()> {
+        self.index = index;
+        self.current = match self.files.get(index) {
+            Some(f) => Some(self.cache.get(f)?.iter()),
+            None => None,
+        };
+        Ok(())
+    }
+
+    /// Moves to following tables while the current one is exhausted.
+    fn skip_empty(&mut self) -> Result<()> {
+        while self.current.as_ref().is_some_and(|c| !c.valid()) {
+            self.open(self.index + 1)?;
+            if let Some(c) = self.current.as_mut() {
+                c.seek_to_first()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl LevelIter {
+    /// Moves to preceding tables while the current one is exhausted.
+    fn skip_empty_back(&mut self) -> Result<()> {
+        while self.current.as_ref().is_some_and(|c| !c.valid()) {
+            let Some(index) = self.index.checked_sub(1) else {
+                self.current = None;
+                return Ok(());
+            };
+            self.open(index)?;
+            if let Some(c) = self.current.as_mut() {
+                c.seek_to_last()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl InternalIterator for LevelIter {
+    fn valid(&self) -> bool {
+        self.current.as_ref().is_some_and(|c| c.valid())
+    }
+
+    fn seek_to_first(&mut self) -> Result<()> {
+        self.open(0)?;
+        if let Some(c) = self.current.as_mut() {
+            c.seek_to_first()?;
+        }
+        self.skip_empty()
+    }
+
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        let i = self
+            .files
+            .partition_point(|f| compare_internal(&f.largest, target).is_lt());
+        self.open(i)?;
+        if let Some(c) = self.current.as_mut() {
+            c.seek(target)?;
+        }
+        self.skip_empty()
+    }
+
+    fn next(&mut self) -> Result<()> {
+        if let Some(c) = self.current.as_mut() {
+            c.next()?;
+        }
+        self.skip_empty()
+    }
+
+    fn seek_to_last(&mut self) -> Result<()> {
+        let Some(last) = self.files.len().checked_sub(1) else {
+            self.current = None;
+            return Ok(());
+        };
+        self.open(last)?;
+        if let Some(c) = self.current.as_mut() {
+            c.seek_to_last()?;
+        }
+        self.skip_empty_back()
+    }
+
+    fn prev(&mut self) -> Result<()> {
+        if let Some(c) = self.current.as_mut() {
+            c.prev()?;
+        }
+        self.skip_empty_back()
+    }
+
+    fn key(&self) -> &[u8] {
+        self.current.as_ref().expect("valid").key()
+    }
+
+    fn value(&self) -> &[u8] {
+        self.current.as_ref().expect("valid").value()
     }
 }
 

@@ -23,9 +23,9 @@ use crate::error::Result;
 use crate::fileio::LogFile;
 use crate::filenames::manifest_name;
 use crate::key::SeqNo;
-use crate::log::LogWriter;
+use crate::record_log::LogWriter;
 use crate::version::{Version, VersionEdit, NUM_LEVELS};
-use crate::wal_set::WalSet;
+use crate::wal::WalSet;
 
 /// One edit that, replayed alone, gives `version`, the WAL state `wals`,
 /// the file number and sequence counters and the database id: what a

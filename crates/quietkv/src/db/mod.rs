@@ -4,13 +4,12 @@
 
 mod background;
 mod iter;
-mod level_iter;
 mod manifest;
 mod recovery;
 #[cfg(feature = "fuzzing")]
 pub(crate) use recovery::replay_manifest;
 mod stats;
-mod wal_syncer;
+mod visible_iter;
 mod write;
 
 use std::collections::{HashSet, VecDeque};
@@ -22,18 +21,19 @@ use std::thread::JoinHandle;
 use parking_lot::{Condvar, Mutex, RwLock};
 use quietio::IoEnv;
 
+use crate::compaction::picker::{BusyFiles, PickerOptions, SliceCursor};
+use crate::compaction::pressure::{write_pressure, WriteStall};
 use crate::error::{Error, Result};
 use crate::fileio::LogFile;
 use crate::filenames::{self, FileKind};
 use crate::key::{SeqNo, ValueKind};
-use crate::log::LogWriter;
 use crate::memtable::Memtable;
 use crate::options::Options;
-use crate::picker::{BusyFiles, PickerOptions};
+use crate::record_log::LogWriter;
 use crate::snapshot::{Snapshot, SnapshotList};
-use crate::table_cache::TableCache;
+use crate::table::TableCache;
 use crate::version::{Version, VersionEdit};
-use crate::wal_set::WalSet;
+use crate::wal::WalSet;
 use std::ops::RangeBounds;
 
 pub use iter::DbIter;
@@ -59,9 +59,9 @@ pub(crate) struct Immutable {
 }
 
 /// A manual compaction asked for by `compact_all`/`compact_range`, run
-/// as slices (see `picker::pick_slice`).
+/// as slices (see `compaction::picker::pick_slice`).
 pub(crate) struct ManualCompaction {
-    pub cursor: crate::picker::SliceCursor,
+    pub cursor: SliceCursor,
     pub done: bool,
     pub result: Option<Result<()>>,
 }
@@ -186,7 +186,7 @@ impl Db {
             let inner = inner.clone();
             let t = std::thread::Builder::new()
                 .name("quietkv-wal-sync".into())
-                .spawn(move || wal_syncer::run(inner, interval))
+                .spawn(move || crate::wal::syncer::run(inner, interval))
                 .map_err(|e| Error::io(e, "cannot start the WAL sync thread"))?;
             threads.push(t);
         }
@@ -392,7 +392,8 @@ impl Db {
                 && !st.flushing
                 && st.compactions_running == 0
                 && st.manual.is_none()
-                && crate::picker::pick(&st.version, &self.inner.popts, &st.busy).is_none();
+                && crate::compaction::picker::pick(&st.version, &self.inner.popts, &st.busy)
+                    .is_none();
             if idle {
                 return Ok(());
             }
@@ -535,9 +536,8 @@ impl Inner {
     /// `background_io_depth`, so user reads that miss the cache wait behind
     /// little background I/O at the device.
     pub(crate) fn background_depth(&self, st: &State, hurry: bool) -> usize {
-        let behind = st.imms.len() > 1
-            || crate::picker::write_pressure(&st.version, &self.popts)
-                != crate::picker::WriteStall::None;
+        let behind =
+            st.imms.len() > 1 || write_pressure(&st.version, &self.popts) != WriteStall::None;
         if hurry || behind {
             self.opts.io_depth
         } else {

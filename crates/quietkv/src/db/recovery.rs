@@ -13,6 +13,7 @@ use quietio::{IoClass, IoEnv};
 use super::{stats, Immutable, Inner, State, SuperVersion, Wal};
 use crate::batch::WriteBatch;
 use crate::block_cache::BlockCache;
+use crate::compaction::picker::BusyFiles;
 use crate::creation::{self, Creation};
 use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::{LogFile, TableFile};
@@ -20,15 +21,14 @@ use crate::filenames::{self, manifest_name, table_path, wal_path, FileKind, CURR
 use crate::iter::InternalIterator;
 use crate::key::SeqNo;
 use crate::lockfile::DirLock;
-use crate::log::{LogReader, LogWriter, TailState};
 use crate::memtable::Memtable;
 use crate::options::Options;
-use crate::picker::BusyFiles;
+use crate::record_log::{LogReader, LogWriter, TailState};
 use crate::snapshot::SnapshotList;
 use crate::table::TableBuilder;
-use crate::table_cache::TableCache;
+use crate::table::TableCache;
 use crate::version::{FileMeta, Version, VersionEdit};
-use crate::wal_set::{RequiredWal, WalSet};
+use crate::wal::{RequiredWal, WalSet};
 
 pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
     opts.validate()?;
@@ -256,7 +256,7 @@ struct Replayed {
 }
 
 /// The WALs at or after the manifest's log number, oldest first; a WAL the
-/// manifest requires (see [`crate::wal_set`]) but the directory lacks is
+/// manifest requires (see [`crate::wal::set`]) but the directory lacks is
 /// corruption.
 fn wals_to_replay(dir: &Path, recovered: &Recovered) -> Result<Vec<u64>> {
     let mut wals: Vec<u64> = list(dir)?
@@ -482,8 +482,8 @@ pub(crate) struct Recovered {
 
 impl Recovered {
     /// What the identity records of the WALs this manifest replays must say.
-    pub(crate) fn identity_rule(&self) -> crate::log::IdentityRule {
-        crate::log::IdentityRule {
+    pub(crate) fn identity_rule(&self) -> crate::record_log::IdentityRule {
+        crate::record_log::IdentityRule {
             db_id: self.db_id,
             required: self.wals_have_identity,
         }

@@ -11,11 +11,11 @@ use parking_lot::{Condvar, Mutex};
 
 use super::{Immutable, Inner, State, Wal};
 use crate::batch::WriteBatch;
+use crate::compaction::pressure::{write_pressure, WriteStall};
 use crate::error::{Error, Result};
 use crate::fileio::LogFile;
 use crate::filenames::wal_path;
 use crate::memtable::Memtable;
-use crate::picker::{write_pressure, WriteStall};
 use crate::version::VersionEdit;
 
 /// A group never grows past this many bytes, so one huge group does not

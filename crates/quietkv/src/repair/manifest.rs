@@ -15,10 +15,10 @@ use super::Dropped;
 use crate::error::{Error, Result};
 use crate::filenames::{self, manifest_name, FileKind, CURRENT};
 use crate::key::SeqNo;
-use crate::log::salvage::{salvage_records, Salvaged};
+use crate::record_log::salvage::{salvage_records, Salvaged};
 use crate::table::identity::db_id_after_edit;
 use crate::version::{Version, VersionBuilder, VersionEdit};
-use crate::wal_set::WalSet;
+use crate::wal::WalSet;
 
 /// What the usable edits of one manifest say.
 pub(super) struct OldManifest {
@@ -216,7 +216,7 @@ fn read_prefix(path: &Path, data: &[u8]) -> std::result::Result<OldManifest, Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::log::LogWriter;
+    use crate::record_log::LogWriter;
     use crate::version::tests::meta;
     use std::fs;
 

@@ -2,7 +2,7 @@
 //!
 //! Every intact record is salvaged, including records after a damaged one
 //! (the scanner resynchronises on the record checksums, see
-//! [`crate::log::salvage`]): repair keeps the most data, at the price that
+//! [`crate::record_log::salvage`]): repair keeps the most data, at the price that
 //! the result may miss a write in the middle of the history (the damaged
 //! record) while keeping later ones. Each record is a whole write batch, so
 //! batches stay atomic. Entries whose sequence number is at most
@@ -21,10 +21,10 @@ use crate::check::FileSource;
 use crate::error::Result;
 use crate::filenames::wal_path;
 use crate::key::{SeqNo, ValueKind, MAX_SEQ};
-use crate::log::salvage::{salvage_records, Salvaged};
-use crate::log::IdentityRule;
 use crate::memtable::Memtable;
 use crate::options::Options;
+use crate::record_log::salvage::{salvage_records, Salvaged};
+use crate::record_log::IdentityRule;
 use crate::table::TableReader;
 use crate::version::FileMeta;
 
@@ -319,7 +319,7 @@ pub(super) fn majority_db_id(wals: &[(u64, Vec<u8>)]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::log::LogWriter;
+    use crate::record_log::LogWriter;
 
     /// A record that passes its checksums but carries sequence numbers
     /// past the largest is dropped and reported, not a failed repair.

@@ -21,9 +21,12 @@
 //!   through a [`RandomSource`] and the optional [`crate::block_cache::BlockCache`];
 //! * [`TableScanner`] streams data blocks through a [`SeqSource`] for
 //!   compaction and never touches the cache.
+//!
+//! [`TableCache`] keeps the readers of user reads open, bounded in number.
 
 pub mod block;
 pub mod builder;
+mod cache;
 pub mod filter;
 pub mod format;
 pub mod identity;
@@ -39,6 +42,7 @@ mod tests;
 
 pub use block::Block;
 pub use builder::{TableBuilder, TableOptions, TableSummary};
+pub use cache::TableCache;
 pub use format::{BlockHandle, Compression};
 pub use identity::ExpectedTable;
 #[cfg(test)]

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use crate::compaction::warm::HotProbe;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::user_key;
@@ -14,7 +15,6 @@ use crate::table::block::Block;
 use crate::table::block::BlockIter;
 use crate::table::reader::{BlockFetch, TableReader, TwoLevel};
 use crate::table::source::SeqSource;
-use crate::warm::HotProbe;
 
 struct SeqFetch {
     source: Box<dyn SeqSource>,
@@ -69,7 +69,7 @@ impl BlockFetch for SeqFetch {
                         // A block may begin with older versions of the
                         // previous block's last user key; reads of that key
                         // stop before them, so the block's hot keys start
-                        // after it (see `warm::hot_blocks`).
+                        // after it (see `compaction::warm::hot_blocks`).
                         let after = idx
                             .checked_sub(1)
                             .map(|p| user_key(&table.index()[p].last_key));
@@ -119,7 +119,7 @@ impl TableScanner {
         }
     }
 
-    /// Notes hot blocks into `probe` as they are read (see [`crate::warm`]).
+    /// Notes hot blocks into `probe` as they are read (see [`crate::compaction::warm`]).
     pub fn note_hot_blocks(&mut self, probe: HotProbe) {
         self.inner.fetch_mut().hot = Some(probe);
     }

@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::Path;
 
-use crate::log::LogWriter;
+use crate::record_log::LogWriter;
 use crate::version::VersionEdit;
 use crate::{check_dir, Db, ErrorKind, Options};
 

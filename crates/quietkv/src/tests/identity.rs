@@ -188,7 +188,7 @@ fn intact_tables_still_read_and_check_ok() {
 /// Rewrites the manifest CURRENT names without its database id, as a
 /// database created before ids existed has it.
 fn strip_db_id_from_manifest(d: &Path) {
-    use crate::log::{LogReader, LogWriter};
+    use crate::record_log::{LogReader, LogWriter};
     use crate::version::VersionEdit;
     let name = fs::read_to_string(d.join("CURRENT")).unwrap();
     let path = d.join(name.trim());
@@ -229,7 +229,7 @@ fn database_without_an_id_still_opens_reads_and_compacts() {
 
 #[test]
 fn manifest_mixing_two_database_ids_is_corruption() {
-    use crate::log::{LogReader, LogWriter};
+    use crate::record_log::{LogReader, LogWriter};
     use crate::version::VersionEdit;
     let d = dir();
     make_db(d.path(), 1, KEYS);

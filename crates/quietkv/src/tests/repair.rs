@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::log::LogReader;
+use crate::record_log::LogReader;
 use crate::repair::{repair_dir, RepairOptions, RepairReport};
 use crate::version::VersionEdit;
 use crate::{check_dir, Db, ErrorKind, Options, WriteBatch, WriteOptions};
@@ -180,13 +180,13 @@ fn a_damaged_mid_wal_record_is_dropped_and_the_rest_salvaged() {
         .unwrap();
     // A payload byte of the middle record (not of a sync mark).
     let data = fs::read(&wal).unwrap();
-    let mut reader = crate::log::LogReader::new(&wal, &data);
+    let mut reader = crate::record_log::LogReader::new(&wal, &data);
     let mut offsets = Vec::new();
     while reader.read_record().unwrap().is_some() {
         offsets.push(reader.last_record_offset());
     }
     assert_eq!(offsets.len(), 20);
-    flip(&wal, offsets[10] + crate::log::HEADER_LEN as u64 + 2);
+    flip(&wal, offsets[10] + crate::record_log::HEADER_LEN as u64 + 2);
     let e = Db::open(d.path(), opts()).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
     let damaged_at = check_dir(d.path()).unwrap().problems[0].offset.unwrap();

@@ -183,7 +183,7 @@ pub(super) fn record_at(data: &[u8], pos: usize) -> Option<Found<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::log::LogWriter;
+    use crate::record_log::LogWriter;
 
     fn log_of(records: &[&[u8]]) -> (Vec<u8>, Vec<usize>) {
         let mut w = LogWriter::new(Vec::new());

@@ -139,8 +139,8 @@ impl HotProbe {
 /// key of block `i - 1`, up to its own last user key. It may also begin with
 /// older versions of that boundary key, but a read of the key finds its
 /// newest version in block `i - 1` or before and stops there. Counting the
-/// boundary key in both blocks, as this once did, warmed the block after
-/// every scattered hot key too: twice the hot set.
+/// boundary key in both blocks would warm the block after every scattered
+/// hot key too: twice the hot set.
 pub fn hot_blocks<'a>(
     last_keys: impl Iterator<Item = &'a [u8]>,
     ranges: &mut HotRanges,

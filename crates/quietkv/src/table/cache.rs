@@ -92,6 +92,24 @@ impl TableCache {
         }
     }
 
+    /// [`TableCache::open_ahead`] for a table flush or compaction has just
+    /// written: a table that does not verify fails the job; any other
+    /// failure (out of file descriptors, say) is only logged, and the first
+    /// read to reach the table opens it.
+    pub fn open_output(&self, meta: &FileMeta) -> Result<Option<Arc<TableReader>>> {
+        match self.open_ahead(meta) {
+            Ok(t) => Ok(Some(t)),
+            Err(e) if e.kind() == crate::ErrorKind::Corruption => Err(e),
+            Err(e) => {
+                log::warn!(
+                    "quietkv: table {} not opened before its install ({e}); the first read will open it",
+                    meta.number
+                );
+                Ok(None)
+            }
+        }
+    }
+
     /// Tables user reads and iterators opened themselves since the
     /// database opened (two reads racing to open one table count twice):
     /// the first read of each table after open, and of each table the cache

@@ -1,3 +1,7 @@
+//! Record log tests: round trips, torn tails against corruption, sync
+//! marks, sealed logs, compressed and recyclable records, and truncation or
+//! damage anywhere (property tests).
+
 use proptest::prelude::*;
 
 use super::*;

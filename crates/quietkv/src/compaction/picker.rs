@@ -32,12 +32,18 @@
 //! * **Concurrency.** [`BusyFiles`] records the files and key ranges of
 //!   running jobs; a job that touches a busy file, or whose key range
 //!   overlaps a running job's range on a shared level, is not returned.
+//! * **Manual compactions** (`compact_all`, `compact_range`) are not scored:
+//!   [`pick_slice`] cuts the asked range into slices of about
+//!   `max_compaction_bytes` of input, between groups of tables that overlap
+//!   one another, each a bottommost job into one output level, installed
+//!   before the next slice is picked.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use super::job::{key_range, CompactionJob, CompactionKind, CompactionReason};
 use crate::key::compare_internal;
-use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
+use crate::version::{FileMeta, Version, NUM_LEVELS};
 
 /// Which file of a level (L1 and deeper) a size-triggered compaction
 /// takes.
@@ -122,93 +128,6 @@ impl PickerOptions {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CompactionKind {
-    /// Move the single input file to `output_level` with an edit; no I/O.
-    TrivialMove,
-    /// Merge the inputs and write new files to `output_level`.
-    Merge,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CompactionReason {
-    L0FileCount,
-    LevelSize,
-    Manual,
-}
-
-/// One unit of compaction work.
-#[derive(Debug, Clone)]
-pub struct CompactionJob {
-    pub kind: CompactionKind,
-    pub reason: CompactionReason,
-    /// The shallowest input level.
-    pub level: usize,
-    /// Where outputs go.
-    pub output_level: usize,
-    /// Input files by level, ascending levels, no empty lists. Within a
-    /// level, files are in [`Version::files`] order.
-    pub inputs: Vec<(usize, Vec<Arc<FileMeta>>)>,
-    /// No level deeper than `output_level` holds data in the job's key
-    /// range: tombstones may be dropped (subject to snapshots).
-    pub is_bottommost: bool,
-    pub max_output_file_size: u64,
-    /// Largest user keys of the tables of `output_level + 1` that overlap
-    /// the job's range, ascending: outputs are also cut where they pass one
-    /// (see `output_cut`), so they line up with the level below.
-    pub grandparent_bounds: Vec<Vec<u8>>,
-    /// Compact pointer to record in the job's edit.
-    pub compact_pointer: Option<(usize, Vec<u8>)>,
-}
-
-impl CompactionJob {
-    pub fn input_bytes(&self) -> u64 {
-        self.input_files().map(|(_, f)| f.size).sum()
-    }
-
-    #[cfg(test)]
-    pub fn num_input_files(&self) -> usize {
-        self.inputs.iter().map(|(_, v)| v.len()).sum()
-    }
-
-    /// All inputs with their levels.
-    pub fn input_files(&self) -> impl Iterator<Item = (usize, &Arc<FileMeta>)> + '_ {
-        self.inputs
-            .iter()
-            .flat_map(|(l, files)| files.iter().map(move |f| (*l, f)))
-    }
-
-    /// Smallest and largest user key over all inputs.
-    pub fn user_key_range(&self) -> (Vec<u8>, Vec<u8>) {
-        let (lo, hi) = key_range(self.input_files().map(|(_, f)| f)).unwrap_or_default();
-        (lo.to_vec(), hi.to_vec())
-    }
-
-    /// The edit that installs this job's result: deletes every input, adds
-    /// `outputs` to `output_level`, and advances the compact pointer. For a
-    /// [`CompactionKind::TrivialMove`], use [`CompactionJob::trivial_move_edit`].
-    pub fn edit_for_outputs(&self, outputs: impl IntoIterator<Item = FileMeta>) -> VersionEdit {
-        let mut e = VersionEdit::new();
-        for (l, f) in self.input_files() {
-            e.delete_file(l, f.number);
-        }
-        for f in outputs {
-            e.add_file(self.output_level, f);
-        }
-        if let Some(p) = &self.compact_pointer {
-            e.compact_pointers.push(p.clone());
-        }
-        e
-    }
-
-    /// The edit that moves the inputs unchanged to `output_level` (only
-    /// meaningful for [`CompactionKind::TrivialMove`]).
-    pub fn trivial_move_edit(&self) -> VersionEdit {
-        let moved: Vec<FileMeta> = self.input_files().map(|(_, f)| (**f).clone()).collect();
-        self.edit_for_outputs(moved)
-    }
-}
-
 /// Files and key ranges of compactions in progress.
 #[derive(Debug, Clone, Default)]
 pub struct BusyFiles {
@@ -283,26 +202,6 @@ impl BusyFiles {
             levels_meet && r.lo <= hi && lo <= r.hi
         })
     }
-}
-
-/// Write throttling advice from [`write_pressure`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum WriteStall {
-    None,
-    Slowdown,
-    Stop,
-}
-
-fn key_range<'a>(files: impl Iterator<Item = &'a Arc<FileMeta>>) -> Option<(&'a [u8], &'a [u8])> {
-    let mut r: Option<(&[u8], &[u8])> = None;
-    for f in files {
-        let (s, l) = (f.smallest_user_key(), f.largest_user_key());
-        r = Some(match r {
-            None => (s, l),
-            Some((lo, hi)) => (lo.min(s), hi.max(l)),
-        });
-    }
-    r
 }
 
 fn total_size(files: &[Arc<FileMeta>]) -> u64 {
@@ -699,52 +598,13 @@ fn components(version: &Version) -> Vec<Component> {
     out
 }
 
-/// Estimated bytes compaction must rewrite to bring every level within
-/// target. L0 at or over its trigger contributes its bytes plus L1's (it
-/// merges into L1); each Ln over target contributes its excess times
-/// `(1 + multiplier)` (the excess plus the share of Ln+1 it merges with),
-/// and the excess is carried into Ln+1's size, as in RocksDB's estimate.
-pub fn pending_compaction_bytes(version: &Version, opts: &PickerOptions) -> u64 {
-    let last = opts.num_levels() - 1;
-    let mut pending: u64 = 0;
-    let mut carry: u64 = 0;
-    if version.num_files(0) >= opts.l0_compaction_trigger.max(1) {
-        carry = version.level_bytes(0);
-        pending = carry.saturating_add(version.level_bytes(1));
-    }
-    for level in 1..last {
-        let bytes = version.level_bytes(level).saturating_add(carry);
-        let excess = bytes.saturating_sub(opts.target_bytes(level));
-        let cost = excess as f64 * (1.0 + opts.level_multiplier.max(1.0));
-        pending = pending.saturating_add(if cost >= u64::MAX as f64 {
-            u64::MAX
-        } else {
-            cost as u64
-        });
-        carry = excess;
-    }
-    pending
-}
-
-/// Whether writes should proceed, slow down or stop, from the L0 file count
-/// and the estimated pending compaction bytes.
-pub fn write_pressure(version: &Version, opts: &PickerOptions) -> WriteStall {
-    let l0 = version.num_files(0);
-    let pending = pending_compaction_bytes(version, opts);
-    if l0 >= opts.l0_stop_trigger || pending >= opts.hard_pending_compaction_bytes {
-        WriteStall::Stop
-    } else if l0 >= opts.l0_slowdown_trigger || pending >= opts.soft_pending_compaction_bytes {
-        WriteStall::Slowdown
-    } else {
-        WriteStall::None
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compaction::pressure::{write_pressure, WriteStall};
     use crate::key::{make_internal_key, ValueKind};
     use crate::version::tests::{meta, version_with};
+    use crate::version::VersionEdit;
     use proptest::prelude::*;
     use std::collections::{BTreeMap, HashMap};
 
@@ -1149,32 +1009,6 @@ mod tests {
         assert_eq!((job.level, job.output_level), (0, 1));
         assert!(pick_range(&v, &o, Some(b"e"), Some(b"j")).is_none());
         assert!(pick_full(&Version::new(), &o).is_none());
-    }
-
-    #[test]
-    fn write_pressure_thresholds() {
-        let o = PickerOptions {
-            soft_pending_compaction_bytes: 1000,
-            hard_pending_compaction_bytes: 5000,
-            ..small_opts()
-        };
-        let l0 = |n: u64| -> Vec<(usize, FileMeta)> {
-            (1..=n).map(|i| (0, meta(i, "a", "b", 1))).collect()
-        };
-        assert_eq!(write_pressure(&version_with(&l0(7)), &o), WriteStall::None);
-        assert_eq!(
-            write_pressure(&version_with(&l0(8)), &o),
-            WriteStall::Slowdown
-        );
-        assert_eq!(write_pressure(&version_with(&l0(12)), &o), WriteStall::Stop);
-        let v = version_with(&[(1, meta(1, "a", "b", 100))]);
-        assert_eq!(pending_compaction_bytes(&v, &o), 0);
-        let v = version_with(&[(1, meta(1, "a", "b", 200))]);
-        // 100 over L1's target, times (1 + 10).
-        assert_eq!(pending_compaction_bytes(&v, &o), 1100);
-        assert_eq!(write_pressure(&v, &o), WriteStall::Slowdown);
-        let v = version_with(&[(1, meta(1, "a", "b", 600))]);
-        assert_eq!(write_pressure(&v, &o), WriteStall::Stop);
     }
 
     // --- Simulation -------------------------------------------------------

@@ -1,136 +1,23 @@
-//! Iterators over one sorted, non-overlapping level of tables: one for user
-//! reads (through the table cache) and one for compaction input (through
-//! its own handles in the CompactionRead mode, one table open at a time).
+//! The input of a compaction: each input table opened with handles of its
+//! own in the CompactionRead mode (positional reads for the index and
+//! filter, a sequential reader with readahead for the data blocks), never
+//! through the table cache, so a cached buffered handle cannot silently
+//! defeat O_DIRECT. Each L0 table is one input; each deeper level is one
+//! lazy iterator over its tables, one table open at a time.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use quietio::{IoClass, IoEnv};
 
+use super::warm::HotProbe;
 use crate::error::Result;
 use crate::fileio::{ScanSource, TableSource};
 use crate::filenames::table_path;
 use crate::iter::InternalIterator;
 use crate::key::compare_internal;
-use crate::table::{ExpectedTable, TableIterator, TableReader, TableScanner};
-use crate::table_cache::TableCache;
+use crate::table::{ExpectedTable, TableReader, TableScanner};
 use crate::version::FileMeta;
-use crate::warm::HotProbe;
-
-/// User-read iterator over a level; opens tables lazily as it reaches them.
-pub(crate) struct LevelIter {
-    files: Vec<Arc<FileMeta>>,
-    cache: Arc<TableCache>,
-    index: usize,
-    current: Option<TableIterator>,
-}
-
-impl LevelIter {
-    pub(crate) fn new(files: Vec<Arc<FileMeta>>, cache: Arc<TableCache>) -> Self {
-        LevelIter {
-            index: files.len(),
-            files,
-            cache,
-            current: None,
-        }
-    }
-
-    fn open(&mut self, index: usize) -> Result<()> {
-        self.index = index;
-        self.current = match self.files.get(index) {
-            Some(f) => Some(self.cache.get(f)?.iter()),
-            None => None,
-        };
-        Ok(())
-    }
-
-    /// Moves to following tables while the current one is exhausted.
-    fn skip_empty(&mut self) -> Result<()> {
-        while self.current.as_ref().is_some_and(|c| !c.valid()) {
-            self.open(self.index + 1)?;
-            if let Some(c) = self.current.as_mut() {
-                c.seek_to_first()?;
-            }
-        }
-        Ok(())
-    }
-}
-
-impl LevelIter {
-    /// Moves to preceding tables while the current one is exhausted.
-    fn skip_empty_back(&mut self) -> Result<()> {
-        while self.current.as_ref().is_some_and(|c| !c.valid()) {
-            let Some(index) = self.index.checked_sub(1) else {
-                self.current = None;
-                return Ok(());
-            };
-            self.open(index)?;
-            if let Some(c) = self.current.as_mut() {
-                c.seek_to_last()?;
-            }
-        }
-        Ok(())
-    }
-}
-
-impl InternalIterator for LevelIter {
-    fn valid(&self) -> bool {
-        self.current.as_ref().is_some_and(|c| c.valid())
-    }
-
-    fn seek_to_first(&mut self) -> Result<()> {
-        self.open(0)?;
-        if let Some(c) = self.current.as_mut() {
-            c.seek_to_first()?;
-        }
-        self.skip_empty()
-    }
-
-    fn seek(&mut self, target: &[u8]) -> Result<()> {
-        let i = self
-            .files
-            .partition_point(|f| compare_internal(&f.largest, target).is_lt());
-        self.open(i)?;
-        if let Some(c) = self.current.as_mut() {
-            c.seek(target)?;
-        }
-        self.skip_empty()
-    }
-
-    fn next(&mut self) -> Result<()> {
-        if let Some(c) = self.current.as_mut() {
-            c.next()?;
-        }
-        self.skip_empty()
-    }
-
-    fn seek_to_last(&mut self) -> Result<()> {
-        let Some(last) = self.files.len().checked_sub(1) else {
-            self.current = None;
-            return Ok(());
-        };
-        self.open(last)?;
-        if let Some(c) = self.current.as_mut() {
-            c.seek_to_last()?;
-        }
-        self.skip_empty_back()
-    }
-
-    fn prev(&mut self) -> Result<()> {
-        if let Some(c) = self.current.as_mut() {
-            c.prev()?;
-        }
-        self.skip_empty_back()
-    }
-
-    fn key(&self) -> &[u8] {
-        self.current.as_ref().expect("valid").key()
-    }
-
-    fn value(&self) -> &[u8] {
-        self.current.as_ref().expect("valid").value()
-    }
-}
 
 /// Opens one compaction input table with its own handles: positional reads
 /// (footer, index, filter) and a sequential reader with readahead for the

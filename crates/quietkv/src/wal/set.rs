@@ -15,7 +15,7 @@
 //!
 //! What is left unverifiable is the unsynced tail of the live WAL after a
 //! crash, which may be dropped; within it, records followed by a sync mark
-//! are still checked strictly (see [`crate::log`]).
+//! are still checked strictly (see [`crate::record_log`]).
 
 use std::collections::BTreeMap;
 

@@ -1,0 +1,366 @@
+//! What a reader at one snapshot sees of an internal stream (memtables and
+//! tables merged): for each user key, the newest entry at or below the
+//! snapshot, if it is a Put. [`DbIterator`] walks the keys forward,
+//! [`DbRevIterator`] backward; [`DbIter`](super::DbIter) drives one of each.
+
+use crate::error::Result;
+use crate::iter::InternalIterator;
+use crate::key::{parse_internal_key, seek_key, user_key, SeqNo, ValueKind, MAX_SEQ};
+
+/// The user's view of an internal stream at one snapshot: for each user key
+/// in order, the newest entry with `seq <= snapshot`, if it is a Put;
+/// deleted keys and newer versions are skipped. An optional exclusive upper
+/// bound ends the iteration early.
+pub struct DbIterator<I> {
+    inner: I,
+    snapshot: SeqNo,
+    upper_bound: Option<Vec<u8>>,
+    valid: bool,
+    /// User key whose remaining (older) entries are being skipped.
+    skip_key: Vec<u8>,
+}
+
+impl<I: InternalIterator> DbIterator<I> {
+    /// `snapshot` is clamped to [`MAX_SEQ`]; use `MAX_SEQ` for "latest".
+    pub fn new(inner: I, snapshot: SeqNo, upper_bound: Option<Vec<u8>>) -> Self {
+        DbIterator {
+            inner,
+            snapshot: snapshot.min(MAX_SEQ),
+            upper_bound,
+            valid: false,
+            skip_key: Vec::new(),
+        }
+    }
+
+    pub fn valid(&self) -> bool {
+        self.valid
+    }
+
+    pub fn seek_to_first(&mut self) -> Result<()> {
+        self.valid = false;
+        self.inner.seek_to_first()?;
+        self.find_next(false)
+    }
+
+    /// Positions at the first visible key `>= user_key`.
+    pub fn seek(&mut self, user_key: &[u8]) -> Result<()> {
+        self.valid = false;
+        if let Some(ub) = &self.upper_bound {
+            if user_key >= ub.as_slice() {
+                return Ok(());
+            }
+        }
+        self.inner.seek(&seek_key(user_key, self.snapshot))?;
+        self.find_next(false)
+    }
+
+    // Named like `InternalIterator::next` on purpose: same cursor protocol.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Result<()> {
+        if !self.valid {
+            return Ok(());
+        }
+        self.valid = false;
+        self.skip_key.clear();
+        self.skip_key.extend_from_slice(user_key(self.inner.key()));
+        self.inner.next()?;
+        self.find_next(true)
+    }
+
+    /// The current user key.
+    pub fn key(&self) -> &[u8] {
+        assert!(self.valid, "key() on invalid DbIterator");
+        user_key(self.inner.key())
+    }
+
+    pub fn value(&self) -> &[u8] {
+        assert!(self.valid, "value() on invalid DbIterator");
+        self.inner.value()
+    }
+
+    fn find_next(&mut self, mut skipping: bool) -> Result<()> {
+        while self.inner.valid() {
+            let p = parse_internal_key(self.inner.key())?;
+            if let Some(ub) = &self.upper_bound {
+                if p.user_key >= ub.as_slice() {
+                    return Ok(());
+                }
+            }
+            if p.seq > self.snapshot || (skipping && p.user_key == self.skip_key.as_slice()) {
+                self.inner.next()?;
+                continue;
+            }
+            match p.kind {
+                ValueKind::Delete => {
+                    self.skip_key.clear();
+                    self.skip_key.extend_from_slice(p.user_key);
+                    skipping = true;
+                    self.inner.next()?;
+                }
+                ValueKind::Put => {
+                    self.valid = true;
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// [`DbIterator`] backwards: for each user key in descending order, the
+/// newest entry with `seq <= snapshot`, if it is a Put. An optional
+/// inclusive lower bound ends the iteration early.
+///
+/// Moving back, a key's entries arrive oldest first, so the cursor reads
+/// all of them (keeping the newest visible one in its own buffers, reused
+/// from key to key) and stops on the first entry of the key before; that
+/// is where the next step starts.
+pub struct DbRevIterator<I> {
+    inner: I,
+    snapshot: SeqNo,
+    lower_bound: Option<Vec<u8>>,
+    valid: bool,
+    key: Vec<u8>,
+    value: Vec<u8>,
+}
+
+impl<I: InternalIterator> DbRevIterator<I> {
+    /// `snapshot` is clamped to [`MAX_SEQ`]; use `MAX_SEQ` for "latest".
+    pub fn new(inner: I, snapshot: SeqNo, lower_bound: Option<Vec<u8>>) -> Self {
+        DbRevIterator {
+            inner,
+            snapshot: snapshot.min(MAX_SEQ),
+            lower_bound,
+            valid: false,
+            key: Vec::new(),
+            value: Vec::new(),
+        }
+    }
+
+    pub fn valid(&self) -> bool {
+        self.valid
+    }
+
+    /// Positions at the last visible key.
+    pub fn seek_to_last(&mut self) -> Result<()> {
+        self.valid = false;
+        self.inner.seek_to_last()?;
+        self.find_prev()
+    }
+
+    /// Positions at the last visible key `< user_key`.
+    pub fn seek_before(&mut self, user_key: &[u8]) -> Result<()> {
+        self.valid = false;
+        // The smallest internal key of `user_key`: everything before it
+        // belongs to smaller user keys.
+        self.inner.seek_before(&seek_key(user_key, MAX_SEQ))?;
+        self.find_prev()
+    }
+
+    /// Moves to the previous visible key (invalid past the lower bound).
+    pub fn prev(&mut self) -> Result<()> {
+        if !self.valid {
+            return Ok(());
+        }
+        self.valid = false;
+        self.find_prev()
+    }
+
+    /// The current user key.
+    pub fn key(&self) -> &[u8] {
+        assert!(self.valid, "key() on invalid DbRevIterator");
+        &self.key
+    }
+
+    pub fn value(&self) -> &[u8] {
+        assert!(self.valid, "value() on invalid DbRevIterator");
+        &self.value
+    }
+
+    fn find_prev(&mut self) -> Result<()> {
+        // Whether `key`/`value` hold a Put that is the newest visible
+        // entry of `key` seen so far.
+        let mut have_put = false;
+        while self.inner.valid() {
+            let p = parse_internal_key(self.inner.key())?;
+            if let Some(lb) = &self.lower_bound {
+                if p.user_key < lb.as_slice() {
+                    break;
+                }
+            }
+            if p.seq <= self.snapshot {
+                if have_put && p.user_key < self.key.as_slice() {
+                    // All of `key`'s entries are read: the Put stands.
+                    break;
+                }
+                match p.kind {
+                    ValueKind::Delete => have_put = false,
+                    ValueKind::Put => {
+                        have_put = true;
+                        self.key.clear();
+                        self.key.extend_from_slice(p.user_key);
+                        self.value.clear();
+                        self.value.extend_from_slice(self.inner.value());
+                    }
+                }
+            }
+            self.inner.prev()?;
+        }
+        self.valid = have_put;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::iter::VecIterator;
+    use crate::key::{ValueKind, MAX_SEQ};
+    use crate::merge::tests::{
+        arb_history, children, history_entries, ik, model_read, sorted, Entry,
+    };
+    use crate::merge::MergingIterator;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn db_iterator_examples() {
+        let entries = sorted(vec![
+            (ik(b"a", 1, ValueKind::Put), b"a1".to_vec()),
+            (ik(b"a", 5, ValueKind::Delete), vec![]),
+            (ik(b"b", 2, ValueKind::Put), b"b2".to_vec()),
+            (ik(b"b", 6, ValueKind::Put), b"b6".to_vec()),
+            (ik(b"c", 3, ValueKind::Put), b"c3".to_vec()),
+        ]);
+        let scan = |snap: SeqNo, ub: Option<&[u8]>| -> Vec<(Vec<u8>, Vec<u8>)> {
+            let mut it = DbIterator::new(
+                VecIterator::new(entries.clone()),
+                snap,
+                ub.map(<[u8]>::to_vec),
+            );
+            it.seek_to_first().unwrap();
+            let mut out = Vec::new();
+            while it.valid() {
+                out.push((it.key().to_vec(), it.value().to_vec()));
+                it.next().unwrap();
+            }
+            out
+        };
+        let kv = |k: &str, v: &str| (k.as_bytes().to_vec(), v.as_bytes().to_vec());
+        assert_eq!(scan(MAX_SEQ, None), vec![kv("b", "b6"), kv("c", "c3")]);
+        assert_eq!(scan(u64::MAX, None), vec![kv("b", "b6"), kv("c", "c3")]);
+        assert_eq!(
+            scan(4, None),
+            vec![kv("a", "a1"), kv("b", "b2"), kv("c", "c3")]
+        );
+        assert_eq!(scan(4, Some(b"c")), vec![kv("a", "a1"), kv("b", "b2")]);
+        assert_eq!(scan(0, None), vec![]);
+        let mut it = DbIterator::new(VecIterator::new(entries), 5, Some(b"c".to_vec()));
+        it.seek(b"a").unwrap();
+        assert_eq!(it.key(), b"b");
+        assert_eq!(it.value(), b"b2");
+        it.seek(b"c").unwrap();
+        assert!(!it.valid());
+        it.seek(b"bb").unwrap();
+        assert!(!it.valid());
+        it.next().unwrap();
+    }
+
+    // --- Property tests against models --------------------------------------
+
+    fn db_scan(
+        entries: &[Entry],
+        assign: &[usize],
+        n: usize,
+        snap: SeqNo,
+        ub: Option<&[u8]>,
+        from: Option<&[u8]>,
+    ) -> BTreeMap<Vec<u8>, Vec<u8>> {
+        let mut m = MergingIterator::new(children(entries, assign, n));
+        m.seek_to_first().unwrap();
+        let mut it = DbIterator::new(m, snap, ub.map(<[u8]>::to_vec));
+        match from {
+            Some(k) => it.seek(k).unwrap(),
+            None => it.seek_to_first().unwrap(),
+        }
+        let mut out = BTreeMap::new();
+        let mut last: Option<Vec<u8>> = None;
+        while it.valid() {
+            assert!(last.as_deref() < Some(it.key()), "keys strictly ascending");
+            last = Some(it.key().to_vec());
+            out.insert(it.key().to_vec(), it.value().to_vec());
+            it.next().unwrap();
+        }
+        out
+    }
+
+    /// Scans backwards from before `ub` (or the end) down to `lb`.
+    fn db_scan_back(
+        entries: &[Entry],
+        assign: &[usize],
+        n: usize,
+        snap: SeqNo,
+        ub: Option<&[u8]>,
+        lb: Option<&[u8]>,
+    ) -> Vec<Entry> {
+        let m = MergingIterator::new(children(entries, assign, n));
+        let mut it = DbRevIterator::new(m, snap, lb.map(<[u8]>::to_vec));
+        match ub {
+            Some(k) => it.seek_before(k).unwrap(),
+            None => it.seek_to_last().unwrap(),
+        }
+        let mut out = Vec::new();
+        while it.valid() {
+            out.push((it.key().to_vec(), it.value().to_vec()));
+            it.prev().unwrap();
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        #[test]
+        fn db_rev_iterator_matches_model(
+            h in arb_history(),
+            assign in proptest::collection::vec(any::<usize>(), 60),
+            n in 1usize..5,
+            snap in 0u64..70,
+            ub in proptest::option::of(proptest::collection::vec(0u8..3, 0..3)),
+            lb in proptest::option::of(proptest::collection::vec(0u8..3, 0..3)),
+        ) {
+            let entries = history_entries(&h);
+            let snap = if snap >= 65 { MAX_SEQ } else { snap };
+            let expect: Vec<Entry> = model_read(&entries, snap, ub.as_deref())
+                .into_iter()
+                .rev()
+                .filter(|(k, _)| match &lb {
+                    Some(l) => k >= l,
+                    None => true,
+                })
+                .collect();
+            prop_assert_eq!(
+                db_scan_back(&entries, &assign, n, snap, ub.as_deref(), lb.as_deref()),
+                expect
+            );
+        }
+
+        #[test]
+        fn db_iterator_matches_model(
+            h in arb_history(),
+            assign in proptest::collection::vec(any::<usize>(), 60),
+            n in 1usize..5,
+            snap in 0u64..70,
+            ub in proptest::option::of(proptest::collection::vec(0u8..3, 0..3)),
+            from in proptest::collection::vec(0u8..3, 0..3),
+        ) {
+            let entries = history_entries(&h);
+            let snap = if snap >= 65 { MAX_SEQ } else { snap };
+            let expect = model_read(&entries, snap, ub.as_deref());
+            prop_assert_eq!(db_scan(&entries, &assign, n, snap, ub.as_deref(), None), expect.clone());
+            let expect_from: BTreeMap<_, _> = expect.into_iter().filter(|(k, _)| *k >= from).collect();
+            prop_assert_eq!(db_scan(&entries, &assign, n, snap, ub.as_deref(), Some(&from)), expect_from);
+        }
+
+    }
+}
