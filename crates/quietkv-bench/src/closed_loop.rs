@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
-use crate::loadgen::{new_histogram, new_second_histogram, LoadResult, ReadResult, SplitMix64};
+use crate::loadgen::{
+    new_histogram, new_second_histogram, thread_read_blocks, LoadResult, ReadResult, SplitMix64,
+};
 
 #[derive(Debug, Clone)]
 pub struct ClosedLoopConfig {
@@ -95,10 +97,18 @@ where
                         if issued >= end || stop.load(Ordering::Relaxed) {
                             break;
                         }
-                        let res = read(rng.below(keys));
+                        let key = rng.below(keys);
+                        let blocks_before = thread_read_blocks();
+                        let issued = Instant::now();
+                        let res = read(key);
                         let done = Instant::now();
+                        // As in the open loop: a read that says nothing of
+                        // its own hit is judged by the thread's device reads.
+                        let measured_hit =
+                            blocks_before.zip(thread_read_blocks()).map(|(a, b)| b == a);
                         match res {
                             Ok(hit) => {
+                                let hit = hit.or(measured_hit);
                                 let lat = micros(done - issued);
                                 p.latency.saturating_record(lat);
                                 let sec = (issued - start).as_secs() as usize;
