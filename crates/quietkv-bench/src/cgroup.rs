@@ -338,7 +338,7 @@ pub struct CpuacctCgroup {
 impl CpuacctCgroup {
     /// A new child of the cpuacct cgroup this process started in (not of
     /// one it was moved into since, so cgroups made while the process sits
-    /// in a [`crate::cpu::ProcessCpu`] one are siblings, not nested).
+    /// in a [`crate::process_cpu::ProcessCpu`] one are siblings, not nested).
     pub fn create() -> Result<CpuacctCgroup, String> {
         let parent = original_cpuacct_parent()?;
         let dir = make_child(&parent)?;
@@ -440,6 +440,7 @@ pub fn cgroups_usable() -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::read_cpuacct;
     use crate::metrics::{parse_memory_stat, parse_psi};
 
     /// The pids in the cgroup directory `dir` now.
@@ -620,5 +621,78 @@ mod tests {
         child.wait().unwrap();
         drop(cg);
         assert!(!dir.exists());
+    }
+
+    /// A child that first spins in user space, then copies /dev/zero to
+    /// /dev/null: the raw counters of its cgroup see the second phase as
+    /// system time and the first as user time. The phases are a child's, so
+    /// the test harness's other threads do not count.
+    #[test]
+    fn a_cgroup_sees_a_kernel_heavy_phase_as_system_time() {
+        use std::io::{BufRead, Write};
+        use std::process::{Command, Stdio};
+        if let Err(why) = cgroups_usable() {
+            assert!(std::env::var_os("CI").is_none(), "CI runs as root: {why}");
+            return;
+        }
+        let mut cg = match CpuacctCgroup::create() {
+            Ok(cg) => cg,
+            Err(e) => {
+                assert!(
+                    std::env::var_os("CI").is_none(),
+                    "CI has a v1 cpuacct hierarchy: {e}"
+                );
+                return;
+            }
+        };
+        // Fixed amounts of work, not fixed wall time, so a loaded machine
+        // (tests run in parallel) only makes the phases slower.
+        let script = "read go; i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; echo spun; \
+                      dd if=/dev/zero of=/dev/null bs=1M count=4000 2>/dev/null; echo copied";
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        cg.add_pid(child.id()).unwrap();
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let a = read_cpuacct(cg.dir()).unwrap();
+        writeln!(child.stdin.take().unwrap(), "go").unwrap();
+        assert_eq!(lines.next().unwrap().unwrap(), "spun");
+        let b = read_cpuacct(cg.dir()).unwrap();
+        assert_eq!(lines.next().unwrap().unwrap(), "copied");
+        let c = read_cpuacct(cg.dir()).unwrap();
+        child.wait().unwrap();
+        let (spin, copy) = (b.since(&a), c.since(&b));
+        // Each phase is a few hundred ms of CPU; ticks are sampled, so only
+        // the split is checked, with a wide margin.
+        assert!(
+            spin.user_s > 0.05 && spin.user_s > 3.0 * spin.sys_s,
+            "the spinning phase read as {spin:?}"
+        );
+        assert!(
+            copy.sys_s > 0.05 && copy.sys_s > 3.0 * copy.user_s,
+            "the copying phase read as {copy:?}"
+        );
+        // The tick-sampled times and the scheduler's exact runtime are
+        // read in the same unit and count the same process. How closely
+        // the ticks match depends on how the phase's CPU time falls
+        // between ticks, which a busy machine changes (the phase then runs
+        // in short slices between other processes), so the bound is only
+        // a factor of two: mixing up the units, or counting another
+        // process, is off by far more than that.
+        for p in [spin, copy] {
+            let ticks = p.user_s + p.sys_s;
+            assert!(
+                ticks <= 2.0 * p.run_s + 0.05 && p.run_s <= 2.0 * ticks + 0.05,
+                "ticks {ticks} s against runtime {} s",
+                p.run_s
+            );
+        }
+        let dir = cg.dir().to_path_buf();
+        drop(cg);
+        assert!(!dir.exists(), "{} left behind", dir.display());
     }
 }

@@ -12,7 +12,8 @@
 //! and `cpuacct.usage_sys` (nanoseconds, for the processes in one cgroup;
 //! see [`crate::cgroup::CpuacctCgroup`]) and the `cpu` line of `/proc/stat`
 //! (ticks, whole machine, so it includes kswapd and write-back workers).
-//! The benchmark records both; [`ProcessCpu`] measures its own process.
+//! The benchmark records both; [`crate::process_cpu::ProcessCpu`] measures
+//! its own process.
 //!
 //! Raw is not the same as exact: both raw splits are tick samples. Each
 //! timer tick (4 ms at HZ=250) charges a whole tick to whatever the CPU is
@@ -28,8 +29,6 @@
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-
-use crate::cgroup::CpuacctCgroup;
 
 /// User and system CPU seconds of a set of processes so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -139,76 +138,6 @@ pub fn read_system_cpu() -> Option<SystemCpuTicks> {
     parse_system_cpu(&std::fs::read_to_string("/proc/stat").ok()?)
 }
 
-/// CPU time of this process, from a cpuacct cgroup it moves itself into
-/// when it can (and out of, on drop), else from `getrusage`. One at a time
-/// per process: a second `start` waits for the first to be dropped, since
-/// a process can be in only one cpuacct cgroup.
-pub struct ProcessCpu {
-    // Dropped first: the process leaves the cgroup before the next
-    // ProcessCpu may move it.
-    cgroup: Option<CpuacctCgroup>,
-    /// Why there is no cgroup, for the report.
-    why_not: Option<String>,
-    _turn: std::sync::MutexGuard<'static, ()>,
-}
-
-impl ProcessCpu {
-    pub fn start() -> ProcessCpu {
-        static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
-        let me = std::process::id();
-        let made = crate::cgroup::cgroups_usable()
-            .and_then(|()| CpuacctCgroup::create())
-            .and_then(|mut cg| cg.add_pid(me).map(|()| cg))
-            .and_then(|cg| {
-                if cg.holds(me) {
-                    Ok(cg)
-                } else {
-                    Err(format!(
-                        "this process did not stay in {}",
-                        cg.dir().display()
-                    ))
-                }
-            });
-        let (cgroup, why_not) = match made {
-            Ok(cg) => (Some(cg), None),
-            Err(e) => (None, Some(e)),
-        };
-        ProcessCpu {
-            cgroup,
-            why_not,
-            _turn: turn,
-        }
-    }
-
-    /// CPU time so far (of this process since it joined the cgroup, or
-    /// since it started).
-    pub fn read(&self) -> CpuTimes {
-        if let Some(t) = self.cgroup.as_ref().and_then(|c| read_cpuacct(c.dir())) {
-            return t;
-        }
-        // Rescaled so that the two add up to the process's runtime.
-        let (user_s, sys_s) = quietio::sys::process_cpu_seconds();
-        CpuTimes {
-            user_s,
-            sys_s,
-            run_s: user_s + sys_s,
-        }
-    }
-
-    pub fn source(&self) -> CpuSource {
-        match self.cgroup {
-            Some(_) => CpuSource::Cpuacct,
-            None => CpuSource::ProcStatRescaled,
-        }
-    }
-
-    /// Why the raw source could not be used, if it could not.
-    pub fn why_not_raw(&self) -> Option<&str> {
-        self.why_not.as_deref()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,109 +180,5 @@ mod tests {
                 run_s: 0.5
             }
         );
-    }
-
-    /// A child that first spins in user space, then copies /dev/zero to
-    /// /dev/null: the raw counters of its cgroup see the second phase as
-    /// system time and the first as user time. The phases are a child's, so
-    /// the test harness's other threads do not count.
-    #[test]
-    fn a_cgroup_sees_a_kernel_heavy_phase_as_system_time() {
-        use std::io::{BufRead, Write};
-        use std::process::{Command, Stdio};
-        if let Err(why) = crate::cgroup::cgroups_usable() {
-            assert!(std::env::var_os("CI").is_none(), "CI runs as root: {why}");
-            return;
-        }
-        let mut cg = match CpuacctCgroup::create() {
-            Ok(cg) => cg,
-            Err(e) => {
-                assert!(
-                    std::env::var_os("CI").is_none(),
-                    "CI has a v1 cpuacct hierarchy: {e}"
-                );
-                return;
-            }
-        };
-        // Fixed amounts of work, not fixed wall time, so a loaded machine
-        // (tests run in parallel) only makes the phases slower.
-        let script = "read go; i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; echo spun; \
-                      dd if=/dev/zero of=/dev/null bs=1M count=4000 2>/dev/null; echo copied";
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        cg.add_pid(child.id()).unwrap();
-        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-        let a = read_cpuacct(cg.dir()).unwrap();
-        writeln!(child.stdin.take().unwrap(), "go").unwrap();
-        assert_eq!(lines.next().unwrap().unwrap(), "spun");
-        let b = read_cpuacct(cg.dir()).unwrap();
-        assert_eq!(lines.next().unwrap().unwrap(), "copied");
-        let c = read_cpuacct(cg.dir()).unwrap();
-        child.wait().unwrap();
-        let (spin, copy) = (b.since(&a), c.since(&b));
-        // Each phase is a few hundred ms of CPU; ticks are sampled, so only
-        // the split is checked, with a wide margin.
-        assert!(
-            spin.user_s > 0.05 && spin.user_s > 3.0 * spin.sys_s,
-            "the spinning phase read as {spin:?}"
-        );
-        assert!(
-            copy.sys_s > 0.05 && copy.sys_s > 3.0 * copy.user_s,
-            "the copying phase read as {copy:?}"
-        );
-        // The tick-sampled times and the scheduler's exact runtime are
-        // read in the same unit and count the same process. How closely
-        // the ticks match depends on how the phase's CPU time falls
-        // between ticks, which a busy machine changes (the phase then runs
-        // in short slices between other processes), so the bound is only
-        // a factor of two: mixing up the units, or counting another
-        // process, is off by far more than that.
-        for p in [spin, copy] {
-            let ticks = p.user_s + p.sys_s;
-            assert!(
-                ticks <= 2.0 * p.run_s + 0.05 && p.run_s <= 2.0 * ticks + 0.05,
-                "ticks {ticks} s against runtime {} s",
-                p.run_s
-            );
-        }
-        let dir = cg.dir().to_path_buf();
-        drop(cg);
-        assert!(!dir.exists(), "{} left behind", dir.display());
-    }
-
-    #[test]
-    fn process_cpu_reads_monotonic_times_and_says_its_source() {
-        let cpu = ProcessCpu::start();
-        if std::env::var_os("CI").is_some() {
-            assert_eq!(
-                cpu.source(),
-                CpuSource::Cpuacct,
-                "CI runs as root with v1 cpuacct: {:?}",
-                cpu.why_not_raw()
-            );
-        }
-        let a = cpu.read();
-        // Work until the times grow: counted in ticks, they may stand still
-        // for a while, longer when the machine is busy and this thread
-        // waits for a CPU; a minute is far more than a tick.
-        let t = std::time::Instant::now();
-        let mut x = 0u64;
-        let mut b = cpu.read();
-        while b.user_s + b.sys_s <= a.user_s + a.sys_s {
-            assert!(
-                t.elapsed() < std::time::Duration::from_secs(60),
-                "a minute of work counted no CPU time: {a:?} -> {b:?}"
-            );
-            for _ in 0..1_000_000 {
-                x = std::hint::black_box(x.wrapping_add(1));
-            }
-            b = cpu.read();
-        }
-        assert!(b.user_s >= a.user_s && b.sys_s >= a.sys_s, "{a:?} -> {b:?}");
     }
 }

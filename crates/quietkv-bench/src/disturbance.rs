@@ -7,9 +7,11 @@
 //! latency rise whatever the engine does, and a single such run can turn a
 //! mode's clear win into a loss. So every run is checked against a
 //! [`Rule`] the moment it ends; a *disturbed* run is kept in the report
-//! with its reasons but left out of the medians, and the suite runs the
-//! mode again (up to `--max-reruns` in a section). A mode left with fewer
-//! clean runs than asked is not ranked by the verdict.
+//! with its reasons but left out of the medians, and the campaign runs the
+//! mode again (up to `--max-reruns` in a section; see [`crate::campaign`]).
+//! A mode left with fewer clean runs than asked is not ranked by the
+//! verdict. The engine experiments (E1, E2, E3) apply the rule; the others
+//! keep every run.
 //!
 //! The rule looks at what the benchmark can see of the machine, in the
 //! baseline and measured phases of the run:
@@ -25,6 +27,7 @@
 //! The thresholds, and the measurements behind them, are in the
 //! constants' docs and in `docs/disturbed-runs.md`.
 
+use crate::report::{stat_of, DisturbedRun, ModeReport};
 use crate::result::{PhaseResult, RunResult};
 
 /// CPU steal above this (ms per second, summed over the machine's CPUs)
@@ -147,7 +150,7 @@ impl Rule {
     /// it again when there is one.
     pub fn file(
         &self,
-        mode: &mut crate::report::ModeReport,
+        mode: &mut ModeReport,
         mut run: RunResult,
         reruns_left: &mut u32,
     ) -> AfterRun {
@@ -182,15 +185,8 @@ impl Rule {
     }
 }
 
-/// A run the rule set aside, with its reasons.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct DisturbedRun {
-    pub run: RunResult,
-    pub reasons: Vec<String>,
-}
-
 fn median(v: &[f64]) -> f64 {
-    crate::report::stat_of(v.to_vec()).map_or(0.0, |s| s.median)
+    stat_of(v.to_vec()).map_or(0.0, |s| s.median)
 }
 
 fn us(v: f64) -> String {

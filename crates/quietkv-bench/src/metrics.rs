@@ -4,7 +4,7 @@
 //! Every parser takes the file's text and returns plain numbers, so each one
 //! is tested against samples captured on a real machine
 //! (`tests/data/`), and the derived rates (await, queue depth, utilisation)
-//! follow PROTOCOL.md exactly.
+//! follow docs/benchmark.md exactly.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -71,9 +71,18 @@ pub fn tick() {
         "\r\x1b[K{} [{bar}] {:.0} s in this run, about {} left",
         run.label,
         elapsed,
-        crate::fmt_secs(left)
+        fmt_secs(left)
     );
     let _ = err.flush();
+}
+
+/// A duration for an ETA: seconds below two minutes, else minutes.
+pub fn fmt_secs(s: f64) -> String {
+    if s >= 120.0 {
+        format!("{:.0} min", s / 60.0)
+    } else {
+        format!("{s:.0} s")
+    }
 }
 
 /// The run ended: remove the status line.

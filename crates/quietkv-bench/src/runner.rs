@@ -9,6 +9,10 @@
 //! JSON line on stdout and progress on stderr. The parent never sits in the
 //! limited cgroup; it removes the cgroups when the child is done, on error,
 //! and on Ctrl-C.
+//!
+//! Both sides of that exchange are here: [`Runner`] in the parent, and
+//! [`worker_main_with`] in the child, which is handed the experiments'
+//! registry to find the function of a run's experiment.
 
 use std::io::{BufRead, Read, Write};
 use std::process::{Command, ExitCode, Stdio};
@@ -21,16 +25,6 @@ use crate::result::{RunResult, WorkerSpec};
 /// The function that performs one run of an experiment inside the worker
 /// process. `stop` is set when the run should end early.
 pub type WorkerFn = fn(&WorkerSpec, &AtomicBool) -> Result<RunResult, String>;
-
-/// The worker function of each experiment id. E1/E2 register here.
-pub fn worker_fn(experiment: &str) -> Option<WorkerFn> {
-    match experiment {
-        "E0" => Some(crate::e0::worker),
-        "E1" | "E2" | "E3" => Some(crate::engine::worker),
-        "E5" => Some(crate::e5::worker),
-        _ => None,
-    }
-}
 
 /// What the report says when process CPU times come from `/proc/PID/stat`.
 const RESCALED_CPU: &str = "the worker's CPU times come from /proc/PID/stat, which the kernel rescales, so a phase's user/system split can be wrong (a phase can even show 0 s of system time); the system-wide columns from /proc/stat are raw";
@@ -252,9 +246,10 @@ impl Runner {
     }
 }
 
-/// The hidden `bench-worker` subcommand: read one spec line, run, print one
-/// result line.
-pub fn worker_main() -> ExitCode {
+/// The hidden `bench-worker` subcommand: read one spec line, run it with
+/// the worker function `worker_fn` finds for its experiment (the
+/// experiments' registry), print one result line.
+pub fn worker_main_with(worker_fn: fn(&str) -> Option<WorkerFn>) -> ExitCode {
     let mut line = String::new();
     if std::io::stdin().lock().read_line(&mut line).is_err() || line.trim().is_empty() {
         eprintln!(

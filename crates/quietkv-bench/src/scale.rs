@@ -1,4 +1,4 @@
-//! The `--scale quick|full` presets of E1, E2 and E3 (PROTOCOL.md's table),
+//! The `--scale quick|full` presets of E1, E2 and E3 (docs/benchmark.md's table),
 //! explicit flags overriding them, and the report sections they expand to
 //! (one per hot-set size x throttle).
 
@@ -73,7 +73,7 @@ pub fn e3_hot_keys(limit_mib: u64) -> Vec<u64> {
     vec![keys_for(b / 30), keys_for(b / 3), keys_for(b * 3)]
 }
 
-/// PROTOCOL.md's sizes. Quick: 2 GiB db, 256 MiB cgroup, short phases so
+/// docs/benchmark.md's sizes. Quick: 2 GiB db, 256 MiB cgroup, short phases so
 /// that E1 + E2 in four modes take a few minutes on a 2-core machine (E1
 /// quick is unthrottled only: a 64 MiB/s throttled rewrite of 2 GiB reads
 /// and writes 4 GiB, over a minute a mode). Full: 8 GiB db, 1 GiB cgroup.

@@ -1,4 +1,5 @@
-//! The source database of the engine experiments (E1, E2, E3).
+//! The source database of the experiments that read an engine's database
+//! (E1, E2, E3, E5).
 //!
 //! Building it is the slow part, so it is built once per (size, layout
 //! options) into `<dir>/source-<hash>/`, fully compacted, with a
@@ -12,7 +13,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::cgroup::interrupted;
-use crate::engines::{Batch, BenchEngine, Layout, Tuning};
+use crate::engines::{dispatch, Batch, BenchEngine, EngineMode, Layout, Tuning};
 use crate::keys::{fill_value, key, scatter, KEY_SIZE};
 
 pub const MANIFEST: &str = "bench-source.json";
@@ -278,6 +279,33 @@ pub fn prepare<E: BenchEngine>(
         m.total_bytes as f64 / (1 << 20) as f64
     ));
     Ok((dir, m, false))
+}
+
+/// Finds or builds the source database of the engine of `mode`, about
+/// `db_bytes` of `value_size` values, in `base` (see [`prepare`]): each
+/// engine builds its own from the same keys and values, with its
+/// [`BenchEngine::source_config`].
+pub fn prepare_source(
+    mode: &EngineMode,
+    base: &Path,
+    db_bytes: u64,
+    value_size: usize,
+    reuse: bool,
+    progress: &dyn Fn(&str),
+) -> Result<(PathBuf, Manifest, bool), String> {
+    fn prepare_with<E: BenchEngine>(
+        base: &Path,
+        db_bytes: u64,
+        value_size: usize,
+        reuse: bool,
+        progress: &dyn Fn(&str),
+    ) -> Result<(PathBuf, Manifest, bool), String> {
+        let spec = SourceSpec::new::<E>(db_bytes, value_size);
+        prepare::<E>(base, &spec, &E::source_config(), reuse, progress)
+    }
+    dispatch!(mode, |_c: E| prepare_with::<E>(
+        base, db_bytes, value_size, reuse, progress
+    ))
 }
 
 /// Makes `to` (created afresh) a copy of the source without its manifest,

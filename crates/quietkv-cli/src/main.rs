@@ -50,7 +50,7 @@ enum Command {
     #[command(flatten)]
     Kv(kv::KvCommand),
     /// Benchmark: user-read latency beside background I/O in each mode,
-    /// in a memory cgroup (see PROTOCOL.md).
+    /// in a memory cgroup (see docs/benchmark.md).
     #[cfg(feature = "bench")]
     Bench(Box<quietkv_bench::BenchArgs>),
     /// Internal: one benchmark run, started by `quietkv bench`.
@@ -97,7 +97,7 @@ fn main() -> ExitCode {
         #[cfg(feature = "bench")]
         Command::Bench(args) => quietkv_bench::run(*args),
         #[cfg(feature = "bench")]
-        Command::BenchWorker => return quietkv_bench::runner::worker_main(),
+        Command::BenchWorker => return quietkv_bench::worker_main(),
         Command::Stress(args) => match stress::run(args) {
             Ok(code) => return code,
             Err(e) => Err(e),

@@ -23,10 +23,11 @@ use fjall::config::{
 use fjall::{CompressionType, Database, Keyspace, KeyspaceCreateOptions};
 use serde::{Deserialize, Serialize};
 
+use super::bench_engine::{Batch, BenchEngine, EngineConfig, Layout, Tuning};
+use super::counters::Counters;
+use super::page_cache::{CacheUse, Direction, PageCacheUse};
+use super::quietkv::QuietkvEngine;
 use super::thread_io::{this_thread, ThreadSet};
-use super::{
-    BenchEngine, CacheUse, Counters, Direction, EngineConfig, Layout, PageCacheUse, Tuning,
-};
 
 /// The name fjall gives its flush and compaction threads.
 const WORKER_THREAD: &str = "fjall:worker";
@@ -125,7 +126,7 @@ impl BenchEngine for FjallEngine {
     /// bloom bits, no compression); fjall's L1 is `table size x L0
     /// threshold`, so the threshold is chosen to give quietkv's L1 size.
     fn bench_layout() -> Layout {
-        super::QuietkvEngine::bench_layout()
+        QuietkvEngine::bench_layout()
     }
 
     /// lsm-tree's tables live in `keyspaces/<id>/tables/<id>` and are
@@ -245,7 +246,7 @@ impl BenchEngine for FjallEngine {
 
     /// One write batch; fjall's default durability writes the journal to
     /// the OS without syncing (as the other engines' writes).
-    fn put_batch(&self, batch: &super::Batch) -> Result<(), String> {
+    fn put_batch(&self, batch: &Batch) -> Result<(), String> {
         let mut b = self.db.batch();
         let mut bytes = 0;
         for (k, v) in batch.iter() {

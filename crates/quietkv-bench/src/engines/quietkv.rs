@@ -1,5 +1,5 @@
 //! quietkv behind [`BenchEngine`]: its configurations are quietio's access
-//! modes per I/O class (PROTOCOL.md, "Modes").
+//! modes per I/O class (docs/benchmark.md, "Modes").
 
 use std::path::Path;
 
@@ -8,10 +8,9 @@ use quietkv::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{
-    BenchEngine, CacheUse, Counters, Direction, EngineConfig, HitsMisses, Layout, LevelWork,
-    PageCacheUse, Tuning,
-};
+use super::bench_engine::{Batch, BenchEngine, EngineConfig, Layout, Tuning};
+use super::counters::{Counters, HitsMisses, LevelWork};
+use super::page_cache::{CacheUse, Direction, PageCacheUse};
 
 fn buffered() -> String {
     "buffered".into()
@@ -619,7 +618,7 @@ impl BenchEngine for QuietkvEngine {
         self.db.put(key, value).map_err(err)
     }
 
-    fn put_batch(&self, batch: &super::Batch) -> Result<(), String> {
+    fn put_batch(&self, batch: &Batch) -> Result<(), String> {
         let mut b = WriteBatch::new();
         for (k, v) in batch.iter() {
             b.put(k, v).map_err(err)?;

@@ -28,11 +28,11 @@ use rust_rocksdb::{
 };
 use serde::{Deserialize, Serialize};
 
+use super::bench_engine::{Batch, BenchEngine, EngineConfig, Layout, Tuning};
+use super::counters::{Counters, GetTimes, HitsMisses};
+use super::page_cache::{CacheUse, Direction, PageCacheUse};
+use super::quietkv::QuietkvEngine;
 use super::rocksdb_stats::parse_level_compaction_stats;
-use super::{
-    BenchEngine, CacheUse, Counters, Direction, EngineConfig, GetTimes, HitsMisses, Layout,
-    PageCacheUse, Tuning,
-};
 
 /// The block cache of `seed-all-direct`: the seed's `db_bench
 /// --cache_size=4194304`.
@@ -251,7 +251,7 @@ impl BenchEngine for RocksDbEngine {
     /// quietkv's shape, so the trees compare: 32 MiB tables, L1 256 MiB,
     /// 4 KiB blocks, 10 bloom bits per key, no compression.
     fn bench_layout() -> Layout {
-        super::QuietkvEngine::bench_layout()
+        QuietkvEngine::bench_layout()
     }
 
     fn setup_note() -> String {
@@ -384,7 +384,7 @@ impl BenchEngine for RocksDbEngine {
     }
 
     /// One write batch, WAL on, no sync (as quietkv's default writes).
-    fn put_batch(&self, batch: &super::Batch) -> Result<(), String> {
+    fn put_batch(&self, batch: &Batch) -> Result<(), String> {
         let mut b = WriteBatch::default();
         let mut bytes = 0;
         for (k, v) in batch.iter() {

@@ -6,7 +6,7 @@
 //! The table's byte columns are in GB with one decimal: 0.1 GB resolution,
 //! enough for a full-scale run, not for a small test.
 
-use super::LevelWork;
+use super::counters::LevelWork;
 
 const GIB: f64 = (1u64 << 30) as f64;
 

@@ -1,25 +1,26 @@
-//! The parent side of E1, E2 and E3: presets, the source database, the
-//! interleaved runs (copy, sync, drop caches, worker in its cgroup) and the
-//! report sections (the verdict is drawn in [`crate::verdict`]).
+//! The parent side of E1, E2 and E3: presets, the source databases, the
+//! sections' campaigns (each run on a fresh copy of its engine's source,
+//! in a worker in its cgroup, disturbed runs set aside and run again) and
+//! the report sections (the verdict is drawn in [`crate::report::verdict`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use crate::cgroup::interrupted;
-use crate::disturbance::AfterRun;
-use crate::engine::EngineParams;
+use super::worker::EngineParams;
+use crate::args::BenchArgs;
+use crate::campaign::{self, Eta, Judge};
 use crate::engines::EngineMode;
-use crate::report::{self, ExperimentReport, ModeReport, Report};
+use crate::experiments::modes::{
+    check_modes, describe_modes, engine_modes, page_cache_by_name, report_names, ROCKSDB_MODES,
+};
+use crate::experiments::setup::{loadavg, machine, out_dir, readers_text, timestamp, Scratch};
+use crate::report::{self, write_outputs_with_verdict, ExperimentReport, ModeReport, Report};
 use crate::result::{CommonParams, WorkerSpec};
 use crate::runner::{Runner, RunnerOptions};
 use crate::sampler::SamplerConfig;
 use crate::scale::{mib, parse_size, preset, Overrides, Preset, Scale, MIB, VALUE_SIZE};
 use crate::source::{self, Manifest};
-use crate::{
-    check_modes, describe_modes, engine_modes, fmt_secs, loadavg, machine, page_cache_by_name,
-    readers_text, report_names, timestamp, write_outputs_with_verdict, BenchArgs, Scratch,
-};
 
 /// `auto` is what a user gets without configuring anything; buffered is
 /// what every other mode is measured against. The other modes are on
@@ -57,7 +58,7 @@ fn title(exp: &str) -> &'static str {
 /// Runs the engine experiments `exps` (E1, E2, E3).
 pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
     let scale = Scale::parse(&args.scale)?;
-    let modes = engine_modes(args, &DEFAULT_MODES, &crate::ROCKSDB_MODES)?;
+    let modes = engine_modes(args, &DEFAULT_MODES, &ROCKSDB_MODES)?;
     let names = report_names(&modes);
     if modes.is_empty() {
         return Err("no modes given".into());
@@ -99,11 +100,7 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
     let modes_text = describe_modes(&scratch.0, &modes);
     let engines_text = crate::engines::engines_text(&modes);
     let page_cache = page_cache_by_name(&scratch.0, &modes);
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("bench-results").join(timestamp()));
-    std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let out = out_dir(args)?;
     let mach = machine(&scratch.0);
     let block_device = crate::metrics::block_device_of(&scratch.0);
     let progress = |m: &str| crate::progress_line!("quietkv bench: {m}");
@@ -124,7 +121,7 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
             }
             let reuse = args.reuse_source && !args.rebuild_source;
             let (dir, m, reused) =
-                mode.prepare_source(&base, p.db_bytes, VALUE_SIZE, reuse, &progress)?;
+                source::prepare_source(mode, &base, p.db_bytes, VALUE_SIZE, reuse, &progress)?;
             sources.dirs.push(dir.clone());
             built.insert((mode.engine(), p.db_bytes), (dir, m, reused));
         }
@@ -159,11 +156,13 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
         };
         copy + s.preset.warmup_s + s.preset.baseline_s + phase + 3.0
     };
-    let mut left: f64 = sections
-        .iter()
-        .map(|s| per_run(s) * (modes.len() as u32 * args.repeats) as f64)
-        .sum();
-    let mut runs_left = sections.len() as u32 * modes.len() as u32 * args.repeats;
+    let mut eta = Eta {
+        seconds: sections
+            .iter()
+            .map(|s| per_run(s) * (modes.len() as u32 * args.repeats) as f64)
+            .sum(),
+        runs: sections.len() as u32 * modes.len() as u32 * args.repeats,
+    };
     let load_start = loadavg();
     let mut experiments = Vec::new();
     let run_db = scratch.0.join("db");
@@ -200,64 +199,45 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
             .iter()
             .map(|n| ModeReport::new(n.clone(), page_cache.get(n).cloned(), args.repeats))
             .collect();
-        let rule = crate::disturbance::Rule {
-            keep_disturbed: args.keep_disturbed,
-            ..Default::default()
-        };
-        let mut reruns_left = args.max_reruns;
-        for repeat in 1..=args.repeats {
-            for mi in round_order(modes.len(), repeat) {
-                // A run the machine disturbed is set aside and the mode runs
-                // again, while the section has reruns left.
-                loop {
-                    let mode = &modes[mi];
-                    if interrupted() {
-                        return Err("interrupted; cgroups and scratch files removed".into());
-                    }
-                    let t = Instant::now();
-                    let (src_dir, src_manifest, _) = &built[&(mode.engine(), s.preset.db_bytes)];
-                    source::copy_to(src_dir, src_manifest, &run_db, &|f| mode.immutable_file(f))?;
-                    let spec = WorkerSpec {
-                        experiment: s.exp.clone(),
-                        mode: mode.clone(),
-                        name: names[mi].clone(),
-                        repeat,
-                        repeats: args.repeats,
-                        dir: run_db.clone(),
-                        common: common.clone(),
-                        params: serde_json::to_value(&params).map_err(|e| e.to_string())?,
-                        sampler: SamplerConfig {
-                            block_device: block_device.clone(),
-                            interval_ms: 1000,
-                            ..Default::default()
-                        },
-                    };
-                    crate::progress_line!(
-                    "[{} {} {repeat}/{}] copied the source in {:.1} s; cold cache, warm-up, baseline, measured (ETA {} for {} runs left)",
-                    s.id,
-                    names[mi],
-                    args.repeats,
+        // A run the machine disturbed is set aside and the mode runs
+        // again, while the section has reruns left.
+        let mut judge = Judge::rule(args.keep_disturbed, args.max_reruns);
+        campaign::run(
+            modes.len(),
+            args.repeats,
+            per_run(s),
+            &mut eta,
+            |slot, eta| {
+                let (mi, repeat) = (slot.mode, slot.repeat);
+                let mode = &modes[mi];
+                let t = Instant::now();
+                let (src_dir, src_manifest, _) = &built[&(mode.engine(), s.preset.db_bytes)];
+                source::copy_to(src_dir, src_manifest, &run_db, &|f| mode.immutable_file(f))?;
+                let spec = WorkerSpec {
+                    experiment: s.exp.clone(),
+                    mode: mode.clone(),
+                    name: names[mi].clone(),
+                    repeat,
+                    repeats: args.repeats,
+                    dir: run_db.clone(),
+                    common: common.clone(),
+                    params: serde_json::to_value(&params).map_err(|e| e.to_string())?,
+                    sampler: SamplerConfig {
+                        block_device: block_device.clone(),
+                        interval_ms: 1000,
+                        ..Default::default()
+                    },
+                };
+                let tag = slot.tag(&s.id, &names[mi]);
+                crate::progress_line!(
+                    "{tag} copied the source in {:.1} s; cold cache, warm-up, baseline, measured ({})",
                     t.elapsed().as_secs_f64(),
-                    fmt_secs(left),
-                    runs_left
+                    eta.text()
                 );
-                    crate::progress::start_run(
-                        format!("[{} {} {repeat}/{}]", s.id, names[mi], args.repeats),
-                        left,
-                    );
-                    let r = runner.run(spec).map_err(|e| {
-                        if interrupted() {
-                            "interrupted; cgroups and scratch files removed".to_string()
-                        } else {
-                            e
-                        }
-                    })?;
-                    let _ = std::fs::remove_dir_all(&run_db);
-                    crate::progress_line!(
-                    "[{} {} {repeat}/{}] done: p99 {:.0} us, p99.9 {:.0} us, reads {}/{}, background {:.0} MiB/s for {:.1} s",
-                    s.id,
-                    names[mi],
-                    args.repeats,
+                let r = campaign::in_worker(&mut runner, spec, tag.clone(), eta)?;
+                let _ = std::fs::remove_dir_all(&run_db);
+                crate::progress_line!(
+                    "{tag} done: p99 {:.0} us, p99.9 {:.0} us, reads {}/{}, background {:.0} MiB/s for {:.1} s",
                     r.measured.latency.p99,
                     r.measured.latency.p999,
                     r.measured.done,
@@ -265,37 +245,9 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
                     r.background.mib_s(),
                     r.background.seconds
                 );
-                    left = (left - per_run(s)).max(0.0);
-                    let label = format!("[{} {} {repeat}/{}]", s.id, names[mi], args.repeats);
-                    match rule.file(&mut reports[mi], r, &mut reruns_left) {
-                        AfterRun::Keep => {
-                            runs_left -= 1;
-                            break;
-                        }
-                        AfterRun::Rerun { reasons } => crate::progress_line!(
-                            "{label} disturbed, left out of the medians: {}; running it again ({reruns_left} rerun(s) left in this section)",
-                            reasons.join("; ")
-                        ),
-                        AfterRun::Kept { reasons } => {
-                        crate::progress_line!(
-                            "{label} disturbed, kept (--keep-disturbed): {}",
-                            reasons.join("; ")
-                        );
-                        runs_left -= 1;
-                        break;
-                    }
-                    AfterRun::GiveUp { reasons } => {
-                            crate::progress_line!(
-                                "{label} disturbed, left out of the medians: {}; no reruns left (--max-reruns)",
-                                reasons.join("; ")
-                            );
-                            runs_left -= 1;
-                            break;
-                        }
-                    }
-                }
-            }
-        }
+                Ok(judge.file(&mut reports[mi], r, &tag))
+            },
+        )?;
         let mut header = section_header(
             s.exp.as_str(),
             &s.preset,
@@ -527,31 +479,4 @@ fn section_header(
     h.push(("Engines".into(), engines.to_string()));
     h.push(("Finished".into(), timestamp() + " UTC"));
     h
-}
-
-/// The order of the modes in round `repeat` (1-based): rotated by one each
-/// round, so that over as many rounds as modes every mode runs once in
-/// every slot. A fixed order let the slot bias the comparison: on the
-/// development machine's host-cached disk, the same mode compacted ~10%
-/// faster or slower depending on which mode ran before it.
-pub(crate) fn round_order(modes: usize, repeat: u32) -> impl Iterator<Item = usize> {
-    let shift = (repeat as usize).saturating_sub(1);
-    (0..modes).map(move |i| (i + shift) % modes)
-}
-
-#[cfg(test)]
-mod round_tests {
-    #[test]
-    fn every_mode_runs_in_every_slot_over_as_many_rounds() {
-        let rounds: Vec<Vec<usize>> = (1..=3)
-            .map(|r| super::round_order(3, r).collect())
-            .collect();
-        assert_eq!(rounds, vec![vec![0, 1, 2], vec![1, 2, 0], vec![2, 0, 1]]);
-        for slot in 0..3 {
-            let mut in_slot: Vec<usize> = rounds.iter().map(|r| r[slot]).collect();
-            in_slot.sort_unstable();
-            assert_eq!(in_slot, vec![0, 1, 2]);
-        }
-        assert_eq!(super::round_order(1, 5).collect::<Vec<_>>(), vec![0]);
-    }
 }

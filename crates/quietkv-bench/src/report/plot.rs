@@ -7,7 +7,7 @@ use std::sync::Once;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
 
-use crate::report::ExperimentReport;
+use super::model::ExperimentReport;
 
 const FONT: &str = "sans-serif";
 const COLORS: [RGBColor; 8] = [

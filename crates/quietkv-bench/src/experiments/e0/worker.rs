@@ -1,7 +1,9 @@
-//! E0, the no-engine reference (PROTOCOL.md): buffered 4 KiB random reads
-//! of a pre-warmed hot file at a fixed rate, beside a sequential read stream
-//! and a sequential write stream of big files in the mode under test, all in
-//! the same memory cgroup. The ceiling an engine can reach.
+//! E0's files and one E0 run in the worker process: buffered 4 KiB random
+//! reads of a pre-warmed hot file at a fixed rate, a baseline with no
+//! background work, then the same reads beside a sequential read stream
+//! and a sequential write stream of big files in the mode under test (the
+//! compaction classes' access modes of quietkv's configuration of that
+//! name), all in the same memory cgroup.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

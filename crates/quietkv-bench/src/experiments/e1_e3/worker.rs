@@ -1,4 +1,4 @@
-//! The engine experiments' worker side (PROTOCOL.md):
+//! The engine experiments' worker side (docs/benchmark.md):
 //!
 //! - E1 (and E3, which is E1 at several hot-set sizes): fixed-rate reads
 //!   over keys `[0, hot_keys)` while ONE major compaction (`compact_all`)
@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::engines::{dispatch, Batch, BenchEngine, Counters, Tuning};
+use crate::engines::{dispatch, stall_delta, Batch, BenchEngine, Counters, Tuning};
 use crate::keys::{fill_value, is_value_of, key, KEY_SIZE};
 use crate::loadgen::{
     percentile_curve, run_open_loop, run_open_loop_until, LoadConfig, PhaseEnd, SplitMix64,
@@ -70,11 +70,6 @@ fn extra_fn<E: BenchEngine + 'static>(db: &Arc<E>) -> ExtraFn {
             "stall_seconds": s.write_stall_seconds,
         })
     })
-}
-
-/// Seconds writes stalled from `a` to `b`, where the engine counts them.
-pub(crate) fn stall_delta(a: &Counters, b: &Counters) -> Option<f64> {
-    Some(b.write_stall_seconds? - a.write_stall_seconds?)
 }
 
 fn hit_delta(a: &Counters, b: &Counters) -> Option<(u64, u64)> {

@@ -1,13 +1,14 @@
-//! Several engines in one report section (issue 9): modes named
+//! Several engines in one report section: modes named
 //! `engine:config`, each engine's modes judged against that engine's own
-//! `buffered` (the rule of [`crate::verdict`]), the two ratio views (against
+//! `buffered` (the rule of [`super::verdict`]), the two ratio views (against
 //! the same engine's buffered configuration, against RocksDB's best), and
 //! where quietkv stands against the peers, with the same-work rule applied
 //! across engines: two modes compare only if their background MiB/s are
 //! within [`SAME_WORK_TOLERANCE`] of each other.
 
-use crate::report::{render_table, ExperimentReport};
-use crate::verdict::{
+use super::model::ExperimentReport;
+use super::table::render_table;
+use super::verdict::{
     figures_of, judge, not_same_work_line, ModeFigures, SectionJudgement, Standing,
     SAME_WORK_TOLERANCE,
 };
@@ -319,7 +320,7 @@ pub fn peers_text(cmps: &[PeerComparison]) -> String {
 pub fn verdict(experiments: &[ExperimentReport]) -> String {
     let ours: Vec<ExperimentReport> = experiments.iter().map(|e| project(e, QUIETKV)).collect();
     let mut out = if ours.iter().any(|e| e.modes.len() >= 2) {
-        format!("quietkv: {}", crate::verdict::verdict(&ours))
+        format!("quietkv: {}", super::verdict::verdict(&ours))
     } else {
         String::new()
     };
@@ -340,7 +341,7 @@ mod tests {
         assert_eq!(x(Some(0.05)), "1/20");
         assert_eq!(x(None), "n/a");
     }
-    use crate::report::ModeReport;
+    use crate::report::model::ModeReport;
     use crate::result::{BackgroundWork, RunResult};
 
     fn mode(name: &str, p99: f64, mib_s: f64) -> ModeReport {

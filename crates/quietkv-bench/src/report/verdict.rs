@@ -1,5 +1,5 @@
 //! The verdict: which mode the background classes should use, drawn from
-//! the figures alone (PROTOCOL.md, "Same work, or no comparison").
+//! the figures alone (docs/benchmark.md, "Same work, or no comparison").
 //!
 //! A mode compares with buffered only if it did the same background work:
 //! bytes per second of compaction and flush over the measured phase at most
@@ -16,8 +16,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::model::ExperimentReport;
 use crate::engines::PageCacheUse;
-use crate::report::ExperimentReport;
 use crate::scale::mib;
 
 /// How far below buffered's background throughput a mode may fall and
