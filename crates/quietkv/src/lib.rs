@@ -86,6 +86,11 @@ mod wal;
 #[cfg(test)]
 mod tests;
 
+/// The README's example, compiled as a doctest so it cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctest;
+
 pub use batch::WriteBatch;
 pub use block_cache::CacheStats;
 pub use check::{check_dir, check_dir_with, CheckOptions, CheckReport, Finding};
