@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::db::{Db, DbIter, KeyRange};
+use crate::db::{DbIter, KeyRange, ReadView};
 use crate::error::Result;
 use crate::key::SeqNo;
 
@@ -54,10 +54,18 @@ impl Drop for Registration {
     }
 }
 
-/// A consistent read view of a [`Db`], from [`Db::snapshot`]: reads
-/// through it see the database as it was when it was taken, whatever is
-/// written, flushed or compacted since. It borrows the database; dropping
-/// it lets compaction discard the old versions it kept.
+/// A consistent read view of a [`Db`](crate::Db), from
+/// [`Db::snapshot`](crate::Db::snapshot): reads through it see the
+/// database as it was when it was taken, whatever is written, flushed or
+/// compacted since. Dropping it (its last clone) lets compaction discard
+/// the old versions it kept.
+///
+/// A snapshot owns what it reads through (`'static`, `Send`, `Sync`,
+/// cheap to clone): it can move into another thread or sit beside an
+/// `Arc<Db>`. Reads through a snapshot still work after the `Db` is closed
+/// (from the files as they were when it closed, as iterators do); the
+/// directory lock is released at close as usual, and a table removed by
+/// another process since then reads as an error, never as a wrong answer.
 ///
 /// ```
 /// # fn main() -> quietkv::Result<()> {
@@ -71,17 +79,20 @@ impl Drop for Registration {
 /// assert_eq!(snap.get(b"k")?, Some(b"old".to_vec()));
 /// assert_eq!(snap.iter()?.count(), 1);
 /// assert_eq!(db.get(b"k")?, Some(b"new".to_vec()));
+/// // Owned: it moves into another thread.
+/// let reader = std::thread::spawn(move || snap.get(b"k"));
+/// assert_eq!(reader.join().unwrap()?, Some(b"old".to_vec()));
 /// # Ok(())
 /// # }
 /// ```
-pub struct Snapshot<'a> {
-    db: &'a Db,
+pub struct Snapshot {
+    view: ReadView,
     registration: Registration,
 }
 
-impl<'a> Snapshot<'a> {
-    pub(crate) fn new(db: &'a Db, registration: Registration) -> Self {
-        Snapshot { db, registration }
+impl Snapshot {
+    pub(crate) fn new(view: ReadView, registration: Registration) -> Self {
+        Snapshot { view, registration }
     }
 
     fn seq(&self) -> SeqNo {
@@ -90,26 +101,38 @@ impl<'a> Snapshot<'a> {
 
     /// The value of `key` when the snapshot was taken.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.db.get_at(key, self.seq())
+        self.view.get_at(key, self.seq())
     }
 
     /// Every key, in order, as of the snapshot.
     pub fn iter(&self) -> Result<DbIter> {
-        self.db.iter_at(KeyRange::default(), self.seq())
+        self.view.iter_at(KeyRange::default(), self.seq())
     }
 
-    /// The keys in `range`, as of the snapshot; see [`Db::range`].
+    /// The keys in `range`, as of the snapshot; see
+    /// [`Db::range`](crate::Db::range).
     pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<DbIter> {
-        self.db.iter_at(KeyRange::from_bounds(&range), self.seq())
+        self.view.iter_at(KeyRange::from_bounds(&range), self.seq())
     }
 
     /// The keys starting with `prefix`, as of the snapshot.
     pub fn prefix(&self, prefix: &[u8]) -> Result<DbIter> {
-        self.db.iter_at(KeyRange::prefix(prefix), self.seq())
+        self.view.iter_at(KeyRange::prefix(prefix), self.seq())
     }
 }
 
-impl std::fmt::Debug for Snapshot<'_> {
+impl Clone for Snapshot {
+    /// Another handle on the same view; compaction keeps its versions
+    /// until every clone is dropped.
+    fn clone(&self) -> Self {
+        Snapshot {
+            view: self.view.clone(),
+            registration: self.registration.list.acquire(self.seq()),
+        }
+    }
+}
+
+impl std::fmt::Debug for Snapshot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Snapshot({})", self.seq())
     }

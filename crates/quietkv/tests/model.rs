@@ -154,7 +154,7 @@ impl View for Db {
     }
 }
 
-impl View for Snapshot<'_> {
+impl View for Snapshot {
     fn get(&self, k: &[u8]) -> Option<Vec<u8>> {
         Snapshot::get(self, k).unwrap()
     }
@@ -233,7 +233,7 @@ fn run_session<'a>(
     ops: &mut impl Iterator<Item = (usize, &'a Op)>,
     model: &mut Model,
 ) -> bool {
-    let mut snaps: Vec<(Snapshot<'_>, Model)> = Vec::new();
+    let mut snaps: Vec<(Snapshot, Model)> = Vec::new();
     for (step, op) in ops {
         match op {
             Op::Put(k, v) => {

@@ -5,6 +5,7 @@
 mod background;
 mod iter;
 mod manifest;
+mod read_view;
 mod recovery;
 #[cfg(feature = "fuzzing")]
 pub(crate) use recovery::replay_manifest;
@@ -26,7 +27,7 @@ use crate::compaction::pressure::{write_pressure, WriteStall};
 use crate::error::{Error, Result};
 use crate::fileio::LogFile;
 use crate::filenames::{self, FileKind};
-use crate::key::{SeqNo, ValueKind};
+use crate::key::SeqNo;
 use crate::memtable::Memtable;
 use crate::options::Options;
 use crate::record_log::LogWriter;
@@ -34,6 +35,7 @@ use crate::snapshot::{Snapshot, SnapshotList};
 use crate::table::TableCache;
 use crate::version::{Version, VersionEdit};
 use crate::wal::WalSet;
+pub(crate) use read_view::ReadView;
 use std::ops::RangeBounds;
 
 pub use iter::DbIter;
@@ -142,7 +144,7 @@ pub(crate) struct Inner {
     pub bg_cv: Condvar,
     /// Wakes writers, flush and compaction waiters when work finishes.
     pub done_cv: Condvar,
-    pub super_version: RwLock<Arc<SuperVersion>>,
+    pub super_version: Arc<RwLock<Arc<SuperVersion>>>,
     /// `None` when opened read-only.
     pub wal: Mutex<Option<Wal>>,
     pub writers: Mutex<VecDeque<Arc<write::Writer>>>,
@@ -274,32 +276,15 @@ impl Db {
         self.get_at(key, self.latest())
     }
 
-    pub(crate) fn get_at(&self, key: &[u8], seq: SeqNo) -> Result<Option<Vec<u8>>> {
-        // The caller read the sequence number first, then this reads the
-        // state: the state is at least as new, so nothing visible is missed.
-        let sv = self.inner.super_version.read().clone();
-        if let Some(found) = sv.mem.get(key, seq) {
-            return Ok(value_of(found));
-        }
-        for imm in &sv.imms {
-            if let Some(found) = imm.get(key, seq) {
-                return Ok(value_of(found));
-            }
-        }
-        for (_, file) in sv.version.files_for_get(key) {
-            let table = self.inner.table_cache.get(&file)?;
-            if let Some(found) = table.get(key, seq)? {
-                return Ok(value_of(found));
-            }
-        }
-        Ok(None)
+    fn get_at(&self, key: &[u8], seq: SeqNo) -> Result<Option<Vec<u8>>> {
+        read_view::get_at(&self.inner.super_version, &self.inner.table_cache, key, seq)
     }
 
     /// A consistent read view: reads through it ignore every later write.
     /// See [`Snapshot`].
-    pub fn snapshot(&self) -> Snapshot<'_> {
+    pub fn snapshot(&self) -> Snapshot {
         let registration = self.inner.snapshots.acquire(self.latest());
-        Snapshot::new(self, registration)
+        Snapshot::new(self.inner.read_view(), registration)
     }
 
     /// Every key in order (double-ended: `.rev()` starts at the last).
@@ -336,9 +321,13 @@ impl Db {
         self.iter_at(KeyRange::prefix(prefix), self.latest())
     }
 
-    pub(crate) fn iter_at(&self, range: KeyRange, seq: SeqNo) -> Result<DbIter> {
-        let sv = self.inner.super_version.read().clone();
-        DbIter::new(sv, self.inner.table_cache.clone(), seq, range)
+    fn iter_at(&self, range: KeyRange, seq: SeqNo) -> Result<DbIter> {
+        read_view::iter_at(
+            &self.inner.super_version,
+            &self.inner.table_cache,
+            range,
+            seq,
+        )
     }
 
     /// Writes the memtable out as a table and waits until every frozen
@@ -500,14 +489,15 @@ pub(crate) fn read_only_error() -> Error {
     )
 }
 
-fn value_of(found: (ValueKind, Vec<u8>)) -> Option<Vec<u8>> {
-    match found.0 {
-        ValueKind::Put => Some(found.1),
-        ValueKind::Delete => None,
-    }
-}
-
 impl Inner {
+    /// Handles to what reads consult, for the database and its snapshots.
+    pub(crate) fn read_view(&self) -> ReadView {
+        ReadView {
+            super_version: self.super_version.clone(),
+            table_cache: self.table_cache.clone(),
+        }
+    }
+
     pub(crate) fn check_bg_error(&self, st: &State) -> Result<()> {
         match &st.bg_error {
             Some(e) => Err(Error::caused_by(

@@ -442,7 +442,7 @@ fn build_inner(
         }),
         bg_cv: Condvar::new(),
         done_cv: Condvar::new(),
-        super_version: RwLock::new(Arc::new(sv)),
+        super_version: Arc::new(RwLock::new(Arc::new(sv))),
         wal: Mutex::new(wal),
         writers: Mutex::new(VecDeque::new()),
         snapshots: Arc::new(SnapshotList::default()),

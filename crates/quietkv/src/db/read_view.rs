@@ -1,0 +1,79 @@
+//! What a read at a sequence number needs, and nothing more: the current
+//! memtables and tables (the super version, swapped by flushes and
+//! compactions) and the table cache. The database reads through it, and a
+//! [`Snapshot`](crate::Snapshot) holds its own copy, so a snapshot can move
+//! to another thread or outlive the borrow of the `Db` it came from.
+
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+use super::iter::{DbIter, KeyRange};
+use super::SuperVersion;
+use crate::error::Result;
+use crate::key::{SeqNo, ValueKind};
+use crate::table::TableCache;
+
+/// Shared handles to the state reads consult.
+#[derive(Clone)]
+pub(crate) struct ReadView {
+    pub(crate) super_version: Arc<RwLock<Arc<SuperVersion>>>,
+    pub(crate) table_cache: Arc<TableCache>,
+}
+
+impl ReadView {
+    pub(crate) fn get_at(&self, key: &[u8], seq: SeqNo) -> Result<Option<Vec<u8>>> {
+        get_at(&self.super_version, &self.table_cache, key, seq)
+    }
+
+    pub(crate) fn iter_at(&self, range: KeyRange, seq: SeqNo) -> Result<DbIter> {
+        iter_at(&self.super_version, &self.table_cache, range, seq)
+    }
+}
+
+/// The newest value of `key` at sequence number `seq` (borrowing the
+/// handles, so a point read costs no reference counting beyond the super
+/// version's).
+pub(crate) fn get_at(
+    super_version: &RwLock<Arc<SuperVersion>>,
+    table_cache: &TableCache,
+    key: &[u8],
+    seq: SeqNo,
+) -> Result<Option<Vec<u8>>> {
+    // The caller read the sequence number first, then this reads the
+    // state: the state is at least as new, so nothing visible is missed.
+    let sv = super_version.read().clone();
+    if let Some(found) = sv.mem.get(key, seq) {
+        return Ok(value_of(found));
+    }
+    for imm in &sv.imms {
+        if let Some(found) = imm.get(key, seq) {
+            return Ok(value_of(found));
+        }
+    }
+    for (_, file) in sv.version.files_for_get(key) {
+        let table = table_cache.get(&file)?;
+        if let Some(found) = table.get(key, seq)? {
+            return Ok(value_of(found));
+        }
+    }
+    Ok(None)
+}
+
+/// The keys of `range` as of sequence number `seq`.
+pub(crate) fn iter_at(
+    super_version: &RwLock<Arc<SuperVersion>>,
+    table_cache: &Arc<TableCache>,
+    range: KeyRange,
+    seq: SeqNo,
+) -> Result<DbIter> {
+    let sv = super_version.read().clone();
+    DbIter::new(sv, table_cache.clone(), seq, range)
+}
+
+fn value_of(found: (ValueKind, Vec<u8>)) -> Option<Vec<u8>> {
+    match found.0 {
+        ValueKind::Put => Some(found.1),
+        ValueKind::Delete => None,
+    }
+}
