@@ -25,9 +25,15 @@ use crate::varint::{self, put_u32, MAX_LEN_U32};
 
 /// Size of the `seq | count` header.
 pub const BATCH_HEADER_LEN: usize = 12;
+/// Longest key, in bytes (64 KiB): a longer one is refused with
+/// `InvalidArgument` by every write.
 pub const MAX_KEY_LEN: usize = 64 * 1024;
+/// Longest value, in bytes (256 MiB): a longer one is refused with
+/// `InvalidArgument` by every write.
 pub const MAX_VALUE_LEN: usize = 256 << 20;
-/// Largest encoded batch: what one log record can hold.
+/// Largest encoded batch, in bytes: what one log record can hold (keys,
+/// values and a few bytes per entry); a larger batch is refused with
+/// `InvalidArgument`.
 pub const MAX_BATCH_LEN: usize = crate::record_log::MAX_RECORD_LEN;
 
 /// One operation of a batch. `value` is empty for deletes.
@@ -73,7 +79,13 @@ impl WriteBatch {
         WriteBatch { rep }
     }
 
-    /// Adds a put of `key` = `value`; InvalidArgument if the key or value is over the size limit.
+    /// Adds a put of `key` = `value`.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidArgument` if the key is longer than [`MAX_KEY_LEN`], the
+    /// value longer than [`MAX_VALUE_LEN`], or the batch would grow past
+    /// [`MAX_BATCH_LEN`]; the batch is then unchanged.
     pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         check_key(key)?;
         if value.len() > MAX_VALUE_LEN {
@@ -93,7 +105,12 @@ impl WriteBatch {
         Ok(())
     }
 
-    /// Adds a delete of `key`; InvalidArgument if the key is over the size limit.
+    /// Adds a delete of `key`.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidArgument` if the key is longer than [`MAX_KEY_LEN`] or the
+    /// batch would grow past [`MAX_BATCH_LEN`]; the batch is then unchanged.
     pub fn delete(&mut self, key: &[u8]) -> Result<()> {
         check_key(key)?;
         self.reserve_entry(1 + MAX_LEN_U32 + key.len())?;
@@ -106,6 +123,11 @@ impl WriteBatch {
 
     /// Appends every entry of `other` (for group commit). The sequence
     /// number of `self` is kept.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidArgument` if the batch would grow past [`MAX_BATCH_LEN`]; the
+    /// batch is then unchanged.
     pub fn append(&mut self, other: &WriteBatch) -> Result<()> {
         let entries = &other.rep[BATCH_HEADER_LEN..];
         self.reserve_entry(entries.len())?;

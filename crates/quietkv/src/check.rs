@@ -114,15 +114,31 @@ pub struct CheckOptions {
     pub ignore_lock: bool,
 }
 
-/// Verifies the database in `dir`; see the module docs. `Err` only when the
-/// check cannot run at all (no such directory, nothing that looks like a
-/// database, or the database is in use); damage is reported in the
-/// [`CheckReport`].
+/// Verifies the database in `dir` without opening it and without writing
+/// anything: replays the manifest CURRENT names, checks that every table it
+/// names is present with the recorded size and belongs to this database,
+/// reads every block of every table (checksums, key order, entry counts)
+/// and every record of every WAL. Damage is reported in the
+/// [`CheckReport`] (problems, and notes for harmless things such as a torn
+/// tail of the live WAL after a crash or damage in a file the manifest no
+/// longer uses). It takes a shared lock for its duration, so a writer
+/// cannot open the database while it runs.
+///
+/// # Errors
+///
+/// Only when the check cannot run at all: `Io` if `dir` cannot be read,
+/// `InvalidArgument` if it holds nothing that looks like a database, `Busy`
+/// if a process (this one included) has the database open for writing (see
+/// [`CheckOptions::ignore_lock`]).
 pub fn check_dir(dir: impl AsRef<Path>) -> Result<CheckReport> {
     check_dir_with(dir, CheckOptions::default())
 }
 
 /// [`check_dir`] with options.
+///
+/// # Errors
+///
+/// As [`check_dir`].
 pub fn check_dir_with(dir: impl AsRef<Path>, opts: CheckOptions) -> Result<CheckReport> {
     let dir = dir.as_ref();
     let entries = fs::read_dir(dir)

@@ -91,7 +91,7 @@ mod tests;
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctest;
 
-pub use batch::WriteBatch;
+pub use batch::{WriteBatch, MAX_BATCH_LEN, MAX_KEY_LEN, MAX_VALUE_LEN};
 pub use block_cache::CacheStats;
 pub use check::{check_dir, check_dir_with, CheckOptions, CheckReport, Finding};
 pub use compaction::CompactionPriority;
@@ -100,6 +100,9 @@ pub use db::{
 };
 pub use error::{Error, ErrorKind, Result};
 pub use options::{IoPriority, Options, WriteOptions};
+/// The fault-injecting, crash-simulating file layer that
+/// [`Options::fault_layer`] takes, for tests of code built on quietkv.
+pub use quietio::fault;
 pub use quietio::{AccessMode, ClassModes, ClassStats, EffectiveMode, IoClass, IoEngine};
 pub use repair::{repair_dir, Dropped, KeptTable, RepairOptions, RepairReport, SalvagedTable};
 pub use snapshot::Snapshot;

@@ -34,6 +34,50 @@ use quietio::sys::{try_flock, LockKind};
 use crate::error::{Error, ErrorKind, Result};
 use crate::filenames::LOCK;
 
+/// The databases this process holds, by the directory's (device, inode)
+/// and how: flock cannot tell this process from another (its locks belong
+/// to open file descriptions), so a second open here would read as "in use
+/// by another process" without this list.
+static HELD_HERE: std::sync::Mutex<Vec<((u64, u64), LockKind)>> = std::sync::Mutex::new(Vec::new());
+
+fn held_here() -> std::sync::MutexGuard<'static, Vec<((u64, u64), LockKind)>> {
+    // A panic elsewhere while holding the list leaves it consistent (every
+    // change is one push or one remove).
+    HELD_HERE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Busy if this process already holds `dir` in a way `kind` conflicts
+/// with (anything, for a writer; a writer, for a reader).
+fn check_not_held_here(
+    held: &[((u64, u64), LockKind)],
+    id: (u64, u64),
+    kind: LockKind,
+    dir: &Path,
+) -> Result<()> {
+    let conflict = held
+        .iter()
+        .find(|(h, k)| *h == id && (kind == LockKind::Exclusive || *k == LockKind::Exclusive));
+    match conflict {
+        None => Ok(()),
+        Some((_, LockKind::Exclusive)) => Err(Error::new(
+            ErrorKind::Busy,
+            "the database is already open for writing in this process: share that handle (a Db is Send and Sync) instead of opening it again",
+        )
+        .with_file(dir)),
+        Some(_) => Err(Error::new(
+            ErrorKind::Busy,
+            "the database is open read-only in this process (a read-only handle or a check): close it before opening the database for writing",
+        )
+        .with_file(dir)),
+    }
+}
+
+fn dir_identity(dir: &Path) -> Result<(u64, u64)> {
+    std::fs::metadata(dir)
+        .map(|m| identity(&m))
+        .map_err(|e| Error::io(e, "cannot read the database directory").with_file(dir))
+}
+
 /// A held lock; released when dropped (the files are closed).
 #[derive(Debug)]
 pub(crate) struct DirLock {
@@ -44,6 +88,17 @@ pub(crate) struct DirLock {
     _dir: Option<File>,
     path: PathBuf,
     kind: LockKind,
+    /// The directory's entry in [`HELD_HERE`].
+    id: (u64, u64),
+}
+
+impl Drop for DirLock {
+    fn drop(&mut self) {
+        let mut held = held_here();
+        if let Some(i) = held.iter().position(|e| *e == (self.id, self.kind)) {
+            held.swap_remove(i);
+        }
+    }
 }
 
 /// Takes the lock exclusively, creating the LOCK file if needed. Busy if
@@ -69,21 +124,29 @@ fn lock_exclusive_with(
     dir: &Path,
     open: impl FnOnce(&Path) -> std::io::Result<File>,
 ) -> Result<DirLock> {
+    let id = dir_identity(dir)?;
+    let mut held = held_here();
+    check_not_held_here(&held, id, LockKind::Exclusive, dir)?;
     let dir_lock = lock_dir(dir, LockKind::Exclusive)?;
     let path = dir.join(LOCK);
     let f = open(&path).map_err(|e| Error::io(e, "cannot open the lock file").with_file(&path))?;
     take(&f, LockKind::Exclusive, dir, &path)?;
+    held.push((id, LockKind::Exclusive));
     Ok(DirLock {
         file: Mutex::new(Some(f)),
         _dir: dir_lock,
         path,
         kind: LockKind::Exclusive,
+        id,
     })
 }
 
 /// Takes the lock shared, without creating or writing anything (the LOCK
 /// file is locked only if there is one). Busy if a writer holds it.
 pub(crate) fn lock_shared(dir: &Path) -> Result<DirLock> {
+    let id = dir_identity(dir)?;
+    let mut held = held_here();
+    check_not_held_here(&held, id, LockKind::Shared, dir)?;
     let dir_lock = lock_dir(dir, LockKind::Shared)?;
     let path = dir.join(LOCK);
     let file = match File::open(&path) {
@@ -94,11 +157,13 @@ pub(crate) fn lock_shared(dir: &Path) -> Result<DirLock> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(Error::io(e, "cannot open the lock file").with_file(&path)),
     };
+    held.push((id, LockKind::Shared));
     Ok(DirLock {
         file: Mutex::new(file),
         _dir: dir_lock,
         path,
         kind: LockKind::Shared,
+        id,
     })
 }
 
@@ -219,18 +284,34 @@ mod tests {
         );
         drop(r);
         let w = lock_exclusive(d.path()).unwrap();
-        // flock locks belong to open file descriptions, so a second open in
-        // the same process conflicts like another process would.
+        // flock locks belong to open file descriptions, so a second open
+        // conflicts like another process would...
         assert_eq!(
-            lock_exclusive(d.path()).unwrap_err().kind(),
+            lock_dir(d.path(), LockKind::Exclusive).unwrap_err().kind(),
             ErrorKind::Busy
+        );
+        let again = File::open(d.path().join(LOCK)).unwrap();
+        assert!(!try_flock(again.as_raw_fd(), LockKind::Shared).unwrap());
+        // ... and this process's own second open says so.
+        let e = lock_exclusive(d.path()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Busy);
+        assert!(
+            e.to_string()
+                .contains("already open for writing in this process"),
+            "{e}"
         );
         assert_eq!(lock_shared(d.path()).unwrap_err().kind(), ErrorKind::Busy);
         drop(w);
         let r1 = lock_shared(d.path()).unwrap();
         let r2 = lock_shared(d.path()).unwrap();
+        let e = lock_exclusive(d.path()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Busy);
+        assert!(
+            e.to_string().contains("open read-only in this process"),
+            "{e}"
+        );
         assert_eq!(
-            lock_exclusive(d.path()).unwrap_err().kind(),
+            lock_dir(d.path(), LockKind::Exclusive).unwrap_err().kind(),
             ErrorKind::Busy
         );
         drop(r1);
@@ -243,7 +324,16 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let w = lock_exclusive(d.path()).unwrap();
         std::fs::remove_file(d.path().join(LOCK)).unwrap();
-        // The directory lock still holds.
+        // The directory lock still holds, for another process too (a new
+        // open file description, as another process would make).
+        assert_eq!(
+            lock_dir(d.path(), LockKind::Exclusive).unwrap_err().kind(),
+            ErrorKind::Busy
+        );
+        assert_eq!(
+            lock_dir(d.path(), LockKind::Shared).unwrap_err().kind(),
+            ErrorKind::Busy
+        );
         assert_eq!(
             lock_exclusive(d.path()).unwrap_err().kind(),
             ErrorKind::Busy

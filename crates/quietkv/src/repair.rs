@@ -247,10 +247,27 @@ impl RepairReport {
     }
 }
 
-/// Repairs the database in `dir`; see the module docs. `Err` if the
-/// repair could not run or could not install a consistent database
-/// (Busy if the database is in use, InvalidArgument if `dir` holds no
-/// database files); on `Ok` the directory holds a database that opens.
+/// Salvages what is intact in a damaged database directory into a
+/// consistent database that opens, and reports what it kept, salvaged and
+/// dropped (the counterpart of LevelDB's and RocksDB's `RepairDB`). It reads
+/// everything first (CURRENT, the manifests, every table whole, every WAL it
+/// may replay), keeps every table and record that verifies and belongs to
+/// this database, rewrites tables with damaged blocks from their intact
+/// blocks, replays the WALs leniently into new tables, and writes a new
+/// manifest. Nothing is deleted: every replaced or dropped file is moved to
+/// `dir/lost/`. Only bytes that were read and failed verification are
+/// dropped; a table or WAL the manifest names but the directory lacks is
+/// reported as missing (its keys are lost, and keys it deleted may come
+/// back).
+///
+/// # Errors
+///
+/// `Busy` if a process (this one included) has the database open;
+/// `InvalidArgument` if `dir` holds no database files; `Io` (naming the
+/// file) if a file could not be read for a reason other than damage
+/// (permission denied, an I/O error, too many open files) - the repair then
+/// stops before changing anything - or if writing the repaired database
+/// failed (a full disk).
 pub fn repair_dir(dir: impl AsRef<Path>, opts: &RepairOptions) -> Result<RepairReport> {
     let dir = dir.as_ref();
     opts.db.validate()?;

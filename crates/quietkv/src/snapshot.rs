@@ -100,22 +100,38 @@ impl Snapshot {
     }
 
     /// The value of `key` when the snapshot was taken.
+    ///
+    /// # Errors
+    ///
+    /// As [`Db::get`](crate::Db::get).
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.view.get_at(key, self.seq())
     }
 
     /// Every key, in order, as of the snapshot.
+    ///
+    /// # Errors
+    ///
+    /// As [`Db::get`](crate::Db::get), here and from the iterator's items.
     pub fn iter(&self) -> Result<DbIter> {
         self.view.iter_at(KeyRange::default(), self.seq())
     }
 
     /// The keys in `range`, as of the snapshot; see
     /// [`Db::range`](crate::Db::range).
+    ///
+    /// # Errors
+    ///
+    /// As [`Db::get`](crate::Db::get), here and from the iterator's items.
     pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<DbIter> {
         self.view.iter_at(KeyRange::from_bounds(&range), self.seq())
     }
 
     /// The keys starting with `prefix`, as of the snapshot.
+    ///
+    /// # Errors
+    ///
+    /// As [`Db::get`](crate::Db::get), here and from the iterator's items.
     pub fn prefix(&self, prefix: &[u8]) -> Result<DbIter> {
         self.view.iter_at(KeyRange::prefix(prefix), self.seq())
     }

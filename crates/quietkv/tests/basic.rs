@@ -185,7 +185,15 @@ fn second_open_is_refused_with_busy() {
     let _db = Db::open(d.path(), Options::default()).unwrap();
     let e = Db::open(d.path(), Options::default()).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Busy);
-    assert!(e.to_string().contains("in use"), "{e}");
+    // This process holds it: the error says so (not "another process").
+    assert!(
+        e.to_string()
+            .contains("already open for writing in this process"),
+        "{e}"
+    );
+    let e = Db::open_read_only(d.path(), Options::default()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Busy);
+    assert!(e.to_string().contains("in this process"), "{e}");
 }
 
 #[test]

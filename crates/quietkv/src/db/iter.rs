@@ -240,6 +240,9 @@ impl DbIter {
 
     /// The next pair from the front, borrowed until the next call: no
     /// allocation per item.
+    ///
+    /// An item is `Err` (`Corruption` naming the table and offset, or `Io`)
+    /// if a block could not be read; the iteration ends after it.
     pub fn next_ref(&mut self) -> Option<Result<(&[u8], &[u8])>> {
         match self.step(true)? {
             Ok(()) => {

@@ -169,6 +169,15 @@ pub struct Db {
 
 impl Db {
     /// Opens (or creates) the database in `path`.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidArgument` for an invalid option ([`Options::validate`]) or a
+    /// path that is not a directory; `Busy` if another process, or this one,
+    /// has the database open; `Corruption` (naming the file and offset) if
+    /// the manifest, a table it names or a WAL cannot be trusted (see
+    /// [`repair_dir`](crate::repair_dir)); `Io` (naming the file) for an
+    /// I/O error, a full disk or missing permissions.
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         let inner = recovery::open(path.as_ref(), opts)?;
         let mut threads = Vec::new();
@@ -202,6 +211,10 @@ impl Db {
     /// fail with [`ErrorKind::ReadOnly`](crate::ErrorKind::ReadOnly). A
     /// process that has the database open for writing makes this fail with
     /// `Busy`, and a writer cannot open it while this is open.
+    ///
+    /// # Errors
+    ///
+    /// As [`Db::open`], and `Busy` if a writer has it open.
     pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         let inner = recovery::open_read_only(path.as_ref(), opts)?;
         Ok(Db {
@@ -217,6 +230,10 @@ impl Db {
     /// [`ErrorKind::Corruption`](crate::ErrorKind::Corruption), naming the
     /// newest manifest, for a directory that holds data but lost its
     /// CURRENT file: opening it would not create a fresh database.
+    ///
+    /// # Errors
+    ///
+    /// `Corruption` as above; `Io` if the directory cannot be read.
     pub fn exists(path: impl AsRef<Path>) -> Result<bool> {
         Ok(matches!(
             crate::creation::inspect(path.as_ref())?,
@@ -247,6 +264,14 @@ impl Db {
     }
 
     /// Sets `key` to `value` (not synced; see [`WriteOptions::sync`](crate::WriteOptions::sync)).
+    ///
+    /// # Errors
+    ///
+    /// `InvalidArgument` for a key longer than [`MAX_KEY_LEN`](crate::MAX_KEY_LEN)
+    /// or a value longer than [`MAX_VALUE_LEN`](crate::MAX_VALUE_LEN);
+    /// `ReadOnly` on a database opened read-only; `Io` if the WAL could not
+    /// be written; the error that stopped background work (a failed flush
+    /// or compaction, for instance a full disk) on every write after it.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         let mut b = crate::batch::WriteBatch::new();
         b.put(key, value)?;
@@ -254,6 +279,10 @@ impl Db {
     }
 
     /// Deletes `key` (not synced). Deleting a missing key is not an error.
+    ///
+    /// # Errors
+    ///
+    /// As [`Db::put`].
     pub fn delete(&self, key: &[u8]) -> Result<()> {
         let mut b = crate::batch::WriteBatch::new();
         b.delete(key)?;
@@ -262,6 +291,12 @@ impl Db {
 
     /// Applies a batch atomically. Concurrent writers share one WAL write
     /// and one sync (group commit).
+    ///
+    /// # Errors
+    ///
+    /// `InvalidArgument` for a batch whose sequence numbers would run out;
+    /// otherwise as [`Db::put`]. On an error nothing of the batch is
+    /// visible.
     pub fn write(
         &self,
         batch: crate::batch::WriteBatch,
@@ -272,6 +307,11 @@ impl Db {
 
     /// The newest value of `key`, or `None` if it was never written or
     /// was deleted.
+    ///
+    /// # Errors
+    ///
+    /// `Corruption` (naming the table and offset) if a block it reads fails
+    /// its checksum; `Io` (naming the file) for an I/O error.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.get_at(key, self.latest())
     }
@@ -288,6 +328,10 @@ impl Db {
     }
 
     /// Every key in order (double-ended: `.rev()` starts at the last).
+    ///
+    /// # Errors
+    ///
+    /// As [`Db::get`], here and from the iterator's items.
     pub fn iter(&self) -> Result<DbIter> {
         self.iter_at(KeyRange::default(), self.latest())
     }
@@ -312,11 +356,19 @@ impl Db {
     /// # Ok(())
     /// # }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Db::get`], here and from the iterator's items.
     pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<DbIter> {
         self.iter_at(KeyRange::from_bounds(&range), self.latest())
     }
 
     /// The keys that start with `prefix`, in order.
+    ///
+    /// # Errors
+    ///
+    /// As [`Db::get`], here and from the iterator's items.
     pub fn prefix(&self, prefix: &[u8]) -> Result<DbIter> {
         self.iter_at(KeyRange::prefix(prefix), self.latest())
     }
@@ -332,6 +384,12 @@ impl Db {
 
     /// Writes the memtable out as a table and waits until every frozen
     /// memtable is flushed.
+    ///
+    /// # Errors
+    ///
+    /// `ReadOnly` on a database opened read-only; `Io` if the table could
+    /// not be written (a full disk): background work then stops, and every
+    /// later write returns that error until the database is reopened.
     pub fn flush(&self) -> Result<()> {
         write::write(&self.inner, crate::batch::WriteBatch::new(), false, true)?;
         let mut st = self.inner.state.lock();
@@ -349,12 +407,21 @@ impl Db {
     /// A full (major) compaction: every table of every level is merged into
     /// the last level, dropping overwritten versions and tombstones no
     /// snapshot needs. Flushes the memtable first.
+    ///
+    /// # Errors
+    ///
+    /// As [`Db::flush`]; a compaction that fails (a damaged input table is
+    /// `Corruption`, a full disk `Io`) also stops background work.
     pub fn compact_all(&self) -> Result<()> {
         self.compact_range(None, None)
     }
 
     /// Compacts every table overlapping `[begin, end]` (user keys, inclusive;
     /// `None` = unbounded) down to the bottom of the tree.
+    ///
+    /// # Errors
+    ///
+    /// As [`Db::compact_all`].
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         self.flush()?;
         background::run_manual(
@@ -367,6 +434,10 @@ impl Db {
     /// Waits until background work is done: no memtable waiting for flush,
     /// no compaction running, and none the picker would start. (Writes
     /// arriving meanwhile can keep it waiting.)
+    ///
+    /// # Errors
+    ///
+    /// The error that stopped background work, if any.
     pub fn wait_idle(&self) -> Result<()> {
         if self.inner.read_only {
             // No background work runs; replayed memtables stay in memory.
@@ -400,6 +471,12 @@ impl Db {
 
     /// Waits for background work to finish and closes the database. Errors
     /// from closing the WAL are reported (dropping does the same silently).
+    ///
+    /// # Errors
+    ///
+    /// The error that stopped background work, or `Io` if the WAL could not
+    /// be synced or its length recorded; the data acknowledged before is
+    /// still recovered at the next open.
     pub fn close(mut self) -> Result<()> {
         self.shutdown()
     }
