@@ -48,6 +48,16 @@ impl KeyRange {
         KeyRange { lower, upper }
     }
 
+    /// The first key in the range, if bounded.
+    pub(crate) fn lower(&self) -> Option<&[u8]> {
+        self.lower.as_deref()
+    }
+
+    /// The first key after the range, if bounded.
+    pub(crate) fn upper(&self) -> Option<&[u8]> {
+        self.upper.as_deref()
+    }
+
     /// Every key starting with `prefix`: from the prefix up to (excluding)
     /// the first key that does not start with it, if there is one.
     pub(crate) fn prefix(prefix: &[u8]) -> Self {

@@ -3,6 +3,7 @@
 //! and the background threads that flush and compact.
 
 mod background;
+mod estimates;
 mod iter;
 mod manifest;
 mod read_view;
@@ -272,7 +273,7 @@ impl Db {
     /// `ReadOnly` on a database opened read-only; `Io` if the WAL could not
     /// be written; the error that stopped background work (a failed flush
     /// or compaction, for instance a full disk) on every write after it.
-    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         let mut b = crate::batch::WriteBatch::new();
         b.put(key, value)?;
         self.write(b, crate::options::WriteOptions::default())
@@ -283,7 +284,7 @@ impl Db {
     /// # Errors
     ///
     /// As [`Db::put`].
-    pub fn delete(&self, key: &[u8]) -> Result<()> {
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
         let mut b = crate::batch::WriteBatch::new();
         b.delete(key)?;
         self.write(b, crate::options::WriteOptions::default())
@@ -312,8 +313,8 @@ impl Db {
     ///
     /// `Corruption` (naming the table and offset) if a block it reads fails
     /// its checksum; `Io` (naming the file) for an I/O error.
-    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.get_at(key, self.latest())
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        self.get_at(key.as_ref(), self.latest())
     }
 
     fn get_at(&self, key: &[u8], seq: SeqNo) -> Result<Option<Vec<u8>>> {
@@ -369,8 +370,8 @@ impl Db {
     /// # Errors
     ///
     /// As [`Db::get`], here and from the iterator's items.
-    pub fn prefix(&self, prefix: &[u8]) -> Result<DbIter> {
-        self.iter_at(KeyRange::prefix(prefix), self.latest())
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Result<DbIter> {
+        self.iter_at(KeyRange::prefix(prefix.as_ref()), self.latest())
     }
 
     fn iter_at(&self, range: KeyRange, seq: SeqNo) -> Result<DbIter> {
