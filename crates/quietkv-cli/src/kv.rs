@@ -146,7 +146,7 @@ fn run(db: Option<PathBuf>, cmd: KvCommand) -> Result<ExitCode, Failure> {
     let db = open(&dir, access)?;
     let mut out = BufWriter::new(io::stdout().lock());
     match cmd {
-        KvCommand::Put { key, value } => db.put(&bytes(key), &bytes(value))?,
+        KvCommand::Put { key, value } => db.put(bytes(key), bytes(value))?,
         KvCommand::Get { key } => {
             let key = bytes(key);
             match db.get(&key)? {
@@ -163,7 +163,7 @@ fn run(db: Option<PathBuf>, cmd: KvCommand) -> Result<ExitCode, Failure> {
                 }
             }
         }
-        KvCommand::Delete { key } => db.delete(&bytes(key))?,
+        KvCommand::Delete { key } => db.delete(bytes(key))?,
         KvCommand::Scan { from, to, limit } => {
             let (from, to) = (from.map(bytes), to.map(bytes));
             let lower = from.as_deref().map_or(Bound::Unbounded, Bound::Included);

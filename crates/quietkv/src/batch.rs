@@ -86,7 +86,8 @@ impl WriteBatch {
     /// `InvalidArgument` if the key is longer than [`MAX_KEY_LEN`], the
     /// value longer than [`MAX_VALUE_LEN`], or the batch would grow past
     /// [`MAX_BATCH_LEN`]; the batch is then unchanged.
-    pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+    pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        let (key, value) = (key.as_ref(), value.as_ref());
         check_key(key)?;
         if value.len() > MAX_VALUE_LEN {
             return Err(Error::invalid(format!(
@@ -111,7 +112,8 @@ impl WriteBatch {
     ///
     /// `InvalidArgument` if the key is longer than [`MAX_KEY_LEN`] or the
     /// batch would grow past [`MAX_BATCH_LEN`]; the batch is then unchanged.
-    pub fn delete(&mut self, key: &[u8]) -> Result<()> {
+    pub fn delete(&mut self, key: impl AsRef<[u8]>) -> Result<()> {
+        let key = key.as_ref();
         check_key(key)?;
         self.reserve_entry(1 + MAX_LEN_U32 + key.len())?;
         self.rep.push(ValueKind::Delete as u8);

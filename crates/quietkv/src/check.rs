@@ -710,8 +710,7 @@ mod tests {
     fn make_db(path: &Path, wal_keys: u32) {
         let db = Db::open(path, small()).unwrap();
         for i in 0..500u32 {
-            db.put(format!("key{i:05}").as_bytes(), &[b'v'; 40])
-                .unwrap();
+            db.put(format!("key{i:05}").as_bytes(), [b'v'; 40]).unwrap();
         }
         db.flush().unwrap();
         for i in 0..wal_keys {

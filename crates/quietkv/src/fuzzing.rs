@@ -765,7 +765,7 @@ fn recycled_log_image() -> Result<(Vec<u8>, usize)> {
             let mut b = WriteBatch::new();
             b.put(
                 format!("k{i}-{number}").as_bytes(),
-                &vec![b'a' + (i % 26) as u8; 40 + i * 13],
+                vec![b'a' + (i % 26) as u8; 40 + i * 13],
             )?;
             w.add_record(b.data())?;
             if i % 3 == 2 {

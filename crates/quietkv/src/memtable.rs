@@ -492,8 +492,8 @@ mod tests {
                         Op::Delete(k) => (ValueKind::Delete, *k, Vec::new()),
                     };
                     match kind {
-                        ValueKind::Put => b.put(&user_key_of(k), &v).unwrap(),
-                        ValueKind::Delete => b.delete(&user_key_of(k)).unwrap(),
+                        ValueKind::Put => b.put(user_key_of(k), &v).unwrap(),
+                        ValueKind::Delete => b.delete(user_key_of(k)).unwrap(),
                     }
                     model.insert(InternalKey::new(&user_key_of(k), seq, kind), v);
                     seq += 1;

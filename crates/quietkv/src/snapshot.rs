@@ -104,8 +104,8 @@ impl Snapshot {
     /// # Errors
     ///
     /// As [`Db::get`](crate::Db::get).
-    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.view.get_at(key, self.seq())
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        self.view.get_at(key.as_ref(), self.seq())
     }
 
     /// Every key, in order, as of the snapshot.
@@ -132,8 +132,9 @@ impl Snapshot {
     /// # Errors
     ///
     /// As [`Db::get`](crate::Db::get), here and from the iterator's items.
-    pub fn prefix(&self, prefix: &[u8]) -> Result<DbIter> {
-        self.view.iter_at(KeyRange::prefix(prefix), self.seq())
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Result<DbIter> {
+        self.view
+            .iter_at(KeyRange::prefix(prefix.as_ref()), self.seq())
     }
 }
 

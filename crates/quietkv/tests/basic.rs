@@ -53,9 +53,9 @@ fn many_writes_flush_compact_and_survive_reopen() {
         for round in 0..3 {
             for i in 0..n {
                 if round == 2 && i % 5 == 0 {
-                    db.delete(&key(i)).unwrap();
+                    db.delete(key(i)).unwrap();
                 } else {
-                    db.put(&key(i), &value(i, round)).unwrap();
+                    db.put(key(i), value(i, round)).unwrap();
                 }
             }
         }
@@ -72,7 +72,7 @@ fn many_writes_flush_compact_and_survive_reopen() {
         );
         for i in (0..n).step_by(37) {
             let want = if i % 5 == 0 { None } else { Some(value(i, 2)) };
-            assert_eq!(db.get(&key(i)).unwrap(), want, "key {i}");
+            assert_eq!(db.get(key(i)).unwrap(), want, "key {i}");
         }
         db.compact_all().unwrap();
         let s = db.stats();
@@ -104,7 +104,7 @@ fn many_writes_flush_compact_and_survive_reopen() {
     let db = Db::open(d.path(), small()).unwrap();
     for i in 0..n {
         let want = if i % 5 == 0 { None } else { Some(value(i, 2)) };
-        assert_eq!(db.get(&key(i)).unwrap(), want, "key {i}");
+        assert_eq!(db.get(key(i)).unwrap(), want, "key {i}");
     }
     let range: Vec<_> = db
         .range(key(10)..key(20))
@@ -129,7 +129,7 @@ fn batches_are_atomic_and_snapshots_are_stable() {
     b.delete(b"y").unwrap();
     db.write(b, WriteOptions::default()).unwrap();
     for i in 0..3000 {
-        db.put(&key(i), &value(i, 0)).unwrap();
+        db.put(key(i), value(i, 0)).unwrap();
     }
     db.compact_all().unwrap();
     assert_eq!(snap.get(b"x").unwrap(), Some(b"1".to_vec()));
@@ -153,7 +153,7 @@ fn concurrent_writers_share_groups() {
                     db.write(
                         {
                             let mut b = WriteBatch::new();
-                            b.put(&key(k), &value(k, 0)).unwrap();
+                            b.put(key(k), value(k, 0)).unwrap();
                             b
                         },
                         WriteOptions { sync: i % 50 == 0 },
@@ -169,7 +169,7 @@ fn concurrent_writers_share_groups() {
     for t in 0..4 {
         for i in 0..500 {
             assert_eq!(
-                db.get(&key(t * 1000 + i)).unwrap(),
+                db.get(key(t * 1000 + i)).unwrap(),
                 Some(value(t * 1000 + i, 0))
             );
         }
@@ -222,7 +222,7 @@ fn background_rate_limit_throttles_compaction_only() {
         let db = Db::open(d.path(), opts).unwrap();
         for round in [8, 9] {
             for i in 0..3000 {
-                db.put(&key(i), &value(i, round)).unwrap();
+                db.put(key(i), value(i, round)).unwrap();
             }
             db.flush().unwrap();
         }
@@ -237,7 +237,7 @@ fn background_rate_limit_throttles_compaction_only() {
             "tables of {tables:?} bytes"
         );
         db.compact_all().unwrap();
-        assert_eq!(db.get(&key(7)).unwrap(), Some(value(7, 9)));
+        assert_eq!(db.get(key(7)).unwrap(), Some(value(7, 9)));
         let io = db.stats().io;
         let throttled =
             |c: quietkv::IoClass| io.iter().find(|(k, _)| *k == c).unwrap().1.throttle_nanos;
@@ -390,7 +390,7 @@ fn a_flush_does_not_wait_for_a_running_compaction() {
     let db = std::sync::Arc::new(Db::open(d.path(), opts).unwrap());
     let _release = ReleaseOnDrop(&gate);
     for i in 0..6000 {
-        db.put(&key(i), &value(i, 1)).unwrap();
+        db.put(key(i), value(i, 1)).unwrap();
     }
     db.flush().unwrap();
     let compacting = {
@@ -401,7 +401,7 @@ fn a_flush_does_not_wait_for_a_running_compaction() {
     assert_eq!(db.stats().compaction.running, 1);
     let flushes = db.stats().flushes;
     for i in 0..500 {
-        db.put(&key(i), &value(i, 2)).unwrap();
+        db.put(key(i), value(i, 2)).unwrap();
     }
     // The flush, on a thread of its own so that one stuck behind the
     // compaction fails the test instead of hanging it.
@@ -423,8 +423,8 @@ fn a_flush_does_not_wait_for_a_running_compaction() {
     gate.release();
     compacting.join().unwrap().unwrap();
     layer.set_sync_hook(None);
-    assert_eq!(db.get(&key(7)).unwrap(), Some(value(7, 2)));
-    assert_eq!(db.get(&key(5007)).unwrap(), Some(value(5007, 1)));
+    assert_eq!(db.get(key(7)).unwrap(), Some(value(7, 2)));
+    assert_eq!(db.get(key(5007)).unwrap(), Some(value(5007, 1)));
 }
 
 #[test]
@@ -445,8 +445,7 @@ fn compaction_yields_the_cpu_as_configured() {
         let d = dir();
         let db = Db::open(d.path(), small().background_yield_micros(every_us)).unwrap();
         for i in 0..4000u32 {
-            db.put(format!("k{i:06}").as_bytes(), &[b'v'; 1000])
-                .unwrap();
+            db.put(format!("k{i:06}").as_bytes(), [b'v'; 1000]).unwrap();
         }
         let t = std::time::Instant::now();
         db.compact_all().unwrap();
@@ -483,7 +482,7 @@ fn new_tables_are_opened_before_reads_reach_them() {
     let db = Db::open(d.path(), small().l0_compaction_trigger(8)).unwrap();
     for round in 0..3 {
         for i in 0..8000u32 {
-            db.put(&key(i), &value(i, round)).unwrap();
+            db.put(key(i), value(i, round)).unwrap();
         }
         db.flush().unwrap();
     }
@@ -491,7 +490,7 @@ fn new_tables_are_opened_before_reads_reach_them() {
     let l0 = db.stats().levels[0].files;
     assert!(l0 >= 3, "{l0} L0 tables");
     for i in 0..8000u32 {
-        assert_eq!(db.get(&key(i)).unwrap().unwrap(), value(i, 2));
+        assert_eq!(db.get(key(i)).unwrap().unwrap(), value(i, 2));
     }
     assert_eq!(db.stats().tables_opened_by_reads, 0, "after flushes");
     // Then compaction's outputs.
@@ -500,7 +499,7 @@ fn new_tables_are_opened_before_reads_reach_them() {
     let tables: usize = db.stats().levels.iter().map(|l| l.files).sum();
     assert!(tables >= 4, "{tables} tables");
     for i in 0..8000u32 {
-        assert_eq!(db.get(&key(i)).unwrap().unwrap(), value(i, 2));
+        assert_eq!(db.get(key(i)).unwrap().unwrap(), value(i, 2));
     }
     assert_eq!(db.stats().tables_opened_by_reads, 0, "after compaction");
     db.close().unwrap();
@@ -508,7 +507,7 @@ fn new_tables_are_opened_before_reads_reach_them() {
     // Every table holds some of the keys read, so each is opened once.
     let db = Db::open(d.path(), small()).unwrap();
     for i in 0..8000u32 {
-        assert_eq!(db.get(&key(i)).unwrap().unwrap(), value(i, 2));
+        assert_eq!(db.get(key(i)).unwrap().unwrap(), value(i, 2));
     }
     assert_eq!(db.stats().tables_opened_by_reads as usize, tables);
 }
@@ -522,7 +521,7 @@ fn compaction_work_is_counted_by_output_level() {
     let db = Db::open(d.path(), small()).unwrap();
     for round in 0..4 {
         for i in 0..4000 {
-            db.put(&key(i), &value(i, round)).unwrap();
+            db.put(key(i), value(i, round)).unwrap();
         }
     }
     db.flush().unwrap();

@@ -62,7 +62,7 @@ fn many_direct_readers_always_see_the_right_values() {
     };
     assert_eq!(db.io_mode(IoClass::UserRead), EffectiveMode::Direct);
     for k in 0..KEYS {
-        db.put(&key(k), &value(k, 0)).unwrap();
+        db.put(key(k), value(k, 0)).unwrap();
     }
     db.flush().unwrap();
     // The model: the newest version of each key the writer has finished.
@@ -80,7 +80,7 @@ fn many_direct_readers_always_see_the_right_values() {
                 for _ in 0..200 {
                     rng = rng.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
                     let k = (rng >> 33) % KEYS;
-                    db.put(&key(k), &value(k, version)).unwrap();
+                    db.put(key(k), value(k, version)).unwrap();
                     done[k as usize].store(version, Ordering::Release);
                     version += 1;
                 }
@@ -103,7 +103,7 @@ fn many_direct_readers_always_see_the_right_values() {
                     rng ^= rng << 17;
                     let k = rng % KEYS;
                     let floor = done[k as usize].load(Ordering::Acquire);
-                    let v = db.get(&key(k)).unwrap().expect("every key exists");
+                    let v = db.get(key(k)).unwrap().expect("every key exists");
                     let version = decode(k, &v);
                     // Never older than a write finished before the read
                     // began, never older than this thread saw before.
@@ -136,7 +136,7 @@ fn many_direct_readers_always_see_the_right_values() {
     let reads: u64 = readers.into_iter().map(|r| r.join().unwrap()).sum();
     db.wait_idle().unwrap();
     for k in 0..KEYS {
-        let v = db.get(&key(k)).unwrap().unwrap();
+        let v = db.get(key(k)).unwrap().unwrap();
         assert_eq!(decode(k, &v), done[k as usize].load(Ordering::Relaxed));
     }
     let s = db.stats().block_cache;
@@ -160,20 +160,20 @@ fn a_scan_does_not_flush_the_point_reads_working_set() {
     let db = Db::open(d.path(), opts).unwrap();
     let big = vec![7u8; 1024];
     for k in 0..KEYS {
-        db.put(&key(k), &big).unwrap();
+        db.put(key(k), &big).unwrap();
     }
     db.compact_all().unwrap();
     let hot: Vec<u64> = (0..KEYS).step_by(40).collect(); // 100 keys
     for _ in 0..2 {
         for &k in &hot {
-            assert!(db.get(&key(k)).unwrap().is_some());
+            assert!(db.get(key(k)).unwrap().is_some());
         }
     }
     let n = db.iter().unwrap().count();
     assert_eq!(n as u64, KEYS);
     let before = db.stats().block_cache;
     for &k in &hot {
-        assert!(db.get(&key(k)).unwrap().is_some());
+        assert!(db.get(key(k)).unwrap().is_some());
     }
     let after = db.stats().block_cache;
     let misses = after.misses - before.misses;

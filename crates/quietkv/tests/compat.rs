@@ -276,11 +276,11 @@ fn fixture_v1_opens_reads_and_keeps_working() {
         batch.put(&k, &v).unwrap();
         model.insert(k, Some(v));
     }
-    batch.delete(&key(3)).unwrap();
+    batch.delete(key(3)).unwrap();
     model.insert(key(3), None);
     db.write(batch, WriteOptions { sync: true }).unwrap();
     db.flush().unwrap();
-    db.delete(&key(4)).unwrap();
+    db.delete(key(4)).unwrap();
     model.insert(key(4), None);
     db.compact_all().unwrap();
     assert_contents(&db, &model, "after writes and a full compaction");

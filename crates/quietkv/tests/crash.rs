@@ -112,7 +112,7 @@ fn crash_child_entry() {
     loop {
         let mut b = WriteBatch::new();
         for i in next..next + BATCH {
-            b.put(&key(i), &value(i)).unwrap();
+            b.put(key(i), value(i)).unwrap();
         }
         db.write(b, WriteOptions { sync: true }).unwrap();
         next += BATCH;

@@ -42,7 +42,7 @@ fn flip(path: &Path, offset: u64) {
 fn make_table_db(d: &Path, n: u32) {
     let db = Db::open(d, Options::default()).unwrap();
     for i in 0..n {
-        db.put(&key(i), &value(i)).unwrap();
+        db.put(key(i), value(i)).unwrap();
     }
     db.flush().unwrap();
     db.close().unwrap();
@@ -57,12 +57,12 @@ fn damaged_table_block_is_corruption_with_file_and_offset() {
     // Damage a byte early in the file: inside the first data blocks.
     flip(&tables[0], 100);
     let db = Db::open(d.path(), Options::default()).unwrap();
-    let e = db.get(&key(0)).unwrap_err();
+    let e = db.get(key(0)).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
     assert_eq!(e.file(), Some(tables[0].as_path()), "{e}");
     assert_eq!(e.offset(), Some(0), "{e}");
     // Keys in other blocks are still readable.
-    assert_eq!(db.get(&key(1999)).unwrap(), Some(value(1999)));
+    assert_eq!(db.get(key(1999)).unwrap(), Some(value(1999)));
     // A scan reports the damage instead of skipping it: creating the
     // iterator already reads the first block.
     let e = match db.iter() {
@@ -86,7 +86,7 @@ fn damaged_table_stops_compaction_and_keeps_the_inputs() {
     // and the undamaged keys are still readable after reopening.
     assert!(tables[0].exists());
     let db = Db::open(d.path(), Options::default()).unwrap();
-    assert_eq!(db.get(&key(1999)).unwrap(), Some(value(1999)));
+    assert_eq!(db.get(key(1999)).unwrap(), Some(value(1999)));
 }
 
 #[test]
@@ -136,7 +136,7 @@ fn wal_only_db(d: &Path, n: u32) -> PathBuf {
     let db = Db::open(d, Options::default()).unwrap();
     for i in 0..n {
         let mut b = quietkv::WriteBatch::new();
-        b.put(&key(i), &value(i)).unwrap();
+        b.put(key(i), value(i)).unwrap();
         db.write(b, WriteOptions { sync: i + 1 < n }).unwrap();
     }
     std::mem::forget(db); // no clean shutdown, no flush
@@ -170,10 +170,10 @@ fn truncated_wal_drops_only_the_torn_record() {
     }
     let db = Db::open(d2.path(), Options::default()).unwrap();
     for i in 0..49 {
-        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i)), "key {i}");
+        assert_eq!(db.get(key(i)).unwrap(), Some(value(i)), "key {i}");
     }
     assert_eq!(
-        db.get(&key(49)).unwrap(),
+        db.get(key(49)).unwrap(),
         None,
         "the torn record was never whole (nor synced)"
     );
@@ -253,7 +253,7 @@ fn full_disk_keeps_acknowledged_writes_and_reopens() {
         let db = Db::open(&fs_.0, opts.clone()).unwrap();
         let mut err = None;
         for i in 0..100_000u32 {
-            match db.put(&key(i), &value(i)) {
+            match db.put(key(i), value(i)) {
                 Ok(()) => acked = i + 1,
                 Err(e) => {
                     err = Some(e);
@@ -264,7 +264,7 @@ fn full_disk_keeps_acknowledged_writes_and_reopens() {
         let err = err.expect("a 6 MiB file system must fill up");
         // Once failed, writes stay refused with a clear error, reads work.
         assert!(db.put(b"after", b"x").is_err());
-        assert_eq!(db.get(&key(0)).unwrap(), Some(value(0)));
+        assert_eq!(db.get(key(0)).unwrap(), Some(value(0)));
         // The stored failure keeps its cause, not just its text.
         let stored = db.stats().background_error.expect("a stored failure");
         assert!(stored.is_no_space(), "{stored}");
@@ -285,7 +285,7 @@ fn full_disk_keeps_acknowledged_writes_and_reopens() {
     let db = Db::open(&fs_.0, opts).unwrap();
     for i in 0..acked {
         assert_eq!(
-            db.get(&key(i)).unwrap(),
+            db.get(key(i)).unwrap(),
             Some(value(i)),
             "acknowledged key {i} lost"
         );
@@ -328,7 +328,7 @@ fn corruption_or_all_present(d: &Path, n: u32, what: &str) -> bool {
         }
         Ok(db) => {
             for i in 0..n {
-                assert_eq!(db.get(&key(i)).unwrap(), Some(value(i)), "{what}: key {i}");
+                assert_eq!(db.get(key(i)).unwrap(), Some(value(i)), "{what}: key {i}");
             }
             false
         }
@@ -347,7 +347,7 @@ fn no_flipped_byte_truncation_or_deletion_of_a_closed_wal_loses_acknowledged_wri
         for batch in 0..20u32 {
             let mut b = quietkv::WriteBatch::new();
             for i in batch * 50..batch * 50 + 50 {
-                b.put(&key(i), &value(i)).unwrap();
+                b.put(key(i), value(i)).unwrap();
             }
             db.write(b, WriteOptions { sync: true }).unwrap();
         }
@@ -429,9 +429,9 @@ fn damage_in_the_last_synced_record_after_a_crash_is_corruption() {
     fs::write(d.path().join(&name), damage_value_of(&image, 19)).unwrap();
     let db = Db::open(d.path(), Options::default()).unwrap();
     for i in 0..19 {
-        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i)), "key {i}");
+        assert_eq!(db.get(key(i)).unwrap(), Some(value(i)), "key {i}");
     }
-    assert_eq!(db.get(&key(19)).unwrap(), None);
+    assert_eq!(db.get(key(19)).unwrap(), None);
 }
 
 /// A database closed and reopened many times, with flushes in between,
@@ -443,7 +443,7 @@ fn reopen_cycles_keep_wal_tracking_consistent() {
     for round in 0..6u32 {
         let db = Db::open(d.path(), Options::default()).unwrap();
         for i in round * 100..round * 100 + 100 {
-            db.put(&key(i), &value(i)).unwrap();
+            db.put(key(i), value(i)).unwrap();
         }
         if round % 2 == 1 {
             db.flush().unwrap();
@@ -454,6 +454,6 @@ fn reopen_cycles_keep_wal_tracking_consistent() {
     }
     let db = Db::open(d.path(), Options::default()).unwrap();
     for i in 0..600 {
-        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i)), "key {i}");
+        assert_eq!(db.get(key(i)).unwrap(), Some(value(i)), "key {i}");
     }
 }

@@ -35,7 +35,7 @@ fn build(d: &Path) -> BTreeMap<Vec<u8>, Vec<u8>> {
     let db = Db::open(d, options()).unwrap();
     for round in 0..3u32 {
         for i in (round * 37..400).step_by(3) {
-            db.put(&key(i), &value(i, round)).unwrap();
+            db.put(key(i), value(i, round)).unwrap();
             model.insert(key(i), value(i, round));
         }
         db.flush().unwrap();
@@ -44,12 +44,12 @@ fn build(d: &Path) -> BTreeMap<Vec<u8>, Vec<u8>> {
         }
     }
     for i in (0..400).step_by(11) {
-        db.delete(&key(i)).unwrap();
+        db.delete(key(i)).unwrap();
         model.remove(&key(i));
     }
     let mut b = quietkv::WriteBatch::new();
     for i in 400..410 {
-        b.put(&key(i), &value(i, 9)).unwrap();
+        b.put(key(i), value(i, 9)).unwrap();
         model.insert(key(i), value(i, 9));
     }
     db.write(b, WriteOptions { sync: true }).unwrap();
@@ -76,7 +76,7 @@ fn outcome(d: &Path, model: &BTreeMap<Vec<u8>, Vec<u8>>) -> Result<bool, String>
     };
     let mut detected = !check_ok;
     for i in 0..420 {
-        match db.get(&key(i)) {
+        match db.get(key(i)) {
             Ok(v) if v.as_ref() == model.get(&key(i)) => {}
             Ok(v) => {
                 return Err(format!(

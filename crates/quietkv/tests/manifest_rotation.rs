@@ -90,10 +90,10 @@ fn session(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, round: u32, x: &mut 
         for j in 0..8 {
             let i = ((*x >> (j * 7)) % 2000) as u32;
             if (*x >> (j + 50)).is_multiple_of(5) {
-                b.delete(&key(i)).unwrap();
+                b.delete(key(i)).unwrap();
                 model.remove(&key(i));
             } else {
-                b.put(&key(i), &value(i, round)).unwrap();
+                b.put(key(i), value(i, round)).unwrap();
                 model.insert(key(i), value(i, round));
             }
         }
@@ -241,7 +241,7 @@ fn image_right_after_a_rotation(src: &Path) -> (tempfile::TempDir, u32) {
     for round in 0..400u32 {
         let mut b = WriteBatch::new();
         for i in round * 10..round * 10 + 10 {
-            b.put(&key(i), &value(i, 0)).unwrap();
+            b.put(key(i), value(i, 0)).unwrap();
         }
         db.write(b, WriteOptions { sync: true }).unwrap();
         if round % 4 != 3 {
@@ -274,7 +274,7 @@ fn a_rotated_manifest_still_requires_the_live_wal() {
     copy_db(image.path(), check.path());
     let db = Db::open(check.path(), options(1024)).unwrap();
     for i in 0..n {
-        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i, 0)), "key {i}");
+        assert_eq!(db.get(key(i)).unwrap(), Some(value(i, 0)), "key {i}");
     }
     db.close().unwrap();
     // Without its live WAL (empty, right after a flush) it must not open
@@ -299,7 +299,7 @@ fn corruption_or_all_present(d: &Path, keys: &[u32], what: &str) -> bool {
         Ok(db) => {
             for &i in keys {
                 assert_eq!(
-                    db.get(&key(i)).unwrap(),
+                    db.get(key(i)).unwrap(),
                     Some(value(i, 0)),
                     "{what}: key {i}"
                 );
@@ -333,7 +333,7 @@ fn a_wal_sealed_into_a_rotated_manifest_is_still_verified() {
     for _ in 0..500 {
         let mut b = WriteBatch::new();
         for i in 0..20 {
-            b.put(&key(i), &value(i, 0)).unwrap();
+            b.put(key(i), value(i, 0)).unwrap();
         }
         db.write(b, WriteOptions { sync: true }).unwrap();
         db.flush().unwrap();
@@ -352,7 +352,7 @@ fn a_wal_sealed_into_a_rotated_manifest_is_still_verified() {
     for round in 0..4u32 {
         let mut b = WriteBatch::new();
         for i in 1000 + round * 5..1000 + round * 5 + 5 {
-            b.put(&key(i), &value(i, 0)).unwrap();
+            b.put(key(i), value(i, 0)).unwrap();
         }
         db.write(b, WriteOptions { sync: true }).unwrap();
     }
@@ -415,7 +415,7 @@ fn block_names(dir: &Path, name: impl Fn(u64) -> String, count: u64) -> Vec<Path
 
 fn write_and_flush(db: &Db, from: u32, to: u32) -> quietkv::Result<()> {
     for i in from..to {
-        db.put(&key(i), &value(i, 0))?;
+        db.put(key(i), value(i, 0))?;
         if i % 20 == 19 {
             db.flush()?;
         }
@@ -448,7 +448,7 @@ fn rotation_failing_before_the_switch(name: impl Fn(u64) -> String) {
     }
     let db = Db::open(d.path(), options(1024)).unwrap();
     for i in 0..600 {
-        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i, 0)), "key {i}");
+        assert_eq!(db.get(key(i)).unwrap(), Some(value(i, 0)), "key {i}");
     }
     db.close().unwrap();
 }

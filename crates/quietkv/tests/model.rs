@@ -237,11 +237,11 @@ fn run_session<'a>(
     for (step, op) in ops {
         match op {
             Op::Put(k, v) => {
-                d.put(&key(*k), v).unwrap();
+                d.put(key(*k), v).unwrap();
                 model.insert(key(*k), v.clone());
             }
             Op::Delete(k) => {
-                d.delete(&key(*k)).unwrap();
+                d.delete(key(*k)).unwrap();
                 model.remove(&key(*k));
             }
             Op::Batch(entries) => {
@@ -249,11 +249,11 @@ fn run_session<'a>(
                 for (k, v) in entries {
                     match v {
                         Some(v) => {
-                            b.put(&key(*k), v).unwrap();
+                            b.put(key(*k), v).unwrap();
                             model.insert(key(*k), v.clone());
                         }
                         None => {
-                            b.delete(&key(*k)).unwrap();
+                            b.delete(key(*k)).unwrap();
                             model.remove(&key(*k));
                         }
                     }
@@ -278,7 +278,7 @@ fn run_session<'a>(
                 }
             }
             Op::Get(k) => assert_eq!(
-                d.get(&key(*k)).unwrap(),
+                d.get(key(*k)).unwrap(),
                 model.get(&key(*k)).cloned(),
                 "get {k} at step {step}"
             ),

@@ -45,7 +45,7 @@ fn double_ended_iteration_meets_in_the_middle() -> quietkv::Result<()> {
     let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let db = Db::open(tmp.path(), Options::default())?;
     for i in 0..9u8 {
-        db.put(&[b'a' + i], &[i])?;
+        db.put([b'a' + i], [i])?;
     }
     db.flush()?;
     db.delete(b"c")?;

@@ -45,13 +45,13 @@ fn snapshot(dir: &Path) -> Vec<(PathBuf, u64, SystemTime)> {
 fn make_db(d: &Path, crash: bool) {
     let db = Db::open(d, Options::default()).unwrap();
     for i in 0..2000 {
-        db.put(&key(i), &value(i)).unwrap();
+        db.put(key(i), value(i)).unwrap();
     }
     db.flush().unwrap();
     for i in 2000..3000 {
-        db.put(&key(i), &value(i)).unwrap();
+        db.put(key(i), value(i)).unwrap();
     }
-    db.delete(&key(5)).unwrap();
+    db.delete(key(5)).unwrap();
     if crash {
         // No background work may touch the files once they are copied.
         db.wait_idle().unwrap();
@@ -64,7 +64,7 @@ fn make_db(d: &Path, crash: bool) {
 fn expect_all(db: &Db) {
     for i in (0..3000).step_by(7) {
         let want = (i != 5).then(|| value(i));
-        assert_eq!(db.get(&key(i)).unwrap(), want, "key {i}");
+        assert_eq!(db.get(key(i)).unwrap(), want, "key {i}");
     }
     assert_eq!(db.iter().unwrap().count(), 2999);
 }
@@ -81,10 +81,10 @@ fn reads_tables_and_wal_and_writes_nothing() {
     expect_all(&db);
     let snap = db.snapshot();
     assert_eq!(snap.iter().unwrap().count(), db.iter().unwrap().count());
-    assert!(snap.get(&key(1)).unwrap().is_some());
+    assert!(snap.get(key(1)).unwrap().is_some());
     for (what, e) in [
         ("put", db.put(b"x", b"y").unwrap_err()),
-        ("delete", db.delete(&key(1)).unwrap_err()),
+        ("delete", db.delete(key(1)).unwrap_err()),
         (
             "write",
             db.write(quietkv::WriteBatch::new(), WriteOptions { sync: true })

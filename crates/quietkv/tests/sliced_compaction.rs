@@ -51,7 +51,7 @@ fn load(dir: &Path, generation: u64) -> Db {
     for chunk in (0..KEYS).collect::<Vec<_>>().chunks(100) {
         let mut b = WriteBatch::new();
         for &i in chunk {
-            b.put(&key(i), &value(generation, i)).unwrap();
+            b.put(key(i), value(generation, i)).unwrap();
         }
         db.write(b, WriteOptions::default()).unwrap();
     }
@@ -149,7 +149,7 @@ fn a_full_compaction_needs_about_one_slice_of_extra_space() {
     assert!(s.manual_peak_extra_bytes > 0);
     // Still every value.
     for i in (0..KEYS).step_by(97) {
-        assert_eq!(db.get(&key(i)).unwrap(), Some(value(1, i)));
+        assert_eq!(db.get(key(i)).unwrap(), Some(value(1, i)));
     }
 }
 
@@ -182,7 +182,7 @@ fn reads_across_slice_installs_see_every_key_once() {
                         scans.fetch_add(1, Ordering::Relaxed);
                     } else {
                         let i = n * 7919 % KEYS;
-                        let v = db.get(&key(i)).unwrap().expect("every key is there");
+                        let v = db.get(key(i)).unwrap().expect("every key is there");
                         assert!(v == value(1, i) || v == value(2, i));
                     }
                     n += 1;
@@ -194,7 +194,7 @@ fn reads_across_slice_installs_see_every_key_once() {
         let db = db.clone();
         std::thread::spawn(move || {
             for i in (0..KEYS).step_by(3) {
-                db.put(&key(i), &value(2, i)).unwrap();
+                db.put(key(i), value(2, i)).unwrap();
             }
         })
     };
@@ -291,7 +291,7 @@ fn a_kill_between_slices_loses_nothing() {
         }
         assert_eq!(n, KEYS, "round {round}");
         db.compact_all().unwrap();
-        assert_eq!(db.get(&key(KEYS - 1)).unwrap(), Some(value(1, KEYS - 1)));
+        assert_eq!(db.get(key(KEYS - 1)).unwrap(), Some(value(1, KEYS - 1)));
         db.close().unwrap();
     }
     assert_eq!(kills, 8);

@@ -30,7 +30,7 @@ fn value(i: u32, round: u32) -> Vec<u8> {
 
 fn write_round(db: &Db, keys: u32, round: u32) {
     for i in 0..keys {
-        db.put(&key(i), &value(i, round)).unwrap();
+        db.put(key(i), value(i, round)).unwrap();
     }
 }
 
@@ -38,7 +38,7 @@ fn write_round(db: &Db, keys: u32, round: u32) {
 /// and by a scan.
 fn assert_sees_round(snap: &Snapshot, keys: u32, round: u32) {
     for i in (0..keys).step_by(37) {
-        assert_eq!(snap.get(&key(i)).unwrap(), Some(value(i, round)), "key {i}");
+        assert_eq!(snap.get(key(i)).unwrap(), Some(value(i, round)), "key {i}");
     }
     let all: Vec<_> = snap
         .iter()
@@ -86,7 +86,7 @@ fn snapshots_move_into_threads_beside_an_arc_db() {
     }
     writer.join().unwrap();
     assert_sees_round(&snap, keys, 0);
-    assert_eq!(db.get(&key(5)).unwrap(), Some(value(5, 1)));
+    assert_eq!(db.get(key(5)).unwrap(), Some(value(5, 1)));
 }
 
 #[test]
@@ -130,6 +130,6 @@ fn a_snapshot_outlives_its_database() {
     // Closing released the directory: it opens again while the snapshot
     // lives, and sees the newest round.
     let db = Db::open(d.path(), small()).unwrap();
-    assert_eq!(db.get(&key(7)).unwrap(), Some(value(7, 1)));
+    assert_eq!(db.get(key(7)).unwrap(), Some(value(7, 1)));
     assert_sees_round(&snap, keys, 0);
 }

@@ -30,7 +30,7 @@ fn write_run(db: &Db, run: usize) {
     for b in 0..30 {
         let mut batch = WriteBatch::new();
         for i in b * 10..b * 10 + 10 {
-            batch.put(&key(run, i), &value(run, i)).unwrap();
+            batch.put(key(run, i), value(run, i)).unwrap();
         }
         db.write(batch, WriteOptions { sync: true }).unwrap();
     }
@@ -62,7 +62,7 @@ fn compressed_wal_is_smaller_and_replays() {
         assert_eq!(report.wal_records, 30, "{c:?}");
         let db = Db::open(d.path(), Options::default()).unwrap();
         for i in 0..300 {
-            assert_eq!(db.get(&key(0, i)).unwrap(), Some(value(0, i)), "{c:?} {i}");
+            assert_eq!(db.get(key(0, i)).unwrap(), Some(value(0, i)), "{c:?} {i}");
         }
     }
     let (plain, lz4, zstd) = (sizes[0], sizes[1], sizes[2]);
@@ -85,7 +85,7 @@ fn compression_may_change_between_runs() {
         for earlier in 0..run {
             for i in (0..300).step_by(17) {
                 assert_eq!(
-                    db.get(&key(earlier, i)).unwrap(),
+                    db.get(key(earlier, i)).unwrap(),
                     Some(value(earlier, i)),
                     "run {run} ({c:?}) lost run {earlier} key {i}"
                 );
@@ -99,7 +99,7 @@ fn compression_may_change_between_runs() {
     let db = Db::open(d.path(), Options::default()).unwrap();
     for run in 0..runs.len() {
         for i in 0..300 {
-            assert_eq!(db.get(&key(run, i)).unwrap(), Some(value(run, i)));
+            assert_eq!(db.get(key(run, i)).unwrap(), Some(value(run, i)));
         }
     }
 }

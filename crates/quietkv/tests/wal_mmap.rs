@@ -43,7 +43,7 @@ fn value(run: usize, i: usize) -> Vec<u8> {
 fn write_run(db: &Db, run: usize, n: usize) {
     for i in 0..n {
         let mut b = WriteBatch::new();
-        b.put(&key(run, i), &value(run, i)).unwrap();
+        b.put(key(run, i), value(run, i)).unwrap();
         db.write(b, WriteOptions { sync: i % 10 == 9 }).unwrap();
     }
 }
@@ -52,7 +52,7 @@ fn assert_runs(db: &Db, runs: &[(usize, usize)], what: &str) {
     for &(run, n) in runs {
         for i in 0..n {
             assert_eq!(
-                db.get(&key(run, i)).unwrap(),
+                db.get(key(run, i)).unwrap(),
                 Some(value(run, i)),
                 "{what}: run {run} key {i}"
             );
@@ -173,7 +173,7 @@ fn a_power_cut_of_a_mapped_wal_replays_in_another_mode() {
 
     let db = Db::open(&synced_img, opts(AccessMode::Buffered)).unwrap();
     assert_runs(&db, &[(0, 100)], "synced image");
-    assert_eq!(db.get(&key(1, 0)).unwrap(), None);
+    assert_eq!(db.get(key(1, 0)).unwrap(), None);
     drop(db);
     let db = Db::open(&kept_img, opts(AccessMode::Buffered)).unwrap();
     assert_runs(&db, &[(0, 100), (1, 5)], "kept image");
@@ -216,7 +216,7 @@ fn torn_and_damaged_records_of_a_crashed_compressed_mapped_wal() {
     // Every write synced: each record is followed by a sync mark.
     for i in 0..40 {
         let mut b = WriteBatch::new();
-        b.put(&key(0, i), &value(0, i)).unwrap();
+        b.put(key(0, i), value(0, i)).unwrap();
         db.write(b, WriteOptions { sync: true }).unwrap();
     }
     let img = d.path().join("img");

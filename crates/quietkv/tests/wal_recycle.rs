@@ -200,7 +200,7 @@ fn a_switch_reuses_the_kept_file_itself() {
         let db = Db::open(d.path(), options(mode, Compression::None, 1)).unwrap();
         let put = |i: usize| {
             let mut b = WriteBatch::new();
-            b.put(format!("k{i}").as_bytes(), &[b'v'; 500]).unwrap();
+            b.put(format!("k{i}").as_bytes(), [b'v'; 500]).unwrap();
             db.write(b, WriteOptions::default()).unwrap();
         };
         for i in 0..50 {
@@ -328,7 +328,7 @@ fn a_reused_wal_keeps_its_size_and_blocks_across_lives() {
         for life in 0..8 {
             for i in 0..300 {
                 let mut b = WriteBatch::new();
-                b.put(format!("k{i}").as_bytes(), &[b'v'; 1000]).unwrap();
+                b.put(format!("k{i}").as_bytes(), [b'v'; 1000]).unwrap();
                 db.write(b, WriteOptions::default()).unwrap();
             }
             for (_, p) in wal_files(d.path()) {

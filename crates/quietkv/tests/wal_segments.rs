@@ -29,7 +29,7 @@ fn live_wal_len(d: &std::path::Path) -> u64 {
 
 fn put(db: &Db, i: usize, sync: bool) {
     let mut b = WriteBatch::new();
-    b.put(format!("k{i:05}").as_bytes(), &[b'v'; 100]).unwrap();
+    b.put(format!("k{i:05}").as_bytes(), [b'v'; 100]).unwrap();
     db.write(b, WriteOptions { sync }).unwrap();
 }
 

@@ -37,7 +37,7 @@ fn concurrent_puts(db: &Arc<Db>, threads: usize, per: usize) {
             let db = db.clone();
             s.spawn(move || {
                 for i in 0..per {
-                    db.put(&key(t, i), b"v").unwrap();
+                    db.put(key(t, i), b"v").unwrap();
                 }
             });
         }
@@ -50,7 +50,7 @@ fn none_syncs_only_what_asks() {
     let db = Db::open(d.path(), with(WalSync::None)).unwrap();
     let base = wal_syncs(&db);
     for i in 0..50 {
-        db.put(&key(0, i), b"v").unwrap();
+        db.put(key(0, i), b"v").unwrap();
     }
     assert_eq!(wal_syncs(&db), base, "unsynced puts must not sync");
     let mut b = quietkv::WriteBatch::new();
@@ -157,7 +157,7 @@ fn every_policy_keeps_every_write_across_reopen() {
         for t in 0..3 {
             for i in 0..40 {
                 assert_eq!(
-                    db.get(&key(t, i)).unwrap(),
+                    db.get(key(t, i)).unwrap(),
                     Some(b"v".to_vec()),
                     "{policy}: t{t} k{i}"
                 );

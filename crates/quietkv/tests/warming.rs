@@ -42,7 +42,7 @@ fn user_reads_attributed(db: &Db) -> u64 {
 /// Reads the HOT hot keys: every `stride`-th key from 0.
 fn read_hot(db: &Db, stride: u64) {
     for k in (0..HOT).map(|i| i * stride) {
-        assert!(db.get(&key(k)).unwrap().is_some(), "key {k} missing");
+        assert!(db.get(key(k)).unwrap().is_some(), "key {k} missing");
     }
 }
 
@@ -88,7 +88,7 @@ fn run(
     for i in 0..KEYS {
         let k = i * 7919 % KEYS;
         value[..8].copy_from_slice(&k.to_le_bytes());
-        db.put(&key(k), &value).unwrap();
+        db.put(key(k), &value).unwrap();
     }
     db.flush().unwrap();
     db.wait_idle().unwrap();

@@ -235,7 +235,7 @@ fn verify(db_dir: &Path, exp: &Expected, tally: &mut Tally) -> Result<(), String
     for k in 0..exp.keys() {
         let (committed, pending) = exp.get(k).map_err(|e| e.to_string())?;
         let found = db
-            .get(&key(k))
+            .get(key(k))
             .map_err(|e| format!("get k{k:08} after restart failed: {e}"))?;
         tally.keys_verified += 1;
         if !allowed(k, found.as_deref(), committed, pending) {

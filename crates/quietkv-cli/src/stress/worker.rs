@@ -95,8 +95,8 @@ fn work(db: &Db, exp: &Expected, t: usize, threads: usize, seed: u64) -> Result<
                     let v = committed + 1;
                     exp.set(k, committed, v).map_err(io)?;
                     match value(k, v) {
-                        Some(bytes) => batch.put(&key(k), &bytes),
-                        None => batch.delete(&key(k)),
+                        Some(bytes) => batch.put(key(k), &bytes),
+                        None => batch.delete(key(k)),
                     }
                     .map_err(|e| e.to_string())?;
                     next.push((k, v));
@@ -112,7 +112,7 @@ fn work(db: &Db, exp: &Expected, t: usize, threads: usize, seed: u64) -> Result<
             60..=89 => {
                 let k = own(&mut rng);
                 let (committed, _) = exp.get(k).map_err(io)?;
-                let got = db.get(&key(k)).map_err(|e| format!("get failed: {e}"))?;
+                let got = db.get(key(k)).map_err(|e| format!("get failed: {e}"))?;
                 if got != value(k, committed) {
                     return Err(format!(
                         "get k{k:08}: expected version {committed}, found {}",

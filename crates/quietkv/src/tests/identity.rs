@@ -42,7 +42,7 @@ fn make_db(d: &Path, generations: u32, keys: u32) -> Vec<PathBuf> {
     let db = Db::open(d, Options::default()).unwrap();
     for g in 0..generations {
         for i in 0..keys {
-            db.put(&key(i), &value(g, i)).unwrap();
+            db.put(key(i), value(g, i)).unwrap();
         }
         db.flush().unwrap();
     }
@@ -76,7 +76,7 @@ fn same_size_copy_of_an_older_table_is_corruption() {
     fs::copy(older, newer).unwrap();
 
     let db = Db::open(d.path(), Options::default()).unwrap();
-    let e = db.get(&key(7)).unwrap_err();
+    let e = db.get(key(7)).unwrap_err();
     assert_identity_error(&e, newer, "manifest");
     let older_name = older.file_stem().unwrap().to_str().unwrap();
     assert!(e.to_string().contains(older_name), "{e}");
@@ -107,11 +107,11 @@ fn different_size_copy_is_corruption_for_get_and_scan() {
     let d = dir();
     let db = Db::open(d.path(), Options::default()).unwrap();
     for i in 0..KEYS {
-        db.put(&key(i), &value(0, i)).unwrap();
+        db.put(key(i), value(0, i)).unwrap();
     }
     db.flush().unwrap();
     for i in 0..KEYS / 2 {
-        db.put(&key(i), &value(1, i)).unwrap();
+        db.put(key(i), value(1, i)).unwrap();
     }
     db.flush().unwrap();
     db.close().unwrap();
@@ -123,7 +123,7 @@ fn different_size_copy_is_corruption_for_get_and_scan() {
     fs::copy(older, newer).unwrap();
 
     let db = Db::open(d.path(), Options::default()).unwrap();
-    let e = db.get(&key(3)).unwrap_err();
+    let e = db.get(key(3)).unwrap_err();
     assert_identity_error(&e, newer, &newer_size.to_string());
     assert_identity_error(&first_error(&db), newer, &newer_size.to_string());
     drop(db);
@@ -139,7 +139,7 @@ fn table_from_another_database_is_caught_by_the_database_id() {
     let ta = make_db(a.path(), 1, KEYS);
     let db = Db::open(b.path(), Options::default()).unwrap();
     for i in 0..KEYS {
-        db.put(&key(i), &value(9, i)).unwrap();
+        db.put(key(i), value(9, i)).unwrap();
     }
     db.flush().unwrap();
     db.close().unwrap();
@@ -158,7 +158,7 @@ fn table_from_another_database_is_caught_by_the_database_id() {
     fs::copy(&ta[0], &tb[0]).unwrap();
 
     let db = Db::open(b.path(), Options::default()).unwrap();
-    let e = db.get(&key(0)).unwrap_err();
+    let e = db.get(key(0)).unwrap_err();
     assert_identity_error(&e, &tb[0], "database");
     drop(db);
     let r = check_dir(b.path()).unwrap();
@@ -176,9 +176,9 @@ fn intact_tables_still_read_and_check_ok() {
     let d = dir();
     make_db(d.path(), 2, KEYS);
     let db = Db::open(d.path(), Options::default()).unwrap();
-    assert_eq!(db.get(&key(7)).unwrap(), Some(value(1, 7)));
+    assert_eq!(db.get(key(7)).unwrap(), Some(value(1, 7)));
     db.compact_all().unwrap();
-    assert_eq!(db.get(&key(7)).unwrap(), Some(value(1, 7)));
+    assert_eq!(db.get(key(7)).unwrap(), Some(value(1, 7)));
     assert_eq!(db.iter().unwrap().count(), KEYS as usize);
     db.close().unwrap();
     let r = check_dir(d.path()).unwrap();
@@ -213,13 +213,13 @@ fn database_without_an_id_still_opens_reads_and_compacts() {
     // Its tables carry an id the manifest does not know: not compared.
     assert!(check_dir(d.path()).unwrap().is_ok());
     let db = Db::open(d.path(), Options::default()).unwrap();
-    assert_eq!(db.get(&key(7)).unwrap(), Some(value(1, 7)));
+    assert_eq!(db.get(key(7)).unwrap(), Some(value(1, 7)));
     db.compact_all().unwrap();
-    db.put(&key(7), &value(2, 7)).unwrap();
+    db.put(key(7), value(2, 7)).unwrap();
     db.flush().unwrap();
     db.close().unwrap();
     let db = Db::open(d.path(), Options::default()).unwrap();
-    assert_eq!(db.get(&key(7)).unwrap(), Some(value(2, 7)));
+    assert_eq!(db.get(key(7)).unwrap(), Some(value(2, 7)));
     assert_eq!(db.iter().unwrap().count(), KEYS as usize);
     db.close().unwrap();
     // It is not given an id later either: the manifests keep none.

@@ -67,7 +67,7 @@ fn make_db(d: &Path) -> Model {
     }
     db.flush().unwrap();
     for i in (0..400).step_by(7) {
-        db.delete(&key(i)).unwrap();
+        db.delete(key(i)).unwrap();
         model.insert(key(i), None);
     }
     for i in (1..400).step_by(5) {
@@ -169,7 +169,7 @@ fn a_damaged_mid_wal_record_is_dropped_and_the_rest_salvaged() {
     let mut model = Model::new();
     for i in 0..20 {
         let mut b = WriteBatch::new();
-        b.put(&key(i), format!("value-{i}").as_bytes()).unwrap();
+        b.put(key(i), format!("value-{i}").as_bytes()).unwrap();
         db.write(b, WriteOptions { sync: true }).unwrap();
         model.insert(key(i), Some(format!("value-{i}").into_bytes()));
     }
@@ -206,7 +206,7 @@ fn a_damaged_mid_wal_record_is_dropped_and_the_rest_salvaged() {
     // (and, resynchronised, after it) is there.
     let db = Db::open(d.path(), opts()).unwrap();
     let missing: Vec<u32> = (0..20)
-        .filter(|&i| db.get(&key(i)).unwrap().is_none())
+        .filter(|&i| db.get(key(i)).unwrap().is_none())
         .collect();
     assert_eq!(missing.len(), 1, "{missing:?}");
     drop(db);
