@@ -79,6 +79,7 @@ mod record_log;
 mod repair;
 mod snapshot;
 mod table;
+pub mod ttl;
 mod varint;
 mod version;
 mod wal;
@@ -94,7 +95,7 @@ pub struct ReadmeDoctest;
 pub use batch::{WriteBatch, MAX_BATCH_LEN, MAX_KEY_LEN, MAX_VALUE_LEN};
 pub use block_cache::CacheStats;
 pub use check::{check_dir, check_dir_with, CheckOptions, CheckReport, Finding};
-pub use compaction::CompactionPriority;
+pub use compaction::{CompactionFilter, CompactionPriority, FilterDecision};
 pub use db::{
     CompactionStats, Db, DbIter, DbStats, LevelCompactionStats, LevelStats, WriteStallStats,
 };

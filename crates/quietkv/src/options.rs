@@ -264,6 +264,12 @@ options! {
     /// operation of the database goes through (see [`crate::fault`]).
     /// `None` (the default) costs nothing.
     fault_layer: Option<std::sync::Arc<quietio::fault::FaultLayer>> = None;
+    /// A hook compaction calls for the newest value of each key it
+    /// rewrites, to keep, remove or change it; its
+    /// [`hides`](crate::CompactionFilter::hides) also hides entries from
+    /// reads right away. See [`CompactionFilter`](crate::CompactionFilter)
+    /// and the ready-made [`ttl::ExpiryFilter`](crate::ttl::ExpiryFilter).
+    compaction_filter: Option<std::sync::Arc<dyn crate::CompactionFilter>> = None;
 }
 
 /// Largest [`Options::wal_recycle_count`]: more kept files only hold disk

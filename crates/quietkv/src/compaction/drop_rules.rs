@@ -3,10 +3,13 @@
 //! entry of each key that some reader can still see); [`CompactionIterator`]
 //! applies the rules to the stream and yields exactly what is written out.
 
+use std::sync::Arc;
+
+use super::user_filter::{CompactionFilter, FilterDecision};
 use crate::cpu_yield::CpuYield;
 use crate::error::Result;
 use crate::iter::InternalIterator;
-use crate::key::{parse_internal_key, SeqNo, ValueKind};
+use crate::key::{make_internal_key, parse_internal_key, SeqNo, ValueKind};
 
 /// The compaction drop rules (internal; not a user hook like RocksDB's
 /// `CompactionFilter`), applied entry by entry to a stream in
@@ -80,6 +83,18 @@ impl DropRules {
         Ok(true)
     }
 
+    /// Whether the entry `keep` last kept is newer than every snapshot (no
+    /// snapshot reads it, so a user filter may change it).
+    fn last_kept_is_unseen_by_snapshots(&self) -> bool {
+        self.last_stripe == self.snapshots.len()
+    }
+
+    /// Whether nothing older of the last kept key can remain below or in a
+    /// snapshot: removing it then needs no tombstone.
+    fn last_kept_can_vanish(&self) -> bool {
+        self.bottommost && self.last_stripe == 0
+    }
+
     /// Entries dropped because a newer entry in the same stripe shadows them.
     #[cfg(test)]
     pub fn dropped_shadowed(&self) -> u64 {
@@ -99,6 +114,11 @@ impl DropRules {
 pub struct CompactionIterator<I> {
     input: I,
     rules: DropRules,
+    /// The user's filter, offered each kept value no snapshot sees.
+    filter: Option<Arc<dyn CompactionFilter>>,
+    /// The current entry as the filter rewrote it (a tombstone or a new
+    /// value), if it did.
+    rewritten: Option<(Vec<u8>, Vec<u8>)>,
     /// Counts every entry passed, written or dropped: a run of dropped
     /// entries (overwrites, tombstones at the bottom) is CPU time too.
     cpu_yield: CpuYield,
@@ -109,8 +129,16 @@ impl<I: InternalIterator> CompactionIterator<I> {
         CompactionIterator {
             input,
             rules: DropRules::new(snapshots, is_bottommost),
+            filter: None,
+            rewritten: None,
             cpu_yield: CpuYield::every_micros(0),
         }
+    }
+
+    /// Offers every kept value that no snapshot sees to `filter`.
+    pub(crate) fn with_filter(mut self, filter: Option<Arc<dyn CompactionFilter>>) -> Self {
+        self.filter = filter;
+        self
     }
 
     /// Yields the CPU as `y` says while moving over the input.
@@ -151,11 +179,17 @@ impl<I: InternalIterator> CompactionIterator<I> {
     }
 
     pub fn key(&self) -> &[u8] {
-        self.input.key()
+        match &self.rewritten {
+            Some((k, _)) => k,
+            None => self.input.key(),
+        }
     }
 
     pub fn value(&self) -> &[u8] {
-        self.input.value()
+        match &self.rewritten {
+            Some((_, v)) => v,
+            None => self.input.value(),
+        }
     }
 
     #[cfg(test)]
@@ -164,11 +198,43 @@ impl<I: InternalIterator> CompactionIterator<I> {
     }
 
     fn skip_dropped(&mut self) -> Result<()> {
-        while self.input.valid() && !self.rules.keep(self.input.key())? {
+        self.rewritten = None;
+        while self.input.valid() {
+            if self.rules.keep(self.input.key())? && self.apply_filter()? {
+                return Ok(());
+            }
             self.pass_entry();
             self.input.next()?;
         }
         Ok(())
+    }
+
+    /// Runs the user's filter on the entry just kept; false if the entry is
+    /// to be dropped after all.
+    fn apply_filter(&mut self) -> Result<bool> {
+        let Some(filter) = &self.filter else {
+            return Ok(true);
+        };
+        if !self.rules.last_kept_is_unseen_by_snapshots() {
+            return Ok(true);
+        }
+        let p = parse_internal_key(self.input.key())?;
+        if p.kind != ValueKind::Put {
+            return Ok(true);
+        }
+        match filter.filter(p.user_key, self.input.value()) {
+            FilterDecision::Keep => Ok(true),
+            FilterDecision::ChangeValue(v) => {
+                self.rewritten = Some((self.input.key().to_vec(), v));
+                Ok(true)
+            }
+            FilterDecision::Remove if self.rules.last_kept_can_vanish() => Ok(false),
+            FilterDecision::Remove => {
+                let tombstone = make_internal_key(p.user_key, p.seq, ValueKind::Delete);
+                self.rewritten = Some((tombstone, Vec::new()));
+                Ok(true)
+            }
+        }
     }
 }
 
@@ -180,6 +246,56 @@ mod tests {
     use crate::merge::tests::{arb_history, history_entries, ik, model_read, sorted};
     use proptest::prelude::*;
     use std::collections::BTreeMap;
+
+    #[derive(Debug)]
+    struct RemoveB;
+    impl CompactionFilter for RemoveB {
+        fn filter(&self, key: &[u8], value: &[u8]) -> FilterDecision {
+            match key {
+                b"b" => FilterDecision::Remove,
+                b"c" => FilterDecision::ChangeValue([value, b"!"].concat()),
+                _ => FilterDecision::Keep,
+            }
+        }
+    }
+
+    #[test]
+    fn a_user_filter_removes_with_a_tombstone_unless_nothing_older_can_remain() {
+        let entries = sorted(vec![
+            (ik(b"a", 4, ValueKind::Put), b"a4".to_vec()),
+            (ik(b"b", 6, ValueKind::Put), b"b6".to_vec()),
+            (ik(b"b", 2, ValueKind::Put), b"b2".to_vec()),
+            (ik(b"c", 5, ValueKind::Put), b"c5".to_vec()),
+        ]);
+        let run = |snaps: &[SeqNo], bottom: bool| -> Vec<(Vec<u8>, Vec<u8>)> {
+            let mut it = CompactionIterator::new(VecIterator::new(entries.clone()), snaps, bottom)
+                .with_filter(Some(Arc::new(RemoveB)));
+            it.seek_to_first().unwrap();
+            let mut out = Vec::new();
+            while it.valid() {
+                out.push((it.key().to_vec(), it.value().to_vec()));
+                it.next().unwrap();
+            }
+            out
+        };
+        let a = (ik(b"a", 4, ValueKind::Put), b"a4".to_vec());
+        let c = (ik(b"c", 5, ValueKind::Put), b"c5!".to_vec());
+        // At the bottom with no snapshot, b vanishes with its older version.
+        assert_eq!(run(&[], true), vec![a.clone(), c.clone()]);
+        // Above the bottom, a tombstone hides what deeper levels hold.
+        let tomb = (ik(b"b", 6, ValueKind::Delete), Vec::new());
+        assert_eq!(run(&[], false), vec![a.clone(), tomb.clone(), c.clone()]);
+        // A snapshot at 3 keeps b2 and is never offered it; b6 becomes a
+        // tombstone so current readers do not see b2 again. c5 and a4 are
+        // newer than the snapshot too: offered.
+        let b2 = (ik(b"b", 2, ValueKind::Put), b"b2".to_vec());
+        assert_eq!(run(&[3], true), vec![a.clone(), tomb, b2.clone(), c]);
+        // A snapshot at 5: a4 and c5 are what it sees, so they are kept as
+        // they are; b6 is newer and still removed.
+        let c5 = (ik(b"c", 5, ValueKind::Put), b"c5".to_vec());
+        let tomb = (ik(b"b", 6, ValueKind::Delete), Vec::new());
+        assert_eq!(run(&[5], true), vec![a, tomb, b2, c5]);
+    }
 
     #[test]
     fn compaction_filter_examples() {

@@ -33,6 +33,7 @@
 //! | `drop_rules.rs` | what a compaction drops, and the iterator that applies it  |
 //! | `output_cut.rs` | where the output is cut into tables                        |
 //! | `warm.rs`       | noting hot input blocks and finding the output blocks to warm |
+//! | `user_filter.rs`| the user's compaction filter: keep, remove or change a value |
 
 pub(crate) mod drop_rules;
 pub(crate) mod inputs;
@@ -41,6 +42,8 @@ pub(crate) mod output_cut;
 pub(crate) mod picker;
 pub(crate) mod pressure;
 pub(crate) mod run;
+pub(crate) mod user_filter;
 pub(crate) mod warm;
 
 pub use picker::CompactionPriority;
+pub use user_filter::{CompactionFilter, FilterDecision};

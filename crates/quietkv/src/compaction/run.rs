@@ -162,7 +162,8 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
         &snapshots,
         job.is_bottommost,
     )
-    .with_cpu_yield(CpuYield::every_micros(inner.opts.background_yield_micros));
+    .with_cpu_yield(CpuYield::every_micros(inner.opts.background_yield_micros))
+    .with_filter(inner.opts.compaction_filter.clone());
     it.seek_to_first()?;
 
     let mut outputs: Vec<FileMeta> = Vec::new();

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use super::visible_iter::{DbIterator, DbRevIterator};
 use super::SuperVersion;
+use crate::compaction::CompactionFilter;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{compare_internal, SeqNo};
@@ -135,6 +136,8 @@ pub struct DbIter {
     /// The cursor `next_back` moves, likewise.
     back: Option<DbRevIterator<MergingIterator>>,
     done: bool,
+    /// Newest values the user's filter hides read as deletes.
+    hide: Option<Arc<dyn CompactionFilter>>,
 }
 
 impl DbIter {
@@ -143,6 +146,7 @@ impl DbIter {
         cache: Arc<TableCache>,
         seq: SeqNo,
         range: KeyRange,
+        hide: Option<Arc<dyn CompactionFilter>>,
     ) -> Result<DbIter> {
         // L0 newest first (highest file number).
         let mut files: Vec<_> = sv.version.files(0).to_vec();
@@ -161,6 +165,7 @@ impl DbIter {
             front: None,
             back: None,
             done,
+            hide,
         })
     }
 
@@ -189,7 +194,8 @@ impl DbIter {
         match &mut self.front {
             Some(f) => f.next()?,
             None => {
-                let mut f = DbIterator::new(self.merged(), self.seq, self.range.upper.clone());
+                let mut f = DbIterator::new(self.merged(), self.seq, self.range.upper.clone())
+                    .hiding(self.hide.clone());
                 match &self.range.lower {
                     Some(k) => f.seek(k)?,
                     None => f.seek_to_first()?,
@@ -209,7 +215,8 @@ impl DbIter {
         match &mut self.back {
             Some(b) => b.prev()?,
             None => {
-                let mut b = DbRevIterator::new(self.merged(), self.seq, self.range.lower.clone());
+                let mut b = DbRevIterator::new(self.merged(), self.seq, self.range.lower.clone())
+                    .hiding(self.hide.clone());
                 match &self.range.upper {
                     Some(k) => b.seek_before(k)?,
                     None => b.seek_to_last()?,

@@ -318,7 +318,13 @@ impl Db {
     }
 
     fn get_at(&self, key: &[u8], seq: SeqNo) -> Result<Option<Vec<u8>>> {
-        read_view::get_at(&self.inner.super_version, &self.inner.table_cache, key, seq)
+        read_view::get_at(
+            &self.inner.super_version,
+            &self.inner.table_cache,
+            self.inner.opts.compaction_filter.as_deref(),
+            key,
+            seq,
+        )
     }
 
     /// A consistent read view: reads through it ignore every later write.
@@ -378,6 +384,7 @@ impl Db {
         read_view::iter_at(
             &self.inner.super_version,
             &self.inner.table_cache,
+            &self.inner.opts.compaction_filter,
             range,
             seq,
         )
@@ -573,6 +580,7 @@ impl Inner {
         ReadView {
             super_version: self.super_version.clone(),
             table_cache: self.table_cache.clone(),
+            filter: self.opts.compaction_filter.clone(),
         }
     }
 

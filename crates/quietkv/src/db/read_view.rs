@@ -10,6 +10,7 @@ use parking_lot::RwLock;
 
 use super::iter::{DbIter, KeyRange};
 use super::SuperVersion;
+use crate::compaction::CompactionFilter;
 use crate::error::Result;
 use crate::key::{SeqNo, ValueKind};
 use crate::table::TableCache;
@@ -19,15 +20,29 @@ use crate::table::TableCache;
 pub(crate) struct ReadView {
     pub(crate) super_version: Arc<RwLock<Arc<SuperVersion>>>,
     pub(crate) table_cache: Arc<TableCache>,
+    /// The user's filter, whose `hides` reads honour.
+    pub(crate) filter: Option<Arc<dyn CompactionFilter>>,
 }
 
 impl ReadView {
     pub(crate) fn get_at(&self, key: &[u8], seq: SeqNo) -> Result<Option<Vec<u8>>> {
-        get_at(&self.super_version, &self.table_cache, key, seq)
+        get_at(
+            &self.super_version,
+            &self.table_cache,
+            self.filter.as_deref(),
+            key,
+            seq,
+        )
     }
 
     pub(crate) fn iter_at(&self, range: KeyRange, seq: SeqNo) -> Result<DbIter> {
-        iter_at(&self.super_version, &self.table_cache, range, seq)
+        iter_at(
+            &self.super_version,
+            &self.table_cache,
+            &self.filter,
+            range,
+            seq,
+        )
     }
 }
 
@@ -37,9 +52,15 @@ impl ReadView {
 pub(crate) fn get_at(
     super_version: &RwLock<Arc<SuperVersion>>,
     table_cache: &TableCache,
+    filter: Option<&dyn CompactionFilter>,
     key: &[u8],
     seq: SeqNo,
 ) -> Result<Option<Vec<u8>>> {
+    let value_of = |found: (ValueKind, Vec<u8>)| match found.0 {
+        ValueKind::Put if filter.is_some_and(|f| f.hides(key, &found.1)) => None,
+        ValueKind::Put => Some(found.1),
+        ValueKind::Delete => None,
+    };
     // The caller read the sequence number first, then this reads the
     // state: the state is at least as new, so nothing visible is missed.
     let sv = super_version.read().clone();
@@ -64,16 +85,10 @@ pub(crate) fn get_at(
 pub(crate) fn iter_at(
     super_version: &RwLock<Arc<SuperVersion>>,
     table_cache: &Arc<TableCache>,
+    filter: &Option<Arc<dyn CompactionFilter>>,
     range: KeyRange,
     seq: SeqNo,
 ) -> Result<DbIter> {
     let sv = super_version.read().clone();
-    DbIter::new(sv, table_cache.clone(), seq, range)
-}
-
-fn value_of(found: (ValueKind, Vec<u8>)) -> Option<Vec<u8>> {
-    match found.0 {
-        ValueKind::Put => Some(found.1),
-        ValueKind::Delete => None,
-    }
+    DbIter::new(sv, table_cache.clone(), seq, range, filter.clone())
 }

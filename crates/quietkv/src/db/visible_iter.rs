@@ -3,6 +3,9 @@
 //! snapshot, if it is a Put. [`DbIterator`] walks the keys forward,
 //! [`DbRevIterator`] backward; [`DbIter`](super::DbIter) drives one of each.
 
+use std::sync::Arc;
+
+use crate::compaction::CompactionFilter;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{parse_internal_key, seek_key, user_key, SeqNo, ValueKind, MAX_SEQ};
@@ -18,6 +21,8 @@ pub struct DbIterator<I> {
     valid: bool,
     /// User key whose remaining (older) entries are being skipped.
     skip_key: Vec<u8>,
+    /// Values it says to hide read as deletes.
+    hide: Option<Arc<dyn CompactionFilter>>,
 }
 
 impl<I: InternalIterator> DbIterator<I> {
@@ -29,7 +34,14 @@ impl<I: InternalIterator> DbIterator<I> {
             upper_bound,
             valid: false,
             skip_key: Vec::new(),
+            hide: None,
         }
+    }
+
+    /// Treats a newest value `hide` hides as a delete.
+    pub(crate) fn hiding(mut self, hide: Option<Arc<dyn CompactionFilter>>) -> Self {
+        self.hide = hide;
+        self
     }
 
     pub fn valid(&self) -> bool {
@@ -98,6 +110,17 @@ impl<I: InternalIterator> DbIterator<I> {
                     self.inner.next()?;
                 }
                 ValueKind::Put => {
+                    if self
+                        .hide
+                        .as_ref()
+                        .is_some_and(|h| h.hides(p.user_key, self.inner.value()))
+                    {
+                        self.skip_key.clear();
+                        self.skip_key.extend_from_slice(p.user_key);
+                        skipping = true;
+                        self.inner.next()?;
+                        continue;
+                    }
                     self.valid = true;
                     return Ok(());
                 }
@@ -122,6 +145,8 @@ pub struct DbRevIterator<I> {
     valid: bool,
     key: Vec<u8>,
     value: Vec<u8>,
+    /// Values it says to hide read as deletes.
+    hide: Option<Arc<dyn CompactionFilter>>,
 }
 
 impl<I: InternalIterator> DbRevIterator<I> {
@@ -134,7 +159,20 @@ impl<I: InternalIterator> DbRevIterator<I> {
             valid: false,
             key: Vec::new(),
             value: Vec::new(),
+            hide: None,
         }
+    }
+
+    /// Treats a newest value `hide` hides as a delete.
+    pub(crate) fn hiding(mut self, hide: Option<Arc<dyn CompactionFilter>>) -> Self {
+        self.hide = hide;
+        self
+    }
+
+    fn hidden(&self) -> bool {
+        self.hide
+            .as_ref()
+            .is_some_and(|h| h.hides(&self.key, &self.value))
     }
 
     pub fn valid(&self) -> bool {
@@ -190,8 +228,12 @@ impl<I: InternalIterator> DbRevIterator<I> {
             }
             if p.seq <= self.snapshot {
                 if have_put && p.user_key < self.key.as_slice() {
-                    // All of `key`'s entries are read: the Put stands.
-                    break;
+                    // All of `key`'s entries are read: the Put stands,
+                    // unless it is hidden; then this entry starts the
+                    // next key (the match below resets `have_put`).
+                    if !self.hidden() {
+                        break;
+                    }
                 }
                 match p.kind {
                     ValueKind::Delete => have_put = false,
@@ -206,7 +248,7 @@ impl<I: InternalIterator> DbRevIterator<I> {
             }
             self.inner.prev()?;
         }
-        self.valid = have_put;
+        self.valid = have_put && !self.hidden();
         Ok(())
     }
 }
