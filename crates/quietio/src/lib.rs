@@ -112,15 +112,12 @@ pub mod fault;
 pub mod file;
 mod kept;
 pub mod memlimit;
-pub mod mmap_writer;
 pub mod probe;
 pub mod rate;
-mod read_ahead;
 pub mod residency;
 pub mod stats;
 pub mod sys;
 pub mod uring;
-mod write_behind;
 
 pub use aligned::{direct_io_align, direct_io_audit, AlignedBuf, DirectIoAudit};
 
@@ -136,9 +133,8 @@ pub use class::{resolve, AccessMode, ClassModes, EffectiveMode, IoClass, Resolut
 pub use device::{measure_device, DeviceSpeed};
 pub use env::{sync_dir, IoEnv, IoOptions, MAX_IO_DEPTH};
 pub use error::{Error, ErrorKind, Result};
-pub use file::{FileConfig, RandomReader, SeqReader, SeqWriter};
+pub use file::{FileConfig, MmapWriter, RandomReader, SeqReader, SeqWriter};
 pub use memlimit::{memory_limit, MemoryLimit};
-pub use mmap_writer::MmapWriter;
 pub use probe::{probe, probe_uncached, Capabilities, DirectCaps, DontCacheCaps, FallocateCaps};
 pub use rate::RateLimiter;
 pub use residency::{evict_file, residency, residency_mincore, Residency, ResidencyMethod};
