@@ -107,7 +107,7 @@ impl IoEnv {
 
     /// An environment that never writes to `dir`: the probe reads
     /// `sample`, an existing file there, instead of writing a probe file
-    /// (see [`crate::probe::probe_read_only`]), and [`create`](Self::create)
+    /// (see [`probe_read_only`](crate::probe_read_only)), and [`create`](Self::create)
     /// is refused. Write classes resolve as if direct writes were
     /// unavailable; nothing uses them.
     pub fn open_read_only(dir: &Path, sample: &Path, opts: IoOptions) -> Result<IoEnv> {

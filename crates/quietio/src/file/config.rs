@@ -24,8 +24,9 @@ pub struct FileConfig {
     /// [`limiter`](Self::limiter) is set).
     pub class: IoClass,
     /// The access mode: it decides the open flags and the system calls.
-    /// `Mmap` is for [`RandomReader`] only: [`SeqWriter`] refuses it and
-    /// [`SeqReader`] reads buffered.
+    /// `Mmap` is for [`RandomReader`](crate::RandomReader) only:
+    /// [`SeqWriter`](crate::SeqWriter) refuses it and
+    /// [`SeqReader`](crate::SeqReader) reads buffered.
     pub mode: EffectiveMode,
     /// Direct-I/O alignment of buffer addresses, in bytes (the probe's
     /// [`DirectCaps::mem_align`](crate::DirectCaps::mem_align)). Buffers
