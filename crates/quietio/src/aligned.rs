@@ -109,7 +109,7 @@ pub struct AlignedBuf {
 /// Bytes of freed huge direct buffers kept for reuse, process-wide: enough
 /// for a writer's and a few readers' buffers to pass from one file to the
 /// next, small beside any memory limit a database runs under.
-pub const SPARE_HUGE_LIMIT: usize = 32 << 20;
+pub(crate) const SPARE_HUGE_LIMIT: usize = 32 << 20;
 
 /// A freed huge direct buffer: an allocation with its layout, every byte
 /// initialised (zeroed when it was made, written only with bytes since).
@@ -144,7 +144,7 @@ static SPARE_HUGE: Kept<Layout, Spare> = Kept::new(SPARE_HUGE_LIMIT);
 
 /// Frees every kept huge direct buffer (a process done with direct I/O for
 /// a while gives the memory back). Buffers in use are not affected.
-pub fn release_spare_buffers() {
+pub(crate) fn release_spare_buffers() {
     SPARE_HUGE.release();
 }
 

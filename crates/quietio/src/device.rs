@@ -23,7 +23,7 @@ use crate::sys;
 use crate::uring::{Engine, Ring};
 
 /// Bytes per request, as in `fio --bs=1M`.
-pub const REFERENCE_BLOCK: usize = 1 << 20;
+pub(crate) const REFERENCE_BLOCK: usize = 1 << 20;
 
 /// One reference measurement.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -9,8 +9,7 @@ use std::sync::Arc;
 use crate::class::{resolve, AccessMode, ClassModes, EffectiveMode, IoClass, Resolution};
 use crate::error::{Error, Result};
 use crate::fault::{FaultLayer, OpKind};
-use crate::file::{FileConfig, RandomReader, SeqReader, SeqWriter};
-use crate::mmap_writer::MmapWriter;
+use crate::file::{FileConfig, MmapWriter, RandomReader, SeqReader, SeqWriter};
 use crate::probe::{probe, Capabilities};
 use crate::rate::RateLimiter;
 use crate::stats::IoStats;
@@ -108,7 +107,7 @@ impl IoEnv {
 
     /// An environment that never writes to `dir`: the probe reads
     /// `sample`, an existing file there, instead of writing a probe file
-    /// (see [`crate::probe::probe_read_only`]), and [`create`](Self::create)
+    /// (see [`probe_read_only`](crate::probe_read_only)), and [`create`](Self::create)
     /// is refused. Write classes resolve as if direct writes were
     /// unavailable; nothing uses them.
     pub fn open_read_only(dir: &Path, sample: &Path, opts: IoOptions) -> Result<IoEnv> {

@@ -93,54 +93,57 @@
 //! # }
 //! ```
 //!
-//! # Other modules
+//! # Other tools
 //!
+//! [`memory_limit`] reads the cgroup memory limit; [`measure_device`]
+//! measures the raw O_DIRECT speed of the device under a directory.
+//!
+//! Every name above is reached from the crate root. Two modules stay
+//! namespaces of their own, their names not repeated at the root:
 //! [`sys`] wraps the Linux system calls quietio needs (and the few other
-//! ones the workspace uses); [`memlimit`] reads the cgroup memory limit;
-//! [`device`] measures the raw O_DIRECT speed of the device under a
-//! directory; [`fault`] is a fault-injecting, crash-simulating layer for
-//! tests.
+//! ones the workspace uses), whose short names (`pread`, `fsync`,
+//! `ENOSPC`) read best qualified; [`fault`] is a fault-injecting,
+//! crash-simulating layer for tests.
 
 #![deny(missing_docs)]
 
-pub mod aligned;
-pub mod class;
-pub mod device;
-pub mod env;
-pub mod error;
+mod aligned;
+mod class;
+mod device;
+mod env;
+mod error;
 pub mod fault;
-pub mod file;
+mod file;
 mod kept;
-pub mod memlimit;
-pub mod mmap_writer;
-pub mod probe;
-pub mod rate;
-mod read_ahead;
-pub mod residency;
-pub mod stats;
+mod memlimit;
+mod probe;
+mod rate;
+mod residency;
+mod stats;
 pub mod sys;
-pub mod uring;
-mod write_behind;
+mod uring;
 
 pub use aligned::{direct_io_align, direct_io_audit, AlignedBuf, DirectIoAudit};
-
-/// Gives back what quietio keeps between files for speed: freed huge
-/// direct-I/O buffers (at most [`aligned::SPARE_HUGE_LIMIT`] bytes) and
-/// idle io_uring rings (at most 8). Files in use are not affected; the next
-/// direct file allocates afresh. quietkv calls this when a database closes.
-pub fn release_kept_io_memory() {
-    aligned::release_spare_buffers();
-    uring::release_kept_rings();
-}
 pub use class::{resolve, AccessMode, ClassModes, EffectiveMode, IoClass, Resolution};
 pub use device::{measure_device, DeviceSpeed};
 pub use env::{sync_dir, IoEnv, IoOptions, MAX_IO_DEPTH};
 pub use error::{Error, ErrorKind, Result};
-pub use file::{FileConfig, RandomReader, SeqReader, SeqWriter};
-pub use memlimit::{memory_limit, MemoryLimit};
-pub use mmap_writer::MmapWriter;
-pub use probe::{probe, probe_uncached, Capabilities, DirectCaps, DontCacheCaps, FallocateCaps};
+pub use file::{FileConfig, MmapWriter, RandomReader, SeqReader, SeqWriter};
+pub use memlimit::{memory_limit, memory_limit_from, MemoryLimit};
+pub use probe::{
+    known_bad_direct_writes, probe, probe_read_only, probe_uncached, Capabilities, DirectCaps,
+    DontCacheCaps, FallocateCaps,
+};
 pub use rate::RateLimiter;
 pub use residency::{evict_file, residency, residency_mincore, Residency, ResidencyMethod};
 pub use stats::{ClassStats, IoStats};
 pub use uring::{resolve_engine, uring_unavailable_reason, Engine, EngineResolution, IoEngine};
+
+/// Gives back what quietio keeps between files for speed: freed huge
+/// direct-I/O buffers (at most 32 MiB in all) and idle io_uring rings (at
+/// most 8). Files in use are not affected; the next direct file allocates
+/// afresh. quietkv calls this when a database closes.
+pub fn release_kept_io_memory() {
+    aligned::release_spare_buffers();
+    uring::release_kept_rings();
+}

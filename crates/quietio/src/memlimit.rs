@@ -115,7 +115,7 @@ fn cgroup_dirs(mount: &Mount, path: &str) -> Vec<PathBuf> {
 }
 
 /// Parses a limit file's text: a byte count, or `max`; `None` = no limit.
-pub fn parse_limit(text: &str) -> Option<u64> {
+pub(crate) fn parse_limit(text: &str) -> Option<u64> {
     let t = text.trim();
     if t == "max" {
         return None;

@@ -556,7 +556,7 @@ fn filesystem_of(dir: &Path, file: &File) -> (String, Option<PathBuf>) {
 
 /// Parses mountinfo text and returns (fstype, mount point) of the mount that
 /// holds `dir`. Later lines win ties because later mounts shadow earlier ones.
-pub fn mountinfo_fs(info: &str, dir: &Path) -> Option<(String, PathBuf)> {
+pub(crate) fn mountinfo_fs(info: &str, dir: &Path) -> Option<(String, PathBuf)> {
     let mut best: Option<(usize, String, PathBuf)> = None;
     for line in info.lines() {
         let fields: Vec<&str> = line.split(' ').collect();

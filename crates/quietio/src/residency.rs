@@ -62,7 +62,7 @@ pub fn residency(path: &Path) -> Result<Residency> {
 }
 
 /// Residency of an open file.
-pub fn residency_of(file: &File) -> Result<Residency> {
+pub(crate) fn residency_of(file: &File) -> Result<Residency> {
     let len = file
         .metadata()
         .map_err(|e| Error::io(e, "cannot stat file"))?

@@ -206,7 +206,7 @@ pub(crate) const KEPT_RINGS: usize = 8;
 static KEPT: Kept<u32, IoUring> = Kept::new(KEPT_RINGS);
 
 /// Closes every kept ring.
-pub fn release_kept_rings() {
+pub(crate) fn release_kept_rings() {
     KEPT.release();
 }
 

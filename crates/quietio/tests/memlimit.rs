@@ -9,7 +9,7 @@ mod skip;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use quietio::memlimit::memory_limit_from;
+use quietio::memory_limit_from;
 
 /// Our memory cgroup directory: v1 memory hierarchy if present, else v2.
 fn own_memory_cgroup() -> Option<(PathBuf, &'static str)> {

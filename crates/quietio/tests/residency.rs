@@ -125,8 +125,9 @@ fn direct_reader_reports_what_was_cached_before_it() {
         if off == hot + 4096 {
             // Any cached page makes a block hot: under memory pressure the
             // kernel evicts a hot block's pages one by one, and requiring
-            // all of them missed half the hot set in full E2 (p99 564 us
-            // against 290 us). The price is a neighbour or two warmed.
+            // all of them cached misses about half of a hot set (and
+            // doubles the tail latency of the reads it serves). The price
+            // is a neighbour or two warmed.
             assert!(r.was_cached(hot - 2048, 4096), "partly cached block missed");
             assert!(r.was_cached(hot + 2048, 4096), "unaligned hot block missed");
         }

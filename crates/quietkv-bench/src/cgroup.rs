@@ -20,12 +20,12 @@ static COUNTER: AtomicU32 = AtomicU32::new(0);
 /// SIGINT and SIGTERM set a flag instead of killing the process; the runner
 /// checks [`interrupted`] and cleans up.
 pub fn install_interrupt_handler() {
-    quietio::sys::catch_interrupts();
+    crate::process::catch_interrupts();
 }
 
 /// Whether SIGINT or SIGTERM arrived.
 pub fn interrupted() -> bool {
-    quietio::sys::interrupted()
+    crate::process::interrupted()
 }
 
 /// Which cgroup interface a directory belongs to.

@@ -7,8 +7,9 @@
 //! The modules, from the bottom up (each uses only those above it in this
 //! list):
 //!
-//! - [`progress`]: the terminal's log lines and the status line redrawn
-//!   while a run goes on.
+//! - [`process`]: the bench's own process: the interrupt flag, timer
+//!   slack, CPU time and clock tick; [`progress`]: the terminal's log
+//!   lines and the status line redrawn while a run goes on.
 //! - [`metrics`], [`cpu`]: parsers of /proc and /sys text, device lookup,
 //!   iostat math; CPU times the kernel does not rescale.
 //! - [`cgroup`]: the memory, PSI and cpuacct cgroups a run is measured in,
@@ -54,6 +55,7 @@ pub mod experiments;
 pub mod keys;
 pub mod loadgen;
 pub mod metrics;
+pub mod process;
 pub mod process_cpu;
 pub mod progress;
 pub mod report;

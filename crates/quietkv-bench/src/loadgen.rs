@@ -129,7 +129,7 @@ impl SplitMix64 {
 /// timer slack.
 fn tighten_timer_slack() {
     // Best effort: a refusal only makes wake-ups later.
-    let _ = quietio::sys::set_timer_slack(1);
+    let _ = crate::process::set_timer_slack(1);
 }
 
 /// The last stretch before a request's scheduled instant is spun instead of

@@ -244,7 +244,7 @@ pub fn parse_proc_stat(text: &str) -> Option<ProcCpu> {
 
 pub fn clock_ticks_per_sec() -> f64 {
     // 100 is what Linux uses everywhere it does not say.
-    quietio::sys::clock_ticks_per_sec().map_or(100.0, |t| t as f64)
+    crate::process::clock_ticks_per_sec().map_or(100.0, |t| t as f64)
 }
 
 /// `/proc/PID/io`.
@@ -279,12 +279,17 @@ pub fn parse_proc_io(text: &str) -> ProcIo {
 pub fn block_device_of(dir: &Path) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     let dev = std::fs::metadata(dir).ok()?.dev();
-    let (maj, min) = quietio::sys::device_numbers(dev);
+    let (maj, min) = device_numbers(dev);
     if maj == 0 {
         return None;
     }
     let link = std::fs::canonicalize(format!("/sys/dev/block/{maj}:{min}")).ok()?;
     disk_name_from_sysfs(&link, link.join("partition").exists())
+}
+
+/// The major and minor numbers of a device id (`st_dev`).
+fn device_numbers(dev: u64) -> (u32, u32) {
+    (libc::major(dev), libc::minor(dev))
 }
 
 /// `/sys/devices/.../vda/vda1` (a partition) -> `vda`; `.../vda` -> `vda`.
@@ -402,6 +407,11 @@ mod tests {
     const PSI_PROC: &str = include_str!("../tests/data/proc.pressure.memory");
     const PSI_BUSY: &str = include_str!("../tests/data/memory.pressure.busy");
     const BLOCK: &str = include_str!("../tests/data/block.vda.stat");
+
+    #[test]
+    fn device_numbers_split_a_device_id() {
+        assert_eq!(device_numbers(libc::makedev(8, 17)), (8, 17));
+    }
 
     #[test]
     fn other_processes_count_children_and_skip_kernel_threads() {

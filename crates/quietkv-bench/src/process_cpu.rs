@@ -55,7 +55,7 @@ impl ProcessCpu {
             return t;
         }
         // Rescaled so that the two add up to the process's runtime.
-        let (user_s, sys_s) = quietio::sys::process_cpu_seconds();
+        let (user_s, sys_s) = crate::process::process_cpu_seconds();
         CpuTimes {
             user_s,
             sys_s,

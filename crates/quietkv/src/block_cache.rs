@@ -1,8 +1,10 @@
-//! A sharded, byte-bounded, scan-resistant cache for parsed table blocks.
+//! A sharded, byte-bounded, scan-resistant cache of values read from
+//! table files, generic over the value: the table reader keeps parsed
+//! blocks in one, the table cache open readers in another.
 //!
 //! Keys are `(table_id, block_offset)`; values are shared `Arc<V>`; each
-//! entry is charged the number of bytes the caller states (for blocks: the
-//! decompressed size). Capacity 0 disables the cache.
+//! entry is charged the number of bytes the caller states when it inserts
+//! it (for blocks: the decompressed size). Capacity 0 disables the cache.
 //!
 //! Concurrency: the key hash picks one of up to 64 shards, each behind its
 //! own short-held mutex, so reader threads only meet when they touch the
@@ -37,9 +39,6 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-
-/// The cache the table reader uses.
-pub type BlockCache = Cache<crate::table::Block>;
 
 /// `(table_id, block_offset)`.
 pub type CacheKey = (u64, u64);

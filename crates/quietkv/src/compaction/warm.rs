@@ -22,8 +22,8 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::block_cache::BlockCache;
 use crate::key::user_key;
+use crate::table::BlockCache;
 
 /// Inclusive user-key ranges of hot input blocks.
 #[derive(Debug, Default)]

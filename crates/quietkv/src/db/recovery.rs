@@ -12,7 +12,6 @@ use quietio::{IoClass, IoEnv};
 
 use super::{stats, Immutable, Inner, State, SuperVersion, Wal};
 use crate::batch::WriteBatch;
-use crate::block_cache::BlockCache;
 use crate::compaction::picker::BusyFiles;
 use crate::creation::{self, Creation};
 use crate::error::{Error, ErrorKind, Result};
@@ -25,8 +24,8 @@ use crate::memtable::Memtable;
 use crate::options::Options;
 use crate::record_log::{LogReader, LogWriter, TailState};
 use crate::snapshot::SnapshotList;
-use crate::table::TableBuilder;
 use crate::table::TableCache;
+use crate::table::{BlockCache, TableBuilder};
 use crate::version::{FileMeta, Version, VersionEdit};
 use crate::wal::{RequiredWal, WalSet};
 

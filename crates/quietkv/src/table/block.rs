@@ -15,6 +15,7 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
+use crate::block_cache::Cache;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::compare_internal;
@@ -105,6 +106,10 @@ pub struct Block {
     restarts_off: usize,
     num_restarts: usize,
 }
+
+/// The cache of parsed blocks the table reader reads through, each block
+/// charged its decompressed size.
+pub type BlockCache = Cache<Block>;
 
 impl std::fmt::Debug for Block {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

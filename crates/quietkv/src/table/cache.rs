@@ -17,11 +17,11 @@ use std::sync::Arc;
 
 use quietio::{IoClass, IoEnv};
 
-use crate::block_cache::{BlockCache, Cache};
+use crate::block_cache::Cache;
 use crate::error::Result;
 use crate::fileio::TableSource;
 use crate::filenames::table_path;
-use crate::table::{ExpectedTable, TableReader};
+use crate::table::{BlockCache, ExpectedTable, TableReader};
 use crate::version::FileMeta;
 
 /// Every point read looks its table up here, so one lock would serialize

@@ -18,7 +18,7 @@
 //!
 //! Reading paths:
 //! * [`TableReader::get`] / [`TableReader::iter`] read blocks positionally
-//!   through a [`RandomSource`] and the optional [`crate::block_cache::BlockCache`];
+//!   through a [`RandomSource`] and the optional [`BlockCache`];
 //! * [`TableScanner`] streams data blocks through a [`SeqSource`] for
 //!   compaction and never touches the cache.
 //!
@@ -40,7 +40,7 @@ pub mod source;
 #[cfg(test)]
 mod tests;
 
-pub use block::Block;
+pub use block::BlockCache;
 pub use builder::{TableBuilder, TableOptions, TableSummary};
 pub use cache::TableCache;
 pub use format::{BlockHandle, Compression};

@@ -4,11 +4,11 @@ use std::cmp::Ordering;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::block_cache::{BlockCache, Reservation};
+use crate::block_cache::Reservation;
 use crate::error::{Error, ErrorKind, Result};
 use crate::iter::InternalIterator;
 use crate::key::{compare_internal, parse_internal_key, seek_key, SeqNo, ValueKind, MAX_SEQ};
-use crate::table::block::{Block, BlockIter};
+use crate::table::block::{Block, BlockCache, BlockIter};
 use crate::table::filter::BloomFilter;
 use crate::table::format::{decode_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
 use crate::table::identity::ExpectedTable;

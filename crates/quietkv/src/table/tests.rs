@@ -7,7 +7,6 @@ use std::sync::Arc;
 use proptest::prelude::*;
 
 use super::*;
-use crate::block_cache::BlockCache;
 use crate::error::{ErrorKind, Result};
 use crate::iter::InternalIterator;
 use crate::key::{compare_internal, make_internal_key, seek_key, user_key, InternalKey, ValueKind};

@@ -11,9 +11,10 @@ use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::time::Instant;
 
+use super::config::FileConfig;
+use super::raw::{io_err, read_fully};
 use crate::aligned::{note_direct_io, AlignedBuf};
 use crate::error::{Error, Result};
-use crate::file::{io_err, read_fully, FileConfig};
 use crate::sys;
 use crate::uring::Ring;
 

@@ -20,10 +20,11 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use super::config::FileConfig;
+use super::raw::io_err;
 use crate::class::EffectiveMode;
 use crate::error::{Error, Result};
 use crate::fault::{OpKind, Tracked, WriteVerdict};
-use crate::file::{io_err, FileConfig};
 use crate::sys::{self, WritableMap};
 
 /// Appends to a file through a writable mapping; see the module docs.

@@ -12,10 +12,11 @@ use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::time::Instant;
 
+use super::config::FileConfig;
+use super::raw::{io_err, write_fully};
 use crate::aligned::{note_direct_io, AlignedBuf};
 use crate::error::{Error, Result};
 use crate::fault::{Tracked, WriteVerdict};
-use crate::file::{io_err, write_fully, FileConfig};
 use crate::uring::Ring;
 
 /// One write the kernel has been handed and not yet completed.
