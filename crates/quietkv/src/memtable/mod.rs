@@ -1,30 +1,28 @@
-//! The in-memory write buffer: a concurrent skiplist ordered by internal key.
+//! The in-memory write buffer: a skiplist ordered by internal key whose
+//! nodes, keys and values live in one arena, freed in one piece when the
+//! memtable is dropped.
 //!
 //! Writers must be serialized by the caller (one `insert_batch`/`add` at a
-//! time); any number of readers (`get`, iterators) may run concurrently with
-//! the writer. Entries of a batch become visible one by one, so callers make
-//! a batch atomic by publishing its sequence numbers to readers only after
-//! `insert_batch` returns and reading at a snapshot no newer than that.
+//! time; a second concurrent writer would wait on an internal lock, never
+//! corrupt anything); any number of readers (`get`, iterators) may run
+//! concurrently with the writer, without locks. Entries of a batch become
+//! visible one by one, so callers make a batch atomic by publishing its
+//! sequence numbers to readers only after `insert_batch` returns and
+//! reading at a snapshot no newer than that.
 
-use std::ops::Bound;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-
-use crossbeam_skiplist::map::Entry;
-use crossbeam_skiplist::SkipMap;
+mod arena;
+mod iter;
+mod skiplist;
 
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
-use crate::iter::InternalIterator;
-use crate::key::{parse_internal_key, seek_key, InternalKey, SeqNo, ValueKind, MAX_SEQ};
+use crate::key::{pack_trailer, SeqNo, ValueKind, MAX_SEQ};
 
-/// Per-entry bookkeeping counted by `approximate_bytes` on top of key and
-/// value bytes: skiplist node, tower and the two heap allocations.
-const ENTRY_OVERHEAD: usize = 64;
+pub use iter::MemtableIter;
+use skiplist::{SearchKey, SkipList};
 
 pub struct Memtable {
-    map: SkipMap<InternalKey, Vec<u8>>,
-    bytes: AtomicUsize,
+    list: SkipList,
 }
 
 impl Default for Memtable {
@@ -45,8 +43,7 @@ impl std::fmt::Debug for Memtable {
 impl Memtable {
     pub fn new() -> Self {
         Memtable {
-            map: SkipMap::new(),
-            bytes: AtomicUsize::new(0),
+            list: SkipList::new(),
         }
     }
 
@@ -59,7 +56,7 @@ impl Memtable {
                 "sequence number {seq} exceeds the largest ({MAX_SEQ})"
             )));
         }
-        self.insert(seq, kind, user_key, value);
+        self.list.insert(user_key, pack_trailer(seq, kind), value);
         Ok(())
     }
 
@@ -82,48 +79,43 @@ impl Memtable {
             }
         }
         for (i, e) in batch.iter().enumerate() {
-            self.insert(first + i as u64, e.kind, e.key, e.value);
+            self.list
+                .insert(e.key, pack_trailer(first + i as u64, e.kind), e.value);
         }
         Ok(())
-    }
-
-    fn insert(&self, seq: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) {
-        let key = InternalKey::new(user_key, seq, kind);
-        let charge = key.as_bytes().len() + value.len() + ENTRY_OVERHEAD;
-        self.map.insert(key, value.to_vec());
-        self.bytes.fetch_add(charge, Ordering::Relaxed);
     }
 
     /// The newest entry for `user_key` with sequence number <= `snapshot`:
     /// `(Put, value)`, `(Delete, empty)`, or `None` if the memtable has no
     /// visible entry for the key.
     pub fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<(ValueKind, Vec<u8>)> {
-        let target = InternalKey(seek_key(user_key, snapshot.min(MAX_SEQ)));
-        let entry = self.map.lower_bound(Bound::Included(&target))?;
-        let parsed = parse_internal_key(entry.key().as_bytes()).ok()?;
+        let trailer = pack_trailer(snapshot.min(MAX_SEQ), ValueKind::MAX);
+        let node = self.list.seek(SearchKey::new(user_key, trailer))?;
+        let parsed = crate::key::parse_internal_key(node.key()).ok()?;
         if parsed.user_key != user_key {
             return None;
         }
         let value = match parsed.kind {
-            ValueKind::Put => entry.value().clone(),
+            ValueKind::Put => node.value().to_vec(),
             ValueKind::Delete => Vec::new(),
         };
         Some((parsed.kind, value))
     }
 
-    /// Approximate memory used by the entries (keys, values and per-entry
-    /// overhead); grows monotonically.
+    /// Memory used by the entries: the arena bytes taken by their keys,
+    /// values and skiplist nodes (not the unused rest of the current
+    /// arena chunk); grows monotonically.
     pub fn approximate_bytes(&self) -> usize {
-        self.bytes.load(Ordering::Relaxed)
+        self.list.used_bytes()
     }
 
     /// Number of entries (every version of every key counts).
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.list.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.len() == 0
     }
 
     /// An iterator over all entries in internal-key order. It keeps the
@@ -131,95 +123,8 @@ impl Memtable {
     /// flush or a long scan runs after the memtable was rotated out). It
     /// starts unpositioned: call `seek_to_first` or `seek`. Entries inserted
     /// after it was created may or may not be seen.
-    pub fn iter(self: &Arc<Self>) -> MemtableIter {
-        MemtableIter {
-            cur: None,
-            mem: Arc::clone(self),
-        }
-    }
-}
-
-type MapEntry = Entry<'static, InternalKey, Vec<u8>>;
-
-/// An [`InternalIterator`] over a [`Memtable`]; values are the stored value
-/// bytes (empty for deletes).
-pub struct MemtableIter {
-    // Field order matters: `cur` borrows from the map owned by `mem` and
-    // must be dropped first (fields drop in declaration order).
-    cur: Option<MapEntry>,
-    mem: Arc<Memtable>,
-}
-
-impl MemtableIter {
-    fn set(&mut self, entry: Option<Entry<'_, InternalKey, Vec<u8>>>) {
-        // SAFETY: the entry borrows `self.mem.map`, which lives on the heap
-        // inside the `Arc` this iterator holds and therefore neither moves
-        // nor is freed while `self.cur` exists: `cur` is dropped before
-        // `mem` (declaration order) and is never handed out; `key`/`value`
-        // return borrows tied to `&self`. Only the lifetime parameter
-        // changes, so the layout is identical. The map never removes
-        // entries, and an `Entry` would keep its node alive even if it did.
-        self.cur = entry.map(|e| unsafe { std::mem::transmute::<Entry<'_, _, _>, MapEntry>(e) });
-    }
-
-    fn entry(&self) -> &MapEntry {
-        self.cur
-            .as_ref()
-            .expect("MemtableIter::key/value called while not valid")
-    }
-}
-
-impl InternalIterator for MemtableIter {
-    fn valid(&self) -> bool {
-        self.cur.is_some()
-    }
-
-    fn seek_to_first(&mut self) -> Result<()> {
-        self.cur = None;
-        let mem = Arc::clone(&self.mem);
-        self.set(mem.map.front());
-        Ok(())
-    }
-
-    fn seek_to_last(&mut self) -> Result<()> {
-        self.cur = None;
-        let mem = Arc::clone(&self.mem);
-        self.set(mem.map.back());
-        Ok(())
-    }
-
-    fn prev(&mut self) -> Result<()> {
-        if let Some(e) = &mut self.cur {
-            if !e.move_prev() {
-                self.cur = None;
-            }
-        }
-        Ok(())
-    }
-
-    fn seek(&mut self, target: &[u8]) -> Result<()> {
-        self.cur = None;
-        let mem = Arc::clone(&self.mem);
-        let target = InternalKey(target.to_vec());
-        self.set(mem.map.lower_bound(Bound::Included(&target)));
-        Ok(())
-    }
-
-    fn next(&mut self) -> Result<()> {
-        if let Some(e) = &mut self.cur {
-            if !e.move_next() {
-                self.cur = None;
-            }
-        }
-        Ok(())
-    }
-
-    fn key(&self) -> &[u8] {
-        self.entry().key().as_bytes()
-    }
-
-    fn value(&self) -> &[u8] {
-        self.entry().value()
+    pub fn iter(self: &std::sync::Arc<Self>) -> MemtableIter {
+        MemtableIter::new(std::sync::Arc::clone(self))
     }
 }
 
@@ -230,9 +135,13 @@ mod tests {
 
     use proptest::prelude::*;
 
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+
     use super::*;
     use crate::error::ErrorKind;
-    use crate::key::make_internal_key;
+    use crate::iter::InternalIterator;
+    use crate::key::{make_internal_key, parse_internal_key, seek_key, InternalKey};
 
     fn assert_send_sync<T: Send + Sync>() {}
 
