@@ -26,8 +26,9 @@ impl Rng {
 }
 
 fn cpu_seconds() -> f64 {
-    // SAFETY: getrusage only writes into the zeroed struct we pass.
+    // SAFETY: rusage is plain integers, for which all-zero bytes are valid.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage only writes into the struct we pass.
     let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
     assert_eq!(rc, 0, "getrusage failed");
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;

@@ -38,6 +38,7 @@ pub(super) struct Arena {
 // so moving it to another thread or sharing `&Arena` (which allows no
 // mutation) is as safe as for a `Vec`.
 unsafe impl Send for Arena {}
+// SAFETY: as for Send: `&Arena` only reads the bookkeeping fields.
 unsafe impl Sync for Arena {}
 
 impl Arena {
@@ -123,7 +124,8 @@ mod tests {
         for size in [1usize, 7, 8, 9, 100, 5000, 70_000, 3, 1 << 20, 16] {
             let p = a.allocate(size);
             assert_eq!(p.as_ptr() as usize % ALIGN, 0, "size {size}");
-            // Writing the whole span must be fine (Miri checks bounds).
+            // SAFETY: `allocate` hands out `size` writable bytes; writing
+            // all of them checks that (Miri flags out-of-bounds writes).
             unsafe { std::ptr::write_bytes(p.as_ptr(), 0xab, size) };
             spans.push((p.as_ptr() as usize, size));
         }

@@ -21,6 +21,8 @@ pub struct MemtableIter {
 // changed in a way that races with readers (see the skiplist's docs), so
 // using the pointer from another thread is as safe as using the list.
 unsafe impl Send for MemtableIter {}
+// SAFETY: `&MemtableIter` only reads through `cur` (key and value bytes,
+// which readers on any thread may read concurrently with the writer).
 unsafe impl Sync for MemtableIter {}
 
 impl MemtableIter {

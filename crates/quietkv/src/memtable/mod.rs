@@ -440,5 +440,202 @@ mod tests {
                 model.into_iter().map(|(k, v)| (k.0, v)).collect();
             prop_assert_eq!(got, want);
         }
+
+        #[test]
+        fn iterator_moves_match_the_model(
+            entries in prop::collection::vec(
+                (any::<u8>(), any::<bool>(), prop::collection::vec(any::<u8>(), 0..6)),
+                0..40,
+            ),
+            moves in prop::collection::vec((0u8..6, any::<u8>(), any::<u64>()), 1..60),
+        ) {
+            let m = Arc::new(Memtable::new());
+            let mut model: BTreeMap<InternalKey, Vec<u8>> = BTreeMap::new();
+            for (i, (k, put, v)) in entries.iter().enumerate() {
+                let seq = i as u64 + 1;
+                let (kind, v) = if *put {
+                    (ValueKind::Put, v.clone())
+                } else {
+                    (ValueKind::Delete, Vec::new())
+                };
+                m.add(seq, kind, &user_key_of(k % 24), &v).unwrap();
+                model.insert(InternalKey::new(&user_key_of(k % 24), seq, kind), v);
+            }
+            let sorted: Vec<(Vec<u8>, Vec<u8>)> =
+                model.into_iter().map(|(k, v)| (k.0, v)).collect();
+            let lower_bound = |t: &[u8]| {
+                sorted.partition_point(|(k, _)| crate::key::compare_internal(k, t).is_lt())
+            };
+            // The model's position: an index into `sorted`, `None` = not valid.
+            let mut at: Option<usize> = None;
+            let mut it = m.iter();
+            for (op, k, snap) in moves {
+                let target = seek_key(&user_key_of(k % 24), snap % (sorted.len() as u64 + 3));
+                match op {
+                    0 => {
+                        it.seek_to_first().unwrap();
+                        at = (!sorted.is_empty()).then_some(0);
+                    }
+                    1 => {
+                        it.seek_to_last().unwrap();
+                        at = sorted.len().checked_sub(1);
+                    }
+                    2 => {
+                        it.seek(&target).unwrap();
+                        at = Some(lower_bound(&target)).filter(|i| *i < sorted.len());
+                    }
+                    3 => {
+                        it.seek_before(&target).unwrap();
+                        at = lower_bound(&target).checked_sub(1);
+                    }
+                    4 => {
+                        it.next().unwrap();
+                        at = at.map(|i| i + 1).filter(|i| *i < sorted.len());
+                    }
+                    _ => {
+                        it.prev().unwrap();
+                        at = at.and_then(|i| i.checked_sub(1));
+                    }
+                }
+                prop_assert_eq!(it.valid(), at.is_some(), "after move {}", op);
+                if let Some(i) = at {
+                    prop_assert_eq!(it.key(), &sorted[i].0[..]);
+                    prop_assert_eq!(it.value(), &sorted[i].1[..]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn adding_the_same_internal_key_replaces_the_value() {
+        let m = Arc::new(Memtable::new());
+        m.add(7, ValueKind::Put, b"k", b"first").unwrap();
+        m.add(8, ValueKind::Put, b"l", b"other").unwrap();
+        let mut it = m.iter();
+        it.seek_to_first().unwrap();
+        let before = m.approximate_bytes();
+        m.add(7, ValueKind::Put, b"k", b"second, longer").unwrap();
+        assert!(m.approximate_bytes() > before);
+        assert_eq!(m.len(), 2);
+        assert_eq!(
+            m.get(b"k", 7),
+            Some((ValueKind::Put, b"second, longer".to_vec()))
+        );
+        // An iterator already on the entry sees the new value too.
+        assert_eq!(it.value(), b"second, longer");
+        it.next().unwrap();
+        assert_eq!(it.value(), b"other");
+    }
+
+    #[test]
+    fn large_values_and_many_entries_survive_arena_chunk_boundaries() {
+        let m = Arc::new(Memtable::new());
+        let big = vec![0x5a; 300 << 10];
+        let n: u64 = if cfg!(miri) { 300 } else { 20_000 };
+        for i in 0..n {
+            let v: &[u8] = if i % 97 == 0 { &big } else { b"small value" };
+            m.add(i + 1, ValueKind::Put, format!("key{i:08}").as_bytes(), v)
+                .unwrap();
+        }
+        assert_eq!(m.len(), n as usize);
+        let mut it = m.iter();
+        it.seek_to_first().unwrap();
+        for i in 0..n {
+            assert!(it.valid());
+            assert_eq!(
+                it.key(),
+                &make_internal_key(format!("key{i:08}").as_bytes(), i + 1, ValueKind::Put)[..]
+            );
+            assert_eq!(it.value().len(), if i % 97 == 0 { big.len() } else { 11 });
+            it.next().unwrap();
+        }
+        assert!(!it.valid());
+    }
+
+    /// One writer inserts keys in a scrambled order and announces how many
+    /// it has inserted; several readers check, while it runs, that every
+    /// announced key is found and that scans both ways are sorted.
+    #[test]
+    fn stress_one_writer_many_readers_see_sorted_published_keys() {
+        let n: u64 = if cfg!(miri) { 200 } else { 50_000 };
+        // Insert order: a permutation of 0..n (n is not a multiple of 7919).
+        let key_of = move |i: u64| format!("k{:010}", (i * 7919) % n).into_bytes();
+        let m = Arc::new(Memtable::new());
+        let published = Arc::new(AtomicU64::new(0));
+        let readers: Vec<_> = (0..3u64)
+            .map(|r| {
+                let m = Arc::clone(&m);
+                let published = Arc::clone(&published);
+                std::thread::spawn(move || {
+                    let mut rng = 0x1234_5678_9abc_def1u64 ^ r;
+                    loop {
+                        let p = published.load(Ordering::Acquire);
+                        rng ^= rng << 13;
+                        rng ^= rng >> 7;
+                        rng ^= rng << 17;
+                        if p > 0 {
+                            let i = rng % p;
+                            let got = m.get(&key_of(i), MAX_SEQ);
+                            assert_eq!(
+                                got,
+                                Some((ValueKind::Put, (i + 1).to_le_bytes().to_vec())),
+                                "key #{i} of {p}"
+                            );
+                            // A scan from a random point, forward or back,
+                            // sees strictly ordered keys.
+                            let mut it = m.iter();
+                            it.seek(&seek_key(&key_of(i), MAX_SEQ)).unwrap();
+                            assert!(it.valid(), "published key #{i} is found by seek");
+                            let forward = rng & 1 == 0;
+                            let mut last = it.key().to_vec();
+                            for _ in 0..64 {
+                                if forward {
+                                    it.next().unwrap()
+                                } else {
+                                    it.prev().unwrap()
+                                }
+                                if !it.valid() {
+                                    break;
+                                }
+                                let ord = crate::key::compare_internal(&last, it.key());
+                                assert_eq!(
+                                    ord,
+                                    if forward {
+                                        std::cmp::Ordering::Less
+                                    } else {
+                                        std::cmp::Ordering::Greater
+                                    }
+                                );
+                                assert_eq!(it.value().len(), 8);
+                                last = it.key().to_vec();
+                            }
+                        }
+                        if p == n {
+                            // A full scan after the end sees every key once, in order.
+                            let mut it = m.iter();
+                            it.seek_to_first().unwrap();
+                            let mut count = 0;
+                            while it.valid() {
+                                let uk = crate::key::user_key(it.key());
+                                assert_eq!(uk, format!("k{count:010}").as_bytes());
+                                count += 1;
+                                it.next().unwrap();
+                            }
+                            assert_eq!(count, n);
+                            return;
+                        }
+                    }
+                })
+            })
+            .collect();
+        for i in 0..n {
+            m.add(i + 1, ValueKind::Put, &key_of(i), &(i + 1).to_le_bytes())
+                .unwrap();
+            published.store(i + 1, Ordering::Release);
+        }
+        for r in readers {
+            r.join().unwrap();
+        }
+        assert_eq!(m.len(), n as usize);
     }
 }

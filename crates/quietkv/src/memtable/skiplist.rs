@@ -162,30 +162,18 @@ impl SkipList {
     }
 
     /// Walks down from the top, at each level advancing while the next
-    /// node is before `key` (`Less`) or, with `or_equal`, not after it.
-    /// Returns the last position per level (in `prev` if given) and the
-    /// node after it at level 0.
-    fn search(
-        &self,
-        key: SearchKey<'_>,
-        or_equal: bool,
-        mut prev: Option<&mut [Pos; MAX_HEIGHT]>,
-    ) -> (Pos, Pos) {
+    /// node is before `key`. Returns the last position per level (in
+    /// `prev` if given) and, at level 0, that position and the node after
+    /// it: the last node before `key` and the first node not before it.
+    fn search(&self, key: SearchKey<'_>, mut prev: Option<&mut [Pos; MAX_HEIGHT]>) -> (Pos, Pos) {
         let mut pos: Pos = None;
         let mut level = self.height.load(Relaxed) - 1;
         loop {
             // SAFETY: `pos` is the head or a node reached by following this
             // list's links at a level >= `level`, so its height > `level`.
             let next = unsafe { self.next(pos, level) };
-            let advance = match next {
-                // SAFETY: `n` was loaded from this list's links.
-                Some(n) => match unsafe { compare(n, key) } {
-                    Ordering::Less => true,
-                    Ordering::Equal => or_equal,
-                    Ordering::Greater => false,
-                },
-                None => false,
-            };
+            // SAFETY: `n` was loaded from this list's links.
+            let advance = next.is_some_and(|n| unsafe { compare(n, key) }.is_lt());
             if advance {
                 pos = next;
                 continue;
@@ -202,12 +190,12 @@ impl SkipList {
 
     /// The first node whose key is >= `key`.
     pub(super) fn seek(&self, key: SearchKey<'_>) -> Option<NodeRef<'_>> {
-        self.search(key, false, None).1.map(|p| self.node_ref(p))
+        self.search(key, None).1.map(|p| self.node_ref(p))
     }
 
     /// The last node whose key is < `key`.
     pub(super) fn seek_before(&self, key: SearchKey<'_>) -> Option<NodeRef<'_>> {
-        self.search(key, false, None).0.map(|p| self.node_ref(p))
+        self.search(key, None).0.map(|p| self.node_ref(p))
     }
 
     pub(super) fn first(&self) -> Option<NodeRef<'_>> {
@@ -252,7 +240,7 @@ impl SkipList {
         let mut w = self.writer.lock();
         let key = SearchKey::new(user_key, trailer);
         let mut prev: [Pos; MAX_HEIGHT] = [None; MAX_HEIGHT];
-        let (_, at) = self.search(key, false, Some(&mut prev));
+        let (_, at) = self.search(key, Some(&mut prev));
         if let Some(n) = at {
             // SAFETY: `n` was loaded from this list's links.
             if unsafe { compare(n, key) } == Ordering::Equal {
@@ -412,7 +400,7 @@ fn random_height(rng: &mut u64) -> usize {
         *rng ^= *rng << 13;
         *rng ^= *rng >> 7;
         *rng ^= *rng << 17;
-        if *rng % BRANCHING != 0 {
+        if !rng.is_multiple_of(BRANCHING) {
             break;
         }
         height += 1;
