@@ -146,6 +146,10 @@ pub(crate) struct Inner {
     /// `None` when opened read-only.
     pub wal: Mutex<Option<Wal>>,
     pub writers: Mutex<VecDeque<Arc<write::Writer>>>,
+    /// The write leader's group batch (the WAL record it writes), kept
+    /// between groups so a write does not allocate one; only the current
+    /// leader locks it.
+    pub group_batch: Mutex<crate::batch::WriteBatch>,
     pub snapshots: Arc<SnapshotList>,
     /// The newest sequence number readers may see.
     pub visible_seq: AtomicU64,
@@ -246,7 +250,9 @@ impl Db {
 
     /// Sets `key` to `value` (not synced; see [`WriteOptions::sync`](crate::WriteOptions::sync)).
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        let mut b = crate::batch::WriteBatch::new();
+        // Room for the entry's kind byte and two length varints too, so
+        // building the batch is one allocation.
+        let mut b = crate::batch::WriteBatch::with_capacity(key.len() + value.len() + 16);
         b.put(key, value)?;
         self.write(b, crate::options::WriteOptions::default())
     }
