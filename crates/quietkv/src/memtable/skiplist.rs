@@ -293,7 +293,9 @@ impl SkipList {
         }
         for (level, p) in prev.iter().enumerate().take(height) {
             // SAFETY: `p` is the head or a node of this list that the search
-            // stopped at on `level`, so it has that level. Linking bottom-up
+            // stopped at on `level`, so it has that level. The writer lock is
+            // held since the search, so nothing was linked after `p` in the
+            // meantime and the new node keeps the order. Linking bottom-up
             // with Release makes the node's contents visible to any reader
             // that finds it through any level.
             unsafe { self.link(*p, level) }.store(node.as_ptr(), Release);
