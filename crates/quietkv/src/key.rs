@@ -117,11 +117,13 @@ pub fn compare_internal(a: &[u8], b: &[u8]) -> Ordering {
         .then_with(|| trailer(b).cmp(&trailer(a)))
 }
 
-/// An owned internal key whose `Ord` is [`compare_internal`]; usable as a
-/// key in ordered maps (memtable skiplist, test models).
+/// An owned internal key whose `Ord` is [`compare_internal`]; the key of
+/// the ordered-map models tests check the engine against.
+#[cfg(test)]
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct InternalKey(pub Vec<u8>);
 
+#[cfg(test)]
 impl InternalKey {
     pub fn new(user_key: &[u8], seq: SeqNo, kind: ValueKind) -> Self {
         InternalKey(make_internal_key(user_key, seq, kind))
@@ -131,24 +133,26 @@ impl InternalKey {
         &self.0
     }
 
-    #[cfg(test)]
     pub fn user_key(&self) -> &[u8] {
         user_key(&self.0)
     }
 }
 
+#[cfg(test)]
 impl Ord for InternalKey {
     fn cmp(&self, other: &Self) -> Ordering {
         compare_internal(&self.0, &other.0)
     }
 }
 
+#[cfg(test)]
 impl PartialOrd for InternalKey {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
 
+#[cfg(test)]
 impl std::fmt::Debug for InternalKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match parse_internal_key(&self.0) {

@@ -149,6 +149,10 @@ pub(crate) struct Inner {
     /// `None` when opened read-only.
     pub wal: Mutex<Option<Wal>>,
     pub writers: Mutex<VecDeque<Arc<write::Writer>>>,
+    /// The write leader's group batch (the WAL record it writes), kept
+    /// between groups so a write does not allocate one; only the current
+    /// leader locks it.
+    pub group_batch: Mutex<crate::batch::WriteBatch>,
     pub snapshots: Arc<SnapshotList>,
     /// The newest sequence number readers may see.
     pub visible_seq: AtomicU64,
@@ -274,7 +278,10 @@ impl Db {
     /// be written; the error that stopped background work (a failed flush
     /// or compaction, for instance a full disk) on every write after it.
     pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
-        let mut b = crate::batch::WriteBatch::new();
+        let (key, value) = (key.as_ref(), value.as_ref());
+        // Room for the entry's kind byte and two length varints too, so
+        // building the batch is one allocation.
+        let mut b = crate::batch::WriteBatch::with_capacity(key.len() + value.len() + 16);
         b.put(key, value)?;
         self.write(b, crate::options::WriteOptions::default())
     }

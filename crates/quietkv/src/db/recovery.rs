@@ -444,6 +444,7 @@ fn build_inner(
         super_version: Arc::new(RwLock::new(Arc::new(sv))),
         wal: Mutex::new(wal),
         writers: Mutex::new(VecDeque::new()),
+        group_batch: Mutex::new(WriteBatch::new()),
         snapshots: Arc::new(SnapshotList::default()),
         visible_seq: AtomicU64::new(last_seq),
         shutting_down: AtomicBool::new(false),

@@ -106,7 +106,7 @@ fn lead(inner: &Arc<Inner>, me: &Arc<Writer>) -> Result<usize> {
     // follower that wants a sync cannot join a group that will not sync,
     // unless the leader syncs anyway.
     let policy = inner.opts.wal_sync;
-    let (group, mut merged) = {
+    let group = {
         let queue = inner.writers.lock();
         let mut group: Vec<Arc<Writer>> = Vec::new();
         let mut bytes = 0;
@@ -122,17 +122,31 @@ fn lead(inner: &Arc<Inner>, me: &Arc<Writer>) -> Result<usize> {
             bytes += w.batch.approximate_size();
             group.push(w.clone());
         }
-        let merged = if group.len() == 1 {
-            me.batch.clone()
-        } else {
-            let mut m = WriteBatch::with_capacity(bytes);
-            for w in &group {
-                m.append(&w.batch)?;
-            }
-            m
-        };
-        (group, merged)
+        group
     };
+    let mut merged = inner.group_batch.lock();
+    merged.clear();
+    for w in &group {
+        merged.append(&w.batch)?;
+    }
+    let result = write_group(inner, &mem, &mut merged, &group);
+    if merged.approximate_size() > MAX_GROUP_BYTES {
+        // One huge batch should not keep its buffer for the life of the
+        // database.
+        *merged = WriteBatch::new();
+    }
+    result
+}
+
+/// Writes the group's merged batch to the WAL and the memtable and
+/// publishes its sequence numbers; returns how many writers it served.
+fn write_group(
+    inner: &Arc<Inner>,
+    mem: &Memtable,
+    merged: &mut WriteBatch,
+    group: &[Arc<Writer>],
+) -> Result<usize> {
+    let policy = inner.opts.wal_sync;
     let sync = policy.syncs_every_write() || group.iter().any(|w| w.sync);
     let first_seq = inner.visible_seq.load(Ordering::Acquire) + 1;
     merged.set_sequence(first_seq);
@@ -156,7 +170,7 @@ fn lead(inner: &Arc<Inner>, me: &Arc<Writer>) -> Result<usize> {
         inner.set_bg_error(&mut st, &e);
         return Err(e);
     }
-    mem.insert_batch(&merged)?;
+    mem.insert_batch(merged)?;
     let last = first_seq + merged.len() as u64 - 1;
     inner.visible_seq.store(last, Ordering::Release);
     inner.counters.record_write(

@@ -1,30 +1,28 @@
-//! The in-memory write buffer: a concurrent skiplist ordered by internal key.
+//! The in-memory write buffer: a skiplist ordered by internal key whose
+//! nodes, keys and values live in one arena, freed in one piece when the
+//! memtable is dropped.
 //!
 //! Writers must be serialized by the caller (one `insert_batch`/`add` at a
-//! time); any number of readers (`get`, iterators) may run concurrently with
-//! the writer. Entries of a batch become visible one by one, so callers make
-//! a batch atomic by publishing its sequence numbers to readers only after
-//! `insert_batch` returns and reading at a snapshot no newer than that.
+//! time; a second concurrent writer would wait on an internal lock, never
+//! corrupt anything); any number of readers (`get`, iterators) may run
+//! concurrently with the writer, without locks. Entries of a batch become
+//! visible one by one, so callers make a batch atomic by publishing its
+//! sequence numbers to readers only after `insert_batch` returns and
+//! reading at a snapshot no newer than that.
 
-use std::ops::Bound;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-
-use crossbeam_skiplist::map::Entry;
-use crossbeam_skiplist::SkipMap;
+mod arena;
+mod iter;
+mod skiplist;
 
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
-use crate::iter::InternalIterator;
-use crate::key::{parse_internal_key, seek_key, InternalKey, SeqNo, ValueKind, MAX_SEQ};
+use crate::key::{pack_trailer, SeqNo, ValueKind, MAX_SEQ};
 
-/// Per-entry bookkeeping counted by `approximate_bytes` on top of key and
-/// value bytes: skiplist node, tower and the two heap allocations.
-const ENTRY_OVERHEAD: usize = 64;
+pub use iter::MemtableIter;
+use skiplist::{SearchKey, SkipList};
 
 pub struct Memtable {
-    map: SkipMap<InternalKey, Vec<u8>>,
-    bytes: AtomicUsize,
+    list: SkipList,
 }
 
 impl Default for Memtable {
@@ -45,8 +43,7 @@ impl std::fmt::Debug for Memtable {
 impl Memtable {
     pub fn new() -> Self {
         Memtable {
-            map: SkipMap::new(),
-            bytes: AtomicUsize::new(0),
+            list: SkipList::new(),
         }
     }
 
@@ -59,7 +56,7 @@ impl Memtable {
                 "sequence number {seq} exceeds the largest ({MAX_SEQ})"
             )));
         }
-        self.insert(seq, kind, user_key, value);
+        self.list.insert(user_key, pack_trailer(seq, kind), value);
         Ok(())
     }
 
@@ -82,48 +79,43 @@ impl Memtable {
             }
         }
         for (i, e) in batch.iter().enumerate() {
-            self.insert(first + i as u64, e.kind, e.key, e.value);
+            self.list
+                .insert(e.key, pack_trailer(first + i as u64, e.kind), e.value);
         }
         Ok(())
-    }
-
-    fn insert(&self, seq: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) {
-        let key = InternalKey::new(user_key, seq, kind);
-        let charge = key.as_bytes().len() + value.len() + ENTRY_OVERHEAD;
-        self.map.insert(key, value.to_vec());
-        self.bytes.fetch_add(charge, Ordering::Relaxed);
     }
 
     /// The newest entry for `user_key` with sequence number <= `snapshot`:
     /// `(Put, value)`, `(Delete, empty)`, or `None` if the memtable has no
     /// visible entry for the key.
     pub fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<(ValueKind, Vec<u8>)> {
-        let target = InternalKey(seek_key(user_key, snapshot.min(MAX_SEQ)));
-        let entry = self.map.lower_bound(Bound::Included(&target))?;
-        let parsed = parse_internal_key(entry.key().as_bytes()).ok()?;
+        let trailer = pack_trailer(snapshot.min(MAX_SEQ), ValueKind::MAX);
+        let node = self.list.seek(SearchKey::new(user_key, trailer))?;
+        let parsed = crate::key::parse_internal_key(node.key()).ok()?;
         if parsed.user_key != user_key {
             return None;
         }
         let value = match parsed.kind {
-            ValueKind::Put => entry.value().clone(),
+            ValueKind::Put => node.value().to_vec(),
             ValueKind::Delete => Vec::new(),
         };
         Some((parsed.kind, value))
     }
 
-    /// Approximate memory used by the entries (keys, values and per-entry
-    /// overhead); grows monotonically.
+    /// Memory used by the entries: the arena bytes taken by their keys,
+    /// values and skiplist nodes (not the unused rest of the current
+    /// arena chunk); grows monotonically.
     pub fn approximate_bytes(&self) -> usize {
-        self.bytes.load(Ordering::Relaxed)
+        self.list.used_bytes()
     }
 
     /// Number of entries (every version of every key counts).
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.list.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.len() == 0
     }
 
     /// An iterator over all entries in internal-key order. It keeps the
@@ -131,95 +123,8 @@ impl Memtable {
     /// flush or a long scan runs after the memtable was rotated out). It
     /// starts unpositioned: call `seek_to_first` or `seek`. Entries inserted
     /// after it was created may or may not be seen.
-    pub fn iter(self: &Arc<Self>) -> MemtableIter {
-        MemtableIter {
-            cur: None,
-            mem: Arc::clone(self),
-        }
-    }
-}
-
-type MapEntry = Entry<'static, InternalKey, Vec<u8>>;
-
-/// An [`InternalIterator`] over a [`Memtable`]; values are the stored value
-/// bytes (empty for deletes).
-pub struct MemtableIter {
-    // Field order matters: `cur` borrows from the map owned by `mem` and
-    // must be dropped first (fields drop in declaration order).
-    cur: Option<MapEntry>,
-    mem: Arc<Memtable>,
-}
-
-impl MemtableIter {
-    fn set(&mut self, entry: Option<Entry<'_, InternalKey, Vec<u8>>>) {
-        // SAFETY: the entry borrows `self.mem.map`, which lives on the heap
-        // inside the `Arc` this iterator holds and therefore neither moves
-        // nor is freed while `self.cur` exists: `cur` is dropped before
-        // `mem` (declaration order) and is never handed out; `key`/`value`
-        // return borrows tied to `&self`. Only the lifetime parameter
-        // changes, so the layout is identical. The map never removes
-        // entries, and an `Entry` would keep its node alive even if it did.
-        self.cur = entry.map(|e| unsafe { std::mem::transmute::<Entry<'_, _, _>, MapEntry>(e) });
-    }
-
-    fn entry(&self) -> &MapEntry {
-        self.cur
-            .as_ref()
-            .expect("MemtableIter::key/value called while not valid")
-    }
-}
-
-impl InternalIterator for MemtableIter {
-    fn valid(&self) -> bool {
-        self.cur.is_some()
-    }
-
-    fn seek_to_first(&mut self) -> Result<()> {
-        self.cur = None;
-        let mem = Arc::clone(&self.mem);
-        self.set(mem.map.front());
-        Ok(())
-    }
-
-    fn seek_to_last(&mut self) -> Result<()> {
-        self.cur = None;
-        let mem = Arc::clone(&self.mem);
-        self.set(mem.map.back());
-        Ok(())
-    }
-
-    fn prev(&mut self) -> Result<()> {
-        if let Some(e) = &mut self.cur {
-            if !e.move_prev() {
-                self.cur = None;
-            }
-        }
-        Ok(())
-    }
-
-    fn seek(&mut self, target: &[u8]) -> Result<()> {
-        self.cur = None;
-        let mem = Arc::clone(&self.mem);
-        let target = InternalKey(target.to_vec());
-        self.set(mem.map.lower_bound(Bound::Included(&target)));
-        Ok(())
-    }
-
-    fn next(&mut self) -> Result<()> {
-        if let Some(e) = &mut self.cur {
-            if !e.move_next() {
-                self.cur = None;
-            }
-        }
-        Ok(())
-    }
-
-    fn key(&self) -> &[u8] {
-        self.entry().key().as_bytes()
-    }
-
-    fn value(&self) -> &[u8] {
-        self.entry().value()
+    pub fn iter(self: &std::sync::Arc<Self>) -> MemtableIter {
+        MemtableIter::new(std::sync::Arc::clone(self))
     }
 }
 
@@ -230,9 +135,13 @@ mod tests {
 
     use proptest::prelude::*;
 
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+
     use super::*;
     use crate::error::ErrorKind;
-    use crate::key::make_internal_key;
+    use crate::iter::InternalIterator;
+    use crate::key::{make_internal_key, parse_internal_key, seek_key, InternalKey};
 
     fn assert_send_sync<T: Send + Sync>() {}
 
@@ -531,5 +440,202 @@ mod tests {
                 model.into_iter().map(|(k, v)| (k.0, v)).collect();
             prop_assert_eq!(got, want);
         }
+
+        #[test]
+        fn iterator_moves_match_the_model(
+            entries in prop::collection::vec(
+                (any::<u8>(), any::<bool>(), prop::collection::vec(any::<u8>(), 0..6)),
+                0..40,
+            ),
+            moves in prop::collection::vec((0u8..6, any::<u8>(), any::<u64>()), 1..60),
+        ) {
+            let m = Arc::new(Memtable::new());
+            let mut model: BTreeMap<InternalKey, Vec<u8>> = BTreeMap::new();
+            for (i, (k, put, v)) in entries.iter().enumerate() {
+                let seq = i as u64 + 1;
+                let (kind, v) = if *put {
+                    (ValueKind::Put, v.clone())
+                } else {
+                    (ValueKind::Delete, Vec::new())
+                };
+                m.add(seq, kind, &user_key_of(k % 24), &v).unwrap();
+                model.insert(InternalKey::new(&user_key_of(k % 24), seq, kind), v);
+            }
+            let sorted: Vec<(Vec<u8>, Vec<u8>)> =
+                model.into_iter().map(|(k, v)| (k.0, v)).collect();
+            let lower_bound = |t: &[u8]| {
+                sorted.partition_point(|(k, _)| crate::key::compare_internal(k, t).is_lt())
+            };
+            // The model's position: an index into `sorted`, `None` = not valid.
+            let mut at: Option<usize> = None;
+            let mut it = m.iter();
+            for (op, k, snap) in moves {
+                let target = seek_key(&user_key_of(k % 24), snap % (sorted.len() as u64 + 3));
+                match op {
+                    0 => {
+                        it.seek_to_first().unwrap();
+                        at = (!sorted.is_empty()).then_some(0);
+                    }
+                    1 => {
+                        it.seek_to_last().unwrap();
+                        at = sorted.len().checked_sub(1);
+                    }
+                    2 => {
+                        it.seek(&target).unwrap();
+                        at = Some(lower_bound(&target)).filter(|i| *i < sorted.len());
+                    }
+                    3 => {
+                        it.seek_before(&target).unwrap();
+                        at = lower_bound(&target).checked_sub(1);
+                    }
+                    4 => {
+                        it.next().unwrap();
+                        at = at.map(|i| i + 1).filter(|i| *i < sorted.len());
+                    }
+                    _ => {
+                        it.prev().unwrap();
+                        at = at.and_then(|i| i.checked_sub(1));
+                    }
+                }
+                prop_assert_eq!(it.valid(), at.is_some(), "after move {}", op);
+                if let Some(i) = at {
+                    prop_assert_eq!(it.key(), &sorted[i].0[..]);
+                    prop_assert_eq!(it.value(), &sorted[i].1[..]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn adding_the_same_internal_key_replaces_the_value() {
+        let m = Arc::new(Memtable::new());
+        m.add(7, ValueKind::Put, b"k", b"first").unwrap();
+        m.add(8, ValueKind::Put, b"l", b"other").unwrap();
+        let mut it = m.iter();
+        it.seek_to_first().unwrap();
+        let before = m.approximate_bytes();
+        m.add(7, ValueKind::Put, b"k", b"second, longer").unwrap();
+        assert!(m.approximate_bytes() > before);
+        assert_eq!(m.len(), 2);
+        assert_eq!(
+            m.get(b"k", 7),
+            Some((ValueKind::Put, b"second, longer".to_vec()))
+        );
+        // An iterator already on the entry sees the new value too.
+        assert_eq!(it.value(), b"second, longer");
+        it.next().unwrap();
+        assert_eq!(it.value(), b"other");
+    }
+
+    #[test]
+    fn large_values_and_many_entries_survive_arena_chunk_boundaries() {
+        let m = Arc::new(Memtable::new());
+        let big = vec![0x5a; 300 << 10];
+        let n: u64 = if cfg!(miri) { 300 } else { 20_000 };
+        for i in 0..n {
+            let v: &[u8] = if i % 97 == 0 { &big } else { b"small value" };
+            m.add(i + 1, ValueKind::Put, format!("key{i:08}").as_bytes(), v)
+                .unwrap();
+        }
+        assert_eq!(m.len(), n as usize);
+        let mut it = m.iter();
+        it.seek_to_first().unwrap();
+        for i in 0..n {
+            assert!(it.valid());
+            assert_eq!(
+                it.key(),
+                &make_internal_key(format!("key{i:08}").as_bytes(), i + 1, ValueKind::Put)[..]
+            );
+            assert_eq!(it.value().len(), if i % 97 == 0 { big.len() } else { 11 });
+            it.next().unwrap();
+        }
+        assert!(!it.valid());
+    }
+
+    /// One writer inserts keys in a scrambled order and announces how many
+    /// it has inserted; several readers check, while it runs, that every
+    /// announced key is found and that scans both ways are sorted.
+    #[test]
+    fn stress_one_writer_many_readers_see_sorted_published_keys() {
+        let n: u64 = if cfg!(miri) { 200 } else { 50_000 };
+        // Insert order: a permutation of 0..n (n is not a multiple of 7919).
+        let key_of = move |i: u64| format!("k{:010}", (i * 7919) % n).into_bytes();
+        let m = Arc::new(Memtable::new());
+        let published = Arc::new(AtomicU64::new(0));
+        let readers: Vec<_> = (0..3u64)
+            .map(|r| {
+                let m = Arc::clone(&m);
+                let published = Arc::clone(&published);
+                std::thread::spawn(move || {
+                    let mut rng = 0x1234_5678_9abc_def1u64 ^ r;
+                    loop {
+                        let p = published.load(Ordering::Acquire);
+                        rng ^= rng << 13;
+                        rng ^= rng >> 7;
+                        rng ^= rng << 17;
+                        if p > 0 {
+                            let i = rng % p;
+                            let got = m.get(&key_of(i), MAX_SEQ);
+                            assert_eq!(
+                                got,
+                                Some((ValueKind::Put, (i + 1).to_le_bytes().to_vec())),
+                                "key #{i} of {p}"
+                            );
+                            // A scan from a random point, forward or back,
+                            // sees strictly ordered keys.
+                            let mut it = m.iter();
+                            it.seek(&seek_key(&key_of(i), MAX_SEQ)).unwrap();
+                            assert!(it.valid(), "published key #{i} is found by seek");
+                            let forward = rng & 1 == 0;
+                            let mut last = it.key().to_vec();
+                            for _ in 0..64 {
+                                if forward {
+                                    it.next().unwrap()
+                                } else {
+                                    it.prev().unwrap()
+                                }
+                                if !it.valid() {
+                                    break;
+                                }
+                                let ord = crate::key::compare_internal(&last, it.key());
+                                assert_eq!(
+                                    ord,
+                                    if forward {
+                                        std::cmp::Ordering::Less
+                                    } else {
+                                        std::cmp::Ordering::Greater
+                                    }
+                                );
+                                assert_eq!(it.value().len(), 8);
+                                last = it.key().to_vec();
+                            }
+                        }
+                        if p == n {
+                            // A full scan after the end sees every key once, in order.
+                            let mut it = m.iter();
+                            it.seek_to_first().unwrap();
+                            let mut count = 0;
+                            while it.valid() {
+                                let uk = crate::key::user_key(it.key());
+                                assert_eq!(uk, format!("k{count:010}").as_bytes());
+                                count += 1;
+                                it.next().unwrap();
+                            }
+                            assert_eq!(count, n);
+                            return;
+                        }
+                    }
+                })
+            })
+            .collect();
+        for i in 0..n {
+            m.add(i + 1, ValueKind::Put, &key_of(i), &(i + 1).to_le_bytes())
+                .unwrap();
+            published.store(i + 1, Ordering::Release);
+        }
+        for r in readers {
+            r.join().unwrap();
+        }
+        assert_eq!(m.len(), n as usize);
     }
 }
