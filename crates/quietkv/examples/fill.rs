@@ -61,7 +61,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             k /= 10;
         }
         let off = (rng.next() % (pool.len() as u64 - 100)) as usize;
-        db.put(&key, &pool[off..off + 100])?;
+        db.put(key, &pool[off..off + 100])?;
     }
     let secs = t0.elapsed().as_secs_f64();
     let cpu = cpu_seconds() - cpu0;
