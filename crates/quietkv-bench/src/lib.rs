@@ -35,7 +35,7 @@
 //!   in (interleaved, rotated each round, rerun when disturbed).
 //! - [`args`]: the options of `quietkv bench` ([`BenchArgs`]).
 //! - [`experiments`]: one folder per experiment (E0, E1-E3, E4, E5,
-//!   throughput) and the registry that maps an id to its parent side and
+//!   throughput, standard) and the registry that maps an id to its parent side and
 //!   its worker function; [`run`] and [`worker_main`] are there.
 //!
 //! Adding an engine: implement [`engines::BenchEngine`] and its

@@ -116,6 +116,21 @@ impl Batch {
     }
 }
 
+/// What a full scan read: entries, and bytes of their keys and values.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScanCount {
+    pub entries: u64,
+    pub bytes: u64,
+}
+
+impl ScanCount {
+    /// Counts one entry of a `key` and a `value`.
+    pub fn add(&mut self, key: &[u8], value: &[u8]) {
+        self.entries += 1;
+        self.bytes += (key.len() + value.len()) as u64;
+    }
+}
+
 /// An engine under test.
 pub trait BenchEngine: Sized + Send + Sync {
     type Config: EngineConfig;
@@ -135,6 +150,13 @@ pub trait BenchEngine: Sized + Send + Sync {
     fn put(&self, key: &[u8], value: &[u8]) -> Result<(), String>;
     /// Writes every entry of `batch` atomically (fills, paced writers).
     fn put_batch(&self, batch: &Batch) -> Result<(), String>;
+    /// Seeks to the first key at or after `from` and reads up to `n`
+    /// entries from there in key order (db_bench's `seekrandom`, YCSB's
+    /// scans); returns how many it read (fewer at the end of the keys).
+    fn seek_scan(&self, from: &[u8], n: usize) -> Result<usize, String>;
+    /// Reads every entry, in key order or (with `reverse`) from the last
+    /// key backwards (db_bench's `readseq` and `readreverse`).
+    fn scan_all(&self, reverse: bool) -> Result<ScanCount, String>;
     /// Writes the memtable out to a table.
     fn flush(&self) -> Result<(), String>;
     /// Rewrites the whole database into its bottom level; returns when done.
