@@ -121,7 +121,7 @@ impl Latencies {
 
     /// The `q` quantile in microseconds; `None` with no operation.
     pub fn quantile_us(&self, q: f64) -> Option<f64> {
-        (self.0.len() > 0).then(|| self.0.value_at_quantile(q) as f64 / 1000.0)
+        (!self.0.is_empty()).then(|| self.0.value_at_quantile(q) as f64 / 1000.0)
     }
 }
 

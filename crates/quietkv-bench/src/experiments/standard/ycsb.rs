@@ -100,7 +100,7 @@ pub fn run<E: BenchEngine>(db: &E, w: Workload, st: &mut YcsbState) -> Result<Ph
         Distribution::Zipfian => Chooser::Zipfian(ScrambledZipfian::new(st.records)),
         Distribution::Latest => Chooser::Latest(Latest::new(st.records)),
     };
-    let mut rng = Rng::new(st.seed ^ (w as u64 + 1) * 0x51);
+    let mut rng = Rng::new(st.seed ^ ((w as u64 + 1) * 0x51));
     let mut value = vec![0u8; RECORD_BYTES];
     let mut lat = Latencies::new();
     let mut ops = 0u64;
