@@ -177,6 +177,52 @@ pub trait BenchEngine: Sized + Send + Sync {
     fn counters(&self) -> Counters;
     fn close(self) -> Result<(), String>;
 }
+/// Checks an engine's scans against a `BTreeMap` holding the same
+/// writes: seeded random puts and overwrites over a flush (so that the
+/// memtable and tables both hold keys), then `seek_scan` from present,
+/// absent and out-of-range keys and both full scans.
+#[cfg(test)]
+pub(crate) fn check_scans_against_a_model<E: BenchEngine>(config: &E::Config) {
+    use std::collections::BTreeMap;
+    let dir = tempfile::tempdir().unwrap();
+    let db = E::open(dir.path(), config, &Tuning::engine_defaults()).unwrap();
+    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for round in 0..2 {
+        for _ in 0..400 {
+            let k = format!("k{:05}", next() % 1000).into_bytes();
+            let v = format!("v{round}-{}", next() % 97).into_bytes();
+            db.put(&k, &v).unwrap();
+            model.insert(k, v);
+        }
+        if round == 0 {
+            db.flush().unwrap();
+        }
+    }
+    for _ in 0..200 {
+        let from = format!("k{:05}", next() % 1100).into_bytes();
+        let n = (next() % 15) as usize;
+        let want = model.range(from.clone()..).take(n).count();
+        assert_eq!(db.seek_scan(&from, n).unwrap(), want, "from {from:?}, {n}");
+    }
+    assert_eq!(db.seek_scan(b"a", 5).unwrap(), 5.min(model.len()));
+    assert_eq!(db.seek_scan(b"z", 5).unwrap(), 0);
+    let bytes: u64 = model.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
+    let want = ScanCount {
+        entries: model.len() as u64,
+        bytes,
+    };
+    assert_eq!(db.scan_all(false).unwrap(), want);
+    assert_eq!(db.scan_all(true).unwrap(), want);
+    db.close().unwrap();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

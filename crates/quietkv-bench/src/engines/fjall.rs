@@ -382,6 +382,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn scans_read_what_a_model_holds() {
+        crate::engines::bench_engine::check_scans_against_a_model::<FjallEngine>(
+            &FjallConfig::parse("buffered").unwrap(),
+        );
+    }
+
+    #[test]
     fn fjall_runs_buffered_only() {
         let c = FjallConfig::parse(" Buffered ").unwrap();
         assert_eq!(c.name, "buffered");

@@ -907,6 +907,13 @@ mod tests {
     }
 
     #[test]
+    fn scans_read_what_a_model_holds() {
+        crate::engines::bench_engine::check_scans_against_a_model::<QuietkvEngine>(
+            &QuietkvConfig::parse("auto").unwrap(),
+        );
+    }
+
+    #[test]
     fn an_mmap_wal_leaves_the_manifest_buffered() {
         let c = QuietkvConfig::wal("e4", AccessMode::Mmap, "group", "none").unwrap();
         assert_eq!(c.access(IoClass::WalWrite), AccessMode::Mmap);
