@@ -134,7 +134,8 @@ fn check(md: &str, j: &serde_json::Value, modes: &[&str]) {
                 if name == "readwhilewriting" {
                     pos("side_writes");
                 }
-                assert!(f["peak_rss_mib"]["median"].is_number(), "{name} {m}: {f}");
+                pos("peak_rss_mib");
+                assert!(f["rss_growth_mib"]["median"].is_number(), "{name} {m}: {f}");
             }
         }
     }

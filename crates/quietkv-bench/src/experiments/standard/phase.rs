@@ -33,7 +33,12 @@ pub struct Phase {
     /// The database's bytes on disk over its live user bytes, after a
     /// fill and its catch-up.
     pub space_amp: Option<f64>,
+    /// Peak resident set size of the process during the workload (`VmHWM`
+    /// reset at its start).
     pub peak_rss_bytes: Option<u64>,
+    /// That peak less the resident set size at the workload's start: the
+    /// memory the workload added.
+    pub rss_growth_bytes: Option<u64>,
     /// Reads done alongside a writer (readwhilewriting: the writes; the
     /// figures above are the reads').
     pub side_writes: Option<u64>,
@@ -77,6 +82,10 @@ impl Phase {
                 .map(|d| d as f64 / user_write_bytes as f64),
             space_amp: None,
             peak_rss_bytes: cost.peak_rss_bytes,
+            rss_growth_bytes: match (cost.peak_rss_bytes, cost.start_rss_bytes) {
+                (Some(p), Some(s)) => Some(p.saturating_sub(s)),
+                _ => None,
+            },
             side_writes: None,
         }
     }
@@ -94,12 +103,14 @@ mod tests {
             seconds: 3.0,
             cpu_seconds: Some(2.0),
             device_write_bytes: Some(3000),
-            peak_rss_bytes: Some(1 << 20),
+            peak_rss_bytes: Some(3 << 20),
+            start_rss_bytes: Some(1 << 20),
         };
         let p = Phase::new("overwrite", 1000, 2.0, Some(&l), &cost, 1000);
         assert_eq!(p.ops_s, 500.0);
         assert_eq!(p.cpu_us_per_op, Some(2000.0));
         assert_eq!(p.write_amp, Some(3.0));
+        assert_eq!(p.rss_growth_bytes, Some(2 << 20));
         assert!(p.p99_us.unwrap() >= 9.9);
         // A read phase has no write amplification, a scan no latency.
         let r = Phase::new("readseq", 1000, 1.0, None, &cost, 0);

@@ -19,7 +19,7 @@ struct Figure {
     decimals: usize,
 }
 
-const FIGURES: [Figure; 9] = [
+const FIGURES: [Figure; 10] = [
     Figure {
         label: "ops/s",
         key: "ops_s",
@@ -66,6 +66,12 @@ const FIGURES: [Figure; 9] = [
         label: "peak RSS MiB (VmHWM since the workload began)",
         key: "peak_rss_mib",
         get: |p| p.peak_rss_bytes.map(|b| b as f64 / (1 << 20) as f64),
+        decimals: 0,
+    },
+    Figure {
+        label: "memory added MiB (that peak less the RSS at its start)",
+        key: "rss_growth_mib",
+        get: |p| p.rss_growth_bytes.map(|b| b as f64 / (1 << 20) as f64),
         decimals: 0,
     },
     Figure {
@@ -221,6 +227,7 @@ mod tests {
             cpu_seconds: Some(1.0),
             device_write_bytes: Some(2000),
             peak_rss_bytes: Some(100 << 20),
+            start_rss_bytes: Some(60 << 20),
         };
         let mut fill = Phase::new("fillrandom", ops_s as u64, 1.0, None, &cost, 1000);
         fill.space_amp = Some(1.1);
@@ -271,6 +278,10 @@ mod tests {
         assert_eq!(j[0]["workload"], "fillrandom");
         assert_eq!(j[0]["figures"]["quietkv:auto"]["ops_s"]["median"], 400.0);
         assert_eq!(j[0]["figures"]["rocksdb:buffered"]["space_amp"]["n"], 3);
+        assert_eq!(
+            j[0]["figures"]["rocksdb:buffered"]["rss_growth_mib"]["median"],
+            40.0
+        );
         // One engine: no ratio columns.
         assert!(ratio_pairs(&["auto".to_string()]).is_empty());
     }
