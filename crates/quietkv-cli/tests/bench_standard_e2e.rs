@@ -42,24 +42,27 @@ const WRITERS: [&str; 9] = [
     "ycsb-e",
 ];
 
-fn tiny_standard(engines: &str, dir: &Path, out: &Path) -> (String, serde_json::Value) {
-    let (_, pid) = common::run_bench(
-        &[
-            "--experiment",
-            "standard",
-            "--engines",
-            engines,
-            "--keys",
-            "3000",
-            "--value-size",
-            "100,400",
-            "--duration",
-            "0.2",
-        ],
-        dir,
-        out,
-    );
-    // In the bench's own process: no cgroup made, none left.
+fn tiny_standard(
+    engines: &str,
+    extra: &[&str],
+    dir: &Path,
+    out: &Path,
+) -> (String, serde_json::Value) {
+    let mut args = vec![
+        "--experiment",
+        "standard",
+        "--engines",
+        engines,
+        "--keys",
+        "3000",
+        "--value-size",
+        "100,400",
+        "--duration",
+        "0.2",
+    ];
+    args.extend_from_slice(extra);
+    let (_, pid) = common::run_bench(&args, dir, out);
+    // The memory cgroups of the runs are gone.
     common::assert_no_cgroups_left(pid);
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     let j: serde_json::Value =
@@ -149,8 +152,11 @@ fn standard_tiny_run_reports_every_workload_for_quietkv() {
     let dir = tmp.path().join("scratch");
     std::fs::create_dir_all(&dir).unwrap();
     let out = tmp.path().join("out");
-    let (md, j) = tiny_standard("quietkv", &dir, &out);
+    // In a memory cgroup, as the full scale runs.
+    let (md, j) = tiny_standard("quietkv", &["--memory-limit", "256"], &dir, &out);
     check(&md, &j, &["auto"]);
+    assert!(md.contains("each run in a 256 MiB memory cgroup"), "{md}");
+    assert_eq!(j["sections"][0]["memory_limit_bytes"], 256u64 << 20);
     // One engine: no ratio columns.
     assert!(md.contains("| figure | auto |\n"), "{md}");
     let left: Vec<_> = std::fs::read_dir(&dir)
@@ -168,7 +174,8 @@ fn standard_tiny_run_compares_quietkv_with_fjall() {
     let dir = tmp.path().join("scratch");
     std::fs::create_dir_all(&dir).unwrap();
     let out = tmp.path().join("out");
-    let (md, j) = tiny_standard("quietkv,fjall", &dir, &out);
+    let (md, j) = tiny_standard("quietkv,fjall", &[], &dir, &out);
+    assert!(md.contains("no memory limit"), "{md}");
     check(&md, &j, &["quietkv:auto", "fjall:buffered"]);
     assert!(
         md.contains("| figure | quietkv:auto | fjall:buffered | quietkv:auto / fjall:buffered |"),

@@ -12,6 +12,7 @@ use super::dbbench::{self, Shape};
 use super::keygen::Workload;
 use super::phase::Phase;
 use super::ycsb::{self, YcsbState};
+use crate::cgroup::MemoryCgroup;
 use crate::engines::{BenchEngine, Tuning};
 
 /// db_bench's memtable (`--write_buffer_size`), every engine's.
@@ -28,6 +29,9 @@ pub struct Params {
     pub phase_seconds: f64,
     /// YCSB records (0: no YCSB workloads).
     pub ycsb_records: u64,
+    /// The memory cgroup limit this process runs each run in (page cache
+    /// and its own memory together); `None` runs it unlimited.
+    pub memory_limit_bytes: Option<u64>,
     pub dir: PathBuf,
 }
 
@@ -92,6 +96,16 @@ pub fn run_one<E: BenchEngine>(
         seed,
     };
     let tag = |what: &str| progress(&format!("{mode} #{repeat}: {what}"));
+    // The whole process in a memory cgroup for the run: the page cache it
+    // gets is the limit less its own memory. Left (and removed) on drop.
+    let _cgroup = match p.memory_limit_bytes {
+        Some(limit) => {
+            let mut cg = MemoryCgroup::create(limit)?;
+            cg.add_pid(std::process::id())?;
+            Some(cg)
+        }
+        None => None,
+    };
     let mut phases = Vec::new();
 
     tag(&format!("fillseq {} keys", p.keys));
@@ -169,6 +183,7 @@ mod tests {
             value_size: 100,
             phase_seconds: 0.05,
             ycsb_records: 500,
+            memory_limit_bytes: None,
             dir: dir.path().to_path_buf(),
         };
         let c = QuietkvConfig::parse("auto").unwrap();

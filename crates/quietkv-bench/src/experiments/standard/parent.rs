@@ -7,6 +7,7 @@ use super::tables::{section_json, section_markdown};
 use super::ycsb::RECORD_BYTES;
 use crate::args::BenchArgs;
 use crate::campaign::{self, Eta, Filed};
+use crate::cgroup::cgroups_usable;
 use crate::engines::BenchEngine;
 use crate::engines::{built_engines, dispatch, engines_text, EngineMode, QuietkvEngine};
 use crate::experiments::modes::{describe_modes, engine_modes, report_names};
@@ -21,20 +22,27 @@ pub struct Scale {
     /// of a value size is this over (key + value).
     pub user_bytes: u64,
     pub phase_seconds: f64,
+    /// The memory cgroup each run is in, MiB (0: none).
+    pub memory_limit_mib: u64,
 }
 
 impl Scale {
     /// quick: 1,000,000 keys of 100-byte values (116 MB), 4 s per read
-    /// phase; full: 16,000,000 (1.9 GB), 30 s per read phase.
+    /// phase, no memory limit (the database fits in the page cache);
+    /// full: 16,000,000 (1.9 GB), 30 s per read phase, each run in a
+    /// 512 MiB memory cgroup (the database several times the page cache
+    /// left beside the process's own memory).
     pub fn parse(name: &str) -> Result<Scale, String> {
         match name {
             "quick" => Ok(Scale {
                 user_bytes: 1_000_000 * (KEY_SIZE as u64 + 100),
                 phase_seconds: 4.0,
+                memory_limit_mib: 0,
             }),
             "full" => Ok(Scale {
                 user_bytes: 16_000_000 * (KEY_SIZE as u64 + 100),
                 phase_seconds: 30.0,
+                memory_limit_mib: 512,
             }),
             other => Err(format!("--scale must be quick or full, got '{other}'")),
         }
@@ -78,7 +86,7 @@ fn settings_text() -> String {
 }
 
 const FIGURES_TEXT: &str = "Figures per workload: ops/s over the operations alone; latency per operation (HdrHistogram, every thread's merged); CPU per operation = the process's CPU time over the whole phase (`CLOCK_PROCESS_CPUTIME_ID`: the scheduler's exact runtime of every thread, the engine's background threads included, flush and catch-up of write phases included) over the operations; write amplification = bytes the process wrote to the device (`/proc/self/io` `write_bytes`, from the first write to the end of the flush and compaction catch-up) over keys x (key + value) written; space amplification = the database directory's allocated bytes after the fill and its catch-up over keys x (key + value); space amplification counts every allocated file, WAL files kept for reuse or preallocated included; peak memory = `VmHWM` of the whole process (engine and benchmark), reset at the start of each workload through `/proc/self/clear_refs`, so the peak resident set during that workload, which includes what earlier runs left in the allocator; memory added = that peak less the resident set at the workload's start (`VmRSS`). \
-Protocol: one run per configuration and round, in this process (it measures the engines, not the page cache: no cgroup, page cache not dropped, the database fits in memory at quick scale), configurations interleaved and the order rotated each round; each run does every workload in order on its own databases: fillseq on one, fillrandom, overwrite, then a full compaction and a wait until idle (every engine reads the same shape: one sorted run), then the reads on a second, YCSB on a third. The same seeded requests for every configuration of a round. Columns: median (min..max) over the repeats; the ratio columns divide quietkv's median by the peer's (above 1: quietkv higher, which is better for ops/s and worse for the other figures).";
+Protocol: one run per configuration and round, in this process (it measures the engines, not the page cache: page cache not dropped; at quick scale no cgroup and the database fits in memory; at full scale, or with --memory-limit, the process runs each run in a memory cgroup so that the database is several times the page cache it gets), configurations interleaved and the order rotated each round; each run does every workload in order on its own databases: fillseq on one, fillrandom, overwrite, then a full compaction and a wait until idle (every engine reads the same shape: one sorted run), then the reads on a second, YCSB on a third. The same seeded requests for every configuration of a round. Columns: median (min..max) over the repeats; the ratio columns divide quietkv's median by the peer's (above 1: quietkv higher, which is better for ops/s and worse for the other figures).";
 
 /// `quietkv bench --experiment standard`.
 pub fn run(args: &BenchArgs) -> Result<(), String> {
@@ -100,6 +108,13 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     if !(phase_seconds > 0.0 && phase_seconds.is_finite()) {
         return Err(format!("--duration must be positive, got {phase_seconds}"));
     }
+    let limit_mib = args.memory_limit_mib.unwrap_or(scale.memory_limit_mib);
+    if limit_mib > 0 {
+        cgroups_usable().map_err(|e| {
+            format!("each run goes in a memory cgroup of {limit_mib} MiB (--memory-limit, the full scale's default), which needs root: {e}; pass --memory-limit 0 to run without one")
+        })?;
+    }
+    let memory_limit_bytes = (limit_mib > 0).then_some(limit_mib << 20);
     let base = match &args.dir {
         Some(d) => d.clone(),
         None => std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?,
@@ -128,6 +143,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             } else {
                 0
             },
+            memory_limit_bytes,
             dir: scratch.0.clone(),
         };
         let mut runs: Vec<Run> = Vec::new();
@@ -158,7 +174,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     for (p, runs) in &sections {
         let refs: Vec<&Run> = runs.iter().collect();
         let title = format!(
-            "{}-byte values, {} keys ({:.0} MiB of keys and values){}, {} s per read phase, {} repeat(s)",
+            "{}-byte values, {} keys ({:.0} MiB of keys and values){}, {} s per read phase, {}, {} repeat(s)",
             p.value_size,
             p.keys,
             (p.keys * (KEY_SIZE + p.value_size) as u64) as f64 / (1 << 20) as f64,
@@ -168,6 +184,10 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
                 String::new()
             },
             p.phase_seconds,
+            match p.memory_limit_bytes {
+                Some(l) => format!("each run in a {} MiB memory cgroup (page cache and the process's memory)", l >> 20),
+                None => "no memory limit".to_string(),
+            },
             args.repeats
         );
         md.push_str(&section_markdown(&refs, &names, &title, &|w| {
@@ -178,6 +198,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             "keys": p.keys,
             "ycsb_records": p.ycsb_records,
             "phase_seconds": p.phase_seconds,
+            "memory_limit_bytes": p.memory_limit_bytes,
             "workloads": section_json(&refs, &names),
         }));
     }
@@ -210,6 +231,8 @@ mod tests {
         assert_eq!(q.keys_for(4096), 116_000_000 / 4112);
         assert!(Scale::parse("full").unwrap().keys_for(100) > 10 * q.keys_for(100));
         assert!(Scale::parse("huge").is_err());
+        assert_eq!(q.memory_limit_mib, 0);
+        assert_eq!(Scale::parse("full").unwrap().memory_limit_mib, 512);
         assert_eq!(ycsb_records(1_000_000, 100), 116_000_000 / 1040);
         assert_eq!(ycsb_records(10, 100), 100);
     }
