@@ -32,8 +32,8 @@ pub struct BenchArgs {
     pub engines: Option<Vec<String>>,
     /// Preset sizes of E1/E2/E3 (docs/benchmark.md): quick (2 GiB db, 256 MiB
     /// cgroup, minutes) or full (8 GiB db, 1 GiB cgroup); standard: quick
-    /// 1,000,000 keys of 100 B and 4 s per read phase, full 16,000,000 and
-    /// 30 s. Flags override.
+    /// 1,000,000 keys of 100 B, 4 s per read phase, no cgroup; full
+    /// 16,000,000, 30 s, a 1 GiB cgroup. Flags override.
     #[arg(long, default_value = "quick")]
     pub scale: String,
     /// Runs of each mode, interleaved; the report shows the median and

@@ -30,8 +30,9 @@ impl Scale {
     /// quick: 1,000,000 keys of 100-byte values (116 MB), 4 s per read
     /// phase, no memory limit (the database fits in the page cache);
     /// full: 16,000,000 (1.9 GB), 30 s per read phase, each run in a
-    /// 512 MiB memory cgroup (the database several times the page cache
-    /// left beside the process's own memory).
+    /// 1 GiB memory cgroup (as E1's full scale): the database is about
+    /// three times the page cache left beside the process's own memory
+    /// (memtables, block cache, filters: a few hundred MiB).
     pub fn parse(name: &str) -> Result<Scale, String> {
         match name {
             "quick" => Ok(Scale {
@@ -42,7 +43,7 @@ impl Scale {
             "full" => Ok(Scale {
                 user_bytes: 16_000_000 * (KEY_SIZE as u64 + 100),
                 phase_seconds: 30.0,
-                memory_limit_mib: 512,
+                memory_limit_mib: 1024,
             }),
             other => Err(format!("--scale must be quick or full, got '{other}'")),
         }
@@ -232,7 +233,7 @@ mod tests {
         assert!(Scale::parse("full").unwrap().keys_for(100) > 10 * q.keys_for(100));
         assert!(Scale::parse("huge").is_err());
         assert_eq!(q.memory_limit_mib, 0);
-        assert_eq!(Scale::parse("full").unwrap().memory_limit_mib, 512);
+        assert_eq!(Scale::parse("full").unwrap().memory_limit_mib, 1024);
         assert_eq!(ycsb_records(1_000_000, 100), 116_000_000 / 1040);
         assert_eq!(ycsb_records(10, 100), 100);
     }
