@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 use super::keygen::{absent, present, present_number, Rng};
 use super::measure::{dir_bytes, Latencies, Probe};
 use super::phase::Phase;
+use crate::campaign::INTERRUPTED;
+use crate::cgroup::interrupted;
 use crate::engines::BenchEngine;
 use crate::keys::{fill_value, is_value_of, permute, KEY_SIZE};
 
@@ -39,6 +41,15 @@ impl Shape {
     }
 }
 
+/// Ends a phase early with [`INTERRUPTED`] once Ctrl-C was pressed (a
+/// full-scale phase runs for minutes).
+pub fn check_interrupt(op: u64) -> Result<(), String> {
+    if op % 1024 == 0 && interrupted() {
+        return Err(INTERRUPTED.into());
+    }
+    Ok(())
+}
+
 /// Flushes the memtable and waits for compaction to catch up: a write
 /// phase's cost includes the work its writes caused, and the next phase
 /// starts on a quiet tree.
@@ -57,6 +68,7 @@ pub fn fill<E: BenchEngine>(db: &E, dir: &Path, s: &Shape, random: bool) -> Resu
     let mut value = vec![0u8; s.value_size];
     let t = Instant::now();
     for j in 0..s.keys {
+        check_interrupt(j)?;
         let i = if random { permute(j, s.keys) } else { j };
         fill_value(&mut value, present_number(i), 0);
         let k = present(i);
@@ -79,7 +91,8 @@ pub fn overwrite<E: BenchEngine>(db: &E, s: &Shape) -> Result<Phase, String> {
     let mut rng = Rng::new(s.seed ^ 0x0F);
     let mut value = vec![0u8; s.value_size];
     let t = Instant::now();
-    for _ in 0..s.keys {
+    for j in 0..s.keys {
+        check_interrupt(j)?;
         let i = rng.below(s.keys);
         fill_value(&mut value, present_number(i), 1);
         let k = present(i);
@@ -123,6 +136,7 @@ fn closed_loop(
                         if start >= end {
                             break;
                         }
+                        check_interrupt(ops)?;
                         op(&mut rng)?;
                         lat.record(start.elapsed());
                         ops += 1;

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::dbbench::settle;
+use super::dbbench::{check_interrupt, settle};
 use super::keygen::{
     ycsb_number, Distribution, Latest, Rng, ScrambledZipfian, Workload, YcsbOp, MAX_SCAN,
 };
@@ -51,6 +51,7 @@ pub fn load<E: BenchEngine>(db: &E, dir: &Path, st: &YcsbState) -> Result<Phase,
     let mut value = vec![0u8; RECORD_BYTES];
     let t = Instant::now();
     for i in 0..st.records {
+        check_interrupt(i)?;
         let n = ycsb_number(i);
         fill_value(&mut value, n, 0);
         lat.time(|| db.put(&key(n), &value))
@@ -113,6 +114,7 @@ pub fn run<E: BenchEngine>(db: &E, w: Workload, st: &mut YcsbState) -> Result<Ph
         if start >= end {
             break;
         }
+        check_interrupt(ops)?;
         let op = mix.pick(rng.unit());
         let mut write = |rec: u64, st: &mut YcsbState| -> Result<(), String> {
             st.version += 1;
