@@ -44,7 +44,7 @@ impl Shape {
 /// Ends a phase early with [`INTERRUPTED`] once Ctrl-C was pressed (a
 /// full-scale phase runs for minutes).
 pub fn check_interrupt(op: u64) -> Result<(), String> {
-    if op % 1024 == 0 && interrupted() {
+    if op.is_multiple_of(1024) && interrupted() {
         return Err(INTERRUPTED.into());
     }
     Ok(())
