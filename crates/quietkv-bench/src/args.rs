@@ -12,7 +12,8 @@ use clap::Args;
 pub struct BenchArgs {
     /// Experiments to run, comma-separated: E1, E2, E3 (engine), E0 (the
     /// no-engine reference), E4 (WAL modes, write-only), E5 (direct user
-    /// reads; modes buffered, direct, mmap), throughput. Default: E1.
+    /// reads; modes buffered, direct, mmap), throughput, standard
+    /// (db_bench's and YCSB's workloads on every built engine). Default: E1.
     #[arg(long)]
     pub experiment: Option<String>,
     /// Modes to compare, run in turn (A B C, A B C, ...): buffered, direct,
@@ -30,7 +31,9 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',')]
     pub engines: Option<Vec<String>>,
     /// Preset sizes of E1/E2/E3 (docs/benchmark.md): quick (2 GiB db, 256 MiB
-    /// cgroup, minutes) or full (8 GiB db, 1 GiB cgroup). Flags override.
+    /// cgroup, minutes) or full (8 GiB db, 1 GiB cgroup); standard: quick
+    /// 1,000,000 keys of 100 B, 4 s per read phase, no cgroup; full
+    /// 16,000,000, 30 s, a 1 GiB cgroup. Flags override.
     #[arg(long, default_value = "quick")]
     pub scale: String,
     /// Runs of each mode, interleaved; the report shows the median and
@@ -50,8 +53,8 @@ pub struct BenchArgs {
     #[arg(long = "keep-disturbed")]
     pub keep_disturbed: bool,
     /// Seconds of the measured phase (background work running); E1/E3: the
-    /// cap of the phase, which lasts as long as the compaction. Default:
-    /// E0 60, else the scale's.
+    /// cap of the phase, which lasts as long as the compaction; standard:
+    /// each read and YCSB phase. Default: E0 60, else the scale's.
     #[arg(long)]
     pub duration: Option<f64>,
     /// E1/E3: seconds of reads after the compaction's last install, when
@@ -152,12 +155,16 @@ pub struct BenchArgs {
     /// Do not drop the page cache before each mode.
     #[arg(long)]
     pub no_drop_caches: bool,
-    /// throughput: keys to fill.
-    #[arg(long, default_value_t = 1_000_000)]
-    pub keys: u64,
-    /// throughput: value size in bytes.
-    #[arg(long = "value-size", default_value_t = 4096)]
-    pub value_size: usize,
+    /// throughput and standard: keys to fill. Default: throughput
+    /// 1,000,000; standard the scale's (quick: 1,000,000 of 100-byte
+    /// values, as many bytes for other value sizes).
+    #[arg(long)]
+    pub keys: Option<u64>,
+    /// throughput and standard: value size in bytes. standard takes a
+    /// list (`100,4096`: one report section each). Default: throughput
+    /// 4096, standard 100.
+    #[arg(long = "value-size", value_delimiter = ',')]
+    pub value_size: Option<Vec<usize>>,
     /// throughput: random point reads after the fill.
     #[arg(long = "point-reads", default_value_t = 100_000)]
     pub point_reads: u64,

@@ -36,8 +36,8 @@
 //!   in (interleaved, rotated each round, rerun when disturbed).
 //! - [`args`]: the options of `quietkv bench` ([`BenchArgs`]).
 //! - [`experiments`]: one folder per experiment (E0, E1-E3, E4, E5,
-//!   throughput) and the registry that maps an id to its parent side and
-//!   its worker function; [`run`] and [`worker_main`] are there.
+//!   throughput, standard) and the registry that maps an id to its parent
+//!   side and its worker function; [`run`] and [`worker_main`] are there.
 //!
 //! Adding an engine: implement [`engines::BenchEngine`] and its
 //! [`engines::EngineConfig`], add a variant to [`engines::EngineMode`]; the

@@ -116,6 +116,21 @@ impl Batch {
     }
 }
 
+/// What a full scan read: entries, and bytes of their keys and values.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScanCount {
+    pub entries: u64,
+    pub bytes: u64,
+}
+
+impl ScanCount {
+    /// Counts one entry of a `key` and a `value`.
+    pub fn add(&mut self, key: &[u8], value: &[u8]) {
+        self.entries += 1;
+        self.bytes += (key.len() + value.len()) as u64;
+    }
+}
+
 /// An engine under test.
 pub trait BenchEngine: Sized + Send + Sync {
     type Config: EngineConfig;
@@ -135,6 +150,13 @@ pub trait BenchEngine: Sized + Send + Sync {
     fn put(&self, key: &[u8], value: &[u8]) -> Result<(), String>;
     /// Writes every entry of `batch` atomically (fills, paced writers).
     fn put_batch(&self, batch: &Batch) -> Result<(), String>;
+    /// Seeks to the first key at or after `from` and reads up to `n`
+    /// entries from there in key order (db_bench's `seekrandom`, YCSB's
+    /// scans); returns how many it read (fewer at the end of the keys).
+    fn seek_scan(&self, from: &[u8], n: usize) -> Result<usize, String>;
+    /// Reads every entry, in key order or (with `reverse`) from the last
+    /// key backwards (db_bench's `readseq` and `readreverse`).
+    fn scan_all(&self, reverse: bool) -> Result<ScanCount, String>;
     /// Writes the memtable out to a table.
     fn flush(&self) -> Result<(), String>;
     /// Rewrites the whole database into its bottom level; returns when done.
@@ -155,6 +177,52 @@ pub trait BenchEngine: Sized + Send + Sync {
     fn counters(&self) -> Counters;
     fn close(self) -> Result<(), String>;
 }
+/// Checks an engine's scans against a `BTreeMap` holding the same
+/// writes: seeded random puts and overwrites over a flush (so that the
+/// memtable and tables both hold keys), then `seek_scan` from present,
+/// absent and out-of-range keys and both full scans.
+#[cfg(test)]
+pub(crate) fn check_scans_against_a_model<E: BenchEngine>(config: &E::Config) {
+    use std::collections::BTreeMap;
+    let dir = tempfile::tempdir().unwrap();
+    let db = E::open(dir.path(), config, &Tuning::engine_defaults()).unwrap();
+    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for round in 0..2 {
+        for _ in 0..400 {
+            let k = format!("k{:05}", next() % 1000).into_bytes();
+            let v = format!("v{round}-{}", next() % 97).into_bytes();
+            db.put(&k, &v).unwrap();
+            model.insert(k, v);
+        }
+        if round == 0 {
+            db.flush().unwrap();
+        }
+    }
+    for _ in 0..200 {
+        let from = format!("k{:05}", next() % 1100).into_bytes();
+        let n = (next() % 15) as usize;
+        let want = model.range(from.clone()..).take(n).count();
+        assert_eq!(db.seek_scan(&from, n).unwrap(), want, "from {from:?}, {n}");
+    }
+    assert_eq!(db.seek_scan(b"a", 5).unwrap(), 5.min(model.len()));
+    assert_eq!(db.seek_scan(b"z", 5).unwrap(), 0);
+    let bytes: u64 = model.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
+    let want = ScanCount {
+        entries: model.len() as u64,
+        bytes,
+    };
+    assert_eq!(db.scan_all(false).unwrap(), want);
+    assert_eq!(db.scan_all(true).unwrap(), want);
+    db.close().unwrap();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,7 @@ use quietkv::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::bench_engine::{Batch, BenchEngine, EngineConfig, Layout, Tuning};
+use super::bench_engine::{Batch, BenchEngine, EngineConfig, Layout, ScanCount, Tuning};
 use super::counters::{Counters, HitsMisses, LevelWork};
 use super::page_cache::{CacheUse, Direction, PageCacheUse};
 
@@ -628,6 +628,38 @@ impl BenchEngine for QuietkvEngine {
             .map_err(|e| format!("write failed: {e}"))
     }
 
+    /// A range iterator from `from`, read with borrowed entries (no copy
+    /// per entry, as a user who only looks at the bytes would read them).
+    fn seek_scan(&self, from: &[u8], n: usize) -> Result<usize, String> {
+        let mut it = self.db.range(from..).map_err(err)?;
+        let mut read = 0;
+        while read < n {
+            match it.next_ref() {
+                Some(Ok(_)) => read += 1,
+                Some(Err(e)) => return Err(format!("scan from a key: {e}")),
+                None => break,
+            }
+        }
+        Ok(read)
+    }
+
+    fn scan_all(&self, reverse: bool) -> Result<ScanCount, String> {
+        let mut it = self.db.iter().map_err(err)?;
+        let mut c = ScanCount::default();
+        loop {
+            let item = if reverse {
+                it.next_back_ref()
+            } else {
+                it.next_ref()
+            };
+            match item {
+                Some(Ok((k, v))) => c.add(k, v),
+                Some(Err(e)) => return Err(format!("full scan: {e}")),
+                None => return Ok(c),
+            }
+        }
+    }
+
     fn flush(&self) -> Result<(), String> {
         self.db.flush().map_err(err)
     }
@@ -872,6 +904,13 @@ mod tests {
         assert!(QuietkvConfig::parse_compaction_only("direct+depth=-1").is_err());
         let described = m.page_cache_with(&|_, _| None).also;
         assert!(described.iter().any(|a| a == "io_depth 8"), "{described:?}");
+    }
+
+    #[test]
+    fn scans_read_what_a_model_holds() {
+        crate::engines::bench_engine::check_scans_against_a_model::<QuietkvEngine>(
+            &QuietkvConfig::parse("auto").unwrap(),
+        );
     }
 
     #[test]

@@ -28,7 +28,7 @@ use rust_rocksdb::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::bench_engine::{Batch, BenchEngine, EngineConfig, Layout, Tuning};
+use super::bench_engine::{Batch, BenchEngine, EngineConfig, Layout, ScanCount, Tuning};
 use super::counters::{Counters, GetTimes, HitsMisses};
 use super::page_cache::{CacheUse, Direction, PageCacheUse};
 use super::quietkv::QuietkvEngine;
@@ -397,6 +397,43 @@ impl BenchEngine for RocksDbEngine {
         self.user_write_bytes
             .fetch_add(bytes as u64, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// A raw iterator with the default read options: seek, then `next`
+    /// until `n` entries or the end; an iterator that stops early says
+    /// why in its status.
+    fn seek_scan(&self, from: &[u8], n: usize) -> Result<usize, String> {
+        let mut it = self.db.raw_iterator();
+        it.seek(from);
+        let mut read = 0;
+        while read < n && it.valid() {
+            read += 1;
+            it.next();
+        }
+        it.status()
+            .map_err(|e| format!("rocksdb: scan from a key: {e}"))?;
+        Ok(read)
+    }
+
+    fn scan_all(&self, reverse: bool) -> Result<ScanCount, String> {
+        let mut it = self.db.raw_iterator();
+        if reverse {
+            it.seek_to_last();
+        } else {
+            it.seek_to_first();
+        }
+        let mut c = ScanCount::default();
+        while let Some((k, v)) = it.item() {
+            c.add(k, v);
+            if reverse {
+                it.prev();
+            } else {
+                it.next();
+            }
+        }
+        it.status()
+            .map_err(|e| format!("rocksdb: full scan: {e}"))?;
+        Ok(c)
     }
 
     fn flush(&self) -> Result<(), String> {

@@ -10,6 +10,9 @@
 //! - [`e5`]: direct user reads against the page cache;
 //! - [`throughput`]: fill, cold reads and a full compaction per
 //!   configuration, generic over the engine, in this process;
+//! - [`standard`]: db_bench's workloads and YCSB's A-F on every engine
+//!   configuration (ops/s, latency percentiles, CPU per operation, write
+//!   and space amplification, peak memory), in this process;
 //! - [`modes`] and [`setup`]: what the experiments' parent sides share
 //!   (the modes a run compares; the scratch and output directories, the
 //!   machine, the clock).
@@ -32,6 +35,7 @@ pub mod e4;
 pub mod e5;
 pub mod modes;
 pub mod setup;
+pub mod standard;
 pub mod throughput;
 
 use std::process::ExitCode;
@@ -70,7 +74,7 @@ pub struct Experiment {
 }
 
 /// Every experiment the bench has.
-pub static EXPERIMENTS: [Experiment; 7] = [
+pub static EXPERIMENTS: [Experiment; 8] = [
     Experiment {
         id: "E0",
         parent: Parent::Alone(e0::run),
@@ -104,6 +108,11 @@ pub static EXPERIMENTS: [Experiment; 7] = [
     Experiment {
         id: "THROUGHPUT",
         parent: Parent::Alone(throughput::run),
+        worker: None,
+    },
+    Experiment {
+        id: "STANDARD",
+        parent: Parent::Alone(standard::run),
         worker: None,
     },
 ];
@@ -167,7 +176,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         )
     }) {
         return Err(format!(
-            "unknown or not yet implemented experiment '{bad}' (available: E1, E2, E3, E0, E4, E5, throughput; E0, E4, E5 and throughput run alone)"
+            "unknown or not yet implemented experiment '{bad}' (available: E1, E2, E3, E0, E4, E5, throughput, standard; E0, E4, E5, throughput and standard run alone)"
         ));
     }
     e1_e3::run(&args, &exps)
@@ -199,10 +208,11 @@ mod tests {
         for id in ["E0", "E1", "E2", "E3", "E5"] {
             assert!(worker_fn(id).is_some(), "{id}");
         }
-        for id in ["E4", "THROUGHPUT", "E9", "e1"] {
+        for id in ["E4", "THROUGHPUT", "STANDARD", "E9", "e1"] {
             assert!(worker_fn(id).is_none(), "{id}");
         }
         assert!(matches!(find("E2").unwrap().parent, Parent::EngineSuite));
         assert!(matches!(find("E5").unwrap().parent, Parent::Alone(_)));
+        assert!(matches!(find("STANDARD").unwrap().parent, Parent::Alone(_)));
     }
 }

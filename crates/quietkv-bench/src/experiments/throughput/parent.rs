@@ -34,9 +34,14 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         None => std::env::current_dir().map_err(|e| e.to_string())?,
     };
     let scratch = Scratch(base.join(format!("quietkv-throughput-scratch-{}", std::process::id())));
+    let value_size = match args.value_size.as_deref() {
+        None => 4096,
+        Some([one]) => *one,
+        Some(_) => return Err("throughput takes one --value-size".into()),
+    };
     let params = Params {
-        keys: args.keys,
-        value_size: args.value_size,
+        keys: args.keys.unwrap_or(1_000_000),
+        value_size,
         reads: args.point_reads,
         modes: report_names(&modes),
         repeats: args.repeats,

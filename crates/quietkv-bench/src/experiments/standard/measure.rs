@@ -1,0 +1,252 @@
+//! What the standard workloads measure around a phase, from the kernel's
+//! view of this process: CPU time (the scheduler's exact runtime of every
+//! thread, the engine's background threads included), bytes written to
+//! the device, peak memory, the database's bytes on disk; and per-operation
+//! latency histograms.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+
+/// CPU time of the whole process in nanoseconds: every thread's runtime as
+/// the scheduler counted it, threads that ended included
+/// (`CLOCK_PROCESS_CPUTIME_ID`). Exact, not tick-sampled like getrusage.
+pub fn process_cpu_ns() -> Option<u64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec we own.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    (r == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
+/// `write_bytes` of `/proc/self/io`: bytes this process (every thread,
+/// ended ones included) caused to be written to a block device, counted
+/// when pages are dirtied or written direct.
+pub fn device_write_bytes() -> Option<u64> {
+    parse_io_write_bytes(&std::fs::read_to_string("/proc/self/io").ok()?)
+}
+
+pub(crate) fn parse_io_write_bytes(text: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("write_bytes:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// Resets the process's peak resident set size (`VmHWM`) to its current
+/// size, so the next reading is the peak since now. False where the kernel
+/// refuses.
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// `VmHWM` of `/proc/self/status` in bytes: the peak resident set size.
+pub fn peak_rss_bytes() -> Option<u64> {
+    status_kib(
+        &std::fs::read_to_string("/proc/self/status").ok()?,
+        "VmHWM:",
+    )
+}
+
+/// `VmRSS` of `/proc/self/status` in bytes: the resident set size now.
+pub fn rss_bytes() -> Option<u64> {
+    status_kib(
+        &std::fs::read_to_string("/proc/self/status").ok()?,
+        "VmRSS:",
+    )
+}
+
+/// The field `name` (`VmHWM:`) of a `/proc/PID/status` text, in bytes.
+pub(crate) fn status_kib(text: &str, name: &str) -> Option<u64> {
+    let kb: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix(name))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+/// Bytes the files under `dir` take on disk (allocated blocks, so sparse
+/// or preallocated files count what they hold).
+pub fn dir_bytes(dir: &Path) -> Result<u64, String> {
+    use std::os::unix::fs::MetadataExt;
+    let mut total = 0;
+    let rd = std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+    for e in rd {
+        let e = e.map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+        let md = match e.metadata() {
+            Ok(m) => m,
+            // A file the engine removed meanwhile holds nothing.
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(err) => return Err(format!("cannot stat {}: {err}", e.path().display())),
+        };
+        if md.is_dir() {
+            total += dir_bytes(&e.path())?;
+        } else {
+            total += md.blocks() * 512;
+        }
+    }
+    Ok(total)
+}
+
+/// Per-operation latencies in nanoseconds.
+pub struct Latencies(Histogram<u64>);
+
+impl Default for Latencies {
+    fn default() -> Self {
+        Latencies::new()
+    }
+}
+
+impl Latencies {
+    pub fn new() -> Latencies {
+        // 1 ns to an hour at 3 significant digits; longer saturates.
+        Latencies(
+            Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds"),
+        )
+    }
+
+    pub fn record(&mut self, d: Duration) {
+        self.0.saturating_record(d.as_nanos().max(1) as u64);
+    }
+
+    /// Times `f` and records it.
+    pub fn time<T>(&mut self, f: impl FnOnce() -> T) -> T {
+        let t = Instant::now();
+        let out = f();
+        self.record(t.elapsed());
+        out
+    }
+
+    pub fn merge(&mut self, other: &Latencies) {
+        // Same bounds on both sides: adding cannot fail on range.
+        let _ = self.0.add(&other.0);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.0.len()
+    }
+
+    /// The `q` quantile in microseconds; `None` with no operation.
+    pub fn quantile_us(&self, q: f64) -> Option<f64> {
+        (!self.0.is_empty()).then(|| self.0.value_at_quantile(q) as f64 / 1000.0)
+    }
+}
+
+/// The kernel's counters at a phase's start.
+pub struct Probe {
+    start: Instant,
+    cpu_ns: Option<u64>,
+    written: Option<u64>,
+    peak_reset: bool,
+    rss: Option<u64>,
+}
+
+/// What a phase cost, from [`Probe::finish`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cost {
+    pub seconds: f64,
+    pub cpu_seconds: Option<f64>,
+    pub device_write_bytes: Option<u64>,
+    /// Peak resident set size since the probe started; `None` where the
+    /// peak could not be reset.
+    pub peak_rss_bytes: Option<u64>,
+    /// Resident set size when the probe started (what earlier runs left
+    /// in the allocator included): the peak less this is what the phase
+    /// added.
+    pub start_rss_bytes: Option<u64>,
+}
+
+impl Probe {
+    pub fn start() -> Probe {
+        let peak_reset = reset_peak_rss();
+        Probe {
+            start: Instant::now(),
+            cpu_ns: process_cpu_ns(),
+            written: device_write_bytes(),
+            peak_reset,
+            rss: rss_bytes(),
+        }
+    }
+
+    pub fn finish(&self) -> Cost {
+        let cpu = process_cpu_ns();
+        let written = device_write_bytes();
+        Cost {
+            seconds: self.start.elapsed().as_secs_f64(),
+            cpu_seconds: match (self.cpu_ns, cpu) {
+                (Some(a), Some(b)) => Some(b.saturating_sub(a) as f64 / 1e9),
+                _ => None,
+            },
+            device_write_bytes: match (self.written, written) {
+                (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+                _ => None,
+            },
+            peak_rss_bytes: if self.peak_reset {
+                peak_rss_bytes()
+            } else {
+                None
+            },
+            start_rss_bytes: self.rss,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_files_parse() {
+        let io = "rchar: 10\nwchar: 20\nsyscr: 1\nsyscw: 2\nread_bytes: 4096\nwrite_bytes: 8192\ncancelled_write_bytes: 0\n";
+        assert_eq!(parse_io_write_bytes(io), Some(8192));
+        assert_eq!(parse_io_write_bytes("rchar: 1\n"), None);
+        let status = "Name:\tx\nVmPeak:\t  100 kB\nVmHWM:\t    2048 kB\nVmRSS:\t 1024 kB\n";
+        assert_eq!(status_kib(status, "VmHWM:"), Some(2048 * 1024));
+        assert_eq!(status_kib(status, "VmRSS:"), Some(1024 * 1024));
+        assert_eq!(status_kib("VmHWM:\tlots kB\n", "VmHWM:"), None);
+    }
+
+    #[test]
+    fn a_probe_counts_this_process_cpu_and_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = Probe::start();
+        let mut x = 0u64;
+        for i in 0..5_000_000u64 {
+            x = std::hint::black_box(x.wrapping_add(i));
+        }
+        std::fs::write(dir.path().join("f"), vec![7u8; 1 << 20]).unwrap();
+        let c = p.finish();
+        assert!(c.seconds > 0.0);
+        assert!(c.cpu_seconds.unwrap() > 0.0, "{c:?}");
+        // The megabyte is on disk (allocated) whether or not written back.
+        assert!(dir_bytes(dir.path()).unwrap() >= 1 << 20);
+        assert!(c.device_write_bytes.is_some(), "/proc/self/io is readable");
+        // This kernel lets a process reset its own peak: the peak is then
+        // at least what was resident at the start.
+        assert!(
+            c.peak_rss_bytes.unwrap() >= c.start_rss_bytes.unwrap() / 2,
+            "{c:?}"
+        );
+    }
+
+    #[test]
+    fn latencies_give_quantiles_in_microseconds() {
+        let mut l = Latencies::new();
+        assert_eq!(l.quantile_us(0.5), None);
+        for us in 1..=100u64 {
+            l.record(Duration::from_micros(us));
+        }
+        let mut other = Latencies::new();
+        other.record(Duration::from_millis(10));
+        l.merge(&other);
+        assert_eq!(l.count(), 101);
+        let p50 = l.quantile_us(0.5).unwrap();
+        assert!((50.0..=52.0).contains(&p50), "{p50}");
+        assert!(l.quantile_us(1.0).unwrap() >= 9_990.0);
+    }
+}

@@ -1,0 +1,257 @@
+//! `quietkv bench --experiment standard`: the scale, the configurations
+//! (every built engine unless `--engines` or `--modes` says otherwise),
+//! one campaign per value size, and report.md / report.json.
+
+use super::one_run::{run_one, Params, Run, BLOCK_CACHE_BYTES, MEMTABLE_BYTES};
+use super::tables::{section_json, section_markdown};
+use super::ycsb::RECORD_BYTES;
+use crate::args::BenchArgs;
+use crate::campaign::{self, Eta, Filed};
+use crate::cgroup::cgroups_usable;
+use crate::engines::BenchEngine;
+use crate::engines::{built_engines, dispatch, engines_text, EngineMode, QuietkvEngine};
+use crate::experiments::modes::{describe_modes, engine_modes, report_names};
+use crate::experiments::setup::{machine, out_dir, Scratch};
+use crate::keys::KEY_SIZE;
+use crate::report::write_plain_report;
+
+/// The sizes of `--scale`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scale {
+    /// Bytes of keys and values of the db_bench database: the key count
+    /// of a value size is this over (key + value).
+    pub user_bytes: u64,
+    pub phase_seconds: f64,
+    /// The memory cgroup each run is in, MiB (0: none).
+    pub memory_limit_mib: u64,
+}
+
+impl Scale {
+    /// quick: 1,000,000 keys of 100-byte values (116 MB), 4 s per read
+    /// phase, no memory limit (the database fits in the page cache);
+    /// full: 16,000,000 (1.9 GB), 30 s per read phase, each run in a
+    /// 1 GiB memory cgroup (as E1's full scale): the database is about
+    /// three times the page cache left beside the process's own memory
+    /// (memtables, block cache, filters: a few hundred MiB).
+    pub fn parse(name: &str) -> Result<Scale, String> {
+        match name {
+            "quick" => Ok(Scale {
+                user_bytes: 1_000_000 * (KEY_SIZE as u64 + 100),
+                phase_seconds: 4.0,
+                memory_limit_mib: 0,
+            }),
+            "full" => Ok(Scale {
+                user_bytes: 16_000_000 * (KEY_SIZE as u64 + 100),
+                phase_seconds: 30.0,
+                memory_limit_mib: 1024,
+            }),
+            other => Err(format!("--scale must be quick or full, got '{other}'")),
+        }
+    }
+
+    pub fn keys_for(&self, value_size: usize) -> u64 {
+        (self.user_bytes / (KEY_SIZE + value_size) as u64).max(1)
+    }
+}
+
+/// YCSB's records: as many bytes as the db_bench database of `keys` keys
+/// of `value_size`, at least 100.
+pub fn ycsb_records(keys: u64, value_size: usize) -> u64 {
+    (keys * (KEY_SIZE + value_size) as u64 / (KEY_SIZE + RECORD_BYTES) as u64).max(100)
+}
+
+/// The configurations: `--engines`/`--modes` as the other experiments
+/// take them (quietkv `auto`, its defaults; RocksDB and fjall `buffered`),
+/// and every engine of this binary when neither is given.
+pub fn standard_modes(args: &BenchArgs) -> Result<Vec<EngineMode>, String> {
+    let mut a = args.clone();
+    if a.engines.is_none() && a.modes.is_none() {
+        a.engines = Some(built_engines().iter().map(|e| e.to_string()).collect());
+    }
+    engine_modes(&a, &["auto"], &["buffered"])
+}
+
+/// What the header says every engine is given.
+fn settings_text() -> String {
+    let l = QuietkvEngine::bench_layout();
+    format!(
+        "Every engine: memtable (write buffer) {} MiB and block cache {} MiB (db_bench's), the bench's shared tree shape ({} MiB tables, L1 {} MiB, {} KiB blocks, {} bloom bits per key, no compression: the values are random), its own defaults otherwise (each engine's setup note below says what the bench sets beyond that). \
+         Durability, the same for all: WAL on, no sync per write; an acknowledged write survives a crash of the process, not of the machine (quietkv `wal_sync = none`; RocksDB default `WriteOptions`: WAL, `sync = false`; fjall: its journal handed to the OS at every write, `PersistMode::Buffer`).",
+        MEMTABLE_BYTES >> 20,
+        BLOCK_CACHE_BYTES >> 20,
+        l.target_file_size >> 20,
+        l.level_base_bytes >> 20,
+        l.block_size >> 10,
+        l.bloom_bits_per_key
+    )
+}
+
+const FIGURES_TEXT: &str = "Figures per workload: ops/s over the operations alone; latency per operation (HdrHistogram, every thread's merged); CPU per operation = the process's CPU time over the whole phase (`CLOCK_PROCESS_CPUTIME_ID`: the scheduler's exact runtime of every thread, the engine's background threads included, flush and catch-up of write phases included) over the operations; write amplification = bytes the process wrote to the device (`/proc/self/io` `write_bytes`, from the first write to the end of the flush and compaction catch-up) over keys x (key + value) written; space amplification = the database directory's allocated bytes after the fill and its catch-up over keys x (key + value); space amplification counts every allocated file, WAL files kept for reuse or preallocated included; peak memory = `VmHWM` of the whole process (engine and benchmark), reset at the start of each workload through `/proc/self/clear_refs`, so the peak resident set during that workload, which includes what earlier runs left in the allocator; memory added = that peak less the resident set at the workload's start (`VmRSS`). \
+Protocol: one run per configuration and round, in this process (it measures the engines, not the page cache: page cache not dropped; at quick scale no cgroup and the database fits in memory; at full scale, or with --memory-limit, the process runs each run in a memory cgroup so that the database is several times the page cache it gets), configurations interleaved and the order rotated each round; each run does every workload in order on its own databases: fillseq on one, fillrandom, overwrite, then a full compaction and a wait until idle (every engine reads the same shape: one sorted run), then the reads on a second, YCSB on a third. The same seeded requests for every configuration of a round. Columns: median (min..max) over the repeats; the ratio columns divide quietkv's median by the peer's (above 1: quietkv higher, which is better for ops/s and worse for the other figures).";
+
+/// `quietkv bench --experiment standard`.
+pub fn run(args: &BenchArgs) -> Result<(), String> {
+    let modes = standard_modes(args)?;
+    if modes.is_empty() {
+        return Err("no modes given".into());
+    }
+    let scale = Scale::parse(&args.scale)?;
+    let sizes = args.value_size.clone().unwrap_or_else(|| vec![100]);
+    if sizes.is_empty() || sizes.iter().any(|&v| v < 16) {
+        return Err(format!(
+            "--value-size must be at least 16 bytes (a value names its key and version), got {sizes:?}"
+        ));
+    }
+    if args.repeats == 0 || args.keys == Some(0) {
+        return Err("--keys and --repeats must be positive".into());
+    }
+    let phase_seconds = args.duration.unwrap_or(scale.phase_seconds);
+    if !(phase_seconds > 0.0 && phase_seconds.is_finite()) {
+        return Err(format!("--duration must be positive, got {phase_seconds}"));
+    }
+    let limit_mib = args.memory_limit_mib.unwrap_or(scale.memory_limit_mib);
+    if limit_mib > 0 {
+        cgroups_usable().map_err(|e| {
+            format!("each run goes in a memory cgroup of {limit_mib} MiB (--memory-limit, the full scale's default), which needs root: {e}; pass --memory-limit 0 to run without one")
+        })?;
+    }
+    let memory_limit_bytes = (limit_mib > 0).then_some(limit_mib << 20);
+    let base = match &args.dir {
+        Some(d) => d.clone(),
+        None => std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?,
+    };
+    let scratch = Scratch(base.join(format!("quietkv-standard-scratch-{}", std::process::id())));
+    std::fs::create_dir_all(&scratch.0)
+        .map_err(|e| format!("cannot create {}: {e}", scratch.0.display()))?;
+    crate::experiments::modes::check_modes(&scratch.0, &modes)?;
+    let out = out_dir(args)?;
+    let names = report_names(&modes);
+    let progress = |msg: &str| crate::progress_line!("[standard] {msg}");
+    let mut eta = Eta {
+        seconds: 0.0,
+        runs: modes.len() as u32 * args.repeats * sizes.len() as u32,
+    };
+    let mut sections = Vec::new();
+    for (si, &value_size) in sizes.iter().enumerate() {
+        let keys = args.keys.unwrap_or_else(|| scale.keys_for(value_size));
+        let params = Params {
+            keys,
+            value_size,
+            phase_seconds,
+            // YCSB's records do not depend on the value size: once.
+            ycsb_records: if si == 0 {
+                ycsb_records(keys, value_size)
+            } else {
+                0
+            },
+            memory_limit_bytes,
+            dir: scratch.0.clone(),
+        };
+        let mut runs: Vec<Run> = Vec::new();
+        campaign::run(modes.len(), args.repeats, 0.0, &mut eta, |slot, _| {
+            let mi = slot.mode;
+            let name = &names[mi];
+            // The same requests for every configuration of a round.
+            let seed = 0x5EED_0000 + u64::from(slot.repeat);
+            let r = slot.repeat - 1;
+            runs.push(dispatch!(&modes[mi], |c: E| {
+                run_one::<E>(&params, c, name, r, seed, &progress)
+            })?);
+            Ok(Filed::Counted)
+        })?;
+        sections.push((params, runs));
+    }
+
+    let mach = machine(&scratch.0);
+    let mut md = format!(
+        "# quietkv standard workloads (db_bench, YCSB)\n\nMachine: {}\n\nEngines: {}\n\nConfigurations: {}\n\n{}\n\n{}\n\n",
+        serde_json::to_string(&mach).unwrap_or_default(),
+        engines_text(&modes),
+        describe_modes(&scratch.0, &modes),
+        settings_text(),
+        FIGURES_TEXT
+    );
+    let mut json_sections = Vec::new();
+    for (p, runs) in &sections {
+        let refs: Vec<&Run> = runs.iter().collect();
+        let title = format!(
+            "{}-byte values, {} keys ({:.0} MiB of keys and values){}, {} s per read phase, {}, {} repeat(s)",
+            p.value_size,
+            p.keys,
+            (p.keys * (KEY_SIZE + p.value_size) as u64) as f64 / (1 << 20) as f64,
+            if p.ycsb_records > 0 {
+                format!("; YCSB {} records of {RECORD_BYTES} B", p.ycsb_records)
+            } else {
+                String::new()
+            },
+            p.phase_seconds,
+            match p.memory_limit_bytes {
+                Some(l) => format!("each run in a {} MiB memory cgroup (page cache and the process's memory)", l >> 20),
+                None => "no memory limit".to_string(),
+            },
+            args.repeats
+        );
+        md.push_str(&section_markdown(&refs, &names, &title, &|w| {
+            super::describe(w)
+        }));
+        json_sections.push(serde_json::json!({
+            "value_size": p.value_size,
+            "keys": p.keys,
+            "ycsb_records": p.ycsb_records,
+            "phase_seconds": p.phase_seconds,
+            "memory_limit_bytes": p.memory_limit_bytes,
+            "workloads": section_json(&refs, &names),
+        }));
+    }
+    let json = serde_json::json!({
+        "machine": mach,
+        "experiment": "standard",
+        "modes": names.iter().zip(&modes).map(|(n, m)| serde_json::json!({
+            "name": n,
+            "engine": m.engine(),
+            "setup": dispatch!(m, |_c: E| E::setup_note()),
+        })).collect::<Vec<_>>(),
+        "settings": settings_text(),
+        "figures": FIGURES_TEXT,
+        "repeats": args.repeats,
+        "sections": json_sections,
+        "runs": sections.iter().flat_map(|(_, r)| r.iter()).collect::<Vec<_>>(),
+    });
+    write_plain_report(&out, &md, &json)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::tests::args;
+
+    #[test]
+    fn scales_and_ycsb_records_hold_the_same_bytes() {
+        let q = Scale::parse("quick").unwrap();
+        assert_eq!(q.keys_for(100), 1_000_000);
+        assert_eq!(q.keys_for(4096), 116_000_000 / 4112);
+        assert!(Scale::parse("full").unwrap().keys_for(100) > 10 * q.keys_for(100));
+        assert!(Scale::parse("huge").is_err());
+        assert_eq!(q.memory_limit_mib, 0);
+        assert_eq!(Scale::parse("full").unwrap().memory_limit_mib, 1024);
+        assert_eq!(ycsb_records(1_000_000, 100), 116_000_000 / 1040);
+        assert_eq!(ycsb_records(10, 100), 100);
+    }
+
+    #[test]
+    fn every_built_engine_runs_unless_told_otherwise() {
+        let m = report_names(&standard_modes(&args(&[])).unwrap());
+        let built = built_engines();
+        if built.len() == 1 {
+            assert_eq!(m, ["auto"]);
+        } else {
+            assert_eq!(m.len(), built.len());
+            assert_eq!(m[0], "quietkv:auto");
+        }
+        let m = report_names(&standard_modes(&args(&["--engines", "quietkv"])).unwrap());
+        assert_eq!(m, ["auto"]);
+        let a = args(&["--value-size", "100,4096", "--keys", "5"]);
+        assert_eq!(a.value_size, Some(vec![100, 4096]));
+        assert_eq!(a.keys, Some(5));
+    }
+}
