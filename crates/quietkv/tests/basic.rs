@@ -550,3 +550,34 @@ fn compaction_work_is_counted_by_output_level() {
     assert!(deeper > 0, "the tree grew below L1: {into:?}");
     db.close().unwrap();
 }
+
+#[test]
+fn a_full_compaction_leaves_nothing_for_the_automatic_picker() {
+    let d = dir();
+    // Everything stays in level 0 until the full compaction, which must
+    // then write deep enough for the data to fit its level's target
+    // (256 KiB per level 1 here): level 1 would be over it at once.
+    let opts = small()
+        .l0_compaction_trigger(1000)
+        .l0_slowdown_trigger(2000)
+        .l0_stop_trigger(3000);
+    let db = Db::open(d.path(), opts).unwrap();
+    for i in 0..20_000 {
+        db.put(key(i), value(i, 0)).unwrap();
+    }
+    db.flush().unwrap();
+    let shape: Vec<usize> = db.stats().levels.iter().map(|l| l.files).collect();
+    assert!(shape[0] > 1 && shape[1..].iter().all(|&n| n == 0), "{shape:?}");
+    db.compact_all().unwrap();
+    let after = db.stats();
+    db.wait_idle().unwrap();
+    let idle = db.stats();
+    assert_eq!(
+        idle.compaction.count, after.compaction.count,
+        "a compaction ran after the full one"
+    );
+    let levels: Vec<usize> = idle.levels.iter().map(|l| l.files).collect();
+    assert_eq!(levels.iter().filter(|&&n| n > 0).count(), 1, "{levels:?}");
+    assert_eq!(levels[1], 0, "over level 1's target: {levels:?}");
+    assert_eq!(db.get(key(12_345)).unwrap(), Some(value(12_345, 0)));
+}

@@ -474,7 +474,9 @@ impl SliceCursor {
 /// one component, and then the slice is the whole range.
 ///
 /// Every slice writes to the same level (the deepest holding data in the
-/// range when the first slice was picked, at least L1) and is bottommost:
+/// range when the first slice was picked, at least L1, and at least the
+/// first level whose target size holds the whole tree, so the automatic
+/// picker does not compact the output again at once) and is bottommost:
 /// it drops overwritten versions and tombstones no snapshot needs, like a
 /// one-job full compaction, but extra disk space is bounded by about one
 /// slice and readers move to new tables slice by slice.
@@ -506,7 +508,18 @@ pub fn pick_slice(
                 .iter()
                 .flat_map(|c| c.files.iter().map(|(l, _)| *l))
                 .max()?;
-            let l = deepest.max(1);
+            // Deep enough that the tree's data fits the level's target:
+            // output into a level it overflows would only be compacted
+            // again, right after, by the automatic picker.
+            let total: u64 = (0..NUM_LEVELS)
+                .flat_map(|l| version.files(l))
+                .map(|f| f.size)
+                .sum();
+            let last = opts.max_levels.clamp(2, NUM_LEVELS) - 1;
+            let fits = (1..=last)
+                .find(|&l| opts.target_bytes(l) >= total)
+                .unwrap_or(last);
+            let l = deepest.max(1).max(fits);
             cursor.output_level = Some(l);
             l
         }
