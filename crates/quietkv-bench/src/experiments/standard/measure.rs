@@ -144,6 +144,7 @@ pub struct Probe {
     written: Option<u64>,
     peak_reset: bool,
     rss: Option<u64>,
+    steal_ticks: Option<u64>,
 }
 
 /// What a phase cost, from [`Probe::finish`].
@@ -159,6 +160,10 @@ pub struct Cost {
     /// in the allocator included): the peak less this is what the phase
     /// added.
     pub start_rss_bytes: Option<u64>,
+    /// CPU time the hypervisor gave to others while this machine wanted
+    /// it, over the phase, summed over CPUs, per second: a phase with much
+    /// of it ran on a slower machine than its peers' phases.
+    pub steal_ms_per_s: Option<f64>,
 }
 
 impl Probe {
@@ -170,6 +175,7 @@ impl Probe {
             written: device_write_bytes(),
             peak_reset,
             rss: rss_bytes(),
+            steal_ticks: crate::metrics::read_steal_ticks(),
         }
     }
 
@@ -192,6 +198,17 @@ impl Probe {
                 None
             },
             start_rss_bytes: self.rss,
+            steal_ms_per_s: match (
+                self.steal_ticks,
+                crate::metrics::read_steal_ticks(),
+                crate::process::clock_ticks_per_sec(),
+            ) {
+                (Some(a), Some(b), Some(hz)) if hz > 0 => {
+                    let secs = self.start.elapsed().as_secs_f64().max(1e-9);
+                    Some(b.saturating_sub(a) as f64 * 1000.0 / hz as f64 / secs)
+                }
+                _ => None,
+            },
         }
     }
 }

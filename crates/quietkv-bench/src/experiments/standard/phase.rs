@@ -42,6 +42,8 @@ pub struct Phase {
     /// Reads done alongside a writer (readwhilewriting: the writes; the
     /// figures above are the reads').
     pub side_writes: Option<u64>,
+    /// The machine's CPU steal during the phase, ms per second.
+    pub steal_ms_per_s: Option<f64>,
 }
 
 impl Phase {
@@ -87,6 +89,7 @@ impl Phase {
                 _ => None,
             },
             side_writes: None,
+            steal_ms_per_s: cost.steal_ms_per_s,
         }
     }
 }
@@ -105,12 +108,14 @@ mod tests {
             device_write_bytes: Some(3000),
             peak_rss_bytes: Some(3 << 20),
             start_rss_bytes: Some(1 << 20),
+            steal_ms_per_s: Some(12.0),
         };
         let p = Phase::new("overwrite", 1000, 2.0, Some(&l), &cost, 1000);
         assert_eq!(p.ops_s, 500.0);
         assert_eq!(p.cpu_us_per_op, Some(2000.0));
         assert_eq!(p.write_amp, Some(3.0));
         assert_eq!(p.rss_growth_bytes, Some(2 << 20));
+        assert_eq!(p.steal_ms_per_s, Some(12.0));
         assert!(p.p99_us.unwrap() >= 9.9);
         // A read phase has no write amplification, a scan no latency.
         let r = Phase::new("readseq", 1000, 1.0, None, &cost, 0);

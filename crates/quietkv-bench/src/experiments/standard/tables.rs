@@ -19,7 +19,7 @@ struct Figure {
     decimals: usize,
 }
 
-const FIGURES: [Figure; 10] = [
+const FIGURES: [Figure; 11] = [
     Figure {
         label: "ops/s",
         key: "ops_s",
@@ -72,6 +72,12 @@ const FIGURES: [Figure; 10] = [
         label: "memory added MiB (that peak less the RSS at its start)",
         key: "rss_growth_mib",
         get: |p| p.rss_growth_bytes.map(|b| b as f64 / (1 << 20) as f64),
+        decimals: 0,
+    },
+    Figure {
+        label: "CPU steal ms/s (the machine's, during the workload)",
+        key: "steal_ms_per_s",
+        get: |p| p.steal_ms_per_s,
         decimals: 0,
     },
     Figure {
@@ -228,6 +234,7 @@ mod tests {
             device_write_bytes: Some(2000),
             peak_rss_bytes: Some(100 << 20),
             start_rss_bytes: Some(60 << 20),
+            steal_ms_per_s: None,
         };
         let mut fill = Phase::new("fillrandom", ops_s as u64, 1.0, None, &cost, 1000);
         fill.space_amp = Some(1.1);
