@@ -567,7 +567,10 @@ fn a_full_compaction_leaves_nothing_for_the_automatic_picker() {
     }
     db.flush().unwrap();
     let shape: Vec<usize> = db.stats().levels.iter().map(|l| l.files).collect();
-    assert!(shape[0] > 1 && shape[1..].iter().all(|&n| n == 0), "{shape:?}");
+    assert!(
+        shape[0] > 1 && shape[1..].iter().all(|&n| n == 0),
+        "{shape:?}"
+    );
     db.compact_all().unwrap();
     let after = db.stats();
     db.wait_idle().unwrap();

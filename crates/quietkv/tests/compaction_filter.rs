@@ -2,16 +2,15 @@
 //! what compaction keeps, removes and changes, what snapshots still see,
 //! and reads that hide expired entries before compaction removes them.
 
+mod common;
+use common::dir;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, UNIX_EPOCH};
 
 use quietkv::ttl::{self, ExpiryFilter};
 use quietkv::{CompactionFilter, Db, FilterDecision, Options};
-
-fn dir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
 
 /// Removes `drop:` keys, upper-cases `up:` values, records what it saw.
 #[derive(Debug, Default)]

@@ -1,20 +1,10 @@
 //! `approximate_len` and `approximate_size`: exact where the docs promise
 //! it, close and monotone where they estimate.
 
-use quietkv::{Db, Options};
+mod common;
+use common::{dir, small};
 
-fn dir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
-
-fn small() -> Options {
-    Options::default()
-        .memtable_size(64 << 10)
-        .level_base_bytes(256 << 10)
-        .target_file_size(64 << 10)
-        .l0_compaction_trigger(2)
-        .block_cache_bytes(1 << 20)
-}
+use quietkv::Db;
 
 fn key(i: u32) -> Vec<u8> {
     format!("key{i:06}").into_bytes()

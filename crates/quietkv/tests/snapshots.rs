@@ -2,23 +2,12 @@
 //! the versions they see until the last clone is dropped, also across
 //! compactions and after the database is closed.
 
+mod common;
+use common::{dir, small};
+
 use std::sync::Arc;
 
-use quietkv::{Db, Options, Snapshot};
-
-fn dir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
-
-/// Small sizes so flushes and compactions happen with little data.
-fn small() -> Options {
-    Options::default()
-        .memtable_size(64 << 10)
-        .level_base_bytes(256 << 10)
-        .target_file_size(64 << 10)
-        .l0_compaction_trigger(2)
-        .block_cache_bytes(1 << 20)
-}
+use quietkv::{Db, Snapshot};
 
 fn key(i: u32) -> Vec<u8> {
     format!("key{i:06}").into_bytes()

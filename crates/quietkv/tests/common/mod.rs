@@ -3,10 +3,28 @@
 use std::path::{Path, PathBuf};
 
 /// The table files (`*.sst`) in a database directory.
+#[allow(dead_code)]
 pub fn tables(dir: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "sst"))
         .collect()
+}
+
+/// A fresh directory under the target's scratch space.
+#[allow(dead_code)]
+pub fn dir() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+/// Small sizes so flushes and compactions happen with little data.
+#[allow(dead_code)]
+pub fn small() -> quietkv::Options {
+    quietkv::Options::default()
+        .memtable_size(64 << 10)
+        .level_base_bytes(256 << 10)
+        .target_file_size(64 << 10)
+        .l0_compaction_trigger(2)
+        .block_cache_bytes(1 << 20)
 }
