@@ -81,8 +81,12 @@ fn assert_matches_model(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, what: &str)
 
 /// One session of writes, deletes, flushes and compactions applied to the
 /// database and the model alike.
+/// One session's writes. Long enough that a session's unrotated manifest
+/// (every flush's and compaction's edit since the open) is several times
+/// what rotation keeps it to (twice a snapshot of the state), whatever
+/// number of automatic compactions the machine's timing runs.
 fn session(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, round: u32, x: &mut u64) {
-    for step in 0..120u32 {
+    for step in 0..240u32 {
         *x ^= *x << 13;
         *x ^= *x >> 7;
         *x ^= *x << 17;
