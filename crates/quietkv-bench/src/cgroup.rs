@@ -646,9 +646,11 @@ mod tests {
             }
         };
         // Fixed amounts of work, not fixed wall time, so a loaded machine
-        // (tests run in parallel) only makes the phases slower.
+        // (tests run in parallel) only makes the phases slower. Copying
+        // zeros runs at tens of GB/s: 20 GB is about half a second of
+        // system time, enough 4 ms ticks to sample the split.
         let script = "read go; i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; echo spun; \
-                      dd if=/dev/zero of=/dev/null bs=1M count=4000 2>/dev/null; echo copied";
+                      dd if=/dev/zero of=/dev/null bs=1M count=20000 2>/dev/null; echo copied";
         let mut child = Command::new("sh")
             .arg("-c")
             .arg(script)
