@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use quietkv::{check_dir_with, CheckOptions, Finding};
 
-use crate::kv::Failure;
+use crate::failure::Failure;
 
 pub fn run(dir: &Path, force: bool) -> Result<ExitCode, Failure> {
     let report = check_dir_with(dir, CheckOptions { ignore_lock: force }).map_err(|e| {

@@ -19,7 +19,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use quietkv::{Db, ErrorKind, Options, WriteBatch, WriteOptions};
+use quietkv::{Db, Options, WriteBatch, WriteOptions};
+
+use crate::failure::Failure;
 
 #[derive(Subcommand)]
 pub enum KvCommand {
@@ -72,48 +74,6 @@ pub enum KvCommand {
     /// Salvage what is intact into a consistent database; replaced and
     /// dropped files are kept in DIR/lost/.
     Repair,
-}
-
-/// A failure: exit code and a one-line message.
-pub struct Failure {
-    pub code: u8,
-    pub message: String,
-}
-
-impl Failure {
-    pub fn user(message: impl Into<String>) -> Self {
-        Failure {
-            code: 1,
-            message: message.into(),
-        }
-    }
-}
-
-impl From<quietkv::Error> for Failure {
-    fn from(e: quietkv::Error) -> Self {
-        let code = if e.kind() == ErrorKind::Corruption {
-            2
-        } else {
-            1
-        };
-        Failure {
-            code,
-            message: e.to_string(),
-        }
-    }
-}
-
-impl From<io::Error> for Failure {
-    fn from(e: io::Error) -> Self {
-        if e.kind() == io::ErrorKind::BrokenPipe {
-            // `quietkv scan | head`: the reader left; not an error.
-            return Failure {
-                code: 0,
-                message: String::new(),
-            };
-        }
-        Failure::user(format!("cannot write output: {e}"))
-    }
 }
 
 /// Runs one command; prints the failure as `quietkv: ...`.

@@ -2,6 +2,7 @@
 
 mod check_cmd;
 mod doctor;
+mod failure;
 mod kv;
 mod logger;
 mod repair_cmd;

@@ -21,7 +21,7 @@ use std::process::ExitCode;
 use quietkv::ErrorKind;
 use quietkv::{repair_dir, Dropped, RepairOptions};
 
-use crate::kv::Failure;
+use crate::failure::Failure;
 
 pub fn run(dir: &Path) -> Result<ExitCode, Failure> {
     let report = repair_dir(dir, &RepairOptions::default()).map_err(|e| match e.kind() {
