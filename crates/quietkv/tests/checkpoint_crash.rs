@@ -155,7 +155,7 @@ fn killed_during_checkpoints_and_backups_leaves_the_source_and_the_copies_whole(
         // (written but not yet reported), whole batches only.
         let have = prefix_len(&root.join("db"));
         assert!(
-            have >= acked && have <= acked + BATCH && have % BATCH == 0,
+            have >= acked && have <= acked + BATCH && have.is_multiple_of(BATCH),
             "round {round}: source holds {have}, {acked} acknowledged"
         );
 
@@ -167,7 +167,7 @@ fn killed_during_checkpoints_and_backups_leaves_the_source_and_the_copies_whole(
                 let report = check_dir(&path).unwrap();
                 assert!(report.is_ok(), "{name}: {report:?}");
                 let len = prefix_len(&path);
-                assert!(len <= have && len % BATCH == 0, "{name}: {len} keys");
+                assert!(len <= have && len.is_multiple_of(BATCH), "{name}: {len} keys");
                 if let Some(&seq) = reported.get(&n) {
                     assert_eq!(len, seq, "{name}");
                 }
