@@ -167,7 +167,10 @@ fn killed_during_checkpoints_and_backups_leaves_the_source_and_the_copies_whole(
                 let report = check_dir(&path).unwrap();
                 assert!(report.is_ok(), "{name}: {report:?}");
                 let len = prefix_len(&path);
-                assert!(len <= have && len.is_multiple_of(BATCH), "{name}: {len} keys");
+                assert!(
+                    len <= have && len.is_multiple_of(BATCH),
+                    "{name}: {len} keys"
+                );
                 if let Some(&seq) = reported.get(&n) {
                     assert_eq!(len, seq, "{name}");
                 }

@@ -22,6 +22,9 @@ pub(crate) struct Staging {
     pub dir: PathBuf,
     target: PathBuf,
     published: bool,
+    /// Held while the copy is written, so another copy to the same target
+    /// finds it busy instead of taking it for a crash's leftover.
+    _lock: crate::lockfile::DirLock,
 }
 
 /// The hidden sibling a copy to `target` is built in.
@@ -68,10 +71,12 @@ impl Staging {
         }
         fs::create_dir(&dir)
             .map_err(|e| Error::io(e, "cannot create the staging directory").with_file(&dir))?;
+        let lock = crate::lockfile::lock_exclusive(&dir)?;
         let staging = Staging {
             dir,
             target: target.to_path_buf(),
             published: false,
+            _lock: lock,
         };
         let marker = staging.dir.join(INCOMPLETE_COPY);
         fs::write(
@@ -132,6 +137,17 @@ impl Drop for Staging {
 /// database files, the marker and the probe's file; anything else is
 /// someone's data and is refused.
 fn remove_leftover(dir: &Path) -> Result<()> {
+    let _lock = crate::lockfile::lock_exclusive(dir).map_err(|e| {
+        if e.kind() == ErrorKind::Busy {
+            Error::new(
+                ErrorKind::Busy,
+                "another copy to the same target is being written",
+            )
+            .with_file(dir)
+        } else {
+            e
+        }
+    })?;
     let entries = fs::read_dir(dir)
         .map_err(|e| Error::io(e, "cannot read a leftover copy").with_file(dir))?;
     for entry in entries {
@@ -193,6 +209,18 @@ mod tests {
         assert!(!target.join(INCOMPLETE_COPY).exists());
         let e = Staging::begin(&target).err().unwrap();
         assert!(e.to_string().contains("not empty"), "{e}");
+    }
+
+    #[test]
+    fn a_copy_being_written_is_not_taken_for_a_leftover() {
+        let tmp = tempfile::tempdir().unwrap();
+        let target = tmp.path().join("copy");
+        let first = Staging::begin(&target).unwrap();
+        let e = Staging::begin(&target).err().unwrap();
+        assert_eq!(e.kind(), ErrorKind::Busy, "{e}");
+        assert!(first.dir.join(INCOMPLETE_COPY).exists());
+        first.publish().unwrap();
+        assert!(target.is_dir());
     }
 
     #[test]
