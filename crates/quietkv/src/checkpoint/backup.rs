@@ -352,7 +352,8 @@ fn purge(root: &Path, keep: usize) -> Result<u64> {
 /// `target` is not empty; `Corruption` (naming the file) if a stored file
 /// has another length or checksum than the point's metadata records, or
 /// the metadata itself is damaged; `Busy` while a backup writes to
-/// `backup_dir`; `Io` for an I/O error.
+/// `backup_dir` or another restore to `target` is being written; `Io`
+/// for an I/O error.
 pub fn restore(backup_dir: impl AsRef<Path>, target: impl AsRef<Path>) -> Result<RestoreInfo> {
     restore_from(backup_dir.as_ref(), None, target.as_ref())
 }

@@ -29,7 +29,8 @@ impl Db {
     /// # Errors
     ///
     /// `InvalidArgument` if `dir` exists and is not an empty directory, or
-    /// has no last path component; `Corruption` (naming the table) if a
+    /// has no last path component; `Busy` while another checkpoint or
+    /// restore to `dir` is being written; `Corruption` (naming the table) if a
     /// table's length differs from what the manifest says; `Io` (naming
     /// the file) for an I/O error or a full disk. On an error nothing is
     /// left at `dir` and the database is unchanged.
