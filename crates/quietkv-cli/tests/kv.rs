@@ -731,3 +731,24 @@ fn checkpoint_backup_restore_and_verify_round_trip() {
     assert!(stderr(&o).contains("checksum"), "{}", stderr(&o));
     assert!(!d.path().join("again").exists());
 }
+
+#[test]
+fn copies_to_relative_names_land_in_the_working_directory() {
+    let d = tmp();
+    ok(&d.path().join("db"), &["put", "k", "v"]);
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_quietkv"))
+            .current_dir(d.path())
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{args:?}: {}{}", stdout(&o), stderr(&o));
+    };
+    run(&["--db", "db", "checkpoint", "ck"]);
+    run(&["--db", "db", "backup", "bk"]);
+    run(&["restore", "bk", "restored"]);
+    for dir in ["ck", "restored"] {
+        assert_eq!(ok(&d.path().join(dir), &["get", "k"]), "v\n", "{dir}");
+    }
+}

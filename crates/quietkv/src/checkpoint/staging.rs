@@ -61,11 +61,10 @@ impl Staging {
             }
         }
         let dir = staging_path(target)?;
-        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-            fs::create_dir_all(parent).map_err(|e| {
-                Error::io(e, "cannot create the target's parent directory").with_file(parent)
-            })?;
-        }
+        let parent = parent_of(&dir);
+        fs::create_dir_all(parent).map_err(|e| {
+            Error::io(e, "cannot create the target's parent directory").with_file(parent)
+        })?;
         if dir.exists() {
             remove_leftover(&dir)?;
         }
@@ -86,9 +85,7 @@ impl Staging {
         .map_err(|e| Error::io(e, "cannot write the incomplete-copy marker").with_file(&marker))?;
         sync_path(&marker)?;
         sync_dir(&staging.dir)?;
-        if let Some(parent) = staging.dir.parent() {
-            sync_dir(parent)?;
-        }
+        sync_dir(parent_of(&staging.dir))?;
         Ok(staging)
     }
 
@@ -113,9 +110,7 @@ impl Staging {
             .with_file(&self.target)
         })?;
         self.published = true;
-        if let Some(parent) = self.target.parent() {
-            sync_dir(parent)?;
-        }
+        sync_dir(parent_of(&self.target))?;
         Ok(self.target.clone())
     }
 }
@@ -176,6 +171,15 @@ fn remove_leftover(dir: &Path) -> Result<()> {
         .map_err(|e| Error::io(e, "cannot remove a leftover copy").with_file(dir))
 }
 
+/// The directory holding `path`: `.` for a bare relative name, whose
+/// `parent()` is the empty path.
+fn parent_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
 fn sync_path(path: &Path) -> Result<()> {
     fs::File::open(path)
         .and_then(|f| f.sync_all())
@@ -209,6 +213,13 @@ mod tests {
         assert!(!target.join(INCOMPLETE_COPY).exists());
         let e = Staging::begin(&target).err().unwrap();
         assert!(e.to_string().contains("not empty"), "{e}");
+    }
+
+    #[test]
+    fn a_bare_relative_name_has_the_current_directory_as_parent() {
+        assert_eq!(parent_of(Path::new("ck")), Path::new("."));
+        assert_eq!(parent_of(Path::new("a/ck")), Path::new("a"));
+        assert_eq!(parent_of(Path::new("/ck")), Path::new("/"));
     }
 
     #[test]
