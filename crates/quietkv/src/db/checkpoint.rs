@@ -9,6 +9,7 @@ use crate::checkpoint::backup::{BackupInfo, BackupOptions};
 use crate::checkpoint::{Capture, CheckpointInfo, CheckpointOptions};
 use crate::error::Result;
 use crate::wal::WalSet;
+use quietio::{ClassModes, IoClass};
 
 impl Db {
     /// Writes a checkpoint of the database into `dir`: a complete database
@@ -120,7 +121,7 @@ fn capture(inner: &Inner) -> Capture {
     drop(st);
     Capture {
         source: inner.env.clone(),
-        io_options: inner.opts.io_options(),
+        io_options: copy_io_options(&inner.opts),
         table_options: inner.opts.table_options(),
         db_id: inner.db_id,
         seq,
@@ -130,5 +131,34 @@ fn capture(inner: &Inner) -> Capture {
         memtables,
         manifest_number,
         snapshot,
+    }
+}
+
+/// The I/O options of the environments a copy is written through: the
+/// source's, but with only the `Backup` class's requested mode. The copy
+/// writes nothing in the other classes, and a mode they were given
+/// explicitly may not work on the copy's file system (direct I/O on a
+/// tmpfs), which must not fail a copy that never uses it.
+fn copy_io_options(opts: &crate::options::Options) -> quietio::IoOptions {
+    let mut io = opts.io_options();
+    let backup = io.modes.get(IoClass::Backup);
+    io.modes = ClassModes::default().with(IoClass::Backup, backup);
+    io
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quietio::AccessMode;
+
+    #[test]
+    fn a_copy_keeps_only_the_backup_classs_mode() {
+        let opts = crate::options::Options::default()
+            .io_mode(IoClass::CompactionWrite, AccessMode::Direct)
+            .io_mode(IoClass::Backup, AccessMode::Fadvise);
+        let io = copy_io_options(&opts);
+        assert_eq!(io.modes.get(IoClass::Backup), AccessMode::Fadvise);
+        assert_eq!(io.modes.get(IoClass::CompactionWrite), AccessMode::Auto);
+        assert_eq!(io.io_depth, opts.io_options().io_depth);
     }
 }
