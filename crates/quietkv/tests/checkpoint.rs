@@ -381,3 +381,41 @@ fn a_damaged_backup_is_found_by_verify_and_refused_by_restore() {
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     assert!(e.to_string().contains("another database"), "{e}");
 }
+
+/// A checkpoint onto another file system (`/dev/shm`, a tmpfs, where it
+/// exists) cannot link: `link(2)` fails with EXDEV and every table is
+/// copied. On a machine where that directory shares the source's file
+/// system, the same checkpoint must link every table instead.
+#[test]
+fn a_checkpoint_onto_another_file_system_copies_what_it_cannot_link() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let src = tmp.path().join("db");
+    let db = Db::open(&src, Options::default().memtable_size(64 << 10)).unwrap();
+    for i in 0..2000u64 {
+        db.put(key(0, i), value(0, i)).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_idle().unwrap();
+    let shm = Path::new("/dev/shm");
+    let other = if shm.is_dir() {
+        tempfile::tempdir_in(shm).unwrap()
+    } else {
+        tempfile::tempdir().unwrap()
+    };
+    let out = other.path().join("ck");
+    let info = db.checkpoint(&out).unwrap();
+    let n = tables(&src).len() as u64;
+    let across =
+        std::fs::metadata(&src).unwrap().dev() != std::fs::metadata(other.path()).unwrap().dev();
+    if across {
+        assert_eq!((info.tables_linked, info.tables_copied), (0, n), "{info:?}");
+        assert!(info.bytes_copied > 0);
+    } else {
+        assert_eq!((info.tables_linked, info.tables_copied), (n, 0), "{info:?}");
+    }
+    assert!(check_dir(&out).unwrap().is_ok());
+    assert_eq!(
+        prefix_len(&Db::open(&out, Options::default()).unwrap(), 0),
+        2000
+    );
+}
