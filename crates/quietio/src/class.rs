@@ -22,19 +22,27 @@ pub enum IoClass {
     WalWrite,
     /// Writing the manifest and CURRENT.
     Manifest,
+    /// Copying files out of or into a database: the reads and writes of a
+    /// checkpoint, a backup and a restore. Cold bytes for the page cache:
+    /// shipping a copy must not evict what the user reads.
+    Backup,
 }
 
 impl IoClass {
     /// Every class, in the order per-class tables use (the order of
     /// [`IoStats::snapshot`](crate::IoStats::snapshot)).
-    pub const ALL: [IoClass; 6] = [
+    pub const ALL: [IoClass; IoClass::COUNT] = [
         IoClass::UserRead,
         IoClass::CompactionRead,
         IoClass::CompactionWrite,
         IoClass::FlushWrite,
         IoClass::WalWrite,
         IoClass::Manifest,
+        IoClass::Backup,
     ];
+
+    /// How many classes there are: the length of every per-class table.
+    pub const COUNT: usize = 7;
 
     /// The class's name as printed (`UserRead`, `CompactionWrite`, ...),
     /// the same as its `Display`.
@@ -46,6 +54,7 @@ impl IoClass {
             IoClass::FlushWrite => "FlushWrite",
             IoClass::WalWrite => "WalWrite",
             IoClass::Manifest => "Manifest",
+            IoClass::Backup => "Backup",
         }
     }
 
@@ -59,9 +68,13 @@ impl IoClass {
         matches!(self, IoClass::UserRead | IoClass::CompactionRead)
     }
 
-    /// Background classes share the background rate limiter.
+    /// Background classes share the background rate limiter: a copy
+    /// taken while the database serves users is background work too.
     pub fn is_throttled(self) -> bool {
-        matches!(self, IoClass::CompactionRead | IoClass::CompactionWrite)
+        matches!(
+            self,
+            IoClass::CompactionRead | IoClass::CompactionWrite | IoClass::Backup
+        )
     }
 }
 
@@ -192,9 +205,11 @@ pub struct Resolution {
 
 /// Decides the mode `class` gets in the directory described by `caps`.
 ///
-/// `Auto`: compaction reads and writes get direct where it works, else
-/// dontcache, else buffered; every other class gets buffered (flushed data is
-/// hot, the WAL is small and sequential). An explicit mode that cannot work
+/// `Auto`: compaction reads and writes, flushes and backup copies get
+/// direct where it works, else dontcache, else buffered; every other class
+/// gets buffered (the WAL is small and sequential, user reads want the
+/// cache). `Backup` both reads and writes, so it gets direct only where
+/// direct writes work too. An explicit mode that cannot work
 /// is a `NotSupported` error that says why and what to set instead.
 pub fn resolve(class: IoClass, requested: AccessMode, caps: &Capabilities) -> Result<Resolution> {
     let plain = |mode| {
@@ -247,7 +262,10 @@ pub fn resolve(class: IoClass, requested: AccessMode, caps: &Capabilities) -> Re
             // nobody reads soon (random writes spread over the key space).
             if !matches!(
                 class,
-                IoClass::CompactionRead | IoClass::CompactionWrite | IoClass::FlushWrite
+                IoClass::CompactionRead
+                    | IoClass::CompactionWrite
+                    | IoClass::FlushWrite
+                    | IoClass::Backup
             ) {
                 return plain(EffectiveMode::Buffered);
             }
@@ -274,14 +292,14 @@ pub fn resolve(class: IoClass, requested: AccessMode, caps: &Capabilities) -> Re
 
 /// An access mode for every class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ClassModes([AccessMode; 6]);
+pub struct ClassModes([AccessMode; IoClass::COUNT]);
 
 impl ClassModes {
     /// The same requested mode for every class. `Mmap` for all of them
     /// fails at [`IoEnv::open`](crate::IoEnv::open), since the write
     /// classes cannot map (a read-only environment ignores them).
     pub fn all(mode: AccessMode) -> Self {
-        ClassModes([mode; 6])
+        ClassModes([mode; IoClass::COUNT])
     }
 
     /// The mode requested for `class`.
@@ -366,7 +384,16 @@ mod tests {
                 .mode,
             EffectiveMode::Buffered
         );
+        // Copies for checkpoints and backups bypass the cache too.
+        assert_eq!(
+            resolve(IoClass::Backup, AccessMode::Auto, &c).unwrap().mode,
+            EffectiveMode::Direct
+        );
         let c = caps(false, false, true);
+        assert_eq!(
+            resolve(IoClass::Backup, AccessMode::Auto, &c).unwrap().mode,
+            EffectiveMode::DontCache
+        );
         let r = resolve(IoClass::CompactionRead, AccessMode::Auto, &c).unwrap();
         assert_eq!(r.mode, EffectiveMode::DontCache);
         assert!(r.fallback.unwrap().contains("EINVAL"));
@@ -397,6 +424,12 @@ mod tests {
                 .mode,
             EffectiveMode::Buffered
         );
+        // A copy writes as well as reads: no direct on such a kernel.
+        assert_eq!(
+            resolve(IoClass::Backup, AccessMode::Auto, &c).unwrap().mode,
+            EffectiveMode::Buffered
+        );
+        assert!(resolve(IoClass::Backup, AccessMode::Direct, &c).is_err());
     }
 
     #[test]
@@ -432,6 +465,7 @@ mod tests {
             IoClass::FlushWrite,
             IoClass::CompactionWrite,
             IoClass::Manifest,
+            IoClass::Backup,
         ] {
             let e = resolve(class, AccessMode::Mmap, &c).unwrap_err();
             assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);

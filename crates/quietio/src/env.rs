@@ -151,9 +151,24 @@ impl IoEnv {
         if let Some(why) = &engine.fallback {
             log_engine_fallback_once(why);
         }
-        let mut resolved = Vec::with_capacity(6);
+        let mut resolved = Vec::with_capacity(IoClass::COUNT);
         let mut fallbacks = Vec::new();
         for class in IoClass::ALL {
+            if read_only && class == IoClass::Backup {
+                // Copies out of a read-only directory only read it: they
+                // get the mode the probe allows, and a mode that cannot
+                // work here must not fail the open.
+                let r =
+                    resolve(class, opts.modes.get(class), &caps).unwrap_or_else(|e| Resolution {
+                        mode: EffectiveMode::Buffered,
+                        fallback: Some(format!("{e}; using buffered")),
+                    });
+                if let Some(why) = &r.fallback {
+                    fallbacks.push((class, why.clone()));
+                }
+                resolved.push(r);
+                continue;
+            }
             if read_only && !class.is_read() {
                 // Nothing is written: the write classes' requested modes do
                 // not matter and must not fail the open.
@@ -191,6 +206,15 @@ impl IoEnv {
         if layer.is_some() {
             self.fault = layer;
         }
+        self
+    }
+
+    /// Counts every file opened through this environment in `stats`
+    /// instead of counters of its own: an environment opened on another
+    /// directory only to copy files there (a checkpoint, a backup) then
+    /// shows its bytes in the counters of the database that made the copy.
+    pub fn with_stats(mut self, stats: Arc<IoStats>) -> IoEnv {
+        self.stats = stats;
         self
     }
 

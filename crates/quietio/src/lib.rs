@@ -12,7 +12,9 @@
 //! Every file is opened for an [`IoClass`], which says why it is touched:
 //! [`UserRead`](IoClass::UserRead), [`CompactionRead`](IoClass::CompactionRead),
 //! [`CompactionWrite`](IoClass::CompactionWrite), [`FlushWrite`](IoClass::FlushWrite),
-//! [`WalWrite`](IoClass::WalWrite) or [`Manifest`](IoClass::Manifest).
+//! [`WalWrite`](IoClass::WalWrite), [`Manifest`](IoClass::Manifest) or
+//! [`Backup`](IoClass::Backup) (the copies of checkpoints, backups and
+//! restores).
 //! [`IoOptions::modes`] requests an [`AccessMode`] per class:
 //!
 //! | mode        | what it does                                              | needs                                   |

@@ -62,7 +62,7 @@ pub struct ClassStats {
 /// Counters for every class; shared by all files of one `IoEnv`.
 #[derive(Debug, Default)]
 pub struct IoStats {
-    classes: [ClassCounters; 6],
+    classes: [ClassCounters; IoClass::COUNT],
 }
 
 impl IoStats {

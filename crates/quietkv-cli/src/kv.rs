@@ -1,5 +1,5 @@
 //! The key-value commands: put, get, delete, scan, load, flush, compact,
-//! stats, check and repair.
+//! stats, check, repair, checkpoint and backup.
 //!
 //! Keys and values are bytes: arguments are taken as given by the OS (no
 //! UTF-8 requirement) and printed raw. `scan` and `load` use one
@@ -74,6 +74,24 @@ pub enum KvCommand {
     /// Salvage what is intact into a consistent database; replaced and
     /// dropped files are kept in DIR/lost/.
     Repair,
+    /// Write a consistent copy of the database into OUT (new or empty):
+    /// tables hard-linked where possible, memtable data written as tables.
+    Checkpoint {
+        /// Directory the checkpoint is written to.
+        out: PathBuf,
+        /// Copy every table instead of hard-linking it.
+        #[arg(long)]
+        copy: bool,
+    },
+    /// Add a backup point to BACKUP_DIR, copying only the tables earlier
+    /// points lack; restore with `quietkv restore`.
+    Backup {
+        /// Directory of the backups (created if missing).
+        backup_dir: PathBuf,
+        /// Keep only this many newest points (0: keep all).
+        #[arg(long, default_value_t = 0)]
+        keep: usize,
+    },
 }
 
 /// Runs one command; prints the failure as `quietkv: ...`.
@@ -104,6 +122,20 @@ fn run(db: Option<PathBuf>, cmd: KvCommand) -> Result<ExitCode, Failure> {
         return crate::repair_cmd::run(&dir);
     }
     let db = open(&dir, access)?;
+    // Copies only read the database: opened read-only above.
+    match &cmd {
+        KvCommand::Checkpoint { out, copy } => {
+            crate::copy_cmd::checkpoint(&db, out, *copy)?;
+            db.close()?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        KvCommand::Backup { backup_dir, keep } => {
+            crate::copy_cmd::backup(&db, backup_dir, *keep)?;
+            db.close()?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        _ => {}
+    }
     let mut out = BufWriter::new(io::stdout().lock());
     match cmd {
         KvCommand::Put { key, value } => db.put(bytes(key), bytes(value))?,
@@ -155,7 +187,10 @@ fn run(db: Option<PathBuf>, cmd: KvCommand) -> Result<ExitCode, Failure> {
                 crate::stats_cmd::print_human(&mut out, &stats)?;
             }
         }
-        KvCommand::Check { .. } | KvCommand::Repair => unreachable!("handled above"),
+        KvCommand::Check { .. }
+        | KvCommand::Repair
+        | KvCommand::Checkpoint { .. }
+        | KvCommand::Backup { .. } => unreachable!("handled above"),
     }
     out.flush()?;
     db.close()?;

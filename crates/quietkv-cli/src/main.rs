@@ -1,6 +1,7 @@
 //! The `quietkv` command.
 
 mod check_cmd;
+mod copy_cmd;
 mod doctor;
 mod failure;
 mod kv;
@@ -50,6 +51,23 @@ enum Command {
     },
     #[command(flatten)]
     Kv(kv::KvCommand),
+    /// Restore a backup point (the newest by default) from BACKUP_DIR into
+    /// TARGET, a new or empty directory; needs no --db.
+    Restore {
+        /// Directory `quietkv backup` wrote.
+        backup_dir: PathBuf,
+        /// Database directory to create.
+        target: PathBuf,
+        /// The point to restore instead of the newest.
+        #[arg(long)]
+        point: Option<u64>,
+    },
+    /// Check every file of every backup point in BACKUP_DIR against its
+    /// recorded length and checksum (exit 2 on damage).
+    VerifyBackup {
+        /// Directory `quietkv backup` wrote.
+        backup_dir: PathBuf,
+    },
     /// Benchmark: user-read latency beside background I/O in each mode,
     /// in a memory cgroup (see docs/benchmark.md).
     #[cfg(feature = "bench")]
@@ -95,6 +113,12 @@ fn main() -> ExitCode {
             })
         }
         Command::Kv(cmd) => return kv::main(cli.db, cmd),
+        Command::Restore {
+            backup_dir,
+            target,
+            point,
+        } => return copy_cmd::restore(&backup_dir, &target, point),
+        Command::VerifyBackup { backup_dir } => return copy_cmd::verify(&backup_dir),
         #[cfg(feature = "bench")]
         Command::Bench(args) => quietkv_bench::run(*args),
         #[cfg(feature = "bench")]

@@ -656,3 +656,99 @@ fn reads_write_nothing_and_work_on_a_read_only_mount() {
     let o = qkv(&ro, &["put", "x", "y"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
 }
+
+/// Runs a command that takes no --db and expects success; returns stdout.
+fn ok_without_db(args: &[&str]) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_quietkv"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{args:?}: {}{}", stdout(&o), stderr(&o));
+    stdout(&o)
+}
+
+#[test]
+fn checkpoint_backup_restore_and_verify_round_trip() {
+    let d = tmp();
+    let db = d.path().join("db");
+    let load = qkv_in(
+        &db,
+        &["load", "--batch", "100"],
+        Some(lines(3000).as_bytes()),
+    );
+    assert!(load.status.success(), "{}", stderr(&load));
+    ok(&db, &["flush"]);
+    ok(&db, &["put", "late", "in the memtable"]);
+
+    let ck = d.path().join("ck");
+    let out = ok(&db, &["checkpoint", ck.to_str().unwrap()]);
+    assert!(out.starts_with("checkpoint "), "{out}");
+    assert!(out.contains("tables linked"), "{out}");
+    assert_eq!(ok(&ck, &["get", "key02999"]), "value 2999\n");
+    assert_eq!(ok(&ck, &["get", "late"]), "in the memtable\n");
+    assert!(ok(&ck, &["check"]).contains("ok"));
+    // The target must be new or empty: exit 1, one line.
+    let o = qkv(&db, &["checkpoint", ck.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not empty"), "{}", stderr(&o));
+
+    let copied = d.path().join("copied");
+    let out = ok(&db, &["checkpoint", "--copy", copied.to_str().unwrap()]);
+    assert!(out.contains(" 0 tables linked"), "{out}");
+
+    let bk = d.path().join("bk");
+    let out = ok(&db, &["backup", bk.to_str().unwrap()]);
+    assert!(out.starts_with("backup point 1 "), "{out}");
+    let out = ok(&db, &["backup", bk.to_str().unwrap()]);
+    assert!(
+        out.contains(" 0 tables copied (0 bytes)"),
+        "nothing new to copy: {out}"
+    );
+    let out = ok_without_db(&["verify-backup", bk.to_str().unwrap()]);
+    assert!(out.contains("ok: 2 backup points verified"), "{out}");
+
+    let restored = d.path().join("restored");
+    let out = ok_without_db(&["restore", bk.to_str().unwrap(), restored.to_str().unwrap()]);
+    assert!(out.starts_with("restored point 2 "), "{out}");
+    assert_eq!(ok(&restored, &["get", "late"]), "in the memtable\n");
+    assert!(ok(&restored, &["check"]).contains("ok"));
+
+    // Damage in a stored table: verify and restore exit 2.
+    let stored = files(&bk.join("tables"), "sst");
+    flip(&stored[0], 20);
+    let o = Command::new(env!("CARGO_BIN_EXE_quietkv"))
+        .args(["verify-backup", bk.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = Command::new(env!("CARGO_BIN_EXE_quietkv"))
+        .args(["restore", bk.to_str().unwrap()])
+        .arg(d.path().join("again"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("checksum"), "{}", stderr(&o));
+    assert!(!d.path().join("again").exists());
+}
+
+#[test]
+fn copies_to_relative_names_land_in_the_working_directory() {
+    let d = tmp();
+    ok(&d.path().join("db"), &["put", "k", "v"]);
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_quietkv"))
+            .current_dir(d.path())
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{args:?}: {}{}", stdout(&o), stderr(&o));
+    };
+    run(&["--db", "db", "checkpoint", "ck"]);
+    run(&["--db", "db", "backup", "bk"]);
+    run(&["restore", "bk", "restored"]);
+    for dir in ["ck", "restored"] {
+        assert_eq!(ok(&d.path().join(dir), &["get", "k"]), "v\n", "{dir}");
+    }
+}

@@ -4,6 +4,9 @@ use std::path::{Path, PathBuf};
 
 pub const CURRENT: &str = "CURRENT";
 pub const LOCK: &str = "LOCK";
+/// Present in a directory a checkpoint or restore is still writing (see
+/// `checkpoint::staging`): such a directory is not a database yet.
+pub const INCOMPLETE_COPY: &str = "COPY-INCOMPLETE";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileKind {

@@ -57,6 +57,7 @@
 mod batch;
 mod block_cache;
 mod check;
+mod checkpoint;
 mod codec;
 mod compaction;
 mod cpu_yield;
@@ -95,6 +96,11 @@ pub struct ReadmeDoctest;
 pub use batch::{WriteBatch, MAX_BATCH_LEN, MAX_KEY_LEN, MAX_VALUE_LEN};
 pub use block_cache::CacheStats;
 pub use check::{check_dir, check_dir_with, CheckOptions, CheckReport, Finding};
+pub use checkpoint::backup::BackupOptions;
+pub use checkpoint::{
+    restore, restore_point, verify_backup, BackupInfo, BackupPoint, CheckpointInfo,
+    CheckpointOptions, RestoreInfo,
+};
 pub use compaction::{CompactionFilter, CompactionPriority, FilterDecision};
 pub use db::{
     CompactionStats, Db, DbIter, DbStats, LevelCompactionStats, LevelStats, WriteStallStats,

@@ -399,6 +399,9 @@ impl QuietkvConfig {
             IoClass::CompactionWrite => &self.compaction_write,
             IoClass::FlushWrite => &self.flush_write,
             IoClass::WalWrite | IoClass::Manifest => &self.wal_write,
+            // The benchmark takes no checkpoints; a copy would be
+            // background work like compaction output, so it follows it.
+            IoClass::Backup => &self.compaction_write,
         };
         match s.parse().unwrap_or(AccessMode::Buffered) {
             // Only the WAL can be written through a mapping; the manifest
@@ -454,14 +457,7 @@ impl QuietkvConfig {
 
     fn options(&self) -> Options {
         let mut o = Options::default();
-        for c in [
-            IoClass::UserRead,
-            IoClass::CompactionRead,
-            IoClass::CompactionWrite,
-            IoClass::FlushWrite,
-            IoClass::WalWrite,
-            IoClass::Manifest,
-        ] {
+        for c in IoClass::ALL {
             o = o.io_mode(c, self.access(c));
         }
         o.warm_compaction_output = self.warm_output;
@@ -515,6 +511,7 @@ impl EngineConfig for QuietkvConfig {
             IoClass::CompactionWrite,
             IoClass::FlushWrite,
             IoClass::WalWrite,
+            IoClass::Backup,
         ] {
             env.resolve_explicit(class, self.access(class))
                 .map_err(|e| format!("mode {}: {e}", self.name))?;
@@ -813,14 +810,7 @@ mod tests {
         assert!(QuietkvConfig::parse("turbo+warm").is_err());
         // auto: every class left to the engine, as `Options::default()`.
         let m = QuietkvConfig::parse("auto").unwrap();
-        for c in [
-            IoClass::UserRead,
-            IoClass::CompactionRead,
-            IoClass::CompactionWrite,
-            IoClass::FlushWrite,
-            IoClass::WalWrite,
-            IoClass::Manifest,
-        ] {
+        for c in IoClass::ALL {
             assert_eq!(m.access(c), AccessMode::Auto, "{c}");
         }
         assert_eq!(

@@ -3,6 +3,7 @@
 //! and the background threads that flush and compact.
 
 mod background;
+mod checkpoint;
 mod estimates;
 mod iter;
 mod manifest;

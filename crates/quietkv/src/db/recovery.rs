@@ -31,6 +31,7 @@ use crate::wal::{RequiredWal, WalSet};
 
 pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
     opts.validate()?;
+    refuse_incomplete_copy(dir)?;
     if !dir.exists() {
         if !opts.create_if_missing {
             return Err(Error::invalid(
@@ -184,6 +185,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
 /// makes this open fail with Busy).
 pub(crate) fn open_read_only(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
     opts.validate()?;
+    refuse_incomplete_copy(dir)?;
     let current = dir.join(CURRENT);
     if !current.exists() {
         // Corruption (naming the manifest) if a database lost its CURRENT.
@@ -230,6 +232,20 @@ pub(crate) fn open_read_only(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
         inner.refresh_super_version(&mut st);
     }
     Ok(inner)
+}
+
+/// `InvalidArgument` for a directory a checkpoint or restore was still
+/// writing when it stopped: opening it would find part of a database, or
+/// create a fresh one among a copy's files.
+fn refuse_incomplete_copy(dir: &Path) -> Result<()> {
+    let marker = dir.join(filenames::INCOMPLETE_COPY);
+    if marker.exists() {
+        return Err(Error::invalid(
+            "this directory is a checkpoint or restore that never finished, not a database; delete it and copy again",
+        )
+        .with_file(marker));
+    }
+    Ok(())
 }
 
 fn check_tables_present(dir: &Path, version: &Version) -> Result<()> {
