@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use quietkv::{BackupOptions, CheckpointOptions, Db};
 
-use crate::kv::Failure;
+use crate::failure::Failure;
 
 /// Writes a checkpoint of `db` into `out`.
 pub fn checkpoint(db: &Db, out: &Path, copy: bool) -> Result<(), Failure> {
