@@ -80,6 +80,7 @@ mod repair;
 mod snapshot;
 mod table;
 pub mod ttl;
+mod txn;
 mod varint;
 mod version;
 mod wal;
@@ -108,4 +109,5 @@ pub use quietio::{AccessMode, ClassModes, ClassStats, EffectiveMode, IoClass, Io
 pub use repair::{repair_dir, Dropped, KeptTable, RepairOptions, RepairReport, SalvagedTable};
 pub use snapshot::Snapshot;
 pub use table::Compression;
+pub use txn::{CasMismatch, Transaction, TxnIter};
 pub use wal::WalSync;

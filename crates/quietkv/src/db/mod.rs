@@ -3,6 +3,7 @@
 //! and the background threads that flush and compact.
 
 mod background;
+mod conflict;
 mod estimates;
 mod iter;
 mod manifest;
@@ -36,8 +37,10 @@ use crate::snapshot::{Snapshot, SnapshotList};
 use crate::table::TableCache;
 use crate::version::{Version, VersionEdit};
 use crate::wal::WalSet;
+pub(crate) use conflict::Precondition;
 pub(crate) use read_view::ReadView;
 use std::ops::RangeBounds;
+pub(crate) use write::write_checked;
 
 pub use iter::DbIter;
 pub(crate) use iter::KeyRange;
@@ -526,6 +529,12 @@ impl Db {
         let mut edit = VersionEdit::new();
         edit.sealed_wals.push((number, len));
         self.inner.install(&mut st, edit)
+    }
+
+    /// The shared state, for the parts of the engine built on `Db`
+    /// (transactions).
+    pub(crate) fn inner(&self) -> &Arc<Inner> {
+        &self.inner
     }
 
     /// The newest sequence number readers may see.
