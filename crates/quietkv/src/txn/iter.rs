@@ -318,7 +318,7 @@ mod tests {
             }
             let mut expected: std::collections::VecDeque<_> = model.into_iter().collect();
             let mut it = Overlay::new(snap(&base), pending.iter());
-            for forward in steps.into_iter().chain(std::iter::repeat(true).take(80)) {
+            for forward in steps.into_iter().chain(std::iter::repeat_n(true, 80)) {
                 let want = if forward { expected.pop_front() } else { expected.pop_back() };
                 let got = if forward { it.next() } else { it.next_back() };
                 let got = got.map(|r| r.unwrap());

@@ -122,7 +122,7 @@ mod tests {
             vec![(b"a".to_vec(), Some(b"1".to_vec())), (b"b".to_vec(), None)]
         );
         assert_eq!(
-            ws.range(&KeyRange::default()).rev().next().unwrap().0,
+            ws.range(&KeyRange::default()).next_back().unwrap().0,
             &b"c".to_vec()
         );
         // A start after the end is empty, not a panic.
