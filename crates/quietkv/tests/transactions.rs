@@ -522,3 +522,25 @@ fn a_committed_transaction_survives_a_crash_and_an_uncommitted_one_leaves_nothin
     assert_eq!(db.get(b"uncommitted").unwrap(), None);
     assert_eq!(db.get(b"unsynced").unwrap(), Some(b"1".to_vec()));
 }
+
+#[test]
+fn commits_on_a_closed_or_read_only_database_are_refused_with_their_reason() {
+    let tmp = dir();
+    let db = Db::open(tmp.path(), Options::default()).unwrap();
+    db.put(b"k", b"1").unwrap();
+    let mut txn = db.transaction();
+    txn.put(b"k", b"2").unwrap();
+    db.close().unwrap();
+    // The transaction outlives the handle, as a snapshot does: it still
+    // reads, but cannot commit.
+    assert_eq!(txn.get(b"k").unwrap(), Some(b"2".to_vec()));
+    assert_eq!(txn.commit().unwrap_err().kind(), ErrorKind::Closed);
+
+    let ro = Db::open_read_only(tmp.path(), Options::default()).unwrap();
+    let reader = ro.transaction();
+    assert_eq!(reader.get(b"k").unwrap(), Some(b"1".to_vec()));
+    reader.commit().unwrap(); // only read: nothing can have changed
+    let mut writer = ro.transaction();
+    writer.put(b"k", b"3").unwrap();
+    assert_eq!(writer.commit().unwrap_err().kind(), ErrorKind::ReadOnly);
+}

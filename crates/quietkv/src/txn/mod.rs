@@ -45,6 +45,9 @@ use write_set::WriteSet;
 ///   scanned range, a *phantom*, is not a conflict), or
 /// - wrote itself.
 ///
+/// (The keys are kept in memory until the transaction ends, so a long scan
+/// in a transaction costs memory for each key it returned.)
+///
 /// The check and the apply happen together in the write path, so no write
 /// lands in between. On a conflict nothing is applied; run the whole
 /// transaction again (a new one sees the newer state). Two transactions that
