@@ -282,6 +282,9 @@ impl<'a> Iterator for BatchIter<'a> {
 
 /// `InvalidArgument` for a key longer than [`MAX_KEY_LEN`]; writers that
 /// hold writes before batching them (transactions) check with it too.
+/// Inlined so `put`, the hot path of every write, stays as compact as it
+/// was before these checks were shared.
+#[inline]
 pub(crate) fn check_key(key: &[u8]) -> Result<()> {
     if key.len() > MAX_KEY_LEN {
         return Err(Error::invalid(format!(
@@ -293,6 +296,7 @@ pub(crate) fn check_key(key: &[u8]) -> Result<()> {
 }
 
 /// `InvalidArgument` for a value longer than [`MAX_VALUE_LEN`].
+#[inline]
 pub(crate) fn check_value(value: &[u8]) -> Result<()> {
     if value.len() > MAX_VALUE_LEN {
         return Err(Error::invalid(format!(

@@ -34,8 +34,9 @@ pub(crate) struct Writer {
     /// Freeze the memtable even if it is not full (`flush`).
     force_switch: bool,
     /// Keys nobody may have written since a sequence number; `None` for
-    /// plain writes, which pay nothing else for transactions.
-    check: Option<Precondition>,
+    /// plain writes, which pay nothing else for transactions (boxed, so
+    /// their `Writer` grows by one pointer only).
+    check: Option<Box<Precondition>>,
     result: Mutex<Option<Result<()>>>,
     cv: Condvar,
 }
@@ -65,15 +66,19 @@ pub(crate) fn write_checked(
     sync: bool,
     check: Precondition,
 ) -> Result<()> {
-    submit(inner, batch, sync, false, Some(check))
+    submit(inner, batch, sync, false, Some(Box::new(check)))
 }
 
+/// Queues the write and waits until a leader (this writer or another)
+/// has written it. Inlined into both callers so a plain write costs no
+/// extra call.
+#[inline(always)]
 fn submit(
     inner: &Arc<Inner>,
     batch: WriteBatch,
     sync: bool,
     force_switch: bool,
-    check: Option<Precondition>,
+    check: Option<Box<Precondition>>,
 ) -> Result<()> {
     if inner.read_only {
         return Err(super::read_only_error());
