@@ -89,12 +89,7 @@ impl WriteBatch {
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         let (key, value) = (key.as_ref(), value.as_ref());
         check_key(key)?;
-        if value.len() > MAX_VALUE_LEN {
-            return Err(Error::invalid(format!(
-                "value of {} bytes exceeds the {MAX_VALUE_LEN}-byte limit",
-                value.len()
-            )));
-        }
+        check_value(value)?;
         let entry_len = 1 + MAX_LEN_U32 + key.len() + MAX_LEN_U32 + value.len();
         self.reserve_entry(entry_len)?;
         self.rep.push(ValueKind::Put as u8);
@@ -285,11 +280,28 @@ impl<'a> Iterator for BatchIter<'a> {
     }
 }
 
-fn check_key(key: &[u8]) -> Result<()> {
+/// `InvalidArgument` for a key longer than [`MAX_KEY_LEN`]; writers that
+/// hold writes before batching them (transactions) check with it too.
+/// Inlined so `put`, the hot path of every write, stays as compact as it
+/// was before these checks were shared.
+#[inline]
+pub(crate) fn check_key(key: &[u8]) -> Result<()> {
     if key.len() > MAX_KEY_LEN {
         return Err(Error::invalid(format!(
             "key of {} bytes exceeds the {MAX_KEY_LEN}-byte limit",
             key.len()
+        )));
+    }
+    Ok(())
+}
+
+/// `InvalidArgument` for a value longer than [`MAX_VALUE_LEN`].
+#[inline]
+pub(crate) fn check_value(value: &[u8]) -> Result<()> {
+    if value.len() > MAX_VALUE_LEN {
+        return Err(Error::invalid(format!(
+            "value of {} bytes exceeds the {MAX_VALUE_LEN}-byte limit",
+            value.len()
         )));
     }
     Ok(())

@@ -25,6 +25,10 @@ pub enum ErrorKind {
     Closed,
     /// The database was opened read-only ([`crate::Db::open_read_only`]).
     ReadOnly,
+    /// A [`Transaction`](crate::Transaction) could not commit: a key it
+    /// read or wrote was written by someone else after its snapshot (the
+    /// message names the key). Nothing of it was applied; run it again.
+    Conflict,
 }
 
 impl fmt::Display for ErrorKind {
@@ -37,6 +41,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Busy => "busy",
             ErrorKind::Closed => "closed",
             ErrorKind::ReadOnly => "read-only",
+            ErrorKind::Conflict => "conflict",
         })
     }
 }

@@ -81,6 +81,7 @@ mod repair;
 mod snapshot;
 mod table;
 pub mod ttl;
+mod txn;
 mod varint;
 mod version;
 mod wal;
@@ -114,4 +115,5 @@ pub use quietio::{AccessMode, ClassModes, ClassStats, EffectiveMode, IoClass, Io
 pub use repair::{repair_dir, Dropped, KeptTable, RepairOptions, RepairReport, SalvagedTable};
 pub use snapshot::Snapshot;
 pub use table::Compression;
+pub use txn::{CasMismatch, Transaction, TxnIter};
 pub use wal::WalSync;

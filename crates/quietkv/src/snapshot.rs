@@ -95,8 +95,14 @@ impl Snapshot {
         Snapshot { view, registration }
     }
 
-    fn seq(&self) -> SeqNo {
+    /// The sequence number the snapshot reads at.
+    pub(crate) fn seq(&self) -> SeqNo {
         self.registration.seq
+    }
+
+    /// The keys of `range` as of the snapshot.
+    pub(crate) fn iter_range(&self, range: KeyRange) -> Result<DbIter> {
+        self.view.iter_at(range, self.seq())
     }
 
     /// The value of `key` when the snapshot was taken.

@@ -81,7 +81,7 @@ impl KeyRange {
         }
     }
 
-    fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         matches!((&self.lower, &self.upper), (Some(l), Some(u)) if l >= u)
     }
 }

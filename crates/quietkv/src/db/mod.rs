@@ -4,6 +4,7 @@
 
 mod background;
 mod checkpoint;
+mod conflict;
 mod estimates;
 mod iter;
 mod manifest;
@@ -37,8 +38,10 @@ use crate::snapshot::{Snapshot, SnapshotList};
 use crate::table::TableCache;
 use crate::version::{Version, VersionEdit};
 use crate::wal::WalSet;
+pub(crate) use conflict::Precondition;
 pub(crate) use read_view::ReadView;
 use std::ops::RangeBounds;
+pub(crate) use write::write_checked;
 
 pub use iter::DbIter;
 pub(crate) use iter::KeyRange;
@@ -527,6 +530,12 @@ impl Db {
         let mut edit = VersionEdit::new();
         edit.sealed_wals.push((number, len));
         self.inner.install(&mut st, edit)
+    }
+
+    /// The shared state, for the parts of the engine built on `Db`
+    /// (transactions).
+    pub(crate) fn inner(&self) -> &Arc<Inner> {
+        &self.inner
     }
 
     /// The newest sequence number readers may see.

@@ -1,6 +1,11 @@
 //! The write path: writers queue up; the one at the front (the leader)
 //! takes the batches of those behind it, writes them as one WAL record with
 //! at most one sync, inserts them into the memtable and wakes them all.
+//!
+//! A write with a [`Precondition`] (a transaction's commit) always leads
+//! its own group and checks it before writing: every earlier group is in
+//! the memtable by then and no later one has started, so nothing can slip
+//! in between the check and the apply.
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -9,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
+use super::conflict::Precondition;
 use super::{Immutable, Inner, State, Wal};
 use crate::batch::WriteBatch;
 use crate::compaction::pressure::{write_pressure, WriteStall};
@@ -27,6 +33,10 @@ pub(crate) struct Writer {
     sync: bool,
     /// Freeze the memtable even if it is not full (`flush`).
     force_switch: bool,
+    /// Keys nobody may have written since a sequence number; `None` for
+    /// plain writes, which pay nothing else for transactions (boxed, so
+    /// their `Writer` grows by one pointer only).
+    check: Option<Box<Precondition>>,
     result: Mutex<Option<Result<()>>>,
     cv: Condvar,
 }
@@ -37,11 +47,41 @@ pub(crate) fn write(
     sync: bool,
     force_switch: bool,
 ) -> Result<()> {
+    if batch.is_empty() && !force_switch {
+        return if inner.read_only {
+            Err(super::read_only_error())
+        } else {
+            Ok(())
+        };
+    }
+    submit(inner, batch, sync, force_switch, None)
+}
+
+/// Writes `batch` only if `check` holds when it is applied; `Conflict`
+/// (and nothing written) if not. An empty batch is checked without
+/// writing.
+pub(crate) fn write_checked(
+    inner: &Arc<Inner>,
+    batch: WriteBatch,
+    sync: bool,
+    check: Precondition,
+) -> Result<()> {
+    submit(inner, batch, sync, false, Some(Box::new(check)))
+}
+
+/// Queues the write and waits until a leader (this writer or another)
+/// has written it. Inlined into both callers so a plain write costs no
+/// extra call.
+#[inline(always)]
+fn submit(
+    inner: &Arc<Inner>,
+    batch: WriteBatch,
+    sync: bool,
+    force_switch: bool,
+    check: Option<Box<Precondition>>,
+) -> Result<()> {
     if inner.read_only {
         return Err(super::read_only_error());
-    }
-    if batch.is_empty() && !force_switch {
-        return Ok(());
     }
     if inner.shutting_down.load(Ordering::Acquire) {
         return Err(Error::new(crate::ErrorKind::Closed, "database is closing"));
@@ -50,6 +90,7 @@ pub(crate) fn write(
         batch,
         sync,
         force_switch,
+        check,
         result: Mutex::new(None),
         cv: Condvar::new(),
     });
@@ -99,6 +140,11 @@ pub(crate) fn write(
 /// Does the leader's work; returns how many queued writers it served.
 fn lead(inner: &Arc<Inner>, me: &Arc<Writer>) -> Result<usize> {
     let mem = make_room(inner, me.force_switch)?;
+    if let Some(check) = &me.check {
+        // The leader, so the state is settled; on a conflict only this
+        // writer is answered and the next in line leads.
+        check.check(inner)?;
+    }
     if me.batch.is_empty() {
         return Ok(1);
     }
@@ -114,6 +160,8 @@ fn lead(inner: &Arc<Inner>, me: &Arc<Writer>) -> Result<usize> {
             if !group.is_empty()
                 && (!policy.groups_writers()
                     || w.force_switch
+                    // Checked writes lead their own group (see above).
+                    || w.check.is_some()
                     || (w.sync && !me.sync && !policy.syncs_every_write())
                     || bytes + w.batch.approximate_size() > MAX_GROUP_BYTES)
             {

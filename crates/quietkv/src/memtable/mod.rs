@@ -102,6 +102,16 @@ impl Memtable {
         Some((parsed.kind, value))
     }
 
+    /// The sequence number of the newest entry for `user_key` (put or
+    /// delete), without copying its value: what a transaction's commit
+    /// compares with its snapshot.
+    pub fn latest_seq(&self, user_key: &[u8]) -> Option<SeqNo> {
+        let trailer = pack_trailer(MAX_SEQ, ValueKind::MAX);
+        let node = self.list.seek(SearchKey::new(user_key, trailer))?;
+        let parsed = crate::key::parse_internal_key(node.key()).ok()?;
+        (parsed.user_key == user_key).then_some(parsed.seq)
+    }
+
     /// Memory used by the entries: the arena bytes taken by their keys,
     /// values and skiplist nodes (not the unused rest of the current
     /// arena chunk); grows monotonically.
@@ -185,6 +195,17 @@ mod tests {
         assert_eq!(m.get(b"", MAX_SEQ), None);
         assert_eq!(m.get(b"aa", MAX_SEQ), None);
         assert_eq!(m.get(b"d", MAX_SEQ), None);
+    }
+
+    #[test]
+    fn latest_seq_is_the_newest_entry_of_the_key_put_or_delete() {
+        let m = sample();
+        assert_eq!(m.latest_seq(b"a"), Some(13));
+        assert_eq!(m.latest_seq(b"b"), Some(11));
+        m.add(15, ValueKind::Delete, b"b", b"").unwrap();
+        assert_eq!(m.latest_seq(b"b"), Some(15));
+        assert_eq!(m.latest_seq(b"aa"), None);
+        assert_eq!(m.latest_seq(b""), None);
     }
 
     #[test]

@@ -372,6 +372,24 @@ impl TableReader {
 
     /// The newest entry for `user_key` with seq <= `snapshot`.
     pub fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Result<Option<(ValueKind, Vec<u8>)>> {
+        self.find(user_key, snapshot, |kind, _, value| (kind, value.to_vec()))
+    }
+
+    /// The sequence number of the newest entry for `user_key` (put or
+    /// delete), without copying its value; the bloom filter answers most
+    /// keys the table does not hold.
+    pub fn latest_seq(&self, user_key: &[u8]) -> Result<Option<SeqNo>> {
+        self.find(user_key, MAX_SEQ, |_, seq, _| seq)
+    }
+
+    /// Finds the newest entry for `user_key` with seq <= `snapshot` and
+    /// hands its kind, sequence number and value to `found`.
+    fn find<T>(
+        &self,
+        user_key: &[u8],
+        snapshot: SeqNo,
+        found: impl FnOnce(ValueKind, SeqNo, &[u8]) -> T,
+    ) -> Result<Option<T>> {
         if !self.may_contain(user_key) {
             return Ok(None);
         }
@@ -385,7 +403,7 @@ impl TableReader {
             if it.valid() {
                 let p = parse_internal_key(it.key()).map_err(&ctx)?;
                 if p.user_key == user_key {
-                    return Ok(Some((p.kind, it.value().to_vec())));
+                    return Ok(Some(found(p.kind, p.seq, it.value())));
                 }
                 return Ok(None);
             }

@@ -703,6 +703,12 @@ proptest! {
         let mut it = t.iter();
         for (uk, snap) in &probes {
             prop_assert_eq!(t.get(uk, *snap).unwrap(), model_get(&entries, uk, *snap));
+            // The newest entry's sequence number, whatever its kind.
+            let newest = entries
+                .iter()
+                .find(|(k, _)| user_key(k) == &uk[..])
+                .map(|(k, _)| crate::key::parse_internal_key(k).unwrap().seq);
+            prop_assert_eq!(t.latest_seq(uk).unwrap(), newest);
             let target = seek_key(uk, *snap);
             it.seek(&target).unwrap();
             let i = entries.partition_point(|(k, _)| compare_internal(k, &target).is_lt());

@@ -1,0 +1,258 @@
+//! Optimistic transactions with snapshot isolation: a [`Transaction`]
+//! reads its snapshot with its own writes laid over, and its commit
+//! applies every write as one batch only if nobody wrote a key it read or
+//! wrote since the snapshot. Compare-and-swap is built on the same check
+//! (see `cas`).
+
+mod cas;
+mod iter;
+mod read_set;
+mod write_set;
+
+use std::collections::BTreeSet;
+use std::ops::RangeBounds;
+use std::sync::Arc;
+
+use crate::db::{write_checked, Db, Inner, KeyRange, Precondition};
+use crate::error::Result;
+use crate::options::WriteOptions;
+use crate::snapshot::Snapshot;
+pub use cas::CasMismatch;
+pub use iter::TxnIter;
+use read_set::ReadSet;
+use write_set::WriteSet;
+
+/// An optimistic transaction, from [`Db::transaction`].
+///
+/// Reads ([`get`](Self::get), [`iter`](Self::iter), [`range`](Self::range),
+/// [`prefix`](Self::prefix)) see the database as it was when the
+/// transaction began, with the transaction's own [`put`](Self::put)s and
+/// [`delete`](Self::delete)s laid over it. Writes are held in memory until
+/// [`commit`](Self::commit), which applies them all atomically as one
+/// [`WriteBatch`](crate::WriteBatch) through the normal write path (WAL,
+/// group commit, the same durability), or none of them.
+///
+/// # Conflicts
+///
+/// The commit fails with [`ErrorKind::Conflict`](crate::ErrorKind::Conflict)
+/// if, since the transaction began, anyone (another transaction, a plain
+/// [`Db::put`], [`Db::write`] or [`Db::compare_and_swap`]) wrote a key the
+/// transaction
+///
+/// - read with `get` (found or not),
+/// - received from one of its iterators (keys the iterator only passed
+///   over, or that did not exist, are not tracked: a key inserted into a
+///   scanned range, a *phantom*, is not a conflict), or
+/// - wrote itself.
+///
+/// (The keys are kept in memory until the transaction ends, so a long scan
+/// in a transaction costs memory for each key it returned.)
+///
+/// The check and the apply happen together in the write path, so no write
+/// lands in between. On a conflict nothing is applied; run the whole
+/// transaction again (a new one sees the newer state). Two transactions that
+/// each read `x` and `y` and write one of them cannot both commit, so write
+/// skew on keys read is prevented.
+///
+/// Dropping a transaction (or [`rollback`](Self::rollback)) discards its
+/// writes. It is `Send` and owns what it reads through, like a
+/// [`Snapshot`], which it holds until it ends: keep transactions short, as
+/// compaction keeps the versions a live snapshot can see.
+///
+/// ```
+/// # fn main() -> quietkv::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// use quietkv::{Db, ErrorKind, Options};
+/// let db = Db::open(dir.path(), Options::default())?;
+/// db.put(b"alice", b"10")?;
+/// db.put(b"bob", b"0")?;
+///
+/// // Move 3 from alice to bob, retrying if someone else got in between.
+/// loop {
+///     let mut txn = db.transaction();
+///     let read = |k: &[u8]| -> quietkv::Result<u64> {
+///         let v = txn.get(k)?.unwrap_or_default();
+///         Ok(String::from_utf8_lossy(&v).parse().unwrap_or(0))
+///     };
+///     let (a, b) = (read(b"alice")?, read(b"bob")?);
+///     txn.put(b"alice", (a - 3).to_string())?;
+///     txn.put(b"bob", (b + 3).to_string())?;
+///     // The transaction reads its own writes.
+///     assert_eq!(txn.get(b"bob")?, Some(b"3".to_vec()));
+///     match txn.commit() {
+///         Ok(()) => break,
+///         Err(e) if e.kind() == ErrorKind::Conflict => continue,
+///         Err(e) => return Err(e),
+///     }
+/// }
+/// assert_eq!(db.get(b"alice")?, Some(b"7".to_vec()));
+///
+/// // A plain write to a key the transaction read makes its commit fail.
+/// let mut txn = db.transaction();
+/// txn.get(b"bob")?;
+/// txn.put(b"carol", b"1")?;
+/// db.put(b"bob", b"100")?;
+/// assert_eq!(txn.commit().unwrap_err().kind(), ErrorKind::Conflict);
+/// assert_eq!(db.get(b"carol")?, None); // nothing applied
+/// # Ok(())
+/// # }
+/// ```
+// Reads and writes are tracked by user key alone. Keyspaces, when they
+// come, key both sets by (keyspace, key) and give the read and write
+// methods a keyspace argument; the commit check stays the same.
+pub struct Transaction {
+    inner: Arc<Inner>,
+    snapshot: Snapshot,
+    writes: WriteSet,
+    reads: ReadSet,
+}
+
+impl Db {
+    /// Begins an optimistic [`Transaction`] at the current state.
+    /// Nothing is locked: it only takes a snapshot.
+    pub fn transaction(&self) -> Transaction {
+        Transaction {
+            inner: self.inner().clone(),
+            snapshot: self.snapshot(),
+            writes: WriteSet::default(),
+            reads: ReadSet::default(),
+        }
+    }
+}
+
+impl Transaction {
+    /// The value of `key` as the transaction sees it: its own write if it
+    /// wrote the key, else the value when it began. A key read from the
+    /// snapshot (even one that is absent) joins the read set.
+    ///
+    /// # Errors
+    ///
+    /// As [`Db::get`].
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        let key = key.as_ref();
+        if let Some(pending) = self.writes.get(key) {
+            return Ok(pending.map(<[u8]>::to_vec));
+        }
+        let value = self.snapshot.get(key)?;
+        self.reads.record(key);
+        Ok(value)
+    }
+
+    /// Every key in order, as the transaction sees it (double-ended).
+    ///
+    /// # Errors
+    ///
+    /// As [`Db::get`], here and from the iterator's items.
+    pub fn iter(&self) -> Result<TxnIter<'_>> {
+        self.iter_range(KeyRange::default())
+    }
+
+    /// The keys in `range`, as the transaction sees them; see
+    /// [`Db::range`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Db::get`], here and from the iterator's items.
+    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<TxnIter<'_>> {
+        self.iter_range(KeyRange::from_bounds(&range))
+    }
+
+    /// The keys starting with `prefix`, as the transaction sees them.
+    ///
+    /// # Errors
+    ///
+    /// As [`Db::get`], here and from the iterator's items.
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Result<TxnIter<'_>> {
+        self.iter_range(KeyRange::prefix(prefix.as_ref()))
+    }
+
+    fn iter_range(&self, range: KeyRange) -> Result<TxnIter<'_>> {
+        let snapshot = self.snapshot.iter_range(range.clone())?;
+        Ok(TxnIter::new(
+            snapshot,
+            self.writes.range(&range),
+            &self.reads,
+        ))
+    }
+
+    /// Sets `key` to `value` in the transaction; applied at commit.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidArgument` for a key longer than
+    /// [`MAX_KEY_LEN`](crate::MAX_KEY_LEN) or a value longer than
+    /// [`MAX_VALUE_LEN`](crate::MAX_VALUE_LEN); the transaction is then
+    /// unchanged.
+    pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        self.writes.put(key.as_ref(), value.as_ref())
+    }
+
+    /// Deletes `key` in the transaction; applied at commit.
+    ///
+    /// # Errors
+    ///
+    /// As [`Transaction::put`].
+    pub fn delete(&mut self, key: impl AsRef<[u8]>) -> Result<()> {
+        self.writes.delete(key.as_ref())
+    }
+
+    /// Applies every write of the transaction atomically (not synced; see
+    /// [`commit_with`](Self::commit_with)), or none if it conflicts.
+    ///
+    /// # Errors
+    ///
+    /// [`Conflict`](crate::ErrorKind::Conflict), naming the key, if a key
+    /// the transaction read or wrote was written by anyone since it
+    /// began; nothing is applied. `InvalidArgument` if its writes together
+    /// exceed [`MAX_BATCH_LEN`](crate::MAX_BATCH_LEN); `ReadOnly` if it
+    /// writes to a database opened read-only; `Closed` if the database was
+    /// closed; otherwise as [`Db::write`] (and as [`Db::get`] for the
+    /// reads the check makes).
+    pub fn commit(self) -> Result<()> {
+        self.commit_with(WriteOptions::default())
+    }
+
+    /// [`commit`](Self::commit) with write options (`sync: true` makes the
+    /// commit durable before it returns, as for [`Db::write`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Transaction::commit`].
+    pub fn commit_with(self, opts: WriteOptions) -> Result<()> {
+        let Transaction {
+            inner,
+            snapshot,
+            writes,
+            reads,
+        } = self;
+        if writes.is_empty() && (reads.len() == 0 || inner.read_only) {
+            // Nothing to check against: no reads, or nobody can write.
+            return Ok(());
+        }
+        let batch = writes.to_batch()?;
+        let mut keys: BTreeSet<Vec<u8>> = reads.into_keys();
+        keys.extend(writes.keys().cloned());
+        let check = Precondition {
+            snapshot: snapshot.seq(),
+            keys: keys.into_iter().collect(),
+        };
+        let result = write_checked(&inner, batch, opts.sync, check);
+        // The snapshot stays registered until the check is done, so
+        // compaction could not drop a version newer than it.
+        drop(snapshot);
+        result
+    }
+
+    /// Discards the transaction and its writes (as dropping it does).
+    pub fn rollback(self) {}
+}
+
+impl std::fmt::Debug for Transaction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transaction")
+            .field("snapshot", &self.snapshot.seq())
+            .field("writes", &self.writes.len())
+            .field("reads", &self.reads.len())
+            .finish()
+    }
+}
