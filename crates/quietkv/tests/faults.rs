@@ -2,7 +2,7 @@
 //! names the file (and offset where it applies), and loses no
 //! acknowledged write.
 
-#[path = "support/skip.rs"]
+#[path = "../../quietio/tests/support/skip.rs"]
 mod skip;
 
 use std::fs;

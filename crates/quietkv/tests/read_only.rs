@@ -2,10 +2,10 @@
 //! without writing a byte to the directory, refuses writes with a clear
 //! error, and keeps out of a writer's way through the LOCK file.
 
-#[path = "support/skip.rs"]
+#[path = "../../quietio/tests/support/skip.rs"]
 mod skip;
 
-#[path = "support/ro_mount.rs"]
+#[path = "../../quietio/tests/support/ro_mount.rs"]
 mod ro_mount;
 use std::fs;
 use std::path::{Path, PathBuf};

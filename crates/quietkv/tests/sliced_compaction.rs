@@ -4,7 +4,7 @@
 //! slice by slice and always see every key once, and a kill between slices
 //! loses nothing.
 
-#[path = "support/skip.rs"]
+#[path = "../../quietio/tests/support/skip.rs"]
 mod skip;
 
 use std::collections::BTreeMap;

@@ -1,4 +1,6 @@
 //! Skipping a test for a missing capability (root, tmpfs, O_DIRECT).
+//! One copy for the workspace: the tests of quietkv and quietkv-cli
+//! include this file by its path.
 
 /// A developer's machine may lack what a test needs: say so and skip. CI
 /// has all of it (root, tmpfs, O_DIRECT on ext4), so under `CI` a skip is a
