@@ -1,4 +1,4 @@
-//! Helpers shared by the benchmark's end-to-end tests.
+//! Helpers shared by the command-line tool's end-to-end tests.
 //! Each test file uses the helpers it needs, so the others are unused there.
 #![allow(dead_code)]
 
@@ -124,4 +124,15 @@ pub fn assert_nothing_left(dir: &Path) {
 /// --duration 2"`) so that each flag reads beside its value.
 pub fn args(line: &str) -> Vec<&str> {
     line.split_whitespace().collect()
+}
+
+/// The files in `dir` with extension `ext`, sorted by name.
+pub fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .collect();
+    v.sort();
+    v
 }
