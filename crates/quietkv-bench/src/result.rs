@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::engines::EngineMode;
-use crate::loadgen::{LatencySummary, LoadResult};
+use crate::loadgen::{percentile_curve, LatencySummary, LoadResult};
 use crate::sampler::{PhaseMetrics, Sample, SamplerConfig};
 
 /// Parameters every experiment shares.
@@ -74,6 +74,17 @@ pub struct PhaseResult {
 }
 
 impl PhaseResult {
+    /// The run notes every experiment adds about its measured phase: where
+    /// its CPU figures came from (see [`crate::sampler::cpu_notes`]) and
+    /// the first of any failed reads.
+    pub fn notes(&self, sampler: &SamplerConfig) -> Vec<String> {
+        let mut notes = crate::sampler::cpu_notes(sampler, &self.kernel);
+        if let Some(e) = &self.first_error {
+            notes.push(format!("{} user reads failed, first: {e}", self.errors));
+        }
+        notes
+    }
+
     /// `hits_misses` overrides the generator's own hit count (for reads
     /// whose closure could not tell, e.g. from quietio's class counters).
     pub fn new(load: &LoadResult, kernel: PhaseMetrics, hits_misses: Option<(u64, u64)>) -> Self {
@@ -175,6 +186,29 @@ pub struct RunResult {
     /// `measured` is the whole window.
     #[serde(default)]
     pub phases: BTreeMap<String, PhaseResult>,
+}
+
+impl RunResult {
+    /// A run of `spec` whose measured phase is `measured` (its read
+    /// latencies in `latency`), with its samples and notes; the rest is
+    /// the experiment's to fill in.
+    pub fn new(
+        spec: &WorkerSpec,
+        latency: &hdrhistogram::Histogram<u64>,
+        measured: PhaseResult,
+        samples: Vec<Sample>,
+        notes: Vec<String>,
+    ) -> RunResult {
+        RunResult {
+            mode: spec.name.clone(),
+            repeat: spec.repeat,
+            curve: percentile_curve(latency),
+            measured,
+            samples,
+            notes,
+            ..Default::default()
+        }
+    }
 }
 
 /// Experiment numbers reported under their own key rather than

@@ -30,7 +30,9 @@ pub mod rocksdb;
 pub mod rocksdb_stats;
 pub mod thread_io;
 
-pub use self::bench_engine::{Batch, BenchEngine, EngineConfig, Layout, ScanCount, Tuning};
+pub use self::bench_engine::{
+    close_shared, Batch, BenchEngine, EngineConfig, Layout, ScanCount, Tuning,
+};
 pub(crate) use self::counters::stall_delta;
 pub use self::counters::{Counters, GetTimes, HitsMisses, LevelWork};
 #[cfg(feature = "fjall")]
