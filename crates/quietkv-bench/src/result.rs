@@ -54,6 +54,63 @@ impl WorkerSpec {
     }
 }
 
+/// What every run of one report section shares: the parts of its
+/// [`WorkerSpec`]s that do not change from run to run.
+#[derive(Debug, Clone)]
+pub struct SectionRuns {
+    experiment: String,
+    repeats: u32,
+    common: CommonParams,
+    params: serde_json::Value,
+    /// The disk the sampler watches (name under `/sys/block`).
+    block_device: Option<String>,
+}
+
+impl SectionRuns {
+    /// `repeats` runs of each mode of `experiment` with these parameters.
+    pub fn new(
+        experiment: &str,
+        repeats: u32,
+        common: &CommonParams,
+        params: &impl Serialize,
+        block_device: &Option<String>,
+    ) -> Result<SectionRuns, String> {
+        Ok(SectionRuns {
+            experiment: experiment.to_string(),
+            repeats,
+            common: common.clone(),
+            params: serde_json::to_value(params).map_err(|e| e.to_string())?,
+            block_device: block_device.clone(),
+        })
+    }
+
+    /// The spec of repeat `repeat` of `mode` (named `name` in the report)
+    /// on the files in `dir`, sampled once a second.
+    pub fn spec(
+        &self,
+        mode: &EngineMode,
+        name: &str,
+        repeat: u32,
+        dir: &std::path::Path,
+    ) -> WorkerSpec {
+        WorkerSpec {
+            experiment: self.experiment.clone(),
+            mode: mode.clone(),
+            name: name.to_string(),
+            repeat,
+            repeats: self.repeats,
+            dir: dir.to_path_buf(),
+            common: self.common.clone(),
+            params: self.params.clone(),
+            sampler: SamplerConfig {
+                block_device: self.block_device.clone(),
+                interval_ms: 1000,
+                ..Default::default()
+            },
+        }
+    }
+}
+
 /// One phase of user reads with its kernel metrics.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct PhaseResult {
@@ -208,6 +265,20 @@ impl RunResult {
             notes,
             ..Default::default()
         }
+    }
+
+    /// The run in one line for the progress output: its read latency,
+    /// reads done of those scheduled, and the background work's speed.
+    pub fn summary(&self) -> String {
+        let m = &self.measured;
+        format!(
+            "p99 {:.0} us, p99.9 {:.0} us, reads {}/{}, background {:.0} MiB/s",
+            m.latency.p99,
+            m.latency.p999,
+            m.done,
+            m.scheduled,
+            self.background.mib_s()
+        )
     }
 }
 
