@@ -15,8 +15,9 @@
 //!
 //! Files, each using only those listed before it: [`page_cache`],
 //! [`counters`], [`bench_engine`] (the trait), the engines ([`quietkv`],
-//! `rocksdb` with [`rocksdb_stats`], `fjall` with [`thread_io`]), then
-//! [`mode`]. This file only lists them and re-exports their items.
+//! `rocksdb` with [`rocksdb_names`] and [`rocksdb_stats`], `fjall` with
+//! [`thread_io`]), then [`mode`]. This file only lists them and re-exports
+//! their items.
 
 pub mod bench_engine;
 pub mod counters;
@@ -27,6 +28,7 @@ pub mod page_cache;
 pub mod quietkv;
 #[cfg(feature = "rocksdb")]
 pub mod rocksdb;
+pub mod rocksdb_names;
 pub mod rocksdb_stats;
 pub mod thread_io;
 
