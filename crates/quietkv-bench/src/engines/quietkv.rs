@@ -454,14 +454,7 @@ impl QuietkvConfig {
 
     fn options(&self) -> Options {
         let mut o = Options::default();
-        for c in [
-            IoClass::UserRead,
-            IoClass::CompactionRead,
-            IoClass::CompactionWrite,
-            IoClass::FlushWrite,
-            IoClass::WalWrite,
-            IoClass::Manifest,
-        ] {
+        for c in IoClass::ALL {
             o = o.io_mode(c, self.access(c));
         }
         o.warm_compaction_output = self.warm_output;
@@ -813,14 +806,7 @@ mod tests {
         assert!(QuietkvConfig::parse("turbo+warm").is_err());
         // auto: every class left to the engine, as `Options::default()`.
         let m = QuietkvConfig::parse("auto").unwrap();
-        for c in [
-            IoClass::UserRead,
-            IoClass::CompactionRead,
-            IoClass::CompactionWrite,
-            IoClass::FlushWrite,
-            IoClass::WalWrite,
-            IoClass::Manifest,
-        ] {
+        for c in IoClass::ALL {
             assert_eq!(m.access(c), AccessMode::Auto, "{c}");
         }
         assert_eq!(
