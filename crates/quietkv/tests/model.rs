@@ -136,41 +136,32 @@ trait View {
     fn prefix(&self, p: &[u8]) -> DbIter;
 }
 
-impl View for Db {
-    fn get(&self, k: &[u8]) -> Option<Vec<u8>> {
-        Db::get(self, k).unwrap()
-    }
-    fn iter(&self) -> DbIter {
-        Db::iter(self).unwrap()
-    }
-    fn range(&self, a: Vec<u8>, b: Vec<u8>) -> DbIter {
-        Db::range(self, a..b).unwrap()
-    }
-    fn range_incl(&self, a: Vec<u8>, b: Vec<u8>) -> DbIter {
-        Db::range(self, a..=b).unwrap()
-    }
-    fn prefix(&self, p: &[u8]) -> DbIter {
-        Db::prefix(self, p).unwrap()
-    }
+/// The same calls on the database and on a snapshot: both types have
+/// these methods, but no trait of the crate's own to call them through.
+macro_rules! impl_view {
+    ($t:ty) => {
+        impl View for $t {
+            fn get(&self, k: &[u8]) -> Option<Vec<u8>> {
+                <$t>::get(self, k).unwrap()
+            }
+            fn iter(&self) -> DbIter {
+                <$t>::iter(self).unwrap()
+            }
+            fn range(&self, a: Vec<u8>, b: Vec<u8>) -> DbIter {
+                <$t>::range(self, a..b).unwrap()
+            }
+            fn range_incl(&self, a: Vec<u8>, b: Vec<u8>) -> DbIter {
+                <$t>::range(self, a..=b).unwrap()
+            }
+            fn prefix(&self, p: &[u8]) -> DbIter {
+                <$t>::prefix(self, p).unwrap()
+            }
+        }
+    };
 }
 
-impl View for Snapshot {
-    fn get(&self, k: &[u8]) -> Option<Vec<u8>> {
-        Snapshot::get(self, k).unwrap()
-    }
-    fn iter(&self) -> DbIter {
-        Snapshot::iter(self).unwrap()
-    }
-    fn range(&self, a: Vec<u8>, b: Vec<u8>) -> DbIter {
-        Snapshot::range(self, a..b).unwrap()
-    }
-    fn range_incl(&self, a: Vec<u8>, b: Vec<u8>) -> DbIter {
-        Snapshot::range(self, a..=b).unwrap()
-    }
-    fn prefix(&self, p: &[u8]) -> DbIter {
-        Snapshot::prefix(self, p).unwrap()
-    }
-}
+impl_view!(Db);
+impl_view!(Snapshot);
 
 /// Checks the read operations of the API, on the database or on a
 /// snapshot, against the model `m`: full iteration both ways, a forward
