@@ -1,10 +1,13 @@
 //! The key-value commands end to end, through the built binary.
 
 mod common;
+#[path = "../../quietio/tests/support/file_states.rs"]
+mod file_states;
 #[path = "../../quietio/tests/support/ro_mount.rs"]
 mod ro_mount;
 
 use common::files;
+use file_states::file_states;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -610,23 +613,15 @@ fn reads_write_nothing_and_work_on_a_read_only_mount() {
     assert!(o.status.success(), "{}", stderr(&o));
     ok(&db, &["flush"]);
     ok(&db, &["put", "walonly", "v"]);
-    let listing = |p: &Path| {
-        let mut v: Vec<_> = fs::read_dir(p)
-            .unwrap()
-            .map(|e| {
-                let e = e.unwrap();
-                let m = e.metadata().unwrap();
-                (e.file_name(), m.len(), m.modified().unwrap())
-            })
-            .collect();
-        v.sort();
-        v
-    };
-    let before = listing(&db);
+    let before = file_states(&db);
     assert_eq!(ok(&db, &["get", "walonly"]), "v\n");
     assert_eq!(ok(&db, &["scan"]).lines().count(), 301);
     ok(&db, &["stats"]);
-    assert_eq!(listing(&db), before, "a read command changed the directory");
+    assert_eq!(
+        file_states(&db),
+        before,
+        "a read command changed the directory"
+    );
 
     if quietio::sys::effective_uid() != 0 {
         assert!(std::env::var_os("CI").is_none(), "CI runs as root");
