@@ -453,12 +453,9 @@ fn buffered_writers_start_write_back_as_they_go_and_keep_the_pages() {
 
 #[test]
 fn tmpfs_falls_back_to_buffered_and_refuses_explicit_direct() {
-    let shm = Path::new("/dev/shm");
-    if !shm.is_dir() {
-        skip::skip("no /dev/shm (tmpfs) here");
+    let Some(d) = skip::tmpfs_dir() else {
         return;
-    }
-    let d = tempfile::tempdir_in(shm).unwrap();
+    };
     let env = IoEnv::open(d.path(), IoOptions::default()).unwrap();
     let caps = env.capabilities();
     assert_eq!(caps.filesystem, "tmpfs");

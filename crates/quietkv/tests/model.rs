@@ -372,12 +372,9 @@ fn every_background_mode_combination_passes_the_same_workload() {
 
 #[test]
 fn tmpfs_works_under_auto_and_refuses_explicit_direct() {
-    let shm = Path::new("/dev/shm");
-    if !shm.is_dir() {
-        skip::skip("no /dev/shm (tmpfs) here");
+    let Some(d) = skip::tmpfs_dir() else {
         return;
-    }
-    let d = tempfile::tempdir_in(shm).unwrap();
+    };
     let opts = options([AccessMode::Auto; 5]);
     run(d.path(), &opts, &fixed_workload()[..200]);
     let db = Db::open(d.path(), opts).unwrap();
