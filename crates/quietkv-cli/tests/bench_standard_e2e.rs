@@ -55,7 +55,7 @@ fn tiny_standard(
 fn check(md: &str, j: &serde_json::Value, modes: &[&str]) {
     assert_eq!(j["experiment"], "standard");
     common::assert_report_has(
-        &md,
+        md,
         [
             "# quietkv standard workloads (db_bench, YCSB)",
             "## 100-byte values, 3000 keys",
