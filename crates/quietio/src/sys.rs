@@ -418,6 +418,24 @@ pub fn try_flock(fd: RawFd, kind: LockKind) -> io::Result<bool> {
     }
 }
 
+/// Maps the first `len` bytes of `fd` (`len > 0`) shared, with protection
+/// `prot`, at an address the kernel picks; returns the address and length.
+/// What makes touching the bytes sound is the caller's contract about the
+/// file ([`ReadOnlyMap`], [`WritableMap`]).
+fn map_shared(fd: RawFd, len: u64, prot: libc::c_int) -> io::Result<(*mut libc::c_void, usize)> {
+    let len = usize::try_from(len)
+        .ok()
+        .filter(|&l| l > 0)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "bad mapping length"))?;
+    // SAFETY: a new shared mapping at an address the kernel picks (null
+    // hint, no MAP_FIXED) aliases no Rust memory.
+    let ptr = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0) };
+    if ptr == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((ptr, len))
+}
+
 /// A read-only, shared memory mapping of a whole file, unmapped on drop.
 ///
 /// Only for files nobody writes, truncates or replaces in place while they
@@ -448,27 +466,9 @@ unsafe impl Sync for ReadOnlyMap {}
 impl ReadOnlyMap {
     /// Maps the first `len` bytes of `fd` (its whole length; `len > 0`).
     pub(crate) fn whole_file(fd: RawFd, len: u64) -> io::Result<ReadOnlyMap> {
-        let len = usize::try_from(len)
-            .ok()
-            .filter(|&l| l > 0)
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "bad mapping length"))?;
-        // SAFETY: a new read-only shared mapping at an address the kernel
-        // picks (null hint, no MAP_FIXED) aliases no Rust memory. Reading
-        // it is sound as long as the file neither shrinks nor changes while
-        // mapped (see the type's docs).
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                fd,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
+        // Reading the mapping is sound as long as the file neither shrinks
+        // nor changes while mapped (see the type's docs).
+        let (ptr, len) = map_shared(fd, len, libc::PROT_READ)?;
         Ok(ReadOnlyMap { ptr, len })
     }
 
@@ -497,13 +497,7 @@ impl ReadOnlyMap {
     /// that range is not inside the mapping (a caller bug: callers bound
     /// reads by the file length first).
     pub(crate) fn copy_to(&self, offset: usize, out: &mut [u8]) {
-        let end = offset.checked_add(out.len());
-        assert!(
-            end.is_some_and(|e| e <= self.len),
-            "read of {} bytes at {offset} outside a {}-byte mapping",
-            out.len(),
-            self.len
-        );
+        assert_in_mapping("read", offset, out.len(), self.len);
         // SAFETY: the source range lies inside the live mapping (asserted
         // above), and `out` is a distinct, exclusively borrowed buffer of
         // `out.len()` bytes. Copying with raw pointers takes no Rust
@@ -553,26 +547,9 @@ impl WritableMap {
     /// Maps the first `len` bytes of `fd` (opened read-write) shared and
     /// writable; the file must be at least `len` bytes long.
     pub fn new(fd: RawFd, len: u64) -> io::Result<WritableMap> {
-        let len = usize::try_from(len)
-            .ok()
-            .filter(|&l| l > 0)
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "bad mapping length"))?;
-        // SAFETY: a new shared mapping at an address the kernel picks (null
-        // hint, no MAP_FIXED) aliases no Rust memory. Writing it is sound as
-        // long as the file covers the mapping (see the type's docs).
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
+        // Writing the mapping is sound as long as the file covers it (see
+        // the type's docs).
+        let (ptr, len) = map_shared(fd, len, libc::PROT_READ | libc::PROT_WRITE)?;
         Ok(WritableMap { ptr, len })
     }
 
@@ -590,13 +567,7 @@ impl WritableMap {
     /// not inside the mapping (a caller bug: the writer grows the mapping
     /// first).
     pub fn copy_in(&mut self, offset: usize, data: &[u8]) {
-        let end = offset.checked_add(data.len());
-        assert!(
-            end.is_some_and(|e| e <= self.len),
-            "write of {} bytes at {offset} outside a {}-byte mapping",
-            data.len(),
-            self.len
-        );
+        assert_in_mapping("write", offset, data.len(), self.len);
         // SAFETY: the destination lies inside the live, writable mapping
         // (asserted above), which no Rust reference points into; `data` is
         // ordinary memory, so the ranges cannot overlap.
@@ -753,6 +724,16 @@ pub fn set_thread_io_priority(class: IoPriorityClass) -> io::Result<()> {
 pub fn sync_all() {
     // SAFETY: sync takes no arguments and cannot fail.
     unsafe { libc::sync() };
+}
+
+/// Panics unless `n` bytes at `offset` lie inside a mapping of `len` bytes:
+/// a `what` ("read", "write") outside it is a caller bug.
+fn assert_in_mapping(what: &str, offset: usize, n: usize, len: usize) {
+    let end = offset.checked_add(n);
+    assert!(
+        end.is_some_and(|e| e <= len),
+        "{what} of {n} bytes at {offset} outside a {len}-byte mapping"
+    );
 }
 
 #[cfg(test)]

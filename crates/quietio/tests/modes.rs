@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use quietio::{
     AccessMode, ClassModes, EffectiveMode, Engine, ErrorKind, IoClass, IoEngine, IoEnv, IoOptions,
+    SeqReader, SeqWriter,
 };
 
 /// A scratch directory on the disk the repository lives on (ext4 here),
@@ -67,6 +68,27 @@ fn write_file(env: &IoEnv, path: &Path, mode: AccessMode, data: &[u8], piece: us
         w.write_all(chunk).unwrap();
     }
     w.finish(true).unwrap()
+}
+
+/// Appends `record` to the log `w` and to `expect` (what the log should
+/// hold), then syncs it.
+fn append_synced(w: &mut SeqWriter, expect: &mut Vec<u8>, record: Vec<u8>) {
+    w.write_all(&record).unwrap();
+    expect.extend_from_slice(&record);
+    w.sync().unwrap();
+}
+
+/// Reads `r` to its end `piece` bytes at a time.
+fn read_in_pieces(r: &mut SeqReader, piece: usize) -> Vec<u8> {
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; piece];
+    loop {
+        let n = r.read(&mut buf).unwrap();
+        if n == 0 {
+            return got;
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
 }
 
 #[test]
@@ -132,10 +154,7 @@ fn sync_mid_file_then_continue_leaves_no_padding() {
         let mut w = env.create_with_mode(&p, IoClass::WalWrite, mode).unwrap();
         let mut expect = Vec::new();
         for i in 0..40 {
-            let rec = pattern(37 + i * 301, i as u64);
-            w.write_all(&rec).unwrap();
-            expect.extend_from_slice(&rec);
-            w.sync().unwrap();
+            append_synced(&mut w, &mut expect, pattern(37 + i * 301, i as u64));
             // After a sync the file on disk is exactly what was written.
             let on_disk = std::fs::read(&p).unwrap();
             assert_eq!(on_disk.len(), expect.len(), "{mode} after record {i}");
@@ -146,15 +165,16 @@ fn sync_mid_file_then_continue_leaves_no_padding() {
     }
 }
 
+/// The segment the preallocated-log tests grow their files by.
+const SEGMENT: u64 = 16 << 10;
+
 #[test]
 fn segment_preallocated_logs_keep_their_allocation_until_finish() {
     // The WAL with preallocated segments: each sync leaves the file at a
     // whole number of segments, the records then zeros; finish (or drop)
     // cuts it to the records.
-    const SEGMENT: u64 = 16 << 10;
     let d = disk_dir();
-    for engine in engines() {
-        let env = IoEnv::open(d.path(), pipelined(engine, 2)).unwrap();
+    for (engine, _, env) in pipelined_envs(d.path(), &[2]) {
         for mode in write_modes(&env) {
             for finish in [true, false] {
                 let p = d.path().join(format!("seg-{mode}-{engine:?}-{finish}"));
@@ -163,10 +183,7 @@ fn segment_preallocated_logs_keep_their_allocation_until_finish() {
                 assert_eq!(std::fs::metadata(&p).unwrap().len(), SEGMENT, "{mode}");
                 let mut expect = Vec::new();
                 for i in 0..30 {
-                    let rec = pattern(37 + i * 301, i as u64);
-                    w.write_all(&rec).unwrap();
-                    expect.extend_from_slice(&rec);
-                    w.sync().unwrap();
+                    append_synced(&mut w, &mut expect, pattern(37 + i * 301, i as u64));
                     let on_disk = std::fs::read(&p).unwrap();
                     let want = (expect.len() as u64).div_ceil(SEGMENT) * SEGMENT;
                     assert_eq!(on_disk.len() as u64, want, "{mode} after record {i}");
@@ -205,10 +222,8 @@ fn an_overwritten_log_reuses_its_blocks_and_keeps_its_old_bytes_until_finish() {
     // (same inode, same size); past it the file grows by segments; finish
     // cuts it to the new bytes.
     use std::os::unix::fs::MetadataExt;
-    const SEGMENT: u64 = 16 << 10;
     let d = disk_dir();
-    for engine in engines() {
-        let env = IoEnv::open(d.path(), pipelined(engine, 2)).unwrap();
+    for (engine, _, env) in pipelined_envs(d.path(), &[2]) {
         for mode in write_modes(&env) {
             let p = d.path().join(format!("over-{mode}-{engine:?}"));
             let old = pattern(3 * SEGMENT as usize + 1000, 1);
@@ -312,15 +327,7 @@ fn sequential_reads_in_every_mode() {
                 let mut r = env
                     .open_sequential_with_mode(&p, IoClass::CompactionRead, mode)
                     .unwrap();
-                let mut got = Vec::new();
-                let mut buf = vec![0u8; piece];
-                loop {
-                    let n = r.read(&mut buf).unwrap();
-                    if n == 0 {
-                        break;
-                    }
-                    got.extend_from_slice(&buf[..n]);
-                }
+                let got = read_in_pieces(&mut r, piece);
                 assert!(got == data, "{mode} size {size} piece {piece}");
                 assert_eq!(r.position(), *size as u64);
             }
@@ -446,12 +453,9 @@ fn buffered_writers_start_write_back_as_they_go_and_keep_the_pages() {
 
 #[test]
 fn tmpfs_falls_back_to_buffered_and_refuses_explicit_direct() {
-    let shm = Path::new("/dev/shm");
-    if !shm.is_dir() {
-        skip::skip("no /dev/shm (tmpfs) here");
+    let Some(d) = skip::tmpfs_dir() else {
         return;
-    }
-    let d = tempfile::tempdir_in(shm).unwrap();
+    };
     let env = IoEnv::open(d.path(), IoOptions::default()).unwrap();
     let caps = env.capabilities();
     assert_eq!(caps.filesystem, "tmpfs");
@@ -551,30 +555,17 @@ fn background_classes_share_the_rate_limiter() {
         ..IoOptions::default()
     };
     let env = IoEnv::open(d.path(), opts).unwrap();
-    assert!(env
-        .file_config(IoClass::CompactionWrite, EffectiveMode::Buffered)
-        .limiter
-        .is_some());
-    assert!(env
-        .file_config(IoClass::CompactionRead, EffectiveMode::Buffered)
-        .limiter
-        .is_some());
-    assert!(env
-        .file_config(IoClass::UserRead, EffectiveMode::Buffered)
-        .limiter
-        .is_none());
-    assert!(env
-        .file_config(IoClass::WalWrite, EffectiveMode::Buffered)
-        .limiter
-        .is_none());
-    let a = env
-        .file_config(IoClass::CompactionWrite, EffectiveMode::Buffered)
-        .limiter
-        .unwrap();
-    let b = env
-        .file_config(IoClass::CompactionRead, EffectiveMode::Buffered)
-        .limiter
-        .unwrap();
+    let limiter = |class| env.file_config(class, EffectiveMode::Buffered).limiter;
+    for (class, limited) in [
+        (IoClass::CompactionWrite, true),
+        (IoClass::CompactionRead, true),
+        (IoClass::UserRead, false),
+        (IoClass::WalWrite, false),
+    ] {
+        assert_eq!(limiter(class).is_some(), limited, "{class}");
+    }
+    let a = limiter(IoClass::CompactionWrite).unwrap();
+    let b = limiter(IoClass::CompactionRead).unwrap();
     assert!(std::sync::Arc::ptr_eq(&a, &b));
 }
 
@@ -665,6 +656,23 @@ fn engines() -> Vec<IoEngine> {
     }
 }
 
+/// An environment for each engine to test (see [`engines`]) at each of
+/// `depths`, with the engine and depth it was opened with; one at a time.
+fn pipelined_envs<'a>(
+    dir: &'a Path,
+    depths: &'a [usize],
+) -> impl Iterator<Item = (IoEngine, usize, IoEnv)> + 'a {
+    engines().into_iter().flat_map(move |engine| {
+        depths.iter().map(move |&depth| {
+            (
+                engine,
+                depth,
+                IoEnv::open(dir, pipelined(engine, depth)).unwrap(),
+            )
+        })
+    })
+}
+
 const DEPTHS: [usize; 4] = [1, 2, 4, 16];
 
 #[test]
@@ -672,31 +680,27 @@ fn pipelined_writes_are_byte_identical_for_every_engine_and_depth() {
     let d = disk_dir();
     let mut sizes: Vec<usize> = TAILS.to_vec();
     sizes.extend([8192, 8193, 3 * 1024 * 1024 + 17]);
-    for engine in engines() {
-        for depth in DEPTHS {
-            let env = IoEnv::open(d.path(), pipelined(engine, depth)).unwrap();
-            let want = if engine == IoEngine::Uring {
-                Engine::Uring
-            } else {
-                Engine::Sync
-            };
-            assert_eq!(env.engine().engine, want);
-            for (i, size) in sizes.iter().enumerate() {
-                let data = pattern(*size, 200 + i as u64);
-                for mode in write_modes(&env) {
-                    for piece in [1000usize, 1 << 20] {
-                        let p = d
-                            .path()
-                            .join(format!("p-{engine}-{depth}-{size}-{mode}-{piece}"));
-                        let len = write_file(&env, &p, mode, &data, piece);
-                        assert_eq!(len, *size as u64);
-                        let back = std::fs::read(&p).unwrap();
-                        let what =
-                            format!("{engine} depth {depth} {mode} size {size} piece {piece}");
-                        assert_eq!(back.len(), data.len(), "{what}");
-                        assert!(back == data, "{what}: content differs");
-                        std::fs::remove_file(&p).unwrap();
-                    }
+    for (engine, depth, env) in pipelined_envs(d.path(), &DEPTHS) {
+        let want = if engine == IoEngine::Uring {
+            Engine::Uring
+        } else {
+            Engine::Sync
+        };
+        assert_eq!(env.engine().engine, want);
+        for (i, size) in sizes.iter().enumerate() {
+            let data = pattern(*size, 200 + i as u64);
+            for mode in write_modes(&env) {
+                for piece in [1000usize, 1 << 20] {
+                    let p = d
+                        .path()
+                        .join(format!("p-{engine}-{depth}-{size}-{mode}-{piece}"));
+                    let len = write_file(&env, &p, mode, &data, piece);
+                    assert_eq!(len, *size as u64);
+                    let back = std::fs::read(&p).unwrap();
+                    let what = format!("{engine} depth {depth} {mode} size {size} piece {piece}");
+                    assert_eq!(back.len(), data.len(), "{what}");
+                    assert!(back == data, "{what}: content differs");
+                    std::fs::remove_file(&p).unwrap();
                 }
             }
         }
@@ -708,38 +712,31 @@ fn pipelined_sync_mid_file_waits_for_every_write() {
     // sync() must wait for the writes in flight before the tail is written
     // and the file truncated: afterwards the file is exactly what was written.
     let d = disk_dir();
-    for engine in engines() {
-        for depth in DEPTHS {
-            let env = IoEnv::open(d.path(), pipelined(engine, depth)).unwrap();
-            if env.capabilities().direct_unusable_reason(true).is_some() {
-                return;
-            }
-            let p = d.path().join(format!("psync-{engine}-{depth}"));
-            let mut w = env
-                .create_with_mode(&p, IoClass::CompactionWrite, AccessMode::Direct)
-                .unwrap();
-            let mut expect = Vec::new();
-            for i in 0..12 {
-                let rec = pattern(5000 + i * 7919, i as u64);
-                w.write_all(&rec).unwrap();
-                expect.extend_from_slice(&rec);
-                w.sync().unwrap();
-                assert_eq!(w.writes_in_flight(), 0);
-                assert!(
-                    std::fs::read(&p).unwrap() == expect,
-                    "{engine} {depth} record {i}"
-                );
-            }
-            assert_eq!(w.finish(true).unwrap(), expect.len() as u64);
+    for (engine, depth, env) in pipelined_envs(d.path(), &DEPTHS) {
+        if env.capabilities().direct_unusable_reason(true).is_some() {
+            return;
         }
+        let p = d.path().join(format!("psync-{engine}-{depth}"));
+        let mut w = env
+            .create_with_mode(&p, IoClass::CompactionWrite, AccessMode::Direct)
+            .unwrap();
+        let mut expect = Vec::new();
+        for i in 0..12 {
+            append_synced(&mut w, &mut expect, pattern(5000 + i * 7919, i as u64));
+            assert_eq!(w.writes_in_flight(), 0);
+            assert!(
+                std::fs::read(&p).unwrap() == expect,
+                "{engine} {depth} record {i}"
+            );
+        }
+        assert_eq!(w.finish(true).unwrap(), expect.len() as u64);
     }
 }
 
 #[test]
 fn uring_writer_keeps_writes_in_flight_and_sync_engine_does_not() {
     let d = disk_dir();
-    for engine in engines() {
-        let env = IoEnv::open(d.path(), pipelined(engine, 4)).unwrap();
+    for (engine, _, env) in pipelined_envs(d.path(), &[4]) {
         if env.capabilities().direct_unusable_reason(true).is_some() {
             return;
         }
@@ -797,40 +794,29 @@ fn pipelined_reads_at_every_depth() {
             (p, data)
         })
         .collect();
-    for engine in engines() {
-        for depth in DEPTHS {
-            let env = IoEnv::open(d.path(), pipelined(engine, depth)).unwrap();
-            for mode in read_modes(&env) {
-                for (p, data) in &files {
-                    for piece in [777usize, 100_000] {
-                        let mut r = env
-                            .open_sequential_with_mode(p, IoClass::CompactionRead, mode)
-                            .unwrap();
-                        let mut got = Vec::new();
-                        let mut buf = vec![0u8; piece];
-                        loop {
-                            let n = r.read(&mut buf).unwrap();
-                            if n == 0 {
-                                break;
-                            }
-                            got.extend_from_slice(&buf[..n]);
-                        }
-                        let what = format!(
-                            "{engine} depth {depth} {mode} size {} piece {piece}",
-                            data.len()
-                        );
-                        assert!(got == *data, "{what}");
-                        assert_eq!(r.position(), data.len() as u64, "{what}");
-                        assert_eq!(r.read(&mut buf).unwrap(), 0, "{what}");
-                    }
-                    // Dropped half-way with reads in flight: nothing breaks.
+    for (engine, depth, env) in pipelined_envs(d.path(), &DEPTHS) {
+        for mode in read_modes(&env) {
+            for (p, data) in &files {
+                for piece in [777usize, 100_000] {
                     let mut r = env
                         .open_sequential_with_mode(p, IoClass::CompactionRead, mode)
                         .unwrap();
-                    let mut one = [0u8; 1];
-                    let _ = r.read(&mut one).unwrap();
-                    drop(r);
+                    let got = read_in_pieces(&mut r, piece);
+                    let what = format!(
+                        "{engine} depth {depth} {mode} size {} piece {piece}",
+                        data.len()
+                    );
+                    assert!(got == *data, "{what}");
+                    assert_eq!(r.position(), data.len() as u64, "{what}");
+                    assert_eq!(r.read(&mut vec![0u8; piece]).unwrap(), 0, "{what}");
                 }
+                // Dropped half-way with reads in flight: nothing breaks.
+                let mut r = env
+                    .open_sequential_with_mode(p, IoClass::CompactionRead, mode)
+                    .unwrap();
+                let mut one = [0u8; 1];
+                let _ = r.read(&mut one).unwrap();
+                drop(r);
             }
         }
     }
@@ -839,51 +825,48 @@ fn pipelined_reads_at_every_depth() {
 #[test]
 fn a_failed_write_fails_the_file_and_leaves_a_strict_prefix() {
     let d = disk_dir();
-    for engine in engines() {
-        for depth in [1usize, 4] {
-            let env = IoEnv::open(d.path(), pipelined(engine, depth)).unwrap();
-            if env.capabilities().direct_unusable_reason(true).is_some() {
-                return;
-            }
-            let p = d.path().join(format!("fault-{engine}-{depth}"));
-            let mut cfg = env.file_config(IoClass::CompactionWrite, EffectiveMode::Direct);
-            // The third 8 KiB buffer goes to an offset O_DIRECT refuses;
-            // with write-behind the writes after it are in flight and land.
-            let fault = 2 * 8192;
-            cfg.inject_write_fault_at = Some(fault);
-            let mut w = quietio::SeqWriter::create(&p, cfg).unwrap();
-            let data = pattern(10 * 8192 + 300, 9);
-            let mut first_err = None;
-            for piece in data.chunks(3000) {
-                if let Err(e) = w.write_all(piece) {
-                    first_err = Some(e);
-                    break;
-                }
-            }
-            let what = format!("{engine} depth {depth}");
-            let e = match first_err {
-                Some(e) => {
-                    // Every later call fails too.
-                    assert!(w.write_all(b"x").is_err(), "{what}");
-                    assert!(w.finish(true).is_err(), "{what}");
-                    e
-                }
-                None => w.finish(true).unwrap_err(),
-            };
-            assert_eq!(e.kind(), ErrorKind::Io, "{what}: {e}");
-            assert_eq!(e.offset(), Some(fault), "{what}: {e}");
-            assert!(
-                e.to_string().contains(&p.display().to_string()),
-                "{what}: {e}"
-            );
-            let on_disk = std::fs::read(&p).unwrap();
-            assert_eq!(
-                on_disk.len() as u64,
-                fault,
-                "{what}: no full-length file with a hole"
-            );
-            assert!(on_disk[..] == data[..fault as usize], "{what}");
+    for (engine, depth, env) in pipelined_envs(d.path(), &[1, 4]) {
+        if env.capabilities().direct_unusable_reason(true).is_some() {
+            return;
         }
+        let p = d.path().join(format!("fault-{engine}-{depth}"));
+        let mut cfg = env.file_config(IoClass::CompactionWrite, EffectiveMode::Direct);
+        // The third 8 KiB buffer goes to an offset O_DIRECT refuses;
+        // with write-behind the writes after it are in flight and land.
+        let fault = 2 * 8192;
+        cfg.inject_write_fault_at = Some(fault);
+        let mut w = quietio::SeqWriter::create(&p, cfg).unwrap();
+        let data = pattern(10 * 8192 + 300, 9);
+        let mut first_err = None;
+        for piece in data.chunks(3000) {
+            if let Err(e) = w.write_all(piece) {
+                first_err = Some(e);
+                break;
+            }
+        }
+        let what = format!("{engine} depth {depth}");
+        let e = match first_err {
+            Some(e) => {
+                // Every later call fails too.
+                assert!(w.write_all(b"x").is_err(), "{what}");
+                assert!(w.finish(true).is_err(), "{what}");
+                e
+            }
+            None => w.finish(true).unwrap_err(),
+        };
+        assert_eq!(e.kind(), ErrorKind::Io, "{what}: {e}");
+        assert_eq!(e.offset(), Some(fault), "{what}: {e}");
+        assert!(
+            e.to_string().contains(&p.display().to_string()),
+            "{what}: {e}"
+        );
+        let on_disk = std::fs::read(&p).unwrap();
+        assert_eq!(
+            on_disk.len() as u64,
+            fault,
+            "{what}: no full-length file with a hole"
+        );
+        assert!(on_disk[..] == data[..fault as usize], "{what}");
     }
 }
 
@@ -960,8 +943,7 @@ fn a_failed_rewrite_of_the_synced_tail_keeps_what_was_synced() {
     // rewritten at its aligned offset by the next write. If that rewrite
     // fails, the bytes synced before it must survive.
     let d = disk_dir();
-    for engine in engines() {
-        let env = IoEnv::open(d.path(), pipelined(engine, 4)).unwrap();
+    for (engine, _, env) in pipelined_envs(d.path(), &[4]) {
         if env.capabilities().direct_unusable_reason(true).is_some() {
             return;
         }

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::engines::EngineMode;
-use crate::loadgen::{LatencySummary, LoadResult};
+use crate::loadgen::{percentile_curve, LatencySummary, LoadResult};
 use crate::sampler::{PhaseMetrics, Sample, SamplerConfig};
 
 /// Parameters every experiment shares.
@@ -54,6 +54,63 @@ impl WorkerSpec {
     }
 }
 
+/// What every run of one report section shares: the parts of its
+/// [`WorkerSpec`]s that do not change from run to run.
+#[derive(Debug, Clone)]
+pub struct SectionRuns {
+    experiment: String,
+    repeats: u32,
+    common: CommonParams,
+    params: serde_json::Value,
+    /// The disk the sampler watches (name under `/sys/block`).
+    block_device: Option<String>,
+}
+
+impl SectionRuns {
+    /// `repeats` runs of each mode of `experiment` with these parameters.
+    pub fn new(
+        experiment: &str,
+        repeats: u32,
+        common: &CommonParams,
+        params: &impl Serialize,
+        block_device: &Option<String>,
+    ) -> Result<SectionRuns, String> {
+        Ok(SectionRuns {
+            experiment: experiment.to_string(),
+            repeats,
+            common: common.clone(),
+            params: serde_json::to_value(params).map_err(|e| e.to_string())?,
+            block_device: block_device.clone(),
+        })
+    }
+
+    /// The spec of repeat `repeat` of `mode` (named `name` in the report)
+    /// on the files in `dir`, sampled once a second.
+    pub fn spec(
+        &self,
+        mode: &EngineMode,
+        name: &str,
+        repeat: u32,
+        dir: &std::path::Path,
+    ) -> WorkerSpec {
+        WorkerSpec {
+            experiment: self.experiment.clone(),
+            mode: mode.clone(),
+            name: name.to_string(),
+            repeat,
+            repeats: self.repeats,
+            dir: dir.to_path_buf(),
+            common: self.common.clone(),
+            params: self.params.clone(),
+            sampler: SamplerConfig {
+                block_device: self.block_device.clone(),
+                interval_ms: 1000,
+                ..Default::default()
+            },
+        }
+    }
+}
+
 /// One phase of user reads with its kernel metrics.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct PhaseResult {
@@ -74,6 +131,17 @@ pub struct PhaseResult {
 }
 
 impl PhaseResult {
+    /// The run notes every experiment adds about its measured phase: where
+    /// its CPU figures came from (see [`crate::sampler::cpu_notes`]) and
+    /// the first of any failed reads.
+    pub fn notes(&self, sampler: &SamplerConfig) -> Vec<String> {
+        let mut notes = crate::sampler::cpu_notes(sampler, &self.kernel);
+        if let Some(e) = &self.first_error {
+            notes.push(format!("{} user reads failed, first: {e}", self.errors));
+        }
+        notes
+    }
+
     /// `hits_misses` overrides the generator's own hit count (for reads
     /// whose closure could not tell, e.g. from quietio's class counters).
     pub fn new(load: &LoadResult, kernel: PhaseMetrics, hits_misses: Option<(u64, u64)>) -> Self {
@@ -175,6 +243,43 @@ pub struct RunResult {
     /// `measured` is the whole window.
     #[serde(default)]
     pub phases: BTreeMap<String, PhaseResult>,
+}
+
+impl RunResult {
+    /// A run of `spec` whose measured phase is `measured` (its read
+    /// latencies in `latency`), with its samples and notes; the rest is
+    /// the experiment's to fill in.
+    pub fn new(
+        spec: &WorkerSpec,
+        latency: &hdrhistogram::Histogram<u64>,
+        measured: PhaseResult,
+        samples: Vec<Sample>,
+        notes: Vec<String>,
+    ) -> RunResult {
+        RunResult {
+            mode: spec.name.clone(),
+            repeat: spec.repeat,
+            curve: percentile_curve(latency),
+            measured,
+            samples,
+            notes,
+            ..Default::default()
+        }
+    }
+
+    /// The run in one line for the progress output: its read latency,
+    /// reads done of those scheduled, and the background work's speed.
+    pub fn summary(&self) -> String {
+        let m = &self.measured;
+        format!(
+            "p99 {:.0} us, p99.9 {:.0} us, reads {}/{}, background {:.0} MiB/s",
+            m.latency.p99,
+            m.latency.p999,
+            m.done,
+            m.scheduled,
+            self.background.mib_s()
+        )
+    }
 }
 
 /// Experiment numbers reported under their own key rather than

@@ -116,6 +116,17 @@ const WAL_RECORD_BYTES: usize = 1024;
 /// Removes the self-test file however the test ends.
 struct TestFile(PathBuf);
 
+impl TestFile {
+    /// `.quietkv-doctor-PID-WHAT` in the probed directory: named by this
+    /// process so that two doctors never share one.
+    fn in_dir(caps: &Capabilities, what: &str) -> TestFile {
+        TestFile(
+            caps.dir
+                .join(format!(".quietkv-doctor-{}-{what}", std::process::id())),
+        )
+    }
+}
+
 impl Drop for TestFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
@@ -230,12 +241,7 @@ fn self_test(
     mode: AccessMode,
     size_mib: u64,
 ) -> Result<SelfTest, String> {
-    let path = caps.dir.join(format!(
-        ".quietkv-doctor-{}-{}",
-        std::process::id(),
-        mode.name()
-    ));
-    let file = TestFile(path);
+    let file = TestFile::in_dir(caps, mode.name());
     let size = (size_mib as usize) << 20;
     // Incompressible-looking bytes, generated once per 1 MiB and reused.
     let chunk: Vec<u8> = {
@@ -366,12 +372,7 @@ fn wal_self_test(
     caps: &Capabilities,
     mode: AccessMode,
 ) -> Result<WalSelfTest, String> {
-    let path = caps.dir.join(format!(
-        ".quietkv-doctor-{}-wal-{}",
-        std::process::id(),
-        mode.name()
-    ));
-    let file = TestFile(path);
+    let file = TestFile::in_dir(caps, &format!("wal-{}", mode.name()));
     let err = |e: quietio::Error| format!("WAL self-test in {mode} mode: {e}");
     let record: Vec<u8> = (0..WAL_RECORD_BYTES).map(|i| (i * 31 + 7) as u8).collect();
     let mut w = WalFile::create(env, &file.0, mode).map_err(err)?;

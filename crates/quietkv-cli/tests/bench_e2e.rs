@@ -8,39 +8,15 @@ use std::process::Command;
 
 #[test]
 fn e0_tiny_run_writes_a_complete_report_and_cleans_up() {
-    let tmp = tempfile::tempdir().unwrap();
-    let scratch = tmp.path().join("scratch");
-    let out = tmp.path().join("out");
-    std::fs::create_dir_all(&scratch).unwrap();
+    let dirs = common::bench_dirs();
     let (res, pid) = common::run_bench(
-        &[
-            "--experiment",
-            "E0",
-            "--modes",
-            "buffered,direct",
-            "--repeats",
-            "1",
-            "--duration",
-            "2",
-            "--baseline",
-            "1",
-            "--warmup",
-            "0.5",
-            "--hot-mib",
-            "8",
-            "--bg-file-mib",
-            "64",
-            "--bg-read-rate",
-            "100",
-            "--bg-write-rate",
-            "100",
-            "--read-rate",
-            "500",
-            "--memory-limit",
-            "128",
-        ],
-        &scratch,
-        &out,
+        &common::args(
+            "--experiment E0 --modes buffered,direct --repeats 1 --duration 2 \
+             --baseline 1 --warmup 0.5 --hot-mib 8 --bg-file-mib 64 --bg-read-rate 100 \
+             --bg-write-rate 100 --read-rate 500 --memory-limit 128",
+        ),
+        &dirs.scratch,
+        &dirs.out,
     );
     let stdout = String::from_utf8_lossy(&res.stdout);
     let stderr = String::from_utf8_lossy(&res.stderr);
@@ -56,33 +32,33 @@ fn e0_tiny_run_writes_a_complete_report_and_cleans_up() {
     );
     assert!(stdout.contains("report.md"), "{stdout}");
 
-    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
-    for s in [
-        "## E0",
-        "Kernel",
-        "Cgroup limit",
-        "Hot set",
-        "Repeats",
-        "**p99 read latency**",
-        "**p99.9 read latency**",
-        "Reads scheduled",
-        "Cache hit ratio",
-        "**Dirty pages/s**",
-        "Stall time",
-        "Refaults/s",
-        "w_await",
-        "aqu-sz",
-        "Background (compaction) throughput",
-        "CPU user",
-        "Reader lateness p99",
-        "from a pool of 8 reader threads",
-        "## Verdict",
-    ] {
-        assert!(md.contains(s), "report.md lacks {s:?}:\n{md}");
-    }
+    let md = common::report_md(&dirs.out);
+    common::assert_report_has(
+        &md,
+        [
+            "## E0",
+            "Kernel",
+            "Cgroup limit",
+            "Hot set",
+            "Repeats",
+            "**p99 read latency**",
+            "**p99.9 read latency**",
+            "Reads scheduled",
+            "Cache hit ratio",
+            "**Dirty pages/s**",
+            "Stall time",
+            "Refaults/s",
+            "w_await",
+            "aqu-sz",
+            "Background (compaction) throughput",
+            "CPU user",
+            "Reader lateness p99",
+            "from a pool of 8 reader threads",
+            "## Verdict",
+        ],
+    );
 
-    let j: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let j = common::report_json(&dirs.out);
     assert!(j["machine"]["kernel"].is_string());
     assert!(j["verdict"].as_str().unwrap().len() > 20);
     let e = &j["experiments"][0];
@@ -133,32 +109,29 @@ fn e0_tiny_run_writes_a_complete_report_and_cleans_up() {
         assert!(!m["timeline"].as_array().unwrap().is_empty());
     }
     for png in ["e0-percentiles.png", "e0-p99-over-time.png"] {
-        let b = std::fs::read(out.join(png)).unwrap();
+        let b = std::fs::read(dirs.out.join(png)).unwrap();
         assert!(b.len() > 1000 && b.starts_with(b"\x89PNG"), "{png}");
     }
 
-    // Nothing left behind: scratch files and cgroup directories.
-    let left: Vec<_> = std::fs::read_dir(&scratch)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    assert!(left.is_empty(), "scratch left behind: {left:?}");
+    // Nothing left behind: dirs.scratch files and cgroup directories.
+    common::assert_nothing_left(&dirs.scratch);
     common::assert_no_cgroups_left(pid);
 }
 
 #[test]
 fn unknown_experiment_and_mode_are_refused() {
-    let out = Command::new(env!("CARGO_BIN_EXE_quietkv"))
-        .args(["bench", "--experiment", "E9"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("E9"));
-    let out = Command::new(env!("CARGO_BIN_EXE_quietkv"))
-        .args(["bench", "--modes", "turbo"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown mode"));
+    for (args, says) in [
+        (["bench", "--experiment", "E9"], "E9"),
+        (["bench", "--modes", "turbo"], "unknown mode"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_quietkv"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(says),
+            "{args:?}"
+        );
+    }
 }

@@ -50,8 +50,7 @@ fn e4_tiny_run_reports_every_mode_and_removes_the_xfs_image() {
     assert!(stdout.contains("## E4: WAL modes"), "{stdout}");
     assert!(stdout.contains("xfs / ext4 writes/s"), "{stdout}");
 
-    let j: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let j = common::report_json(&out);
     let e = &j["experiments"][0];
     assert_eq!(e["id"], "E4");
     assert_eq!(e["params"]["writers"], 3);

@@ -7,29 +7,14 @@ mod common;
 
 #[test]
 fn e5_tiny_run_reports_every_mode_and_load() {
-    let tmp = tempfile::tempdir().unwrap();
-    let scratch = tmp.path().join("scratch");
-    let out = tmp.path().join("out");
-    std::fs::create_dir_all(&scratch).unwrap();
+    let dirs = common::bench_dirs();
     let (res, pid) = common::run_bench(
-        &[
-            "--experiment",
-            "E5",
-            "--db-size",
-            "24M",
-            "--memory-limit",
-            "96",
-            "--threads",
-            "2,4",
-            "--duration",
-            "1",
-            "--warmup",
-            "0.5",
-            "--read-rate",
-            "300",
-        ],
-        &scratch,
-        &out,
+        &common::args(
+            "--experiment E5 --db-size 24M --memory-limit 96 --threads 2,4 \
+             --duration 1 --warmup 0.5 --read-rate 300",
+        ),
+        &dirs.scratch,
+        &dirs.out,
     );
     let stdout = String::from_utf8_lossy(&res.stdout);
     let stderr = String::from_utf8_lossy(&res.stderr);
@@ -41,37 +26,37 @@ fn e5_tiny_run_reports_every_mode_and_load() {
         "{stdout}"
     );
 
-    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
-    for s in [
-        "## E5-closed2",
-        "## E5-closed4",
-        "## E5-open",
-        "Cgroup limit",
-        "dataset : memory",
-        "Block cache",
-        "closed loop: 4 reader threads",
-        "open loop at 300 gets/s",
-        "**Throughput (reads/s)**",
-        "**p99 read latency**",
-        "Cache hit ratio",
-        "block_cache_hit_ratio",
-        "File pages scanned/s",
-        "File pages reclaimed/s",
-        "Refaults/s",
-        "CPU system",
-        "**CPU system, % of all CPUs**",
-        "## Verdict",
-        "E5-closed2: direct:",
-        "Closed loop: latency is each read's service time",
-        "Latency is measured from each read's scheduled time",
-        "Machine CPU system (all processes, kswapd, interrupts)",
-    ] {
-        assert!(md.contains(s), "report.md lacks {s:?}:\n{md}");
-    }
+    let md = common::report_md(&dirs.out);
+    common::assert_report_has(
+        &md,
+        [
+            "## E5-closed2",
+            "## E5-closed4",
+            "## E5-open",
+            "Cgroup limit",
+            "dataset : memory",
+            "Block cache",
+            "closed loop: 4 reader threads",
+            "open loop at 300 gets/s",
+            "**Throughput (reads/s)**",
+            "**p99 read latency**",
+            "Cache hit ratio",
+            "block_cache_hit_ratio",
+            "File pages scanned/s",
+            "File pages reclaimed/s",
+            "Refaults/s",
+            "CPU system",
+            "**CPU system, % of all CPUs**",
+            "## Verdict",
+            "E5-closed2: direct:",
+            "Closed loop: latency is each read's service time",
+            "Latency is measured from each read's scheduled time",
+            "Machine CPU system (all processes, kswapd, interrupts)",
+        ],
+    );
     assert!(!md.contains("not in its cpuacct cgroup"), "{md}");
 
-    let j: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let j = common::report_json(&dirs.out);
     let exps = j["experiments"].as_array().unwrap();
     let ids: Vec<&str> = exps.iter().map(|e| e["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["E5-closed2", "E5-closed4", "E5-open"]);
@@ -120,11 +105,6 @@ fn e5_tiny_run_reports_every_mode_and_load() {
         assert_eq!(modes[0]["extra"]["block_cache_mib"].as_f64(), Some(3.0));
         assert!(modes[1]["extra"]["block_cache_hit_ratio"].is_number());
     }
-    let left: Vec<_> = std::fs::read_dir(&scratch)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    assert!(left.is_empty(), "scratch left behind: {left:?}");
+    common::assert_nothing_left(&dirs.scratch);
     common::assert_no_cgroups_left(pid);
 }

@@ -9,54 +9,37 @@ use std::process::Output;
 
 /// A bench run at tiny sizes.
 fn bench(args: &[&str], dir: &Path, out: &Path) -> (Output, u32) {
-    let tiny = [
-        "--db-size",
-        "16M",
-        "--warmup",
-        "0.3",
-        "--baseline",
-        "1",
-        "--read-rate",
-        "400",
-        "--memory-limit",
-        "128",
-    ];
-    let all: Vec<&str> = args.iter().chain(tiny.iter()).copied().collect();
+    let tiny =
+        common::args("--db-size 16M --warmup 0.3 --baseline 1 --read-rate 400 --memory-limit 128");
+    let all: Vec<&str> = args.iter().chain(&tiny).copied().collect();
     common::run_bench(&all, dir, out)
 }
 
 fn check_report(out: &Path, id: &str, modes: &[&str], extra_rows: &[&str]) -> serde_json::Value {
-    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
-    for s in [
-        format!("## {id}"),
-        "Cgroup limit".into(),
-        "Database".into(),
-        "Hot set".into(),
-        "Background work".into(),
-        "Phases".into(),
-        "**p99 read latency**".into(),
-        "Baseline p99".into(),
-        "Cache hit ratio".into(),
-        "Background (compaction) throughput".into(),
-        "Background seconds".into(),
-        "CPU user".into(),
-        "Reader lateness p99".into(),
-        "from a pool of 8 reader threads".into(),
-        format!("| Metric | {} |", modes.join(" | ")),
-        "## Verdict".into(),
-    ]
-    .iter()
-    .chain(
-        extra_rows
-            .iter()
-            .map(|s| s.to_string())
-            .collect::<Vec<_>>()
-            .iter(),
-    ) {
-        assert!(md.contains(s.as_str()), "report.md lacks {s:?}:\n{md}");
-    }
-    let j: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let md = common::report_md(out);
+    common::assert_report_has(
+        &md,
+        [
+            format!("## {id}"),
+            "Cgroup limit".into(),
+            "Database".into(),
+            "Hot set".into(),
+            "Background work".into(),
+            "Phases".into(),
+            "**p99 read latency**".into(),
+            "Baseline p99".into(),
+            "Cache hit ratio".into(),
+            "Background (compaction) throughput".into(),
+            "Background seconds".into(),
+            "CPU user".into(),
+            "Reader lateness p99".into(),
+            "from a pool of 8 reader threads".into(),
+            format!("| Metric | {} |", modes.join(" | ")),
+            "## Verdict".into(),
+        ],
+    );
+    common::assert_report_has(&md, extra_rows);
+    let j = common::report_json(out);
     assert!(j["verdict"].as_str().unwrap().len() > 20);
     let e = &j["experiments"][0];
     assert_eq!(e["id"], id);
@@ -93,25 +76,16 @@ fn check_report(out: &Path, id: &str, modes: &[&str], extra_rows: &[&str]) -> se
 
 #[test]
 fn e1_then_e2_tiny_runs_reuse_the_source_and_clean_up() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("scratch");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dirs = common::bench_dirs();
 
     // E1, keeping the source it builds.
-    let out1 = tmp.path().join("out1");
+    let out1 = dirs.tmp.path().join("out1");
     let (res, pid) = bench(
-        &[
-            "--experiment",
-            "E1",
-            "--modes",
-            "buffered,both-direct,auto",
-            "--duration",
-            "5",
-            "--after",
-            "1",
-            "--keep-source",
-        ],
-        &dir,
+        &common::args(
+            "--experiment E1 --modes buffered,both-direct,auto --duration 5 --after 1 \
+             --keep-source",
+        ),
+        &dirs.scratch,
         &out1,
     );
     let stderr = String::from_utf8_lossy(&res.stderr);
@@ -157,33 +131,27 @@ fn e1_then_e2_tiny_runs_reuse_the_source_and_clean_up() {
     assert!(same_work["not_same_work"].is_array());
     assert_eq!(j["experiments"][0]["params"]["source_reused"], false);
     common::assert_no_cgroups_left(pid);
-    let sources: Vec<_> = std::fs::read_dir(&dir)
+    let sources: Vec<_> = std::fs::read_dir(&dirs.scratch)
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().to_string())
         .collect();
     assert_eq!(sources.len(), 1, "{sources:?}");
     assert!(sources[0].starts_with("source-"), "{sources:?}");
-    assert!(dir.join(&sources[0]).join("bench-source.json").exists());
+    assert!(dirs
+        .scratch
+        .join(&sources[0])
+        .join("bench-source.json")
+        .exists());
 
     // E2 on the same database size: reuses it (no rebuild), then removes it.
-    let out2 = tmp.path().join("out2");
+    let out2 = dirs.tmp.path().join("out2");
     let (res, pid) = bench(
-        &[
-            "--experiment",
-            "E2",
-            "--modes",
-            "buffered,dontcache",
-            "--duration",
-            "2",
-            "--hot-keys",
-            "500",
-            "--write-rate",
-            "8",
-            "--memtable-mib",
-            "1",
-        ],
-        &dir,
+        &common::args(
+            "--experiment E2 --modes buffered,dontcache --duration 2 --hot-keys 500 \
+             --write-rate 8 --memtable-mib 1",
+        ),
+        &dirs.scratch,
         &out2,
     );
     let stderr = String::from_utf8_lossy(&res.stderr);
@@ -197,44 +165,28 @@ fn e1_then_e2_tiny_runs_reuse_the_source_and_clean_up() {
     );
     assert_eq!(j["experiments"][0]["params"]["source_reused"], true);
     common::assert_no_cgroups_left(pid);
-    let left: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    assert!(left.is_empty(), "left behind: {left:?}");
+    common::assert_nothing_left(&dirs.scratch);
 }
 
 #[test]
 fn e3_tiny_run_has_one_section_per_hot_set_and_says_where_it_stops_helping() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("scratch");
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = tmp.path().join("out");
+    let dirs = common::bench_dirs();
     // E3's hot sets follow the cgroup limit (128 MiB here: about 4, 43 and,
     // capped at the 16 MiB database, 16 MiB).
     let (res, pid) = bench(
-        &[
-            "--experiment",
-            "E3",
-            "--modes",
-            "buffered,both-direct",
-            "--duration",
-            "3",
-        ],
-        &dir,
-        &out,
+        &common::args("--experiment E3 --modes buffered,both-direct --duration 3"),
+        &dirs.scratch,
+        &dirs.out,
     );
     let stdout = String::from_utf8_lossy(&res.stdout);
-    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let md = common::report_md(&dirs.out);
     let sections = md.matches("## E3-hot").count();
     assert_eq!(sections, 3, "one section per hot-set size:\n{md}");
     assert!(
         stdout.contains("In E3:"),
         "the verdict walks the hot-set sizes: {stdout}"
     );
-    let j: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let j = common::report_json(&dirs.out);
     assert_eq!(j["experiments"].as_array().unwrap().len(), 3);
     common::assert_no_cgroups_left(pid);
 }

@@ -6,43 +6,17 @@
 
 mod common;
 
-use std::path::Path;
-
-fn json(out: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap()
-}
-
 #[test]
 fn e1_tiny_run_with_every_engine_names_modes_by_engine_and_compares_them() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("scratch");
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = tmp.path().join("out");
+    let dirs = common::bench_dirs();
     let (res, pid) = common::run_bench(
-        &[
-            "--experiment",
-            "E1",
-            "--engines",
-            "quietkv,rocksdb,fjall",
-            "--modes",
-            "buffered,auto",
-            "--db-size",
-            "16M",
-            "--warmup",
-            "0.3",
-            "--baseline",
-            "1",
-            "--duration",
-            "5",
-            "--after",
-            "1",
-            "--read-rate",
-            "400",
-            "--memory-limit",
-            "128",
-        ],
-        &dir,
-        &out,
+        &common::args(
+            "--experiment E1 --engines quietkv,rocksdb,fjall --modes buffered,auto \
+             --db-size 16M --warmup 0.3 --baseline 1 --duration 5 --after 1 \
+             --read-rate 400 --memory-limit 128",
+        ),
+        &dirs.scratch,
+        &dirs.out,
     );
     let stderr = String::from_utf8_lossy(&res.stderr);
     let stdout = String::from_utf8_lossy(&res.stdout);
@@ -67,26 +41,28 @@ fn e1_tiny_run_with_every_engine_names_modes_by_engine_and_compares_them() {
         "rocksdb:all-direct",
         "rocksdb:seed-all-direct",
     ];
-    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
-    for s in [
-        format!("| Metric | {} |", names.join(" | ")),
-        "Against the same engine's buffered configuration".to_string(),
-        "| quietkv:auto vs quietkv:buffered |".into(),
-        "rocksdb:both-direct vs rocksdb:buffered".into(),
-        "- Engines: quietkv (".into(),
-        "rocksdb (rust-rocksdb 0.54 / RocksDB 11.12): the tree as quietkv's".into(),
-        // Every tuned setting, with its reason, in the report header.
-        "bytes_per_sync = 1 MiB (the tuning guide's advice".into(),
-        "seed-all-direct: block cache 4 MiB, max_background_jobs = 4".into(),
-        "fjall (fjall 3.1): no page-cache control".into(),
-        "2 worker threads".into(),
-        "- Sources: one per engine".into(),
-        "rocksdb:read-direct = compaction read direct (use_direct_io_for_compaction_reads)".into(),
-        "## Verdict".into(),
-        "Against the peers:".into(),
-    ] {
-        assert!(md.contains(s.as_str()), "report.md lacks {s:?}:\n{md}");
-    }
+    let md = common::report_md(&dirs.out);
+    common::assert_report_has(
+        &md,
+        [
+            format!("| Metric | {} |", names.join(" | ")),
+            "Against the same engine's buffered configuration".to_string(),
+            "| quietkv:auto vs quietkv:buffered |".into(),
+            "rocksdb:both-direct vs rocksdb:buffered".into(),
+            "- Engines: quietkv (".into(),
+            "rocksdb (rust-rocksdb 0.54 / RocksDB 11.12): the tree as quietkv's".into(),
+            // Every tuned setting, with its reason, in the report header.
+            "bytes_per_sync = 1 MiB (the tuning guide's advice".into(),
+            "seed-all-direct: block cache 4 MiB, max_background_jobs = 4".into(),
+            "fjall (fjall 3.1): no page-cache control".into(),
+            "2 worker threads".into(),
+            "- Sources: one per engine".into(),
+            "rocksdb:read-direct = compaction read direct (use_direct_io_for_compaction_reads)"
+                .into(),
+            "## Verdict".into(),
+            "Against the peers:".into(),
+        ],
+    );
     // The second view exists when some RocksDB configuration did
     // buffered's work (always, as buffered itself counts).
     assert!(
@@ -94,7 +70,7 @@ fn e1_tiny_run_with_every_engine_names_modes_by_engine_and_compares_them() {
         "{md}"
     );
 
-    let j = json(&out);
+    let j = common::report_json(&dirs.out);
     let e = &j["experiments"][0];
     let got: Vec<&str> = e["modes"]
         .as_array()
@@ -142,37 +118,21 @@ fn e1_tiny_run_with_every_engine_names_modes_by_engine_and_compares_them() {
         .unwrap()
         .contains("Against the peers:"));
     common::assert_no_cgroups_left(pid);
-    let left: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    assert!(left.is_empty(), "left behind: {left:?}");
+    common::assert_nothing_left(&dirs.scratch);
 }
 
 #[test]
 fn throughput_tiny_run_runs_the_peers_too() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("scratch");
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = tmp.path().join("out");
+    let dirs = common::bench_dirs();
     let _ = common::run_bench(
-        &[
-            "--experiment",
-            "throughput",
-            "--engines",
-            "quietkv,rocksdb,fjall",
-            "--keys",
-            "3000",
-            "--value-size",
-            "1024",
-            "--point-reads",
-            "200",
-        ],
-        &dir,
-        &out,
+        &common::args(
+            "--experiment throughput --engines quietkv,rocksdb,fjall --keys 3000 \
+             --value-size 1024 --point-reads 200",
+        ),
+        &dirs.scratch,
+        &dirs.out,
     );
-    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let md = common::report_md(&dirs.out);
     assert!(
         md.contains("| metric | quietkv:buffered | rocksdb:buffered | fjall:buffered | quietkv:direct | rocksdb:both-direct |"),
         "{md}"
@@ -186,7 +146,7 @@ fn throughput_tiny_run_runs_the_peers_too() {
     ] {
         assert!(md.contains(row), "{row}: {md}");
     }
-    let j = json(&out);
+    let j = common::report_json(&dirs.out);
     assert_eq!(j["runs"].as_array().unwrap().len(), 5);
     assert_eq!(j["modes"][1]["name"], "rocksdb:buffered");
     for r in j["runs"].as_array().unwrap() {

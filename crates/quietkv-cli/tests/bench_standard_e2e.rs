@@ -7,27 +7,9 @@ mod common;
 
 use std::path::Path;
 
-/// Every workload a run reports, in order.
-const WORKLOADS: [&str; 18] = [
-    "fillseq",
-    "fillrandom",
-    "overwrite",
-    "readrandom-1",
-    "readrandom-2",
-    "readrandom-8",
-    "readmissing",
-    "seekrandom",
-    "readseq",
-    "readreverse",
-    "readwhilewriting",
-    "ycsb-load",
-    "ycsb-a",
-    "ycsb-b",
-    "ycsb-c",
-    "ycsb-f",
-    "ycsb-d",
-    "ycsb-e",
-];
+// Every workload a run reports, in order: the benchmark's own list, so that
+// a workload added there is checked here too.
+use quietkv_bench::experiments::standard::WORKLOADS;
 
 /// Workloads that write (write amplification reported).
 const WRITERS: [&str; 9] = [
@@ -64,27 +46,27 @@ fn tiny_standard(
     let (_, pid) = common::run_bench(&args, dir, out);
     // The memory cgroups of the runs are gone.
     common::assert_no_cgroups_left(pid);
-    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
-    let j: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let md = common::report_md(out);
+    let j = common::report_json(out);
     (md, j)
 }
 
 /// The checks every engine's report passes, for the modes `modes`.
 fn check(md: &str, j: &serde_json::Value, modes: &[&str]) {
     assert_eq!(j["experiment"], "standard");
-    for s in [
-        "# quietkv standard workloads (db_bench, YCSB)",
-        "## 100-byte values, 3000 keys",
-        "## 400-byte values, 3000 keys",
-        "YCSB",
-        "memtable (write buffer) 64 MiB and block cache 32 MiB",
-        "WAL on, no sync per write",
-        "CLOCK_PROCESS_CPUTIME_ID",
-        "VmHWM",
-    ] {
-        assert!(md.contains(s), "report.md lacks {s:?}:\n{md}");
-    }
+    common::assert_report_has(
+        md,
+        [
+            "# quietkv standard workloads (db_bench, YCSB)",
+            "## 100-byte values, 3000 keys",
+            "## 400-byte values, 3000 keys",
+            "YCSB",
+            "memtable (write buffer) 64 MiB and block cache 32 MiB",
+            "WAL on, no sync per write",
+            "CLOCK_PROCESS_CPUTIME_ID",
+            "VmHWM",
+        ],
+    );
     let header = format!("| figure | {} |", modes.join(" | "));
     assert!(md.contains(&header), "{header}:\n{md}");
     for w in WORKLOADS {
@@ -148,33 +130,27 @@ fn check(md: &str, j: &serde_json::Value, modes: &[&str]) {
 
 #[test]
 fn standard_tiny_run_reports_every_workload_for_quietkv() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("scratch");
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = tmp.path().join("out");
+    let dirs = common::bench_dirs();
     // In a memory cgroup, as the full scale runs.
-    let (md, j) = tiny_standard("quietkv", &["--memory-limit", "256"], &dir, &out);
+    let (md, j) = tiny_standard(
+        "quietkv",
+        &["--memory-limit", "256"],
+        &dirs.scratch,
+        &dirs.out,
+    );
     check(&md, &j, &["auto"]);
     assert!(md.contains("each run in a 256 MiB memory cgroup"), "{md}");
     assert_eq!(j["sections"][0]["memory_limit_bytes"], 256u64 << 20);
     // One engine: no ratio columns.
     assert!(md.contains("| figure | auto |\n"), "{md}");
-    let left: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    assert!(left.is_empty(), "left behind: {left:?}");
+    common::assert_nothing_left(&dirs.scratch);
 }
 
 #[cfg(feature = "fjall")]
 #[test]
 fn standard_tiny_run_compares_quietkv_with_fjall() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("scratch");
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = tmp.path().join("out");
-    let (md, j) = tiny_standard("quietkv,fjall", &[], &dir, &out);
+    let dirs = common::bench_dirs();
+    let (md, j) = tiny_standard("quietkv,fjall", &[], &dirs.scratch, &dirs.out);
     assert!(md.contains("no memory limit"), "{md}");
     check(&md, &j, &["quietkv:auto", "fjall:buffered"]);
     assert!(

@@ -1,7 +1,13 @@
 //! The key-value commands end to end, through the built binary.
 
+mod common;
+#[path = "../../quietio/tests/support/file_states.rs"]
+mod file_states;
 #[path = "../../quietio/tests/support/ro_mount.rs"]
 mod ro_mount;
+
+use common::files;
+use file_states::file_states;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -56,14 +62,20 @@ fn lines(n: u32) -> String {
     (0..n).map(|i| format!("key{i:05}\tvalue {i}\n")).collect()
 }
 
-fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == ext))
-        .collect();
-    v.sort();
-    v
+/// A fresh directory and the path of a database not yet created in it.
+fn new_db() -> (tempfile::TempDir, PathBuf) {
+    let d = tmp();
+    let db = d.path().join("db");
+    (d, db)
+}
+
+/// A database holding `lines(n)`, loaded from a file.
+fn loaded_db(n: u32) -> (tempfile::TempDir, PathBuf) {
+    let (d, db) = new_db();
+    let input = d.path().join("input.tsv");
+    fs::write(&input, lines(n)).unwrap();
+    ok(&db, &["load", input.to_str().unwrap()]);
+    (d, db)
 }
 
 /// Something done to a database's files between two commands.
@@ -77,8 +89,7 @@ fn flip(path: &Path, offset: u64) {
 
 #[test]
 fn put_get_delete_scan_round_trip() {
-    let d = tmp();
-    let db = d.path().join("db");
+    let (_d, db) = new_db();
     for (k, v) in [("b", "2"), ("a", "1"), ("d", "4"), ("c", "3 with spaces")] {
         ok(&db, &["put", k, v]);
     }
@@ -151,8 +162,7 @@ fn user_errors_exit_1_with_one_line() {
 
 #[test]
 fn load_from_file_and_stdin() {
-    let d = tmp();
-    let db = d.path().join("db");
+    let (d, db) = new_db();
     let input = d.path().join("input.tsv");
     fs::write(&input, lines(2500)).unwrap();
 
@@ -191,21 +201,27 @@ fn load_from_file_and_stdin() {
     assert_eq!(all.lines().count(), 2500 + 2300 + 3);
 }
 
+/// Checks a `load --sync` of `a`, `b`, a bad third line and `c`: it failed
+/// with one error line naming line 3, and the two lines before it were
+/// written and acknowledged. Returns the error.
+fn assert_load_stopped_at_line_3(o: &Output, db: &Path) -> String {
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(o));
+    let err = stderr(o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("line 3"), "{err}");
+    assert_eq!(stdout(o), "acked 2\n");
+    assert_eq!(ok(db, &["scan"]), "a\t1\nb\t2\n");
+    err
+}
+
 #[test]
 fn load_line_without_tab_is_a_user_error() {
-    let d = tmp();
-    let db = d.path().join("db");
+    let (d, db) = new_db();
     let input = d.path().join("bad.tsv");
     fs::write(&input, "a\t1\nb\t2\nno tab here\nc\t3\n").unwrap();
     let o = qkv(&db, &["load", "--sync", input.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(1));
-    let err = stderr(&o);
-    assert_eq!(err.lines().count(), 1, "{err}");
+    let err = assert_load_stopped_at_line_3(&o, &db);
     assert!(err.starts_with("quietkv: "), "{err}");
-    assert!(err.contains("line 3"), "{err}");
-    // The lines before the bad one were written and acknowledged.
-    assert_eq!(stdout(&o), "acked 2\n");
-    assert_eq!(ok(&db, &["scan"]), "a\t1\nb\t2\n");
 
     let o = qkv_in(&db, &["load"], Some(b"\n"));
     assert_eq!(o.status.code(), Some(1));
@@ -214,11 +230,7 @@ fn load_line_without_tab_is_a_user_error() {
 
 #[test]
 fn stats_human_and_json() {
-    let d = tmp();
-    let db = d.path().join("db");
-    let input = d.path().join("input.tsv");
-    fs::write(&input, lines(3000)).unwrap();
-    ok(&db, &["load", input.to_str().unwrap()]);
+    let (_d, db) = loaded_db(3000);
     ok(&db, &["compact"]);
 
     let human = ok(&db, &["stats"]);
@@ -253,11 +265,7 @@ fn stats_human_and_json() {
 
 #[test]
 fn check_healthy_database() {
-    let d = tmp();
-    let db = d.path().join("db");
-    let input = d.path().join("input.tsv");
-    fs::write(&input, lines(3000)).unwrap();
-    ok(&db, &["load", input.to_str().unwrap()]);
+    let (_d, db) = loaded_db(3000);
     ok(&db, &["flush"]);
     let o = qkv_in(
         &db,
@@ -284,11 +292,7 @@ fn check_healthy_database() {
 
 #[test]
 fn check_finds_a_flipped_table_byte() {
-    let d = tmp();
-    let db = d.path().join("db");
-    let input = d.path().join("input.tsv");
-    fs::write(&input, lines(3000)).unwrap();
-    ok(&db, &["load", input.to_str().unwrap()]);
+    let (_d, db) = loaded_db(3000);
     ok(&db, &["flush"]);
     let sst = files(&db, "sst");
     assert_eq!(sst.len(), 1);
@@ -337,8 +341,7 @@ fn damaged_middle_wal_record(db: &Path) -> PathBuf {
 
 #[test]
 fn check_finds_a_damaged_middle_wal_record() {
-    let d = tmp();
-    let db = d.path().join("db");
+    let (_d, db) = new_db();
     let wal = damaged_middle_wal_record(&db);
 
     let o = qkv(&db, &["check"]);
@@ -352,8 +355,7 @@ fn check_finds_a_damaged_middle_wal_record() {
 /// record) into one that opens, naming what it dropped.
 #[test]
 fn repair_salvages_around_a_damaged_wal_record() {
-    let d = tmp();
-    let db = d.path().join("db");
+    let (_d, db) = new_db();
     let wal = damaged_middle_wal_record(&db);
     assert_eq!(qkv(&db, &["get", "wal0"]).status.code(), Some(2));
 
@@ -379,8 +381,7 @@ fn repair_salvages_around_a_damaged_wal_record() {
 
 #[test]
 fn check_refuses_a_database_in_use_unless_forced() {
-    let d = tmp();
-    let db = d.path().join("db");
+    let (_d, db) = new_db();
     ok(&db, &["put", "a", "1"]);
     let open = quietkv::Db::open(&db, quietkv::Options::default()).unwrap();
     let o = qkv(&db, &["check"]);
@@ -399,8 +400,7 @@ fn check_refuses_a_database_in_use_unless_forced() {
 
 #[test]
 fn writes_refuse_a_database_that_lost_current() {
-    let d = tmp();
-    let db = d.path().join("db");
+    let (_d, db) = new_db();
     ok(&db, &["put", "a", "1"]);
     ok(&db, &["flush"]);
     fs::remove_file(db.join("CURRENT")).unwrap();
@@ -430,8 +430,7 @@ fn writes_refuse_a_database_that_lost_current() {
 
 #[test]
 fn check_and_get_catch_an_older_table_copied_over_a_newer_one() {
-    let d = tmp();
-    let db = d.path().join("db");
+    let (_d, db) = new_db();
     // Two tables of identical size: same keys, same-length values.
     for generation in ["a", "b"] {
         let input: String = (0..50)
@@ -463,8 +462,7 @@ fn check_and_get_catch_an_older_table_copied_over_a_newer_one() {
 
 #[test]
 fn put_finishes_a_creation_that_was_cut_short() {
-    let d = tmp();
-    let db = d.path().join("db");
+    let (_d, db) = new_db();
     // What a kill before CURRENT leaves: LOCK, an empty first manifest,
     // an empty WAL and the temporary CURRENT.
     fs::create_dir(&db).unwrap();
@@ -510,8 +508,7 @@ fn damaged_truncated_or_deleted_wal_is_reported_not_dropped() {
         ("delete", |w| fs::remove_file(w).unwrap()),
     ];
     for (what, damage) in cases {
-        let d = tmp();
-        let db = d.path().join("db");
+        let (_d, db) = new_db();
         let o = qkv_in(
             &db,
             &["load", "--sync", "--batch", "50"],
@@ -530,22 +527,20 @@ fn damaged_truncated_or_deleted_wal_is_reported_not_dropped() {
             .max_by_key(|p| fs::metadata(p).unwrap().len())
             .unwrap();
         damage(&wal);
-        let o = qkv(&db, &["check"]);
-        assert_eq!(
-            o.status.code(),
-            Some(2),
-            "{what}: {}{}",
-            stdout(&o),
-            stderr(&o)
-        );
-        let o = qkv(&db, &["get", "key00000"]);
-        assert_eq!(
-            o.status.code(),
-            Some(2),
-            "{what}: {}{}",
-            stdout(&o),
-            stderr(&o)
-        );
+        // Both the check and a read find the damage (exit 2).
+        let finds_damage = |args: &[&str]| {
+            let o = qkv(&db, args);
+            assert_eq!(
+                o.status.code(),
+                Some(2),
+                "{what}: {}{}",
+                stdout(&o),
+                stderr(&o)
+            );
+            o
+        };
+        finds_damage(&["check"]);
+        let o = finds_damage(&["get", "key00000"]);
         assert!(stderr(&o).contains("corruption"), "{what}: {}", stderr(&o));
     }
 }
@@ -576,8 +571,7 @@ fn lost_or_garbled_manifest_state_is_damage() {
         }),
     ];
     for (what, damage) in cases {
-        let d = tmp();
-        let db = d.path().join("db");
+        let (_d, db) = new_db();
         ok(&db, &["put", "a", "1"]);
         ok(&db, &["flush"]);
         damage(&db);
@@ -598,8 +592,7 @@ fn lost_or_garbled_manifest_state_is_damage() {
 /// acked, and the error names the line.
 #[test]
 fn load_with_an_oversized_key_keeps_the_lines_before_it() {
-    let d = tmp();
-    let db = d.path().join("db");
+    let (_d, db) = new_db();
     let big = "k".repeat(70_000);
     let input = format!("a\t1\nb\t2\n{big}\tv\nc\t3\n");
     let o = qkv_in(
@@ -607,42 +600,28 @@ fn load_with_an_oversized_key_keeps_the_lines_before_it() {
         &["load", "--sync", "--batch", "10"],
         Some(input.as_bytes()),
     );
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    let err = stderr(&o);
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("line 3"), "{err}");
+    let err = assert_load_stopped_at_line_3(&o, &db);
     assert!(err.contains("2 entries before it were loaded"), "{err}");
-    assert_eq!(stdout(&o), "acked 2\n");
-    assert_eq!(ok(&db, &["scan"]), "a\t1\nb\t2\n");
 }
 
 /// Issue 11: reads go through `Db::open_read_only`, so they leave the
 /// directory exactly as they found it and work on a read-only mount.
 #[test]
 fn reads_write_nothing_and_work_on_a_read_only_mount() {
-    let d = tmp();
-    let db = d.path().join("db");
+    let (d, db) = new_db();
     let o = qkv_in(&db, &["load"], Some(lines(300).as_bytes()));
     assert!(o.status.success(), "{}", stderr(&o));
     ok(&db, &["flush"]);
     ok(&db, &["put", "walonly", "v"]);
-    let listing = |p: &Path| {
-        let mut v: Vec<_> = fs::read_dir(p)
-            .unwrap()
-            .map(|e| {
-                let e = e.unwrap();
-                let m = e.metadata().unwrap();
-                (e.file_name(), m.len(), m.modified().unwrap())
-            })
-            .collect();
-        v.sort();
-        v
-    };
-    let before = listing(&db);
+    let before = file_states(&db);
     assert_eq!(ok(&db, &["get", "walonly"]), "v\n");
     assert_eq!(ok(&db, &["scan"]).lines().count(), 301);
     ok(&db, &["stats"]);
-    assert_eq!(listing(&db), before, "a read command changed the directory");
+    assert_eq!(
+        file_states(&db),
+        before,
+        "a read command changed the directory"
+    );
 
     if quietio::sys::effective_uid() != 0 {
         assert!(std::env::var_os("CI").is_none(), "CI runs as root");

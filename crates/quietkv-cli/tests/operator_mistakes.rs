@@ -6,6 +6,9 @@
 #[path = "../../quietio/tests/support/skip.rs"]
 mod skip;
 
+mod common;
+
+use common::files;
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -27,16 +30,6 @@ fn qkv(db: &Path, args: &[&str]) -> Output {
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
-}
-
-fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == ext))
-        .collect();
-    v.sort();
-    v
 }
 
 /// Six processes `put` into a directory that holds no database yet, many
@@ -141,12 +134,9 @@ fn check_of_an_empty_directory_leaves_nothing_behind() {
 /// the user asked for, so commands print no warning about it.
 #[test]
 fn tmpfs_commands_print_no_fallback_warning() {
-    let shm = Path::new("/dev/shm");
-    if !shm.is_dir() {
-        skip::skip("no /dev/shm here");
+    let Some(w) = skip::tmpfs_dir() else {
         return;
-    }
-    let w = tempfile::tempdir_in(shm).unwrap();
+    };
     let d = w.path().join("db");
     for args in [&["put", "k", "v"][..], &["get", "k"][..], &["compact"][..]] {
         let o = qkv(&d, args);

@@ -14,6 +14,16 @@ fn value(i: u32) -> Vec<u8> {
     format!("value-{i}-").repeat(10).into_bytes()
 }
 
+/// A database with keys `0..n`, put one at a time.
+fn db_with(n: u32) -> (tempfile::TempDir, Db) {
+    let d = dir();
+    let db = Db::open(d.path(), small()).unwrap();
+    for i in 0..n {
+        db.put(key(i), value(i)).unwrap();
+    }
+    (d, db)
+}
+
 #[test]
 fn an_empty_database_estimates_nothing() {
     let d = dir();
@@ -24,12 +34,8 @@ fn an_empty_database_estimates_nothing() {
 
 #[test]
 fn len_is_exact_after_a_full_compaction_and_runs_ahead_before() {
-    let d = dir();
-    let db = Db::open(d.path(), small()).unwrap();
     let n = 5000;
-    for i in 0..n {
-        db.put(key(i), value(i)).unwrap();
-    }
+    let (_d, db) = db_with(n);
     assert_eq!(
         db.approximate_len(),
         n as u64,
@@ -54,12 +60,8 @@ fn len_is_exact_after_a_full_compaction_and_runs_ahead_before() {
 
 #[test]
 fn size_covers_the_tables_and_splits_them_by_range() {
-    let d = dir();
-    let db = Db::open(d.path(), small()).unwrap();
     let n = 20000;
-    for i in 0..n {
-        db.put(key(i), value(i)).unwrap();
-    }
+    let (_d, db) = db_with(n);
     db.compact_all().unwrap();
     let on_disk: u64 = db.stats().levels.iter().map(|l| l.bytes).sum();
     let all = db.approximate_size(&b""[..]..).unwrap();

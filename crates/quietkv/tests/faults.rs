@@ -2,17 +2,20 @@
 //! names the file (and offset where it applies), and loses no
 //! acknowledged write.
 
-#[path = "support/skip.rs"]
+mod common;
+
+#[path = "../../quietio/tests/support/skip.rs"]
 mod skip;
+
+#[path = "common/small_fs.rs"]
+mod small_fs;
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use common::{dir, files_with};
 use quietkv::{Db, ErrorKind, Options, WriteOptions};
-
-fn dir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
+use small_fs::SmallFs;
 
 fn key(i: u32) -> Vec<u8> {
     format!("key{i:06}").into_bytes()
@@ -20,16 +23,6 @@ fn key(i: u32) -> Vec<u8> {
 
 fn value(i: u32) -> Vec<u8> {
     format!("value-{i}-").repeat(20).into_bytes()
-}
-
-fn files_with(dir: &Path, suffix: &str) -> Vec<PathBuf> {
-    let mut v: Vec<_> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.file_name().unwrap().to_str().unwrap().ends_with(suffix))
-        .collect();
-    v.sort();
-    v
 }
 
 fn flip(path: &Path, offset: u64) {
@@ -196,45 +189,6 @@ fn damaged_wal_record_before_the_tail_is_corruption() {
     assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
     assert_eq!(e.file(), Some(wal2.as_path()), "{e}");
     assert!(e.offset().is_some(), "{e}");
-}
-
-/// A small tmpfs mounted for the test, unmounted however the test ends.
-struct SmallFs(PathBuf);
-
-impl SmallFs {
-    fn mount(size: &str) -> Option<SmallFs> {
-        let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-            .unwrap()
-            .keep();
-        let ok = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(&d)
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false);
-        if !ok {
-            let _ = fs::remove_dir(&d);
-            return None;
-        }
-        Some(SmallFs(d))
-    }
-
-    fn resize(&self, size: &str) {
-        let ok = std::process::Command::new("mount")
-            .args(["-o", &format!("remount,size={size}")])
-            .arg(&self.0)
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "remount failed");
-    }
-}
-
-impl Drop for SmallFs {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg(&self.0).status();
-        let _ = fs::remove_dir_all(&self.0);
-    }
 }
 
 #[test]

@@ -188,15 +188,7 @@ fn enumerate_errors(steps: &[Step], max: u64) {
     for l in &lines {
         println!("{l}");
     }
-    if !violations.is_empty() {
-        let kept = root.keep();
-        panic!(
-            "{} violations (directories kept under {}):\n{}",
-            violations.len(),
-            kept.display(),
-            violations[..violations.len().min(40)].join("\n")
-        );
-    }
+    sim::panic_on_violations(root, &violations, "directories", 40);
 }
 
 /// Regression: a flush whose manifest edit fails to sync must not delete

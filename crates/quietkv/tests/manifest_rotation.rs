@@ -1,15 +1,14 @@
 //! Manifest rotation: a long-lived database keeps one small manifest, and
 //! a rotated manifest verifies WALs as strictly as the one it replaced.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use common::{dir, files_with};
 use quietkv::{check_dir, Db, ErrorKind, Options, WriteBatch, WriteOptions};
-
-fn dir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
 
 fn key(i: u32) -> Vec<u8> {
     format!("key{i:06}").into_bytes()
@@ -29,16 +28,6 @@ fn options(max_manifest_size: u64) -> Options {
         .target_file_size(8 << 10)
         .l0_compaction_trigger(2)
         .max_manifest_size(max_manifest_size)
-}
-
-fn files_with(dir: &Path, suffix: &str) -> Vec<PathBuf> {
-    let mut v: Vec<_> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.file_name().unwrap().to_str().unwrap().ends_with(suffix))
-        .collect();
-    v.sort();
-    v
 }
 
 /// The manifest files in `dir` (not directories a test put in their way).

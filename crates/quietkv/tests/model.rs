@@ -3,7 +3,7 @@
 //! random access modes for every I/O class (the WAL's mmap mode included)
 //! and random WAL compression and sync policies.
 
-#[path = "support/skip.rs"]
+#[path = "../../quietio/tests/support/skip.rs"]
 mod skip;
 
 use std::collections::BTreeMap;
@@ -136,41 +136,32 @@ trait View {
     fn prefix(&self, p: &[u8]) -> DbIter;
 }
 
-impl View for Db {
-    fn get(&self, k: &[u8]) -> Option<Vec<u8>> {
-        Db::get(self, k).unwrap()
-    }
-    fn iter(&self) -> DbIter {
-        Db::iter(self).unwrap()
-    }
-    fn range(&self, a: Vec<u8>, b: Vec<u8>) -> DbIter {
-        Db::range(self, a..b).unwrap()
-    }
-    fn range_incl(&self, a: Vec<u8>, b: Vec<u8>) -> DbIter {
-        Db::range(self, a..=b).unwrap()
-    }
-    fn prefix(&self, p: &[u8]) -> DbIter {
-        Db::prefix(self, p).unwrap()
-    }
+/// The same calls on the database and on a snapshot: both types have
+/// these methods, but no trait of the crate's own to call them through.
+macro_rules! impl_view {
+    ($t:ty) => {
+        impl View for $t {
+            fn get(&self, k: &[u8]) -> Option<Vec<u8>> {
+                <$t>::get(self, k).unwrap()
+            }
+            fn iter(&self) -> DbIter {
+                <$t>::iter(self).unwrap()
+            }
+            fn range(&self, a: Vec<u8>, b: Vec<u8>) -> DbIter {
+                <$t>::range(self, a..b).unwrap()
+            }
+            fn range_incl(&self, a: Vec<u8>, b: Vec<u8>) -> DbIter {
+                <$t>::range(self, a..=b).unwrap()
+            }
+            fn prefix(&self, p: &[u8]) -> DbIter {
+                <$t>::prefix(self, p).unwrap()
+            }
+        }
+    };
 }
 
-impl View for Snapshot {
-    fn get(&self, k: &[u8]) -> Option<Vec<u8>> {
-        Snapshot::get(self, k).unwrap()
-    }
-    fn iter(&self) -> DbIter {
-        Snapshot::iter(self).unwrap()
-    }
-    fn range(&self, a: Vec<u8>, b: Vec<u8>) -> DbIter {
-        Snapshot::range(self, a..b).unwrap()
-    }
-    fn range_incl(&self, a: Vec<u8>, b: Vec<u8>) -> DbIter {
-        Snapshot::range(self, a..=b).unwrap()
-    }
-    fn prefix(&self, p: &[u8]) -> DbIter {
-        Snapshot::prefix(self, p).unwrap()
-    }
-}
+impl_view!(Db);
+impl_view!(Snapshot);
 
 /// Checks the read operations of the API, on the database or on a
 /// snapshot, against the model `m`: full iteration both ways, a forward
@@ -381,12 +372,9 @@ fn every_background_mode_combination_passes_the_same_workload() {
 
 #[test]
 fn tmpfs_works_under_auto_and_refuses_explicit_direct() {
-    let shm = Path::new("/dev/shm");
-    if !shm.is_dir() {
-        skip::skip("no /dev/shm (tmpfs) here");
+    let Some(d) = skip::tmpfs_dir() else {
         return;
-    }
-    let d = tempfile::tempdir_in(shm).unwrap();
+    };
     let opts = options([AccessMode::Auto; 5]);
     run(d.path(), &opts, &fixed_workload()[..200]);
     let db = Db::open(d.path(), opts).unwrap();

@@ -4,27 +4,16 @@
 //! or served), repair never destroys what it could not read and says what
 //! a missing file means, and the lock holds when its file is removed.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use common::{dir, files_with};
 use quietio::fault::{Fault, FaultLayer, FaultPlan, OpKind};
 use quietkv::{check_dir, repair_dir, Db, ErrorKind, Options, RepairOptions, WriteOptions};
-
-fn dir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
-
-fn files_with(dir: &Path, suffix: &str) -> Vec<PathBuf> {
-    let mut v: Vec<_> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.file_name().unwrap().to_str().unwrap().ends_with(suffix))
-        .collect();
-    v.sort();
-    v
-}
 
 fn number_of(p: &Path) -> u64 {
     let name = p.file_name().unwrap().to_str().unwrap();

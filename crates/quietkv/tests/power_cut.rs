@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use quietio::fault::{CutPolicy, FaultLayer, OpKind, SyncPoint};
-use quietkv::{Db, Options, WriteBatch, WriteOptions};
+use quietkv::{Db, Options};
 use sim::{
     check_dir, mode_sets, options_for, recycle_workload, states, workload, Progress, RunEnd, Step,
     Verdict,
@@ -140,78 +140,15 @@ fn wait_for_a_kept_wal(db: &Db) {
 /// its switch surely reuses a file, whatever the timing of the threads.
 fn run(dir: &Path, opts: &Options, steps: &[Step], progress: &Progress) -> RunEnd {
     let recycling = opts.wal_recycle_count > 0;
-    let mut recycled = 0;
-    let fail = |what: String, e, recycled| RunEnd {
-        error: Some((what, e)),
-        wal_files_recycled: recycled,
+    let hooks = sim::Hooks {
+        before_later_flush: &|db| {
+            if recycling {
+                wait_for_a_kept_wal(db);
+            }
+        },
+        ..sim::Hooks::NONE
     };
-    let mut db = match Db::open(dir, opts.clone()) {
-        Ok(db) => db,
-        Err(e) => return fail("open".into(), e, recycled),
-    };
-    let mut flushed_since_open = false;
-    let mut w = 0usize;
-    for (i, step) in steps.iter().enumerate() {
-        if recycling && flushed_since_open && matches!(step, Step::Flush | Step::CompactAll) {
-            wait_for_a_kept_wal(&db);
-        }
-        let r = match step {
-            Step::Write { ops, sync } => {
-                let mut b = WriteBatch::new();
-                for (k, v) in ops {
-                    match v {
-                        Some(v) => b.put(k, v).unwrap(),
-                        None => b.delete(k).unwrap(),
-                    }
-                }
-                progress.issued.store(w + 1, Ordering::SeqCst);
-                let r = db.write(b, WriteOptions { sync: *sync });
-                if r.is_ok() {
-                    w += 1;
-                    progress.acked.store(w, Ordering::SeqCst);
-                    if *sync {
-                        progress.durable.store(w, Ordering::SeqCst);
-                    }
-                }
-                r
-            }
-            Step::Flush => {
-                flushed_since_open = true;
-                db.flush()
-            }
-            Step::CompactAll => {
-                flushed_since_open = true;
-                db.compact_all()
-            }
-            Step::Reopen => {
-                recycled += db.stats().wal_files_recycled;
-                if let Err(e) = db.close() {
-                    return fail(format!("step {i} close"), e, recycled);
-                }
-                progress.durable.store(w, Ordering::SeqCst);
-                flushed_since_open = false;
-                match Db::open(dir, opts.clone()) {
-                    Ok(d) => {
-                        db = d;
-                        Ok(())
-                    }
-                    Err(e) => return fail(format!("step {i} reopen"), e, recycled),
-                }
-            }
-        };
-        if let Err(e) = r {
-            return fail(format!("step {i} {step:?}"), e, recycled);
-        }
-    }
-    recycled += db.stats().wal_files_recycled;
-    if let Err(e) = db.close() {
-        return fail("final close".into(), e, recycled);
-    }
-    progress.durable.store(w, Ordering::SeqCst);
-    RunEnd {
-        error: None,
-        wal_files_recycled: recycled,
-    }
+    sim::run_with_hooks(dir, opts, steps, progress, &hooks)
 }
 
 /// Runs `steps` once per mode set with power-cut images at every sync
@@ -331,16 +268,7 @@ fn check_power_cuts(
     for s in &summary {
         println!("{s}");
     }
-    if !violations.is_empty() {
-        // Keep the images for a look.
-        let kept = root.keep();
-        panic!(
-            "{} violations (images kept under {}):\n{}",
-            violations.len(),
-            kept.display(),
-            violations[..violations.len().min(30)].join("\n")
-        );
-    }
+    sim::panic_on_violations(root, &violations, "images", 30);
 }
 
 fn file_class(name: &str) -> &'static str {

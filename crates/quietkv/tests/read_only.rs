@@ -2,15 +2,18 @@
 //! without writing a byte to the directory, refuses writes with a clear
 //! error, and keeps out of a writer's way through the LOCK file.
 
-#[path = "support/skip.rs"]
+#[path = "../../quietio/tests/support/skip.rs"]
 mod skip;
 
-#[path = "support/ro_mount.rs"]
+#[path = "../../quietio/tests/support/ro_mount.rs"]
 mod ro_mount;
-use std::fs;
-use std::path::{Path, PathBuf};
-use std::time::SystemTime;
 
+#[path = "../../quietio/tests/support/file_states.rs"]
+mod file_states;
+use std::fs;
+use std::path::Path;
+
+use file_states::file_states;
 use quietkv::{Db, ErrorKind, Options, WriteOptions};
 
 fn dir() -> tempfile::TempDir {
@@ -23,21 +26,6 @@ fn key(i: u32) -> Vec<u8> {
 
 fn value(i: u32) -> Vec<u8> {
     format!("value-{i}-").repeat(10).into_bytes()
-}
-
-/// Names, sizes and modification times of every file: what a read-only
-/// open must leave exactly as it found it.
-fn snapshot(dir: &Path) -> Vec<(PathBuf, u64, SystemTime)> {
-    let mut v: Vec<_> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            let m = e.metadata().unwrap();
-            (e.path(), m.len(), m.modified().unwrap())
-        })
-        .collect();
-    v.sort();
-    v
 }
 
 /// 3,000 keys: the first 2,000 in tables, the rest only in the WAL; key 5
@@ -73,7 +61,7 @@ fn expect_all(db: &Db) {
 fn reads_tables_and_wal_and_writes_nothing() {
     let d = dir();
     make_db(d.path(), false);
-    let before = snapshot(d.path());
+    let before = file_states(d.path());
     // Small memtables: the WAL replay fills several, kept in memory.
     let opts = Options::default().memtable_size(64 << 10);
     let db = Db::open_read_only(d.path(), opts).unwrap();
@@ -99,7 +87,7 @@ fn reads_tables_and_wal_and_writes_nothing() {
     drop(snap);
     db.close().unwrap();
     assert_eq!(
-        snapshot(d.path()),
+        file_states(d.path()),
         before,
         "a read-only open changed the directory"
     );
@@ -128,11 +116,11 @@ fn reads_an_unsealed_wal_after_a_crash() {
             }
         }
     }
-    let before = snapshot(copy.path());
+    let before = file_states(copy.path());
     let db = Db::open_read_only(copy.path(), Options::default()).unwrap();
     expect_all(&db);
     drop(db);
-    assert_eq!(snapshot(copy.path()), before);
+    assert_eq!(file_states(copy.path()), before);
 }
 
 #[test]

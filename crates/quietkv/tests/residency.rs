@@ -3,7 +3,7 @@
 //! with buffered compaction they are present.
 
 mod common;
-#[path = "support/skip.rs"]
+#[path = "../../quietio/tests/support/skip.rs"]
 mod skip;
 
 use std::path::{Path, PathBuf};

@@ -4,18 +4,22 @@
 //! slice by slice and always see every key once, and a kill between slices
 //! loses nothing.
 
-#[path = "support/skip.rs"]
+#[path = "../../quietio/tests/support/skip.rs"]
 mod skip;
+
+#[path = "common/small_fs.rs"]
+mod small_fs;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use quietkv::{Db, Options, WriteBatch, WriteOptions};
+use small_fs::SmallFs;
 
 const TABLE: u64 = 64 << 10;
 const SLICE: u64 = 256 << 10;
@@ -70,35 +74,6 @@ fn used_bytes(dir: &Path) -> u64 {
     // SAFETY: as above.
     assert_eq!(unsafe { libc::statvfs(c.as_ptr(), &mut s) }, 0);
     (s.f_blocks - s.f_bfree) * s.f_frsize
-}
-
-/// A tmpfs of its own for the test, so nothing else changes its usage;
-/// unmounted however the test ends.
-struct SmallFs(PathBuf);
-
-impl SmallFs {
-    fn mount(size: &str) -> Option<SmallFs> {
-        let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-            .unwrap()
-            .keep();
-        let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(&d)
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            let _ = std::fs::remove_dir(&d);
-            return None;
-        }
-        Some(SmallFs(d))
-    }
-}
-
-impl Drop for SmallFs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// The extra space a full compaction of a database many slices large

@@ -5,8 +5,11 @@
 //! WAL (allocated zeros after the last record) replays, and mmap is
 //! refused for every class that writes files except the WAL.
 
-#[path = "support/skip.rs"]
+#[path = "../../quietio/tests/support/skip.rs"]
 mod skip;
+
+use std::path::Path;
+use std::sync::Arc;
 
 use quietio::fault::{CutPolicy, FaultLayer};
 use quietkv::{AccessMode, Compression, Db, ErrorKind, IoClass, Options, WriteBatch, WriteOptions};
@@ -144,17 +147,27 @@ fn mmap_and_every_other_wal_mode_replay_each_other() {
     }
 }
 
+/// A database in `dir/db` whose WAL is mapped and compressed with
+/// `compression`, over a fault layer for power-cut images; `None` where a
+/// mapped WAL cannot work.
+fn mapped_db_under_faults(dir: &Path, compression: Compression) -> Option<(Arc<FaultLayer>, Db)> {
+    if !mmap_supported(dir) {
+        return None;
+    }
+    let db_dir = dir.join("db");
+    let layer = FaultLayer::new(&db_dir).unwrap();
+    let mut o = opts(AccessMode::Mmap).wal_compression(compression);
+    o.fault_layer = Some(layer.clone());
+    let db = Db::open(&db_dir, o).unwrap();
+    Some((layer, db))
+}
+
 #[test]
 fn a_power_cut_of_a_mapped_wal_replays_in_another_mode() {
     let d = dir();
-    if !mmap_supported(d.path()) {
+    let Some((layer, db)) = mapped_db_under_faults(d.path(), Compression::Lz4) else {
         return;
-    }
-    let db_dir = d.path().join("db");
-    let layer = FaultLayer::new(&db_dir).unwrap();
-    let mut o = opts(AccessMode::Mmap).wal_compression(Compression::Lz4);
-    o.fault_layer = Some(layer.clone());
-    let db = Db::open(&db_dir, o).unwrap();
+    };
     write_run(&db, 0, 100);
     // Synced: writes 0..=99 (the last write of every ten syncs).
     let synced_img = d.path().join("drop");
@@ -205,14 +218,9 @@ fn mmap_is_refused_for_classes_that_write_files_other_than_the_wal() {
 #[test]
 fn torn_and_damaged_records_of_a_crashed_compressed_mapped_wal() {
     let d = dir();
-    if !mmap_supported(d.path()) {
+    let Some((layer, db)) = mapped_db_under_faults(d.path(), Compression::Zstd) else {
         return;
-    }
-    let db_dir = d.path().join("db");
-    let layer = FaultLayer::new(&db_dir).unwrap();
-    let mut o = opts(AccessMode::Mmap).wal_compression(Compression::Zstd);
-    o.fault_layer = Some(layer.clone());
-    let db = Db::open(&db_dir, o).unwrap();
+    };
     // Every write synced: each record is followed by a sync mark.
     for i in 0..40 {
         let mut b = WriteBatch::new();

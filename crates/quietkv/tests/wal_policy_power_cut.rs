@@ -314,13 +314,5 @@ fn every_sync_policy_keeps_what_it_promises_across_power_cuts() {
         lost_under.contains(&WalSync::None),
         "no image under `none` lost an unsynced write: the cuts drop nothing"
     );
-    if !violations.is_empty() {
-        let kept = root.keep();
-        panic!(
-            "{} violations (images kept under {}):\n{}",
-            violations.len(),
-            kept.display(),
-            violations[..violations.len().min(30)].join("\n")
-        );
-    }
+    sim::panic_on_violations(root, &violations, "images", 30);
 }

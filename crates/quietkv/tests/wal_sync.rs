@@ -59,27 +59,28 @@ fn none_syncs_only_what_asks() {
     assert_eq!(wal_syncs(&db), base + 1);
 }
 
-#[test]
-fn per_write_syncs_each_write_alone() {
+/// Runs `threads` writers of `per_thread` puts each at once under
+/// `policy`; returns the write groups and the WAL syncs they took.
+fn concurrent_groups_and_syncs(policy: WalSync, threads: usize, per_thread: usize) -> (u64, u64) {
     let d = dir();
-    let db = Arc::new(Db::open(d.path(), with(WalSync::PerWrite)).unwrap());
+    let db = Arc::new(Db::open(d.path(), with(policy)).unwrap());
     let base = wal_syncs(&db);
     let groups0 = db.stats().write_groups;
-    concurrent_puts(&db, 4, 50);
-    let s = db.stats();
-    assert_eq!(s.write_groups - groups0, 200, "no write may share a group");
-    assert_eq!(wal_syncs(&db) - base, 200, "one sync per write");
+    concurrent_puts(&db, threads, per_thread);
+    let groups = db.stats().write_groups - groups0;
+    (groups, wal_syncs(&db) - base)
+}
+
+#[test]
+fn per_write_syncs_each_write_alone() {
+    let (groups, syncs) = concurrent_groups_and_syncs(WalSync::PerWrite, 4, 50);
+    assert_eq!(groups, 200, "no write may share a group");
+    assert_eq!(syncs, 200, "one sync per write");
 }
 
 #[test]
 fn group_syncs_every_group_and_shares_syncs() {
-    let d = dir();
-    let db = Arc::new(Db::open(d.path(), with(WalSync::Group)).unwrap());
-    let base = wal_syncs(&db);
-    let groups0 = db.stats().write_groups;
-    concurrent_puts(&db, 8, 100);
-    let groups = db.stats().write_groups - groups0;
-    let syncs = wal_syncs(&db) - base;
+    let (groups, syncs) = concurrent_groups_and_syncs(WalSync::Group, 8, 100);
     assert_eq!(syncs, groups, "every group syncs once");
     assert!(groups <= 800);
     // Eight writers behind one sync at a time do get grouped; how much

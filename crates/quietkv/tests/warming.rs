@@ -5,7 +5,7 @@
 
 mod common;
 
-#[path = "support/skip.rs"]
+#[path = "../../quietio/tests/support/skip.rs"]
 mod skip;
 
 use std::fs;

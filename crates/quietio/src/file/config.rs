@@ -80,6 +80,21 @@ impl FileConfig {
         self.offset_align.max(self.mem_align).max(1)
     }
 
+    /// Checks that `size` (the file's `what`: its write buffer, its
+    /// readahead) is a positive multiple of [`align`](Self::align), as a
+    /// direct file's buffers must be; `InvalidArgument` naming `path` if
+    /// not.
+    pub(crate) fn check_buffer_size(&self, what: &str, size: usize, path: &Path) -> Result<()> {
+        let align = self.align();
+        if size == 0 || !size.is_multiple_of(align) {
+            return Err(Error::invalid(format!(
+                "{what} size must be a positive multiple of the direct I/O alignment {align}, got {size}"
+            ))
+            .with_file(path));
+        }
+        Ok(())
+    }
+
     /// A buffer of `size` bytes for this file: page-aligned, its size a
     /// multiple of the offset alignment.
     pub(crate) fn buffer(&self, size: usize) -> Result<AlignedBuf> {

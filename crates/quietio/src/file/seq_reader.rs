@@ -72,14 +72,8 @@ impl SeqReader {
     /// `readahead_size` is not a positive multiple of the alignment, and
     /// with `Io` when the file cannot be opened or its length read.
     pub fn open(path: &Path, cfg: FileConfig) -> Result<SeqReader> {
-        let align = cfg.align();
         let chunk = cfg.readahead_size;
-        if chunk == 0 || !chunk.is_multiple_of(align) {
-            return Err(Error::invalid(format!(
-                "readahead size must be a positive multiple of the direct I/O alignment {align}, got {chunk}"
-            ))
-            .with_file(path));
-        }
+        cfg.check_buffer_size("readahead", chunk, path)?;
         let mode = if cfg.mode == EffectiveMode::Mmap {
             EffectiveMode::Buffered
         } else {

@@ -102,14 +102,8 @@ impl SeqWriter {
                 Error::invalid("mmap is a read mode; a writer cannot use it").with_file(path),
             );
         }
-        let align = cfg.align();
         let size = cfg.write_buffer_size;
-        if size == 0 || !size.is_multiple_of(align) {
-            return Err(Error::invalid(format!(
-                "write buffer size must be a positive multiple of the direct I/O alignment {align}, got {size}"
-            ))
-            .with_file(path));
-        }
+        cfg.check_buffer_size("write buffer", size, path)?;
         let buf = cfg.buffer(size).map_err(|e| e.with_file(path))?;
         let (file, old_len, tracked) = if existing {
             cfg.reopen_file(

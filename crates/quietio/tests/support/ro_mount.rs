@@ -1,4 +1,6 @@
 //! A read-only bind mount for a test, unmounted however the test ends.
+//! One copy for the workspace: the tests of quietkv and quietkv-cli
+//! include this file by its path.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -177,6 +177,15 @@ pub trait BenchEngine: Sized + Send + Sync {
     fn counters(&self) -> Counters;
     fn close(self) -> Result<(), String>;
 }
+
+/// Closes the run's database once every reader has let go of it; an
+/// error if one still holds it.
+pub fn close_shared<E: BenchEngine>(db: std::sync::Arc<E>) -> Result<(), String> {
+    match std::sync::Arc::try_unwrap(db) {
+        Ok(db) => db.close(),
+        Err(_) => Err("database still shared at the end of the run".into()),
+    }
+}
 /// Checks an engine's scans against a `BTreeMap` holding the same
 /// writes: seeded random puts and overwrites over a flush (so that the
 /// memtable and tables both hold keys), then `seek_scan` from present,

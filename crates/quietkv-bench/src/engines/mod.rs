@@ -15,8 +15,9 @@
 //!
 //! Files, each using only those listed before it: [`page_cache`],
 //! [`counters`], [`bench_engine`] (the trait), the engines ([`quietkv`],
-//! `rocksdb` with [`rocksdb_stats`], `fjall` with [`thread_io`]), then
-//! [`mode`]. This file only lists them and re-exports their items.
+//! `rocksdb` with [`rocksdb_names`] and [`rocksdb_stats`], `fjall` with
+//! [`thread_io`]), then [`mode`]. This file only lists them and re-exports
+//! their items.
 
 pub mod bench_engine;
 pub mod counters;
@@ -27,10 +28,13 @@ pub mod page_cache;
 pub mod quietkv;
 #[cfg(feature = "rocksdb")]
 pub mod rocksdb;
+pub mod rocksdb_names;
 pub mod rocksdb_stats;
 pub mod thread_io;
 
-pub use self::bench_engine::{Batch, BenchEngine, EngineConfig, Layout, ScanCount, Tuning};
+pub use self::bench_engine::{
+    close_shared, Batch, BenchEngine, EngineConfig, Layout, ScanCount, Tuning,
+};
 pub(crate) use self::counters::stall_delta;
 pub use self::counters::{Counters, GetTimes, HitsMisses, LevelWork};
 #[cfg(feature = "fjall")]

@@ -41,15 +41,7 @@ pub const SEED_BLOCK_CACHE: usize = 4 << 20;
 /// The seed's `--max_background_jobs`.
 pub const SEED_BACKGROUND_JOBS: i32 = 4;
 
-/// The configuration names, in the order the bench runs them by default.
-pub const CONFIG_NAMES: [&str; 6] = [
-    "buffered",
-    "write-direct",
-    "read-direct",
-    "both-direct",
-    "all-direct",
-    "seed-all-direct",
-];
+pub use super::rocksdb_names::CONFIG_NAMES;
 
 /// Every setting the benchmark gives RocksDB beyond the tree's shape, with
 /// why: from RocksDB's tuning guide, set to what quietkv has where both

@@ -119,14 +119,7 @@ pub(crate) fn check_modes(dir: &Path, modes: &[EngineMode]) -> Result<(), String
 
 /// RocksDB's configurations in the engine experiments unless --modes
 /// names some: the five of PR #14743, tuned, and the seed's own recipe.
-pub(crate) const ROCKSDB_MODES: [&str; 6] = [
-    "buffered",
-    "write-direct",
-    "read-direct",
-    "both-direct",
-    "all-direct",
-    "seed-all-direct",
-];
+pub(crate) use crate::engines::rocksdb_names::CONFIG_NAMES as ROCKSDB_MODES;
 
 #[cfg(test)]
 mod tests {

@@ -77,6 +77,23 @@ fn y_range(vals: impl Iterator<Item = f64>) -> (f64, f64) {
     ((lo / 1.5).max(1.0), hi * 1.5)
 }
 
+/// Draws the legend of the chart's series in its upper left corner, then
+/// writes the image.
+fn legend_and_save<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font((FONT, 16))
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)
+}
+
 /// Latency by percentile, all modes on one chart, log-scaled percentile
 /// axis (90, 99, 99.9, ...) and log latency.
 pub fn percentile_chart(e: &ExperimentReport, path: &Path) -> Result<(), String> {
@@ -127,16 +144,7 @@ pub fn percentile_chart(e: &ExperimentReport, path: &Path) -> Result<(), String>
             .label(name.clone())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font((FONT, 16))
-        .draw()
-        .map_err(err)?;
-    root.present().map_err(err)?;
-    Ok(())
+    legend_and_save(&mut chart, &root)
 }
 
 /// p99 of each second over time, all modes, with the background-work
@@ -208,16 +216,7 @@ pub fn timeline_chart(e: &ExperimentReport, path: &Path) -> Result<(), String> {
             .draw_series(pts.iter().map(|&(x, y)| Circle::new((x, y), 3, c.filled())))
             .map_err(err)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font((FONT, 16))
-        .draw()
-        .map_err(err)?;
-    root.present().map_err(err)?;
-    Ok(())
+    legend_and_save(&mut chart, &root)
 }
 
 #[cfg(test)]

@@ -48,181 +48,83 @@ pub struct Row {
     pub cmp: Cmp,
 }
 
-fn row(label: &'static str, key: &str, fmt: Fmt, cmp: Cmp) -> Row {
-    Row {
-        label,
-        key: key.to_string(),
-        fmt,
-        cmp,
-    }
-}
+/// The rows every experiment shows, in the seeds' order: label, metric
+/// key, how its cell is written and how a mode compares with the reference.
+/// Kept one row a line so the table reads as a table.
+#[rustfmt::skip]
+const STANDARD_ROWS: &[(&str, &str, Fmt, Cmp)] = {
+    use Cmp::*;
+    use Fmt::*;
+    &[
+        ("**Throughput (reads/s)**", "ops_per_s", Int, Percent),
+        ("p50 read latency", "read_latency_us.p50", Us, Lower),
+        ("p90 read latency", "read_latency_us.p90", Us, Lower),
+        ("**p99 read latency**", "read_latency_us.p99", Us, Lower),
+        ("**p99.9 read latency**", "read_latency_us.p999", Us, Lower),
+        ("p99.99 read latency", "read_latency_us.p9999", Us, Lower),
+        ("Max read latency", "read_latency_us.max", Us, Lower),
+        ("Mean read latency", "read_latency_us.mean", Us, Lower),
+        ("StdDev", "read_latency_us.stddev", Us, Lower),
+        ("p99 service time (issue to completion)", "service_time_us.p99", Us, Lower),
+        ("p99.9 service time", "service_time_us.p999", Us, Lower),
+        ("Reader lateness p50 (scheduled to issued)", "reader_lateness_us.p50", Us, None),
+        ("Reader lateness p99", "reader_lateness_us.p99", Us, None),
+        ("Reader lateness max", "reader_lateness_us.max", Us, None),
+        ("Reader lateness mean", "reader_lateness_us.mean", Us, None),
+        ("Reader CPU wait per read (run queue)", "reader_cpu_wait_us_per_read", Us, None),
+        ("Baseline p50 (no background work)", "baseline_read_latency_us.p50", Us, Lower),
+        ("p99 during the compaction", "during.read_latency_us.p99", Us, Lower),
+        ("p99.9 during the compaction", "during.read_latency_us.p999", Us, Lower),
+        ("p99 after its last install", "after.read_latency_us.p99", Us, Lower),
+        ("p99.9 after its last install", "after.read_latency_us.p999", Us, Lower),
+        ("Baseline p99", "baseline_read_latency_us.p99", Us, Lower),
+        ("Baseline p99.9", "baseline_read_latency_us.p999", Us, Lower),
+        ("Reads done", "reads.done", Int, None),
+        ("Reads scheduled", "reads.scheduled", Int, None),
+        ("Cache hit ratio (reads that needed no device read)", "cache_hit_ratio", Fraction, Points),
+        ("Cache hit ratio during the compaction", "during.cache_hit_ratio", Fraction, Points),
+        ("Cache hit ratio after its last install", "after.cache_hit_ratio", Fraction, Points),
+        ("**Dirty pages/s**", "dirty_pages_per_s", Int, Reduction),
+        ("**Stall time (us/s)**", "stall_us_per_s", Int, Percent),
+        ("CPU steal (host ran something else), ms/s", "steal_ms_per_s", Int, None),
+        ("Other processes' CPU, ms/s", "other_cpu_ms_per_s", Int, None),
+        ("Refaults/s", "refaults_per_s", Int, Reduction),
+        ("File pages scanned/s", "pgscan_file_per_s", Int, Reduction),
+        ("File pages reclaimed/s", "pgsteal_file_per_s", Int, Reduction),
+        ("Active file cache", "active_file_bytes", MiB, Percent),
+        ("Inactive file cache", "inactive_file_bytes", MiB, Percent),
+        ("Device read latency (r_await)", "device.r_await_ms", Ms, Percent),
+        ("**Device write latency (w_await)**", "device.w_await_ms", Ms, Lower),
+        ("Device queue depth (aqu-sz)", "device.aqu_sz", Float2, Shallower),
+        ("Device utilisation", "device.util_pct", Pct, None),
+        ("Device reads/s", "device.r_per_s", Int, None),
+        ("Device writes/s", "device.w_per_s", Int, None),
+        ("Device read MiB/s", "device.r_mib_s", MiBs, None),
+        ("Device write MiB/s", "device.w_mib_s", MiBs, None),
+        ("Background (compaction) throughput", "compaction_mib_s", MiBs, Percent),
+        ("Background seconds", "compaction_seconds", Secs, None),
+        ("CPU time, exact (scheduler runtime)", "cpu.run_s", Secs, Percent),
+        ("CPU user", "cpu.user_s", Secs, Percent),
+        ("CPU system", "cpu.sys_s", Secs, Percent),
+        ("CPU user, % of all CPUs", "cpu.user_pct", Pct, Percent),
+        ("**CPU system, % of all CPUs**", "cpu.sys_pct", Pct, Percent),
+        ("Machine CPU user (all processes)", "system_cpu.user_s", Secs, Percent),
+        ("Machine CPU system (all processes, kswapd, interrupts)", "system_cpu.sys_s", Secs, Percent),
+        ("Machine CPU iowait", "system_cpu.iowait_s", Secs, None),
+    ]
+};
 
 /// The rows every experiment shows, in the seeds' order.
 pub fn standard_rows() -> Vec<Row> {
-    use Cmp::*;
-    use Fmt::*;
-    vec![
-        row("**Throughput (reads/s)**", "ops_per_s", Int, Percent),
-        row("p50 read latency", "read_latency_us.p50", Us, Lower),
-        row("p90 read latency", "read_latency_us.p90", Us, Lower),
-        row("**p99 read latency**", "read_latency_us.p99", Us, Lower),
-        row("**p99.9 read latency**", "read_latency_us.p999", Us, Lower),
-        row("p99.99 read latency", "read_latency_us.p9999", Us, Lower),
-        row("Max read latency", "read_latency_us.max", Us, Lower),
-        row("Mean read latency", "read_latency_us.mean", Us, Lower),
-        row("StdDev", "read_latency_us.stddev", Us, Lower),
-        row(
-            "p99 service time (issue to completion)",
-            "service_time_us.p99",
-            Us,
-            Lower,
-        ),
-        row("p99.9 service time", "service_time_us.p999", Us, Lower),
-        row(
-            "Reader lateness p50 (scheduled to issued)",
-            "reader_lateness_us.p50",
-            Us,
-            None,
-        ),
-        row("Reader lateness p99", "reader_lateness_us.p99", Us, None),
-        row("Reader lateness max", "reader_lateness_us.max", Us, None),
-        row("Reader lateness mean", "reader_lateness_us.mean", Us, None),
-        row(
-            "Reader CPU wait per read (run queue)",
-            "reader_cpu_wait_us_per_read",
-            Us,
-            None,
-        ),
-        row(
-            "Baseline p50 (no background work)",
-            "baseline_read_latency_us.p50",
-            Us,
-            Lower,
-        ),
-        row(
-            "p99 during the compaction",
-            "during.read_latency_us.p99",
-            Us,
-            Lower,
-        ),
-        row(
-            "p99.9 during the compaction",
-            "during.read_latency_us.p999",
-            Us,
-            Lower,
-        ),
-        row(
-            "p99 after its last install",
-            "after.read_latency_us.p99",
-            Us,
-            Lower,
-        ),
-        row(
-            "p99.9 after its last install",
-            "after.read_latency_us.p999",
-            Us,
-            Lower,
-        ),
-        row("Baseline p99", "baseline_read_latency_us.p99", Us, Lower),
-        row("Baseline p99.9", "baseline_read_latency_us.p999", Us, Lower),
-        row("Reads done", "reads.done", Int, None),
-        row("Reads scheduled", "reads.scheduled", Int, None),
-        row(
-            "Cache hit ratio (reads that needed no device read)",
-            "cache_hit_ratio",
-            Fraction,
-            Points,
-        ),
-        row(
-            "Cache hit ratio during the compaction",
-            "during.cache_hit_ratio",
-            Fraction,
-            Points,
-        ),
-        row(
-            "Cache hit ratio after its last install",
-            "after.cache_hit_ratio",
-            Fraction,
-            Points,
-        ),
-        row("**Dirty pages/s**", "dirty_pages_per_s", Int, Reduction),
-        row("**Stall time (us/s)**", "stall_us_per_s", Int, Percent),
-        row(
-            "CPU steal (host ran something else), ms/s",
-            "steal_ms_per_s",
-            Int,
-            None,
-        ),
-        row(
-            "Other processes' CPU, ms/s",
-            "other_cpu_ms_per_s",
-            Int,
-            None,
-        ),
-        row("Refaults/s", "refaults_per_s", Int, Reduction),
-        row("File pages scanned/s", "pgscan_file_per_s", Int, Reduction),
-        row(
-            "File pages reclaimed/s",
-            "pgsteal_file_per_s",
-            Int,
-            Reduction,
-        ),
-        row("Active file cache", "active_file_bytes", MiB, Percent),
-        row("Inactive file cache", "inactive_file_bytes", MiB, Percent),
-        row(
-            "Device read latency (r_await)",
-            "device.r_await_ms",
-            Ms,
-            Percent,
-        ),
-        row(
-            "**Device write latency (w_await)**",
-            "device.w_await_ms",
-            Ms,
-            Lower,
-        ),
-        row(
-            "Device queue depth (aqu-sz)",
-            "device.aqu_sz",
-            Float2,
-            Shallower,
-        ),
-        row("Device utilisation", "device.util_pct", Pct, None),
-        row("Device reads/s", "device.r_per_s", Int, None),
-        row("Device writes/s", "device.w_per_s", Int, None),
-        row("Device read MiB/s", "device.r_mib_s", MiBs, None),
-        row("Device write MiB/s", "device.w_mib_s", MiBs, None),
-        row(
-            "Background (compaction) throughput",
-            "compaction_mib_s",
-            MiBs,
-            Percent,
-        ),
-        row("Background seconds", "compaction_seconds", Secs, None),
-        row(
-            "CPU time, exact (scheduler runtime)",
-            "cpu.run_s",
-            Secs,
-            Percent,
-        ),
-        row("CPU user", "cpu.user_s", Secs, Percent),
-        row("CPU system", "cpu.sys_s", Secs, Percent),
-        row("CPU user, % of all CPUs", "cpu.user_pct", Pct, Percent),
-        row("**CPU system, % of all CPUs**", "cpu.sys_pct", Pct, Percent),
-        row(
-            "Machine CPU user (all processes)",
-            "system_cpu.user_s",
-            Secs,
-            Percent,
-        ),
-        row(
-            "Machine CPU system (all processes, kswapd, interrupts)",
-            "system_cpu.sys_s",
-            Secs,
-            Percent,
-        ),
-        row("Machine CPU iowait", "system_cpu.iowait_s", Secs, None),
-    ]
+    STANDARD_ROWS
+        .iter()
+        .map(|&(label, key, fmt, cmp)| Row {
+            label,
+            key: key.to_string(),
+            fmt,
+            cmp,
+        })
+        .collect()
 }
 
 fn thousands(v: f64) -> String {

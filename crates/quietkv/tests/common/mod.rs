@@ -28,3 +28,15 @@ pub fn small() -> quietkv::Options {
         .l0_compaction_trigger(2)
         .block_cache_bytes(1 << 20)
 }
+
+/// The files in `dir` whose names end with `suffix`, sorted by name.
+#[allow(dead_code)]
+pub fn files_with(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_str().unwrap().ends_with(suffix))
+        .collect();
+    v.sort();
+    v
+}

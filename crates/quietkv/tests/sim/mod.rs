@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use quietio::IoEngine;
 use quietkv::{AccessMode, Db, ErrorKind, IoClass, Options, WriteBatch, WriteOptions};
 
-#[path = "../support/skip.rs"]
+#[path = "../../../quietio/tests/support/skip.rs"]
 mod skip;
 
 pub type Kv = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -377,9 +377,28 @@ pub struct RunEnd {
     pub wal_files_recycled: u64,
 }
 
+/// What a run calls on the writing thread, for tests that time something
+/// to its steps.
+pub struct Hooks<'a> {
+    /// Called with `n` right after the `n`th write was acknowledged (and
+    /// `progress` updated).
+    pub after_ack: &'a dyn Fn(usize),
+    /// Called before a flush or full compaction that follows another one
+    /// since the database was (re)opened.
+    pub before_later_flush: &'a dyn Fn(&Db),
+}
+
+impl Hooks<'_> {
+    /// Nothing called.
+    pub const NONE: Hooks<'static> = Hooks {
+        after_ack: &|_: usize| {},
+        before_later_flush: &|_: &Db| {},
+    };
+}
+
 /// Runs `steps` on the database in `dir`; stops at the first error.
 pub fn run(dir: &Path, opts: &Options, steps: &[Step], progress: &Progress) -> RunEnd {
-    run_with_hook(dir, opts, steps, progress, &|_| {})
+    run_with_hooks(dir, opts, steps, progress, &Hooks::NONE)
 }
 
 /// [`run`], calling `after_ack(n)` right after the `n`th write was
@@ -391,6 +410,21 @@ pub fn run_with_hook(
     progress: &Progress,
     after_ack: &dyn Fn(usize),
 ) -> RunEnd {
+    let hooks = Hooks {
+        after_ack,
+        ..Hooks::NONE
+    };
+    run_with_hooks(dir, opts, steps, progress, &hooks)
+}
+
+/// [`run`], calling `hooks` as it goes.
+pub fn run_with_hooks(
+    dir: &Path,
+    opts: &Options,
+    steps: &[Step],
+    progress: &Progress,
+    hooks: &Hooks,
+) -> RunEnd {
     let recycled = std::cell::Cell::new(0u64);
     let fail = |what: String, e| RunEnd {
         error: Some((what, e)),
@@ -400,8 +434,12 @@ pub fn run_with_hook(
         Ok(db) => db,
         Err(e) => return fail("open".into(), e),
     };
+    let mut flushed_since_open = false;
     let mut w = 0usize;
     for (i, step) in steps.iter().enumerate() {
+        if flushed_since_open && matches!(step, Step::Flush | Step::CompactAll) {
+            (hooks.before_later_flush)(&db);
+        }
         let r = match step {
             Step::Write { ops, sync } => {
                 let mut b = WriteBatch::new();
@@ -419,12 +457,18 @@ pub fn run_with_hook(
                     if *sync {
                         progress.durable.store(w, Ordering::SeqCst);
                     }
-                    after_ack(w);
+                    (hooks.after_ack)(w);
                 }
                 r
             }
-            Step::Flush => db.flush(),
-            Step::CompactAll => db.compact_all(),
+            Step::Flush => {
+                flushed_since_open = true;
+                db.flush()
+            }
+            Step::CompactAll => {
+                flushed_since_open = true;
+                db.compact_all()
+            }
             Step::Reopen => {
                 recycled.set(recycled.get() + db.stats().wal_files_recycled);
                 let closed = db.close();
@@ -432,6 +476,7 @@ pub fn run_with_hook(
                     return fail(format!("step {i} close"), e);
                 }
                 progress.durable.store(w, Ordering::SeqCst);
+                flushed_since_open = false;
                 match Db::open(dir, opts.clone()) {
                     Ok(d) => {
                         db = d;
@@ -533,4 +578,24 @@ fn check_dir_inner(dir: &Path, states: &[Kv], lo: usize, hi: usize) -> Result<Ve
         "the database holds {} keys, equal to {nearest}, but must equal a prefix in {lo}..={hi}",
         got.len()
     ))
+}
+
+/// Panics with the first `shown` of `violations`, if there are any,
+/// keeping `root` (where the run left its `what`) for a look.
+pub fn panic_on_violations(
+    root: tempfile::TempDir,
+    violations: &[String],
+    what: &str,
+    shown: usize,
+) {
+    if violations.is_empty() {
+        return;
+    }
+    let kept = root.keep();
+    panic!(
+        "{} violations ({what} kept under {}):\n{}",
+        violations.len(),
+        kept.display(),
+        violations[..violations.len().min(shown)].join("\n")
+    );
 }

@@ -19,9 +19,8 @@ use crate::experiments::setup::{loadavg, machine, out_dir, readers_text, timesta
 use crate::report::{
     self, verdict, write_outputs_with_verdict, ExperimentReport, ModeReport, Report,
 };
-use crate::result::{CommonParams, WorkerSpec};
+use crate::result::{CommonParams, SectionRuns};
 use crate::runner::{Runner, RunnerOptions};
-use crate::sampler::SamplerConfig;
 
 /// The modes E0 compares unless `--modes` names others.
 const DEFAULT_MODES: [&str; 3] = ["buffered", "direct", "dontcache"];
@@ -132,23 +131,10 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     // effect (a warmer host cache, a later write-back) then falls on
     // every mode alike.
     let mut judge = Judge::KeepEvery;
+    let runs = SectionRuns::new(&experiment, args.repeats, &common, &p, &block_device)?;
     campaign::run(modes.len(), args.repeats, per_run, &mut eta, |slot, eta| {
-        let (mi, repeat) = (slot.mode, slot.repeat);
-        let spec = WorkerSpec {
-            experiment: experiment.clone(),
-            mode: modes[mi].clone(),
-            name: names[mi].clone(),
-            repeat,
-            repeats: args.repeats,
-            dir: scratch.0.clone(),
-            common: common.clone(),
-            params: serde_json::to_value(&p).map_err(|e| e.to_string())?,
-            sampler: SamplerConfig {
-                block_device: block_device.clone(),
-                interval_ms: 1000,
-                ..Default::default()
-            },
-        };
+        let mi = slot.mode;
+        let spec = runs.spec(&modes[mi], &names[mi], slot.repeat, &scratch.0);
         // `[E0 buffered 1/3]`, as `spec.label()` writes it.
         let tag = slot.tag(&experiment, &names[mi]);
         crate::progress_line!(
@@ -159,14 +145,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             eta.text()
         );
         let r = campaign::in_worker(&mut runner, spec, tag.clone(), eta)?;
-        crate::progress_line!(
-            "{tag} done: p99 {:.0} us, p99.9 {:.0} us, reads {}/{}, background {:.0} MiB/s",
-            r.measured.latency.p99,
-            r.measured.latency.p999,
-            r.measured.done,
-            r.measured.scheduled,
-            r.background.mib_s()
-        );
+        crate::progress_line!("{tag} done: {}", r.summary());
         Ok(judge.file(&mut reports[mi], r, &tag))
     })?;
 

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cgroup::interrupted;
 use crate::engines::{EngineMode, QuietkvConfig};
-use crate::loadgen::{percentile_curve, run_open_loop, LoadConfig};
+use crate::loadgen::{run_open_loop, LoadConfig};
 use crate::result::{timeline, BackgroundWork, PhaseResult, RunResult, WorkerSpec};
 use crate::sampler::{phase_metrics, Sampler};
 
@@ -288,23 +288,12 @@ pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String>
     let measured = PhaseResult::new(&r, phase_metrics(&samples, i, j), delta(h0, h1));
     let baseline =
         baseline.map(|(b, bi, bj, h)| PhaseResult::new(&b, phase_metrics(&samples, bi, bj), h));
-    let mut notes = Vec::new();
-    notes.extend(crate::sampler::cpu_notes(&spec.sampler, &measured.kernel));
-    if let Some(e) = &measured.first_error {
-        notes.push(format!("{} user reads failed, first: {e}", measured.errors));
-    }
+    let notes = measured.notes(&spec.sampler);
     Ok(RunResult {
-        mode: spec.name.clone(),
-        repeat: spec.repeat,
-        curve: percentile_curve(&r.latency),
-        measured,
         baseline,
         background,
         background_interval_s: (offset, offset + c.duration_s),
         timeline: tl,
-        samples,
-        extra: Default::default(),
-        notes,
-        ..Default::default()
+        ..RunResult::new(spec, &r.latency, measured, samples, notes)
     })
 }

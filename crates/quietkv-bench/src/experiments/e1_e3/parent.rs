@@ -16,9 +16,8 @@ use crate::experiments::modes::{
 };
 use crate::experiments::setup::{loadavg, machine, out_dir, readers_text, timestamp, Scratch};
 use crate::report::{self, write_outputs_with_verdict, ExperimentReport, ModeReport, Report};
-use crate::result::{CommonParams, WorkerSpec};
+use crate::result::{CommonParams, SectionRuns};
 use crate::runner::{Runner, RunnerOptions};
-use crate::sampler::SamplerConfig;
 use crate::scale::{mib, parse_size, preset, Overrides, Preset, Scale, MIB, VALUE_SIZE};
 use crate::source::{self, Manifest};
 
@@ -202,32 +201,19 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
         // A run the machine disturbed is set aside and the mode runs
         // again, while the section has reruns left.
         let mut judge = Judge::rule(args.keep_disturbed, args.max_reruns);
+        let runs = SectionRuns::new(&s.exp, args.repeats, &common, &params, &block_device)?;
         campaign::run(
             modes.len(),
             args.repeats,
             per_run(s),
             &mut eta,
             |slot, eta| {
-                let (mi, repeat) = (slot.mode, slot.repeat);
+                let mi = slot.mode;
                 let mode = &modes[mi];
                 let t = Instant::now();
                 let (src_dir, src_manifest, _) = &built[&(mode.engine(), s.preset.db_bytes)];
                 source::copy_to(src_dir, src_manifest, &run_db, &|f| mode.immutable_file(f))?;
-                let spec = WorkerSpec {
-                    experiment: s.exp.clone(),
-                    mode: mode.clone(),
-                    name: names[mi].clone(),
-                    repeat,
-                    repeats: args.repeats,
-                    dir: run_db.clone(),
-                    common: common.clone(),
-                    params: serde_json::to_value(&params).map_err(|e| e.to_string())?,
-                    sampler: SamplerConfig {
-                        block_device: block_device.clone(),
-                        interval_ms: 1000,
-                        ..Default::default()
-                    },
-                };
+                let spec = runs.spec(mode, &names[mi], slot.repeat, &run_db);
                 let tag = slot.tag(&s.id, &names[mi]);
                 crate::progress_line!(
                     "{tag} copied the source in {:.1} s; cold cache, warm-up, baseline, measured ({})",
@@ -237,12 +223,8 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
                 let r = campaign::in_worker(&mut runner, spec, tag.clone(), eta)?;
                 let _ = std::fs::remove_dir_all(&run_db);
                 crate::progress_line!(
-                    "{tag} done: p99 {:.0} us, p99.9 {:.0} us, reads {}/{}, background {:.0} MiB/s for {:.1} s",
-                    r.measured.latency.p99,
-                    r.measured.latency.p999,
-                    r.measured.done,
-                    r.measured.scheduled,
-                    r.background.mib_s(),
+                    "{tag} done: {} for {:.1} s",
+                    r.summary(),
                     r.background.seconds
                 );
                 Ok(judge.file(&mut reports[mi], r, &tag))

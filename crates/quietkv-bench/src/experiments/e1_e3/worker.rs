@@ -21,11 +21,9 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::engines::{dispatch, stall_delta, Batch, BenchEngine, Counters, Tuning};
+use crate::engines::{close_shared, dispatch, stall_delta, Batch, BenchEngine, Counters, Tuning};
 use crate::keys::{fill_value, is_value_of, key, KEY_SIZE};
-use crate::loadgen::{
-    percentile_curve, run_open_loop, run_open_loop_until, LoadConfig, PhaseEnd, SplitMix64,
-};
+use crate::loadgen::{run_open_loop, run_open_loop_until, LoadConfig, PhaseEnd, SplitMix64};
 use crate::result::{timeline, BackgroundWork, PhaseResult, RunResult, WorkerSpec};
 use crate::sampler::{phase_metrics, ExtraFn, Sampler};
 
@@ -370,27 +368,16 @@ fn run<E: BenchEngine + 'static>(
             )
         })
         .collect();
-    notes.extend(crate::sampler::cpu_notes(&spec.sampler, &measured.kernel));
-    if let Some(e) = &measured.first_error {
-        notes.push(format!("{} user reads failed, first: {e}", measured.errors));
-    }
-    match Arc::try_unwrap(db) {
-        Ok(db) => db.close()?,
-        Err(_) => return Err("database still shared at the end of the run".into()),
-    }
+    notes.extend(measured.notes(&spec.sampler));
+    close_shared(db)?;
     Ok(RunResult {
-        mode: spec.name.clone(),
-        repeat: spec.repeat,
-        curve: percentile_curve(&r.latency),
-        measured,
         baseline,
         background,
         background_interval_s: (offset, offset + bg_secs.min(c.duration_s)),
         timeline: tl,
-        samples,
         extra,
-        notes,
         phases,
+        ..RunResult::new(spec, &r.latency, measured, samples, notes)
     })
 }
 

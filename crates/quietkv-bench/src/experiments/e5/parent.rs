@@ -18,9 +18,8 @@ use crate::engines::{BenchEngine, EngineMode, QuietkvConfig, QuietkvEngine};
 use crate::experiments::modes::check_modes;
 use crate::experiments::setup::{loadavg, machine, out_dir, timestamp, Scratch};
 use crate::report::{self, write_outputs, ExperimentReport, ModeReport, Report};
-use crate::result::{CommonParams, WorkerSpec};
+use crate::result::{CommonParams, SectionRuns};
 use crate::runner::{Runner, RunnerOptions};
-use crate::sampler::SamplerConfig;
 use crate::scale::{e5_threads, mib, parse_size, preset, Overrides, Scale, MIB, VALUE_SIZE};
 use crate::source;
 
@@ -195,25 +194,12 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             })
             .collect();
         let mut judge = Judge::KeepEvery;
+        let runs = SectionRuns::new("E5", args.repeats, &common, &params, &block_device)?;
         campaign::run(modes.len(), args.repeats, per_run, &mut eta, |slot, eta| {
-            let (mi, repeat) = (slot.mode, slot.repeat);
+            let mi = slot.mode;
             let t = Instant::now();
             source::copy_to(&src_dir, &manifest, &run_db, &QuietkvEngine::immutable_file)?;
-            let spec = WorkerSpec {
-                experiment: "E5".into(),
-                mode: modes[mi].clone(),
-                name: reports[mi].name.clone(),
-                repeat,
-                repeats: args.repeats,
-                dir: run_db.clone(),
-                common: common.clone(),
-                params: serde_json::to_value(&params).map_err(|e| e.to_string())?,
-                sampler: SamplerConfig {
-                    block_device: block_device.clone(),
-                    interval_ms: 1000,
-                    ..Default::default()
-                },
-            };
+            let spec = runs.spec(&modes[mi], &reports[mi].name, slot.repeat, &run_db);
             let tag = slot.tag(&load.id(), &spec.name);
             crate::progress_line!(
                 "{tag} copied the source in {:.1} s ({})",

@@ -20,9 +20,11 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::closed_loop::{run_closed_loop, ClosedLoopConfig};
-use crate::engines::{BenchEngine, Counters, EngineMode, QuietkvConfig, QuietkvEngine, Tuning};
+use crate::engines::{
+    close_shared, BenchEngine, Counters, EngineMode, QuietkvConfig, QuietkvEngine, Tuning,
+};
 use crate::keys::{is_value_of, key};
-use crate::loadgen::{percentile_curve, run_open_loop, LoadConfig, LoadResult};
+use crate::loadgen::{run_open_loop, LoadConfig, LoadResult};
 use crate::result::{timeline, PhaseResult, RunResult, WorkerSpec};
 use crate::sampler::{phase_metrics, ExtraFn};
 use crate::scale::MIB;
@@ -266,27 +268,11 @@ pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String>
         .filter(|d| d.hits + d.misses > 0)
         .map(|d| (d.hits, d.misses));
     let measured = PhaseResult::new(&r, kernel, hits);
-    let mut notes = Vec::new();
-    notes.extend(crate::sampler::cpu_notes(&spec.sampler, &measured.kernel));
-    if let Some(e) = &measured.first_error {
-        notes.push(format!("{} user reads failed, first: {e}", measured.errors));
-    }
-    match Arc::try_unwrap(db) {
-        Ok(db) => db.close()?,
-        Err(_) => return Err("database still shared at the end of the run".into()),
-    }
+    let notes = measured.notes(&spec.sampler);
+    close_shared(db)?;
     Ok(RunResult {
-        mode: spec.name.clone(),
-        repeat: spec.repeat,
-        curve: percentile_curve(&r.latency),
-        measured,
-        baseline: None,
-        background: Default::default(),
-        background_interval_s: (0.0, 0.0),
         timeline: timeline(&r, 0.0, false),
-        samples,
         extra,
-        notes,
-        ..Default::default()
+        ..RunResult::new(spec, &r.latency, measured, samples, notes)
     })
 }

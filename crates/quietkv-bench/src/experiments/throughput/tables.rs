@@ -208,16 +208,21 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_compaction_more_than_ten_percent_slower_is_not_the_same_work() {
-        let p = Params {
+    /// A small run's parameters: `repeats` of each of `modes`.
+    fn params(modes: &[&str], repeats: u32) -> Params {
+        Params {
             keys: 1000,
             value_size: 4096,
             reads: 10,
-            modes: ["buffered", "direct", "auto"].map(String::from).to_vec(),
-            repeats: 2,
+            modes: modes.iter().map(|m| m.to_string()).collect(),
+            repeats,
             dir: PathBuf::from("/nonexistent"),
-        };
+        }
+    }
+
+    #[test]
+    fn a_compaction_more_than_ten_percent_slower_is_not_the_same_work() {
+        let p = params(&["buffered", "direct", "auto"], 2);
         let runs = vec![
             run("buffered", 0, 300.0),
             run("direct", 0, 200.0),
@@ -252,16 +257,7 @@ mod tests {
 
     #[test]
     fn a_stall_the_engine_does_not_count_is_a_dash_not_a_zero() {
-        let p = Params {
-            keys: 1000,
-            value_size: 4096,
-            reads: 10,
-            modes: ["quietkv:auto", "fjall:buffered"]
-                .map(String::from)
-                .to_vec(),
-            repeats: 1,
-            dir: PathBuf::from("/nonexistent"),
-        };
+        let p = params(&["quietkv:auto", "fjall:buffered"], 1);
         let mut counted = run("quietkv:auto", 0, 300.0);
         counted.fill_write_stall_s = Some(2.5);
         let mut uncounted = run("fjall:buffered", 0, 300.0);
@@ -279,21 +275,15 @@ mod tests {
 
     #[test]
     fn with_several_engines_each_is_judged_against_its_own_buffered() {
-        let p = Params {
-            keys: 1000,
-            value_size: 4096,
-            reads: 10,
-            modes: [
+        let p = params(
+            &[
                 "quietkv:buffered",
                 "rocksdb:buffered",
                 "rocksdb:both-direct",
                 "fjall:buffered",
-            ]
-            .map(String::from)
-            .to_vec(),
-            repeats: 1,
-            dir: PathBuf::from("/nonexistent"),
-        };
+            ],
+            1,
+        );
         let runs = vec![
             run("quietkv:buffered", 0, 300.0),
             run("rocksdb:buffered", 0, 100.0),
