@@ -3,7 +3,7 @@
 //! while a writer, flushes and compactions replace the tables under them;
 //! a full scan does not flush the blocks point reads keep using.
 
-#[path = "../../quietio/tests/support/skip.rs"]
+#[path = "support/skip.rs"]
 mod skip;
 
 use std::collections::HashMap;

@@ -4,7 +4,7 @@
 
 mod common;
 
-#[path = "../../quietio/tests/support/skip.rs"]
+#[path = "support/skip.rs"]
 mod skip;
 
 #[path = "common/small_fs.rs"]

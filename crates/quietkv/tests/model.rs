@@ -3,7 +3,7 @@
 //! random access modes for every I/O class (the WAL's mmap mode included)
 //! and random WAL compression and sync policies.
 
-#[path = "../../quietio/tests/support/skip.rs"]
+#[path = "support/skip.rs"]
 mod skip;
 
 use std::collections::BTreeMap;

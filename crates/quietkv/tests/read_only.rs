@@ -2,13 +2,13 @@
 //! without writing a byte to the directory, refuses writes with a clear
 //! error, and keeps out of a writer's way through the LOCK file.
 
-#[path = "../../quietio/tests/support/skip.rs"]
+#[path = "support/skip.rs"]
 mod skip;
 
-#[path = "../../quietio/tests/support/ro_mount.rs"]
+#[path = "support/ro_mount.rs"]
 mod ro_mount;
 
-#[path = "../../quietio/tests/support/file_states.rs"]
+#[path = "support/file_states.rs"]
 mod file_states;
 use std::fs;
 use std::path::Path;

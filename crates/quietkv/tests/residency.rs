@@ -3,7 +3,7 @@
 //! with buffered compaction they are present.
 
 mod common;
-#[path = "../../quietio/tests/support/skip.rs"]
+#[path = "support/skip.rs"]
 mod skip;
 
 use std::path::{Path, PathBuf};

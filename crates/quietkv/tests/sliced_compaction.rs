@@ -4,7 +4,7 @@
 //! slice by slice and always see every key once, and a kill between slices
 //! loses nothing.
 
-#[path = "../../quietio/tests/support/skip.rs"]
+#[path = "support/skip.rs"]
 mod skip;
 
 #[path = "common/small_fs.rs"]

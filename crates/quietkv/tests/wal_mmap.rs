@@ -5,7 +5,7 @@
 //! WAL (allocated zeros after the last record) replays, and mmap is
 //! refused for every class that writes files except the WAL.
 
-#[path = "../../quietio/tests/support/skip.rs"]
+#[path = "support/skip.rs"]
 mod skip;
 
 use std::path::Path;

@@ -5,7 +5,7 @@
 
 mod common;
 
-#[path = "../../quietio/tests/support/skip.rs"]
+#[path = "support/skip.rs"]
 mod skip;
 
 use std::fs;

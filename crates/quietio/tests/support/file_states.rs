@@ -1,7 +1,7 @@
 //! The state of every file in a directory, for tests that check an
-//! operation left the directory exactly as it found it. One copy for the
-//! workspace: the tests of quietkv and quietkv-cli include this file by
-//! its path.
+//! operation left the directory exactly as it found it. quietio and quietkv
+//! each keep a copy, so that their published packages' tests stay inside
+//! the package; quietkv-cli's tests include quietio's by its path.
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;

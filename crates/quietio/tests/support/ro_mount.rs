@@ -1,6 +1,7 @@
 //! A read-only bind mount for a test, unmounted however the test ends.
-//! One copy for the workspace: the tests of quietkv and quietkv-cli
-//! include this file by its path.
+//! quietio and quietkv each keep a copy, so that their published packages'
+//! tests stay inside the package; quietkv-cli's tests include quietio's by
+//! its path.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,6 +1,7 @@
 //! Skipping a test for a missing capability (root, tmpfs, O_DIRECT).
-//! One copy for the workspace: the other crates' tests include this file
-//! by its path.
+//! quietio and quietkv each keep a copy, so that their published packages'
+//! tests stay inside the package; quietkv-cli's tests include quietio's by
+//! its path.
 
 /// A developer's machine may lack what a test needs: say so and skip. CI
 /// has all of it (root, tmpfs, O_DIRECT on ext4), so under `CI` a skip is a

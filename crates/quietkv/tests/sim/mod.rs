@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use quietio::IoEngine;
 use quietkv::{AccessMode, Db, ErrorKind, IoClass, Options, WriteBatch, WriteOptions};
 
-#[path = "../../../quietio/tests/support/skip.rs"]
+#[path = "../support/skip.rs"]
 mod skip;
 
 pub type Kv = BTreeMap<Vec<u8>, Vec<u8>>;
