@@ -181,9 +181,18 @@ fn killed_during_checkpoints_and_backups_leaves_the_source_and_the_copies_whole(
                     let e = Db::open(&path, options()).unwrap_err();
                     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{name}: {e}");
                     leftovers_refused += 1;
-                } else {
+                } else if path.join("CURRENT").exists() {
                     // Killed after the last sync, before the rename.
                     assert!(check_dir(&path).unwrap().is_ok(), "{name}");
+                } else {
+                    // Killed between creating the directory and writing
+                    // its marker: nothing of a database is in it yet.
+                    let files: Vec<_> = std::fs::read_dir(&path)
+                        .unwrap()
+                        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                        .filter(|f| f != "LOCK")
+                        .collect();
+                    assert!(files.is_empty(), "{name}: {files:?}");
                 }
                 // Kept: the next checkpoint to that name removes it.
             }

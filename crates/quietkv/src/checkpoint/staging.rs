@@ -8,7 +8,9 @@
 //! the same target removes) or the complete target. [`Db::open`](crate::Db::open)
 //! refuses a directory that still holds the marker, so opening the
 //! leftover by hand fails with a clear error instead of creating a fresh
-//! database in it.
+//! database in it. (A crash between creating the directory and writing
+//! the marker leaves a leftover with no marker, but then nothing else in
+//! it either, beside the lock file.)
 
 use std::fs;
 use std::path::{Path, PathBuf};
