@@ -149,7 +149,7 @@ impl StateMachine {
 
 /// Applies `entries` on top of `applied` in `generation`, one synced batch
 /// per [`BATCH_BYTES`] of changes, each with the applied state it reaches.
-fn apply_entries(
+pub(crate) fn apply_entries(
     db: &Db,
     generation: u64,
     applied: &mut AppliedState,
@@ -209,7 +209,10 @@ fn apply_entries(
 
 /// Builds a snapshot file of the state as of now and makes it the current
 /// snapshot; returns its description and an open handle at its start.
-fn build(db: &Db, snapshots: &SnapshotDir) -> Result<(SnapshotMeta, std::fs::File), StorageError> {
+pub(crate) fn build(
+    db: &Db,
+    snapshots: &SnapshotDir,
+) -> Result<(SnapshotMeta, std::fs::File), StorageError> {
     // One quietkv snapshot for everything read: the generation, the
     // applied state and the data agree with each other.
     let view = db.snapshot();
