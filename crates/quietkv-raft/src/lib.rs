@@ -16,6 +16,10 @@
 //! ```
 
 #![deny(missing_docs)]
+// openraft's storage traits return its `StorageError` (224 bytes) by value;
+// the helpers behind them return the same type rather than a boxed one
+// converted at every trait method. Errors are the rare path here.
+#![allow(clippy::result_large_err)]
 
 mod codec;
 pub mod keys;

@@ -163,7 +163,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         blocking(move || {
             let purged: Option<LogId> = read_json(&db, keys::PURGED, ErrorSubject::Logs)?;
             let last = db
-                .range(&LOG_PREFIX[..]..LOG_END)
+                .range(LOG_PREFIX..LOG_END)
                 .map_err(|e| db_error(ErrorSubject::Logs, ErrorVerb::Read, e))?
                 .next_back()
                 .transpose()

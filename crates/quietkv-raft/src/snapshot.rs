@@ -72,6 +72,9 @@ fn io_err(path: &Path, e: std::io::Error) -> SnapshotFileError {
     }
 }
 
+/// One key and its value, as a snapshot file holds them.
+pub type Record = (Vec<u8>, Vec<u8>);
+
 /// Writes a snapshot file record by record.
 pub struct SnapshotWriter {
     path: PathBuf,
@@ -227,7 +230,7 @@ impl SnapshotReader {
 
     /// The next key and value, or `None` after the last one once the end
     /// record's count and checksum matched.
-    pub fn next_record(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>, SnapshotFileError> {
+    pub fn next_record(&mut self) -> Result<Option<Record>, SnapshotFileError> {
         if self.done {
             return Ok(None);
         }

@@ -21,6 +21,8 @@ impl StoreBuilder<TypeConfig, LogStore, StateMachine, TempDir> for FreshStore {
 }
 
 #[test]
-fn openraft_storage_suite_passes() -> Result<(), StorageError> {
-    Suite::test_all(FreshStore)
+fn openraft_storage_suite_passes() {
+    if let Err(e) = Suite::test_all(FreshStore) {
+        panic!("openraft's storage suite failed: {e}");
+    }
 }
