@@ -296,6 +296,30 @@ impl SnapshotReader {
 #[derive(Debug)]
 pub struct SnapshotDir {
     path: PathBuf,
+    /// Held while a snapshot is published, so that comparing with the
+    /// current snapshot and replacing it are one step.
+    publishing: std::sync::Mutex<()>,
+}
+
+/// A temporary file in the snapshot directory, removed when dropped unless
+/// it was published.
+#[derive(Debug)]
+pub struct TempPath(Option<PathBuf>);
+
+impl TempPath {
+    /// Where the file is.
+    pub fn path(&self) -> &Path {
+        self.0.as_deref().unwrap_or(Path::new(""))
+    }
+}
+
+impl Drop for TempPath {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            // Best effort: what is left is removed at the next open.
+            let _ = fs::remove_file(p);
+        }
+    }
 }
 
 static UNIQUE: AtomicU64 = AtomicU64::new(0);
@@ -313,6 +337,7 @@ impl SnapshotDir {
         }
         Ok(SnapshotDir {
             path: path.to_path_buf(),
+            publishing: std::sync::Mutex::new(()),
         })
     }
 
@@ -322,8 +347,10 @@ impl SnapshotDir {
     }
 
     /// A new temporary file, open for reading and writing, named after
-    /// `what` it is for.
-    pub fn create_temp(&self, what: &str) -> Result<(PathBuf, File), SnapshotFileError> {
+    /// `what` it is for. It is removed when the returned [`TempPath`] is
+    /// dropped, unless [`SnapshotDir::publish`] made it the current
+    /// snapshot.
+    pub fn create_temp(&self, what: &str) -> Result<(TempPath, File), SnapshotFileError> {
         let path = self.path.join(format!("{what}-{}{TEMP_SUFFIX}", unique()));
         let file = OpenOptions::new()
             .read(true)
@@ -331,18 +358,37 @@ impl SnapshotDir {
             .create_new(true)
             .open(&path)
             .map_err(|e| io_err(&path, e))?;
-        Ok((path, file))
+        Ok((TempPath(Some(path)), file))
     }
 
-    /// Makes the complete, synced file at `temp` the current snapshot:
-    /// renamed over the old one, and the directory synced so the rename
-    /// survives a power cut. A crash leaves the old snapshot or the new.
-    pub fn publish(&self, temp: &Path) -> Result<(), SnapshotFileError> {
+    /// Makes the complete, synced file at `temp`, holding the snapshot
+    /// `meta` describes, the current snapshot: renamed over the old one,
+    /// and the directory synced so the rename survives a power cut. A crash
+    /// leaves the old snapshot or the new. Returns `false`, and removes
+    /// `temp`, if the current snapshot is newer (a build that raced with
+    /// an install): the current snapshot never goes back.
+    pub fn publish(
+        &self,
+        mut temp: TempPath,
+        meta: &SnapshotMeta,
+    ) -> Result<bool, SnapshotFileError> {
+        let _serial = self.publishing.lock().unwrap_or_else(|p| p.into_inner());
+        // A damaged current snapshot is replaced whatever it says.
+        if let Ok(Some((current, _))) = self.current() {
+            if current.last_log_id > meta.last_log_id {
+                return Ok(false);
+            }
+        }
+        let path = temp.0.take().expect("a temporary path is published once");
         let current = self.current_path();
-        fs::rename(temp, &current).map_err(|e| io_err(temp, e))?;
+        if let Err(e) = fs::rename(&path, &current) {
+            temp.0 = Some(path.clone());
+            return Err(io_err(&path, e));
+        }
         File::open(&self.path)
             .and_then(|d| d.sync_all())
-            .map_err(|e| io_err(&self.path, e))
+            .map_err(|e| io_err(&self.path, e))?;
+        Ok(true)
     }
 
     /// The current snapshot's description and an open handle, if there is
@@ -376,25 +422,31 @@ pub fn unique() -> String {
 mod tests {
     use super::*;
 
-    fn write_sample(dir: &SnapshotDir) -> PathBuf {
-        let (path, file) = dir.create_temp("test").unwrap();
-        let meta = SnapshotMeta {
-            snapshot_id: "s1".into(),
+    fn meta(id: &str, index: Option<u64>) -> SnapshotMeta {
+        SnapshotMeta {
+            snapshot_id: id.into(),
+            last_log_id: index
+                .map(|i| openraft::LogId::new(openraft::CommittedLeaderId::new(1, 1), i)),
             ..Default::default()
-        };
-        let mut w = SnapshotWriter::new(&path, file, &meta).unwrap();
+        }
+    }
+
+    fn write_sample(dir: &SnapshotDir, meta: &SnapshotMeta) -> TempPath {
+        let (temp, file) = dir.create_temp("test").unwrap();
+        let mut w = SnapshotWriter::new(temp.path(), file, meta).unwrap();
         w.add(b"a", b"1").unwrap();
         w.add(b"b", &[7u8; 1000]).unwrap();
         w.finish().unwrap();
-        path
+        temp
     }
 
     #[test]
     fn a_written_file_reads_back() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = SnapshotDir::open(tmp.path()).unwrap();
-        let path = write_sample(&dir);
-        let mut r = SnapshotReader::new(&path, File::open(&path).unwrap()).unwrap();
+        let temp = write_sample(&dir, &meta("s1", None));
+        let path = temp.path();
+        let mut r = SnapshotReader::new(path, File::open(path).unwrap()).unwrap();
         assert_eq!(r.meta().snapshot_id, "s1");
         assert_eq!(
             r.next_record().unwrap(),
@@ -408,8 +460,8 @@ mod tests {
     fn every_flipped_byte_and_every_truncation_is_an_error() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = SnapshotDir::open(tmp.path()).unwrap();
-        let path = write_sample(&dir);
-        let good = fs::read(&path).unwrap();
+        let temp = write_sample(&dir, &meta("s1", None));
+        let good = fs::read(temp.path()).unwrap();
         let bad = tmp.path().join("bad");
         for i in (0..good.len()).step_by(7) {
             let mut b = good.clone();
@@ -430,11 +482,31 @@ mod tests {
     fn opening_the_directory_removes_leftover_temporary_files_only() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = SnapshotDir::open(tmp.path()).unwrap();
-        let path = write_sample(&dir);
-        dir.publish(&path).unwrap();
+        let temp = write_sample(&dir, &meta("s1", None));
+        assert!(dir.publish(temp, &meta("s1", None)).unwrap());
         let (left, _) = dir.create_temp("receive").unwrap();
+        let left_path = left.path().to_path_buf();
+        std::mem::forget(left); // as a crash would leave it
         let dir = SnapshotDir::open(tmp.path()).unwrap();
-        assert!(!left.exists());
+        assert!(!left_path.exists());
         assert_eq!(dir.current().unwrap().unwrap().0.snapshot_id, "s1");
+    }
+
+    #[test]
+    fn the_current_snapshot_never_goes_back_and_unpublished_files_go_away() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = SnapshotDir::open(tmp.path()).unwrap();
+        let newer = write_sample(&dir, &meta("newer", Some(10)));
+        assert!(dir.publish(newer, &meta("newer", Some(10))).unwrap());
+        let older = write_sample(&dir, &meta("older", Some(5)));
+        let older_path = older.path().to_path_buf();
+        assert!(!dir.publish(older, &meta("older", Some(5))).unwrap());
+        assert!(!older_path.exists());
+        assert_eq!(dir.current().unwrap().unwrap().0.snapshot_id, "newer");
+        let same = write_sample(&dir, &meta("same", Some(10)));
+        assert!(dir.publish(same, &meta("same", Some(10))).unwrap());
+        assert_eq!(dir.current().unwrap().unwrap().0.snapshot_id, "same");
+        let files = fs::read_dir(tmp.path()).unwrap().count();
+        assert_eq!(files, 1, "only current.snap is left");
     }
 }

@@ -237,9 +237,10 @@ pub(crate) fn build(
             unique()
         ),
     };
-    let (path, file) = snapshots
+    let (temp, file) = snapshots
         .create_temp("build")
         .map_err(|e| snap_err(ErrorVerb::Write, e))?;
+    let path = temp.path().to_path_buf();
     let mut w =
         SnapshotWriter::new(&path, file, &meta).map_err(|e| snap_err(ErrorVerb::Write, e))?;
     let prefix = keys::data_prefix(generation);
@@ -259,8 +260,10 @@ pub(crate) fn build(
             },
         )
     })?;
+    // Published unless an install meanwhile made a newer one current; the
+    // open handle reads it either way.
     snapshots
-        .publish(&path)
+        .publish(temp, &meta)
         .map_err(|e| snap_err(ErrorVerb::Write, e))?;
     Ok((meta, file))
 }
@@ -291,9 +294,10 @@ pub(crate) fn install(
     let rd = |e| snap_err(ErrorVerb::Read, e);
     // 1. Our own synced copy (the received handle may be anyone's file),
     //    checked end to end before any of it is applied.
-    let (path, mut copy) = snapshots
+    let (temp, mut copy) = snapshots
         .create_temp("install")
         .map_err(|e| snap_err(ErrorVerb::Write, e))?;
+    let path = temp.path().to_path_buf();
     let copy_err = |e: std::io::Error| {
         snap_err(
             ErrorVerb::Write,
@@ -373,7 +377,7 @@ pub(crate) fn install(
 
     // 5. The received snapshot is the current one.
     snapshots
-        .publish(&path)
+        .publish(temp, meta)
         .map_err(|e| snap_err(ErrorVerb::Write, e))?;
     Ok((new, applied))
 }
@@ -432,6 +436,9 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     }
 
     async fn begin_receiving_snapshot(&mut self) -> Result<Box<tokio::fs::File>, StorageError> {
+        // Dropping the path removes the file's name at once: the open
+        // handle keeps its data until openraft drops it after the install,
+        // so nothing is left behind whether the install succeeds or not.
         let (_, file) = self
             .snapshots
             .create_temp("receive")

@@ -257,7 +257,15 @@ async fn three_nodes_elect_a_leader_replicate_and_catch_up_from_a_snapshot() {
         snap.map(|s| s.index) >= last,
         "node 3 installed a snapshot: {snap:?}"
     );
-    assert!(stores[&3].dir().join("snapshots/current.snap").exists());
+    let files: Vec<_> = std::fs::read_dir(stores[&3].dir().join("snapshots"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        files,
+        ["current.snap"],
+        "the received file is kept as the current snapshot, nothing else"
+    );
 
     for raft in rafts.values() {
         raft.shutdown().await.unwrap();
