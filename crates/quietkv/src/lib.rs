@@ -99,8 +99,9 @@ pub use block_cache::CacheStats;
 pub use check::{check_dir, check_dir_with, CheckOptions, CheckReport, Finding};
 pub use checkpoint::backup::BackupOptions;
 pub use checkpoint::{
-    restore, restore_point, verify_backup, BackupInfo, BackupPoint, CheckpointInfo,
-    CheckpointOptions, RestoreInfo,
+    pack_checkpoint, pack_checkpoint_with, read_pack_label, restore, restore_point,
+    unpack_checkpoint, verify_backup, BackupInfo, BackupPoint, CheckpointInfo, CheckpointOptions,
+    PackInfo, RestoreInfo, UnpackInfo, MAX_PACK_LABEL,
 };
 pub use compaction::{CompactionFilter, CompactionPriority, FilterDecision};
 pub use db::{

@@ -15,11 +15,14 @@
 //!   made to flush;
 //! * a fresh manifest that requires no WAL describes the copy;
 //! * the copy is built in a hidden staging directory and renamed into
-//!   place once complete (see [`staging`]).
+//!   place once complete (see [`staging`]);
+//! * a checkpoint directory becomes one file and back (see [`pack`]), to
+//!   ship it over a byte stream.
 
 pub(crate) mod backup;
 mod copy;
 mod image;
+mod pack;
 mod point;
 pub(crate) mod staging;
 
@@ -36,6 +39,10 @@ use crate::table::TableOptions;
 use crate::version::{Version, VersionEdit};
 
 pub use backup::{restore, restore_point, verify_backup, BackupInfo, BackupPoint, RestoreInfo};
+pub use pack::{
+    pack_checkpoint, pack_checkpoint_with, read_pack_label, unpack_checkpoint, PackInfo,
+    UnpackInfo, MAX_PACK_LABEL,
+};
 
 /// How [`Db::checkpoint_with`](crate::Db::checkpoint_with) places tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
