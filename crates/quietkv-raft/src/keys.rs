@@ -1,24 +1,21 @@
-//! Where everything lives in the quietkv key space.
+//! Where everything lives in the two quietkv databases of a node.
 //!
-//! The raft storage keeps to keys starting with `\x00raft/`, so an
-//! application may share the database with keys of its own outside that
-//! prefix:
+//! The **log database** (`<dir>/log`) holds the raft log and what raft
+//! itself must remember; the **state machine database**
+//! (`<dir>/sm-<generation>`) holds the application's state and nothing of
+//! the log, so that a checkpoint of it is exactly a snapshot:
 //!
-//! | key | value |
-//! | --- | --- |
-//! | `\x00raft/log/` + index (8 bytes, big-endian) | a log entry (JSON) |
-//! | `\x00raft/meta/vote` | the vote (JSON) |
-//! | `\x00raft/meta/committed` | the committed log id (JSON) |
-//! | `\x00raft/meta/purged` | the last purged log id (JSON) |
-//! | `\x00raft/meta/sm-generation` | the state machine's current generation (8 bytes, big-endian) |
-//! | `\x00raft/sm/` + generation + `a` | applied log id and membership (JSON) |
-//! | `\x00raft/sm/` + generation + `d` + key | the application's value of `key` |
+//! | database | key | value |
+//! | --- | --- | --- |
+//! | log | `\x00raft/log/` + index (8 bytes, big-endian) | a log entry (JSON) |
+//! | log | `\x00raft/meta/vote` | the vote (JSON) |
+//! | log | `\x00raft/meta/committed` | the committed log id (JSON) |
+//! | log | `\x00raft/meta/purged` | the last purged log id (JSON) |
+//! | state | `\x00raft/sm/applied` | applied log id and membership (JSON) |
+//! | state | `\x00raft/sm/d` + key | the application's value of `key` |
 //!
 //! Big-endian numbers sort like the numbers, so log entries are in index
-//! order and a range of indexes is a range of keys. The state machine's
-//! data lives under a generation so that installing a snapshot can write a
-//! whole new state beside the old one and switch to it with one write
-//! (see [`crate::state_machine`]).
+//! order and a range of indexes is a range of keys.
 
 /// Every log entry's key starts with this.
 pub const LOG_PREFIX: &[u8] = b"\x00raft/log/";
@@ -28,10 +25,10 @@ pub const VOTE: &[u8] = b"\x00raft/meta/vote";
 pub const COMMITTED: &[u8] = b"\x00raft/meta/committed";
 /// The last purged log id.
 pub const PURGED: &[u8] = b"\x00raft/meta/purged";
-/// The generation the state machine's data is read from.
-pub const SM_GENERATION: &[u8] = b"\x00raft/meta/sm-generation";
-/// Every state machine key starts with this.
-pub const SM_PREFIX: &[u8] = b"\x00raft/sm/";
+/// The applied log id and membership, in the state machine database.
+pub const APPLIED: &[u8] = b"\x00raft/sm/applied";
+/// Every application key in the state machine database starts with this.
+pub const DATA_PREFIX: &[u8] = b"\x00raft/sm/d";
 
 /// The key of the log entry at `index`.
 pub fn log_key(index: u64) -> Vec<u8> {
@@ -47,44 +44,12 @@ pub fn log_index(key: &[u8]) -> Option<u64> {
     Some(u64::from_be_bytes(rest.try_into().ok()?))
 }
 
-/// The first key of generation `generation` (every key of it starts with
-/// this).
-pub fn generation_prefix(generation: u64) -> Vec<u8> {
-    let mut k = Vec::with_capacity(SM_PREFIX.len() + 8);
-    k.extend_from_slice(SM_PREFIX);
-    k.extend_from_slice(&generation.to_be_bytes());
-    k
-}
-
-/// The key of the applied log id and membership of `generation`.
-pub fn applied_key(generation: u64) -> Vec<u8> {
-    let mut k = generation_prefix(generation);
-    k.push(b'a');
-    k
-}
-
-/// The prefix of every application key of `generation`.
-pub fn data_prefix(generation: u64) -> Vec<u8> {
-    let mut k = generation_prefix(generation);
-    k.push(b'd');
-    k
-}
-
-/// Where `generation` keeps the application's `key`.
-pub fn data_key(generation: u64, key: &[u8]) -> Vec<u8> {
-    let mut k = data_prefix(generation);
+/// Where the state machine database keeps the application's `key`.
+pub fn data_key(key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(DATA_PREFIX.len() + key.len());
+    k.extend_from_slice(DATA_PREFIX);
     k.extend_from_slice(key);
     k
-}
-
-/// Encodes a generation number as stored under [`SM_GENERATION`].
-pub fn encode_generation(generation: u64) -> [u8; 8] {
-    generation.to_be_bytes()
-}
-
-/// Decodes a generation number, or `None` if the value is not 8 bytes.
-pub fn decode_generation(value: &[u8]) -> Option<u64> {
-    Some(u64::from_be_bytes(value.try_into().ok()?))
 }
 
 #[cfg(test)]
@@ -106,14 +71,8 @@ mod tests {
     }
 
     #[test]
-    fn generations_do_not_overlap_and_stay_inside_the_state_machine_prefix() {
-        let a = data_key(1, b"zzz");
-        let b = applied_key(2);
-        assert!(a < b);
-        assert!(a.starts_with(SM_PREFIX) && b.starts_with(SM_PREFIX));
-        assert!(!data_key(1, b"x").starts_with(&generation_prefix(2)));
-        assert!(!LOG_PREFIX.starts_with(SM_PREFIX) && !SM_PREFIX.starts_with(LOG_PREFIX));
-        assert_eq!(decode_generation(&encode_generation(7)), Some(7));
-        assert_eq!(decode_generation(b"abc"), None);
+    fn the_applied_state_is_not_an_application_key() {
+        assert!(!APPLIED.starts_with(DATA_PREFIX));
+        assert!(data_key(b"k").starts_with(DATA_PREFIX));
     }
 }

@@ -1,7 +1,9 @@
 //! quietkv as the storage of an [openraft](https://docs.rs/openraft/0.9)
-//! cluster: a raft log store ([`LogStore`]) and a replicated key-value
-//! state machine ([`StateMachine`]) in one quietkv database, each under a
-//! key range of its own (see [`keys`]).
+//! cluster: a raft log store ([`LogStore`]) in one quietkv database and a
+//! replicated key-value state machine ([`StateMachine`]) in another (see
+//! [`keys`]), so that a checkpoint of the state machine's database is
+//! exactly a snapshot: snapshots are built as packed checkpoints and
+//! installed by switching to a new database (see [`snapshot`]).
 //!
 //! ```no_run
 //! # async fn f() -> Result<(), Box<dyn std::error::Error>> {
@@ -21,7 +23,10 @@
 // converted at every trait method. Errors are the rare path here.
 #![allow(clippy::result_large_err)]
 
+mod build;
 mod codec;
+mod generations;
+mod install;
 pub mod keys;
 mod log_store;
 mod ranges;
@@ -33,11 +38,12 @@ mod types;
 mod tests;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, RwLock};
 
 use openraft::{ErrorSubject, ErrorVerb};
 use quietkv::{Db, Options};
 
+pub use generations::StateDb;
 pub use log_store::LogStore;
 pub use state_machine::{AppliedState, SnapshotBuilder, StateMachine};
 pub use types::{
@@ -47,9 +53,14 @@ pub use types::{
 
 use crate::codec::{db_error, error};
 use crate::snapshot::SnapshotDir;
+use crate::state_machine::Shared;
 
-/// One node's storage: the quietkv database (`<dir>/db`) holding the raft
-/// log and the state machine, and the snapshot files (`<dir>/snapshots`).
+/// One node's storage, in its directory:
+///
+/// * `log/`: the quietkv database of the raft log, vote and committed id;
+/// * `sm-<generation>/`: the quietkv database of the state machine, one
+///   per installed snapshot, and `SM-CURRENT`, naming the one in use;
+/// * `snapshots/`: the current snapshot file.
 ///
 /// Take one [`LogStore`] and one [`StateMachine`] from it for the node's
 /// `openraft::Raft`; the store itself stays usable for reading the
@@ -57,8 +68,8 @@ use crate::snapshot::SnapshotDir;
 #[derive(Clone)]
 pub struct Store {
     dir: PathBuf,
-    db: Arc<Db>,
-    snapshots: Arc<SnapshotDir>,
+    log: Arc<Db>,
+    shared: Arc<Shared>,
 }
 
 impl Store {
@@ -72,29 +83,49 @@ impl Store {
         Store::open_with(dir, Options::default())
     }
 
-    /// Opens (or creates) the storage in `dir`, the database with `options`.
-    /// Finishes what a crash interrupted: the rest of a log purge, the
-    /// deletion of a state machine generation that was replaced or only
-    /// half installed, temporary snapshot files.
+    /// Opens (or creates) the storage in `dir`, both databases with
+    /// `options`. Finishes what a crash interrupted: the rest of a log
+    /// purge, the deletion of a state machine generation that was replaced
+    /// or only half installed, temporary snapshot files.
     ///
     /// # Errors
     ///
     /// What quietkv's [`Db::open`] returns (for instance `Busy` while
     /// another process has it open); a file system error creating the
-    /// directories; a damaged stored value, naming its key.
+    /// directories; a damaged stored value, naming its key; a damaged or
+    /// missing generation pointer, naming the file; a directory in the
+    /// layout of an earlier version of this crate (one database, `db/`).
     pub fn open_with(dir: impl AsRef<Path>, options: Options) -> Result<Store, StorageError> {
         let dir = dir.as_ref().to_path_buf();
-        let db = Db::open(dir.join("db"), options)
+        if dir.join("db").is_dir() && !dir.join("log").exists() {
+            return Err(error(
+                ErrorSubject::Store,
+                ErrorVerb::Read,
+                format!(
+                    "{} holds db/, the single-database layout of an earlier quietkv-raft; this version keeps the log in log/ and the state in sm-<generation>/ and does not convert it",
+                    dir.display()
+                ),
+            ));
+        }
+        let log = Db::open(dir.join("log"), options.clone())
             .map_err(|e| db_error(ErrorSubject::Store, ErrorVerb::Read, e))?;
         let snapshots = SnapshotDir::open(&dir.join("snapshots"))
             .map_err(|e| error(ErrorSubject::Snapshot(None), ErrorVerb::Read, e))?;
-        log_store::finish_purge(&db)?;
-        let generation = state_machine::current_generation(|k| db.get(k))?;
-        state_machine::delete_other_generations(&db, generation)?;
+        log_store::finish_purge(&log)?;
+        let generation = generations::open_current(&dir)
+            .map_err(|e| error(ErrorSubject::StateMachine, ErrorVerb::Read, e))?;
+        let state = StateDb::open(&dir, generation, options.clone())
+            .map_err(|e| db_error(ErrorSubject::StateMachine, ErrorVerb::Read, e))?;
         Ok(Store {
+            shared: Arc::new(Shared {
+                root: dir.clone(),
+                options,
+                current: RwLock::new(Arc::new(state)),
+                gate: Mutex::new(()),
+                snapshots: Arc::new(snapshots),
+            }),
             dir,
-            db: Arc::new(db),
-            snapshots: Arc::new(snapshots),
+            log: Arc::new(log),
         })
     }
 
@@ -103,15 +134,22 @@ impl Store {
         &self.dir
     }
 
-    /// The quietkv database underneath (for statistics, or keys of the
-    /// application's own outside `\x00raft/`).
-    pub fn db(&self) -> &Arc<Db> {
-        &self.db
+    /// The quietkv database of the raft log (for statistics).
+    pub fn log_db(&self) -> &Arc<Db> {
+        &self.log
+    }
+
+    /// The quietkv database of the state machine in use now (for
+    /// statistics, or keys of the application's own outside `\x00raft/`).
+    /// Installing a snapshot replaces it with a new one; this one stays
+    /// readable as long as it is held, and its directory is deleted after.
+    pub fn state_db(&self) -> Arc<StateDb> {
+        self.shared.state()
     }
 
     /// A log store on this storage.
     pub fn log_store(&self) -> LogStore {
-        LogStore::new(self.db.clone())
+        LogStore::new(self.log.clone())
     }
 
     /// The state machine on this storage, loaded from disk. Give one to
@@ -122,7 +160,7 @@ impl Store {
     ///
     /// A read error or a damaged applied state, naming its key.
     pub fn state_machine(&self) -> Result<StateMachine, StorageError> {
-        StateMachine::load(self.db.clone(), self.snapshots.clone())
+        StateMachine::load(self.shared.clone())
     }
 
     /// The application's value of `key`, as applied on this node.
@@ -131,7 +169,7 @@ impl Store {
     ///
     /// A read error, or a stored value that is not UTF-8 (naming its key).
     pub fn get(&self, key: &str) -> Result<Option<String>, StorageError> {
-        state_machine::read_value(&self.db, key)
+        state_machine::read_value(&self.shared.state(), key)
     }
 
     /// Every key of the application and its value, in key order, as
@@ -141,6 +179,6 @@ impl Store {
     ///
     /// As [`Store::get`].
     pub fn entries(&self) -> Result<Vec<(String, String)>, StorageError> {
-        state_machine::read_all(&self.db)
+        state_machine::read_all(&self.shared.state())
     }
 }

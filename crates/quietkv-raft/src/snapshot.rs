@@ -1,294 +1,75 @@
-//! Snapshot files: the state machine's data at one applied log id, as the
-//! bytes openraft ships to a follower, and the directory that keeps the
-//! current one.
+//! Snapshot files: the state machine's database at one applied log id,
+//! packed into one file openraft ships to a follower in chunks, and the
+//! directory that keeps the current one.
 //!
-//! A snapshot is built by iterating a quietkv [`Snapshot`](quietkv::Snapshot)
-//! of the state machine's key range into a file (the raft log is not in
-//! it). A quietkv checkpoint was the other candidate, but it copies the
-//! whole database, raft log included, as a directory, while openraft ships
-//! one byte stream: it would have to be packed into a file and filtered on
-//! the receiving side anyway. The file lives on disk, so neither building,
-//! sending nor receiving a snapshot holds the state in memory.
-//!
-//! Layout (numbers little-endian):
-//!
-//! ```text
-//! magic "QKVRAFTSNAP1" | meta length u32 | meta (JSON SnapshotMeta)
-//! record*: 1u8 | key length u32 | value length u32 | key | value
-//! end:     0u8 | record count u64 | crc32c u32 of every byte before it
-//! ```
-//!
-//! A file that is short, has a bad tag, an oversized length or a checksum
-//! that does not match is an error naming the file and offset.
+//! A snapshot file is a quietkv checkpoint pack (see
+//! [`quietkv::pack_checkpoint`] and docs/format.md): a checkpoint of the
+//! state machine's database (which holds the application's data, the
+//! applied log id and the membership, and nothing of the raft log), every
+//! table read and the file written in quietkv's `Backup` I/O class. The
+//! pack's label holds the snapshot's description (openraft's
+//! `SnapshotMeta`, as JSON), so the current snapshot is described without
+//! reading it whole. Every name, length and checksum in it is checked when
+//! it is unpacked.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::types::SnapshotMeta;
 
-const MAGIC: &[u8; 12] = b"QKVRAFTSNAP1";
-const TAG_RECORD: u8 = 1;
-const TAG_END: u8 = 0;
-/// A snapshot's description is a few hundred bytes; a larger length is
-/// damage, refused before anything is allocated for it.
-const MAX_META_LEN: u32 = 16 << 20;
 /// The name of the current snapshot in the snapshot directory.
 const CURRENT: &str = "current.snap";
-/// Files being built or received end with this; what a crash leaves of
-/// them is removed when the directory is opened.
+/// Files and directories being built or received end with this; what a
+/// crash leaves of them is removed when the directory is opened.
 const TEMP_SUFFIX: &str = ".tmp";
+/// What quietkv's staging leaves of a checkpoint that a crash cut short.
+const STAGING_SUFFIX: &str = ".quietkv-tmp";
 
 /// A damaged or unreadable snapshot file, or one that could not be written.
 #[derive(Debug)]
 pub struct SnapshotFileError {
     /// The file.
     pub path: PathBuf,
-    /// Where in the file, for damage.
-    pub offset: Option<u64>,
     /// What went wrong.
     pub detail: String,
 }
 
 impl std::fmt::Display for SnapshotFileError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "snapshot file {}", self.path.display())?;
-        if let Some(o) = self.offset {
-            write!(f, " at offset {o}")?;
-        }
-        write!(f, ": {}", self.detail)
+        write!(f, "snapshot file {}: {}", self.path.display(), self.detail)
     }
 }
 
 impl std::error::Error for SnapshotFileError {}
 
-fn io_err(path: &Path, e: std::io::Error) -> SnapshotFileError {
+pub(crate) fn io_err(path: &Path, e: impl std::fmt::Display) -> SnapshotFileError {
     SnapshotFileError {
         path: path.to_path_buf(),
-        offset: None,
         detail: e.to_string(),
     }
 }
 
-/// One key and its value, as a snapshot file holds them.
-pub type Record = (Vec<u8>, Vec<u8>);
-
-/// Writes a snapshot file record by record.
-pub struct SnapshotWriter {
-    path: PathBuf,
-    out: BufWriter<File>,
-    crc: u32,
-    count: u64,
+/// The label a snapshot file is packed with: its description.
+pub fn encode_label(path: &Path, meta: &SnapshotMeta) -> Result<Vec<u8>, SnapshotFileError> {
+    serde_json::to_vec(meta).map_err(|e| {
+        io_err(
+            path,
+            format!("cannot encode the snapshot's description: {e}"),
+        )
+    })
 }
 
-impl SnapshotWriter {
-    /// Starts `file` (at `path`, for messages) with the header for `meta`.
-    pub fn new(path: &Path, file: File, meta: &SnapshotMeta) -> Result<Self, SnapshotFileError> {
-        let meta = serde_json::to_vec(meta).map_err(|e| SnapshotFileError {
-            path: path.to_path_buf(),
-            offset: None,
-            detail: format!("cannot encode the snapshot's description: {e}"),
-        })?;
-        let mut w = SnapshotWriter {
-            path: path.to_path_buf(),
-            out: BufWriter::with_capacity(1 << 20, file),
-            crc: 0,
-            count: 0,
-        };
-        w.put(MAGIC)?;
-        w.put(&(meta.len() as u32).to_le_bytes())?;
-        w.put(&meta)?;
-        Ok(w)
-    }
-
-    fn put(&mut self, bytes: &[u8]) -> Result<(), SnapshotFileError> {
-        self.crc = crc32c::crc32c_append(self.crc, bytes);
-        self.out.write_all(bytes).map_err(|e| io_err(&self.path, e))
-    }
-
-    /// Adds one key and its value.
-    pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<(), SnapshotFileError> {
-        if key.len() > quietkv::MAX_KEY_LEN || value.len() > quietkv::MAX_VALUE_LEN {
-            return Err(SnapshotFileError {
-                path: self.path.clone(),
-                offset: None,
-                detail: format!(
-                    "a record of {} + {} bytes is too long",
-                    key.len(),
-                    value.len()
-                ),
-            });
-        }
-        self.put(&[TAG_RECORD])?;
-        self.put(&(key.len() as u32).to_le_bytes())?;
-        self.put(&(value.len() as u32).to_le_bytes())?;
-        self.put(key)?;
-        self.put(value)?;
-        self.count += 1;
-        Ok(())
-    }
-
-    /// Ends the file and syncs it to disk; returns the file.
-    pub fn finish(mut self) -> Result<File, SnapshotFileError> {
-        self.put(&[TAG_END])?;
-        let count = self.count;
-        self.put(&count.to_le_bytes())?;
-        let crc = self.crc;
-        self.out
-            .write_all(&crc.to_le_bytes())
-            .map_err(|e| io_err(&self.path, e))?;
-        let file = self
-            .out
-            .into_inner()
-            .map_err(|e| io_err(&self.path, e.into_error()))?;
-        file.sync_all().map_err(|e| io_err(&self.path, e))?;
-        Ok(file)
-    }
-}
-
-/// Reads a snapshot file record by record, checking it as it goes.
-pub struct SnapshotReader {
-    path: PathBuf,
-    input: BufReader<File>,
-    offset: u64,
-    crc: u32,
-    count: u64,
-    done: bool,
-    meta: SnapshotMeta,
-}
-
-impl SnapshotReader {
-    /// Reads the header of `file` (at `path`, for messages) from its start.
-    pub fn new(path: &Path, mut file: File) -> Result<Self, SnapshotFileError> {
-        file.seek(SeekFrom::Start(0)).map_err(|e| io_err(path, e))?;
-        let mut r = SnapshotReader {
-            path: path.to_path_buf(),
-            input: BufReader::with_capacity(1 << 20, file),
-            offset: 0,
-            crc: 0,
-            count: 0,
-            done: false,
-            meta: SnapshotMeta::default(),
-        };
-        let magic = r.take(MAGIC.len())?;
-        if magic != MAGIC {
-            return Err(r.damage(0, "not a quietkv-raft snapshot (bad magic)".into()));
-        }
-        let meta_len = r.u32()?;
-        if meta_len > MAX_META_LEN {
-            return Err(r.damage(
-                r.offset - 4,
-                format!("description length {meta_len} is too long"),
-            ));
-        }
-        let at = r.offset;
-        let meta = r.take(meta_len as usize)?;
-        r.meta = serde_json::from_slice(&meta)
-            .map_err(|e| r.damage(at, format!("damaged description: {e}")))?;
-        Ok(r)
-    }
-
-    /// The snapshot's description from its header.
-    pub fn meta(&self) -> &SnapshotMeta {
-        &self.meta
-    }
-
-    fn damage(&self, offset: u64, detail: String) -> SnapshotFileError {
-        SnapshotFileError {
-            path: self.path.clone(),
-            offset: Some(offset),
-            detail,
-        }
-    }
-
-    fn take(&mut self, n: usize) -> Result<Vec<u8>, SnapshotFileError> {
-        let mut buf = vec![0; n];
-        self.take_into(&mut buf)?;
-        Ok(buf)
-    }
-
-    fn take_into(&mut self, buf: &mut [u8]) -> Result<(), SnapshotFileError> {
-        self.input.read_exact(buf).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::UnexpectedEof {
-                self.damage(self.offset, "the file ends early".into())
-            } else {
-                io_err(&self.path, e)
-            }
-        })?;
-        self.crc = crc32c::crc32c_append(self.crc, buf);
-        self.offset += buf.len() as u64;
-        Ok(())
-    }
-
-    fn u32(&mut self) -> Result<u32, SnapshotFileError> {
-        let mut b = [0; 4];
-        self.take_into(&mut b)?;
-        Ok(u32::from_le_bytes(b))
-    }
-
-    /// The next key and value, or `None` after the last one once the end
-    /// record's count and checksum matched.
-    pub fn next_record(&mut self) -> Result<Option<Record>, SnapshotFileError> {
-        if self.done {
-            return Ok(None);
-        }
-        let at = self.offset;
-        let mut tag = [0u8];
-        self.take_into(&mut tag)?;
-        match tag[0] {
-            TAG_RECORD => {
-                let klen = self.u32()? as usize;
-                let vlen = self.u32()? as usize;
-                if klen > quietkv::MAX_KEY_LEN || vlen > quietkv::MAX_VALUE_LEN {
-                    return Err(
-                        self.damage(at, format!("record lengths {klen} + {vlen} are too long"))
-                    );
-                }
-                let key = self.take(klen)?;
-                let value = self.take(vlen)?;
-                self.count += 1;
-                Ok(Some((key, value)))
-            }
-            TAG_END => {
-                let mut c = [0; 8];
-                self.take_into(&mut c)?;
-                let count = u64::from_le_bytes(c);
-                let expect = self.crc;
-                let mut stored = [0; 4];
-                self.input.read_exact(&mut stored).map_err(|e| {
-                    if e.kind() == std::io::ErrorKind::UnexpectedEof {
-                        self.damage(self.offset, "the file ends early".into())
-                    } else {
-                        io_err(&self.path, e)
-                    }
-                })?;
-                if u32::from_le_bytes(stored) != expect {
-                    return Err(self.damage(self.offset, "checksum mismatch".into()));
-                }
-                if count != self.count {
-                    return Err(self.damage(
-                        at,
-                        format!(
-                            "end record says {count} records, the file has {}",
-                            self.count
-                        ),
-                    ));
-                }
-                self.done = true;
-                Ok(None)
-            }
-            t => Err(self.damage(at, format!("unknown record tag {t}"))),
-        }
-    }
-
-    /// Reads to the end, checking every record and the checksum; returns
-    /// how many records there are.
-    pub fn verify(mut self) -> Result<u64, SnapshotFileError> {
-        while self.next_record()?.is_some() {}
-        Ok(self.count)
-    }
+/// The description of the snapshot file at `path`, from its label.
+pub fn read_meta(path: &Path) -> Result<SnapshotMeta, SnapshotFileError> {
+    let label = quietkv::read_pack_label(path).map_err(|e| io_err(path, e))?;
+    serde_json::from_slice(&label).map_err(|e| {
+        io_err(
+            path,
+            format!("the pack's label is not a snapshot description: {e}"),
+        )
+    })
 }
 
 /// The directory that keeps the current snapshot file and the files being
@@ -317,7 +98,7 @@ impl Drop for TempPath {
     fn drop(&mut self) {
         if let Some(p) = self.0.take() {
             // Best effort: what is left is removed at the next open.
-            let _ = fs::remove_file(p);
+            remove_any(&p);
         }
     }
 }
@@ -331,8 +112,15 @@ impl SnapshotDir {
         for entry in fs::read_dir(path).map_err(|e| io_err(path, e))? {
             let entry = entry.map_err(|e| io_err(path, e))?;
             let name = entry.file_name();
-            if name.to_string_lossy().ends_with(TEMP_SUFFIX) {
-                fs::remove_file(entry.path()).map_err(|e| io_err(&entry.path(), e))?;
+            let name = name.to_string_lossy();
+            if name.ends_with(TEMP_SUFFIX) || name.ends_with(STAGING_SUFFIX) {
+                let path = entry.path();
+                let removed = if path.is_dir() {
+                    fs::remove_dir_all(&path)
+                } else {
+                    fs::remove_file(&path)
+                };
+                removed.map_err(|e| io_err(&path, e))?;
             }
         }
         Ok(SnapshotDir {
@@ -344,6 +132,15 @@ impl SnapshotDir {
     /// The current snapshot's path (which may not exist).
     pub fn current_path(&self) -> PathBuf {
         self.path.join(CURRENT)
+    }
+
+    /// A new temporary name for a file or directory `what` is for, with
+    /// nothing there yet; whatever is created there is removed when the
+    /// returned [`TempPath`] is dropped, unless it was published.
+    pub fn temp_path(&self, what: &str) -> TempPath {
+        TempPath(Some(
+            self.path.join(format!("{what}-{}{TEMP_SUFFIX}", unique())),
+        ))
     }
 
     /// A new temporary file, open for reading and writing, named after
@@ -400,10 +197,18 @@ impl SnapshotDir {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io_err(&path, e)),
         };
-        let handle = file.try_clone().map_err(|e| io_err(&path, e))?;
-        let meta = SnapshotReader::new(&path, file)?.meta().clone();
-        Ok(Some((meta, handle)))
+        let meta = read_meta(&path)?;
+        Ok(Some((meta, file)))
     }
+}
+
+/// Removes the file or directory at `path`, if there is one.
+fn remove_any(path: &Path) {
+    let _ = match fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => fs::remove_dir_all(path),
+        Ok(_) => fs::remove_file(path),
+        Err(_) => Ok(()),
+    };
 }
 
 /// A name no other snapshot file of this process or an earlier one has.
@@ -431,55 +236,34 @@ mod tests {
         }
     }
 
+    /// A snapshot file of a small database, labelled with `meta`.
     fn write_sample(dir: &SnapshotDir, meta: &SnapshotMeta) -> TempPath {
-        let (temp, file) = dir.create_temp("test").unwrap();
-        let mut w = SnapshotWriter::new(temp.path(), file, meta).unwrap();
-        w.add(b"a", b"1").unwrap();
-        w.add(b"b", &[7u8; 1000]).unwrap();
-        w.finish().unwrap();
+        let scratch = tempfile::tempdir().unwrap();
+        let db = quietkv::Db::open(scratch.path().join("db"), quietkv::Options::default()).unwrap();
+        db.put("a", "1").unwrap();
+        db.checkpoint(scratch.path().join("ck")).unwrap();
+        let temp = dir.temp_path("test");
+        let label = encode_label(temp.path(), meta).unwrap();
+        quietkv::pack_checkpoint_with(scratch.path().join("ck"), temp.path(), &label).unwrap();
         temp
     }
 
     #[test]
-    fn a_written_file_reads_back() {
+    fn the_description_is_read_from_the_label_and_damage_is_an_error() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = SnapshotDir::open(tmp.path()).unwrap();
-        let temp = write_sample(&dir, &meta("s1", None));
-        let path = temp.path();
-        let mut r = SnapshotReader::new(path, File::open(path).unwrap()).unwrap();
-        assert_eq!(r.meta().snapshot_id, "s1");
-        assert_eq!(
-            r.next_record().unwrap(),
-            Some((b"a".to_vec(), b"1".to_vec()))
-        );
-        assert_eq!(r.next_record().unwrap().unwrap().1.len(), 1000);
-        assert_eq!(r.next_record().unwrap(), None);
-    }
-
-    #[test]
-    fn every_flipped_byte_and_every_truncation_is_an_error() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = SnapshotDir::open(tmp.path()).unwrap();
-        let temp = write_sample(&dir, &meta("s1", None));
-        let good = fs::read(temp.path()).unwrap();
+        let temp = write_sample(&dir, &meta("s1", Some(3)));
+        assert_eq!(read_meta(temp.path()).unwrap(), meta("s1", Some(3)));
+        let mut bytes = fs::read(temp.path()).unwrap();
+        bytes[20] ^= 1;
         let bad = tmp.path().join("bad");
-        for i in (0..good.len()).step_by(7) {
-            let mut b = good.clone();
-            b[i] ^= 0x40;
-            fs::write(&bad, &b).unwrap();
-            let r = SnapshotReader::new(&bad, File::open(&bad).unwrap()).and_then(|r| r.verify());
-            assert!(r.is_err(), "flipping byte {i} went unnoticed");
-        }
-        for len in [0, 5, 20, good.len() / 2, good.len() - 1] {
-            fs::write(&bad, &good[..len]).unwrap();
-            let r = SnapshotReader::new(&bad, File::open(&bad).unwrap()).and_then(|r| r.verify());
-            let e = r.unwrap_err();
-            assert!(e.to_string().contains("bad"), "{e}");
-        }
+        fs::write(&bad, &bytes).unwrap();
+        let e = read_meta(&bad).unwrap_err();
+        assert!(e.to_string().contains("bad"), "{e}");
     }
 
     #[test]
-    fn opening_the_directory_removes_leftover_temporary_files_only() {
+    fn opening_the_directory_removes_leftover_temporary_files_and_directories_only() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = SnapshotDir::open(tmp.path()).unwrap();
         let temp = write_sample(&dir, &meta("s1", None));
@@ -487,8 +271,12 @@ mod tests {
         let (left, _) = dir.create_temp("receive").unwrap();
         let left_path = left.path().to_path_buf();
         std::mem::forget(left); // as a crash would leave it
+        let scratch = tmp.path().join(".build-x.tmp.quietkv-tmp");
+        fs::create_dir(&scratch).unwrap();
+        fs::write(scratch.join("000001.sst"), b"half").unwrap();
         let dir = SnapshotDir::open(tmp.path()).unwrap();
         assert!(!left_path.exists());
+        assert!(!scratch.exists());
         assert_eq!(dir.current().unwrap().unwrap().0.snapshot_id, "s1");
     }
 

@@ -1,55 +1,37 @@
 //! The replicated key-value application: its data, its applied log id and
-//! membership, snapshots of it, and installing a snapshot in its place.
+//! membership, in the state machine's own quietkv database (see
+//! [`crate::generations`]), and the openraft state machine on top.
 //!
-//! The data of the current generation lives under
-//! `\x00raft/sm/<generation>d<key>`, its applied log id and membership under
-//! `\x00raft/sm/<generation>a` (see [`crate::keys`]). Each `apply` call
-//! writes its data changes and the new applied state in one synced batch,
-//! so after a crash the data and the applied index always agree.
-//!
-//! Installing a snapshot replaces the whole state at once:
-//!
-//! 1. the received file is copied into the snapshot directory, synced, and
-//!    checked end to end (checksum, record count, description);
-//! 2. its records are written under the next generation, which nothing
-//!    reads yet (synced writes);
-//! 3. one synced batch writes the new generation's applied state and
-//!    points `\x00raft/meta/sm-generation` at it: this is the switch;
-//! 4. the old generation is deleted;
-//! 5. the received file becomes the current snapshot.
-//!
-//! A crash before step 3 leaves the old state (the half-written new
-//! generation is deleted at the next open), one after it the new state
-//! (what is left of the old generation is deleted at the next open).
+//! Each `apply` call writes its data changes together with the applied
+//! log id and membership they reach in one synced batch, so after a crash
+//! the data and the applied index always agree. Snapshots are built by
+//! [`crate::build`] and installed by [`crate::install`].
 
 use std::collections::HashMap;
-use std::io::{Seek, SeekFrom};
-
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{EntryPayload, ErrorSubject, ErrorVerb, OptionalSend, RaftSnapshotBuilder};
-use quietkv::{Db, WriteBatch, WriteOptions};
+use quietkv::{Db, Options, WriteBatch, WriteOptions};
 use serde::{Deserialize, Serialize};
 
-use crate::codec::{blocking, db_error, decode, encode, error, show_key};
+use crate::build::build;
+use crate::codec::{blocking, db_error, encode, error, show_key};
+use crate::generations::StateDb;
+use crate::install::{install, Source};
 use crate::keys;
 use crate::log_store::read_json;
-use crate::ranges::{delete_range, Order};
-use crate::snapshot::{unique, SnapshotDir, SnapshotFileError, SnapshotReader, SnapshotWriter};
+use crate::snapshot::{SnapshotDir, SnapshotFileError, TempPath};
 use crate::types::{
     Entry, LogId, Request, Response, SnapshotMeta, StorageError, StoredMembership, TypeConfig,
 };
 
 const SYNC: WriteOptions = WriteOptions { sync: true };
 
-/// An apply or install batch is cut at about this size, to stay far below
-/// quietkv's limit on one batch.
+/// An apply batch is cut at about this size, to stay far below quietkv's
+/// limit on one batch.
 const BATCH_BYTES: usize = 4 << 20;
-
-/// The first key after every state machine key: `SM_PREFIX` with its last
-/// byte (`/`) raised by one.
-const SM_END: &[u8] = b"\x00raft/sm0";
 
 /// The applied log id and membership, stored with the data they describe.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,42 +42,69 @@ pub struct AppliedState {
     pub membership: StoredMembership,
 }
 
+/// What the state machine, its snapshot builders and the [`Store`](crate::Store)
+/// share: the node directory, the state database in use, and the
+/// snapshot directory.
+pub(crate) struct Shared {
+    /// The node directory, where generations and their pointer live.
+    pub root: PathBuf,
+    /// The options every state database is opened with.
+    pub options: Options,
+    /// The generation in use; an install replaces it.
+    pub current: RwLock<Arc<StateDb>>,
+    /// Held by `apply` while it writes, by a snapshot build while it reads
+    /// the applied state and takes its checkpoint (so the description and
+    /// the data agree), and by an install while it switches.
+    pub gate: Mutex<()>,
+    pub snapshots: Arc<SnapshotDir>,
+}
+
+impl Shared {
+    /// The state database in use now.
+    pub fn state(&self) -> Arc<StateDb> {
+        self.current
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub fn gate(&self) -> MutexGuard<'_, ()> {
+        self.gate.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Makes `new` the state database in use; the old one is deleted once
+    /// nothing uses it any more.
+    pub fn replace(&self, new: StateDb) {
+        let old = std::mem::replace(
+            &mut *self.current.write().unwrap_or_else(|p| p.into_inner()),
+            Arc::new(new),
+        );
+        old.retire();
+    }
+}
+
+/// A snapshot file being received, kept by name so that installing it
+/// needs no copy: it is unpacked from where openraft wrote it.
+struct Receiving {
+    temp: TempPath,
+    /// Device and inode, to recognise the handle openraft gives back.
+    id: (u64, u64),
+}
+
 /// The state machine. There is one per [`Store`](crate::Store); openraft
 /// owns it once the node starts.
 pub struct StateMachine {
-    db: Arc<Db>,
-    snapshots: Arc<SnapshotDir>,
-    generation: u64,
+    shared: Arc<Shared>,
     applied: AppliedState,
+    receiving: Vec<Receiving>,
 }
 
-fn snap_err(verb: ErrorVerb, e: SnapshotFileError) -> StorageError {
+pub(crate) fn snap_err(verb: ErrorVerb, e: SnapshotFileError) -> StorageError {
     error(ErrorSubject::Snapshot(None), verb, e)
 }
 
-fn sm_db_err(verb: ErrorVerb) -> impl Fn(quietkv::Error) -> StorageError {
+pub(crate) fn sm_db_err(verb: ErrorVerb) -> impl Fn(quietkv::Error) -> StorageError {
     move |e| db_error(ErrorSubject::StateMachine, verb, e)
-}
-
-/// The generation the state machine reads, as stored (0 before the first
-/// install).
-pub(crate) fn current_generation(
-    get: impl FnOnce(&[u8]) -> quietkv::Result<Option<Vec<u8>>>,
-) -> Result<u64, StorageError> {
-    match get(keys::SM_GENERATION).map_err(sm_db_err(ErrorVerb::Read))? {
-        None => Ok(0),
-        Some(v) => keys::decode_generation(&v).ok_or_else(|| {
-            error(
-                ErrorSubject::StateMachine,
-                ErrorVerb::Read,
-                format!(
-                    "damaged value under key {}: {} bytes, not an 8-byte generation",
-                    show_key(keys::SM_GENERATION),
-                    v.len()
-                ),
-            )
-        }),
-    }
 }
 
 /// Decodes an application value (UTF-8 text) stored under `key`.
@@ -109,35 +118,25 @@ pub(crate) fn decode_value(key: &[u8], value: Vec<u8>) -> Result<String, Storage
     })
 }
 
-/// Deletes every state machine key outside `generation`: what an install
-/// or a generation delete cut short by a crash left. Run at open.
-pub(crate) fn delete_other_generations(db: &Db, generation: u64) -> Result<(), StorageError> {
-    let own = keys::generation_prefix(generation);
-    let next = match generation.checked_add(1) {
-        Some(n) => keys::generation_prefix(n),
-        None => SM_END.to_vec(),
-    };
-    delete_range(db, keys::SM_PREFIX, &own, Order::LowestFirst, false)
-        .and_then(|_| delete_range(db, &next, SM_END, Order::LowestFirst, false))
-        .map(|_| ())
-        .map_err(sm_db_err(ErrorVerb::Delete))
+/// The applied state stored in a state database (the default before
+/// anything was applied).
+pub(crate) fn read_applied(db: &Db) -> Result<AppliedState, StorageError> {
+    Ok(read_json(db, keys::APPLIED, ErrorSubject::StateMachine)?.unwrap_or_default())
+}
+
+fn file_id(file: &std::fs::File) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    file.metadata().ok().map(|m| (m.dev(), m.ino()))
 }
 
 impl StateMachine {
-    /// Loads the state machine of `db`, whose snapshots are in `snapshots`.
-    pub(crate) fn load(db: Arc<Db>, snapshots: Arc<SnapshotDir>) -> Result<Self, StorageError> {
-        let generation = current_generation(|k| db.get(k))?;
-        let applied = read_json(
-            &db,
-            &keys::applied_key(generation),
-            ErrorSubject::StateMachine,
-        )?
-        .unwrap_or_default();
+    /// Loads the state machine of `shared`.
+    pub(crate) fn load(shared: Arc<Shared>) -> Result<Self, StorageError> {
+        let applied = read_applied(&shared.state())?;
         Ok(StateMachine {
-            db,
-            snapshots,
-            generation,
+            shared,
             applied,
+            receiving: Vec::new(),
         })
     }
 
@@ -147,11 +146,10 @@ impl StateMachine {
     }
 }
 
-/// Applies `entries` on top of `applied` in `generation`, one synced batch
+/// Applies `entries` on top of `applied` in the state database `db`, one synced batch
 /// per [`BATCH_BYTES`] of changes, each with the applied state it reaches.
 pub(crate) fn apply_entries(
     db: &Db,
-    generation: u64,
     applied: &mut AppliedState,
     entries: Vec<Entry>,
 ) -> Result<Vec<Response>, StorageError> {
@@ -160,7 +158,6 @@ pub(crate) fn apply_entries(
     // them before they are written.
     let mut changed: HashMap<Vec<u8>, Option<String>> = HashMap::new();
     let mut batch = WriteBatch::new();
-    let applied_key = keys::applied_key(generation);
     let count = entries.len();
     for (i, entry) in entries.into_iter().enumerate() {
         let id = entry.log_id;
@@ -176,7 +173,7 @@ pub(crate) fn apply_entries(
                     Request::Set { key, value } => (key, Some(value)),
                     Request::Delete { key } => (key, None),
                 };
-                let data_key = keys::data_key(generation, key.as_bytes());
+                let data_key = keys::data_key(key.as_bytes());
                 let previous = match changed.get(&data_key) {
                     Some(v) => v.clone(),
                     None => match db.get(&data_key).map_err(sm_db_err(ErrorVerb::Read))? {
@@ -197,7 +194,7 @@ pub(crate) fn apply_entries(
         responses.push(response);
         if batch.approximate_size() >= BATCH_BYTES || i + 1 == count {
             batch
-                .put(&applied_key, encode(&*applied, ErrorSubject::Apply(id))?)
+                .put(keys::APPLIED, encode(&*applied, ErrorSubject::Apply(id))?)
                 .map_err(verb_err)?;
             db.write(std::mem::take(&mut batch), SYNC)
                 .map_err(verb_err)?;
@@ -207,192 +204,23 @@ pub(crate) fn apply_entries(
     Ok(responses)
 }
 
-/// Builds a snapshot file of the state as of now and makes it the current
-/// snapshot; returns its description and an open handle at its start.
-pub(crate) fn build(
-    db: &Db,
-    snapshots: &SnapshotDir,
-) -> Result<(SnapshotMeta, std::fs::File), StorageError> {
-    // One quietkv snapshot for everything read: the generation, the
-    // applied state and the data agree with each other.
-    let view = db.snapshot();
-    let generation = current_generation(|k| view.get(k))?;
-    let applied: AppliedState = match view.get(keys::applied_key(generation)) {
-        Ok(Some(v)) => decode(
-            &keys::applied_key(generation),
-            &v,
-            ErrorSubject::StateMachine,
-        )?,
-        Ok(None) => AppliedState::default(),
-        Err(e) => return Err(db_error(ErrorSubject::StateMachine, ErrorVerb::Read, e)),
-    };
-    let meta = SnapshotMeta {
-        last_log_id: applied.last_applied,
-        last_membership: applied.membership.clone(),
-        snapshot_id: format!(
-            "{}-{}",
-            applied
-                .last_applied
-                .map_or("none".into(), |l| l.to_string()),
-            unique()
-        ),
-    };
-    let (temp, file) = snapshots
-        .create_temp("build")
-        .map_err(|e| snap_err(ErrorVerb::Write, e))?;
-    let path = temp.path().to_path_buf();
-    let mut w =
-        SnapshotWriter::new(&path, file, &meta).map_err(|e| snap_err(ErrorVerb::Write, e))?;
-    let prefix = keys::data_prefix(generation);
-    for item in view.prefix(&prefix).map_err(sm_db_err(ErrorVerb::Read))? {
-        let (k, v) = item.map_err(sm_db_err(ErrorVerb::Read))?;
-        w.add(&k[prefix.len()..], &v)
-            .map_err(|e| snap_err(ErrorVerb::Write, e))?;
-    }
-    let mut file = w.finish().map_err(|e| snap_err(ErrorVerb::Write, e))?;
-    file.seek(SeekFrom::Start(0)).map_err(|e| {
-        snap_err(
-            ErrorVerb::Seek,
-            SnapshotFileError {
-                path: path.clone(),
-                offset: None,
-                detail: e.to_string(),
-            },
-        )
-    })?;
-    // Published unless an install meanwhile made a newer one current; the
-    // open handle reads it either way.
-    snapshots
-        .publish(temp, &meta)
-        .map_err(|e| snap_err(ErrorVerb::Write, e))?;
-    Ok((meta, file))
-}
-
-/// Where [`install`] stops early in tests, to leave what a crash there
-/// would leave.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum InstallStep {
-    /// The new generation is written, nothing points at it.
-    NewDataWritten,
-    /// The generation key points at the new generation.
-    Switched,
-    /// The old generation is deleted.
-    OldDeleted,
-}
-
-/// Replaces the state of `generation` with the snapshot in `source`,
-/// described by `meta`; returns the new generation and applied state.
-/// `stop_after` ends it early, as a crash there would (tests only).
-pub(crate) fn install(
-    db: &Db,
-    snapshots: &SnapshotDir,
-    generation: u64,
-    meta: &SnapshotMeta,
-    mut source: std::fs::File,
-    stop_after: Option<InstallStep>,
-) -> Result<(u64, AppliedState), StorageError> {
-    let rd = |e| snap_err(ErrorVerb::Read, e);
-    // 1. Our own synced copy (the received handle may be anyone's file),
-    //    checked end to end before any of it is applied.
-    let (temp, mut copy) = snapshots
-        .create_temp("install")
-        .map_err(|e| snap_err(ErrorVerb::Write, e))?;
-    let path = temp.path().to_path_buf();
-    let copy_err = |e: std::io::Error| {
-        snap_err(
-            ErrorVerb::Write,
-            SnapshotFileError {
-                path: path.clone(),
-                offset: None,
-                detail: e.to_string(),
-            },
-        )
-    };
-    source.seek(SeekFrom::Start(0)).map_err(copy_err)?;
-    std::io::copy(&mut source, &mut copy).map_err(copy_err)?;
-    copy.sync_all().map_err(copy_err)?;
-    let check = SnapshotReader::new(&path, copy.try_clone().map_err(copy_err)?).map_err(rd)?;
-    if check.meta() != meta {
-        return Err(error(
-            ErrorSubject::Snapshot(Some(meta.signature())),
-            ErrorVerb::Read,
-            format!(
-                "snapshot file {} describes snapshot {:?}, not the {:?} being installed",
-                path.display(),
-                check.meta().snapshot_id,
-                meta.snapshot_id
-            ),
-        ));
-    }
-    check.verify().map_err(rd)?;
-
-    // 2. The new generation, beside the current one.
-    let new = generation.checked_add(1).ok_or_else(|| {
-        error(
-            ErrorSubject::StateMachine,
-            ErrorVerb::Write,
-            "generation numbers ran out",
-        )
-    })?;
-    delete_other_generations(db, generation)?;
-    let mut reader = SnapshotReader::new(&path, copy).map_err(rd)?;
-    let mut batch = WriteBatch::new();
-    while let Some((k, v)) = reader.next_record().map_err(rd)? {
-        batch
-            .put(keys::data_key(new, &k), &v)
-            .map_err(sm_db_err(ErrorVerb::Write))?;
-        if batch.approximate_size() >= BATCH_BYTES {
-            db.write(std::mem::take(&mut batch), SYNC)
-                .map_err(sm_db_err(ErrorVerb::Write))?;
-        }
-    }
-    db.write(std::mem::take(&mut batch), SYNC)
-        .map_err(sm_db_err(ErrorVerb::Write))?;
-    if stop_after == Some(InstallStep::NewDataWritten) {
-        return Ok((generation, AppliedState::default()));
-    }
-
-    // 3. The switch: one synced batch.
-    let applied = AppliedState {
-        last_applied: meta.last_log_id,
-        membership: meta.last_membership.clone(),
-    };
-    batch
-        .put(
-            keys::applied_key(new),
-            encode(&applied, ErrorSubject::StateMachine)?,
-        )
-        .and_then(|()| batch.put(keys::SM_GENERATION, keys::encode_generation(new)))
-        .map_err(sm_db_err(ErrorVerb::Write))?;
-    db.write(batch, SYNC).map_err(sm_db_err(ErrorVerb::Write))?;
-    if stop_after == Some(InstallStep::Switched) {
-        return Ok((new, applied));
-    }
-
-    // 4. The old generation: nothing reads it any more.
-    delete_other_generations(db, new)?;
-    if stop_after == Some(InstallStep::OldDeleted) {
-        return Ok((new, applied));
-    }
-
-    // 5. The received snapshot is the current one.
-    snapshots
-        .publish(temp, meta)
-        .map_err(|e| snap_err(ErrorVerb::Write, e))?;
-    Ok((new, applied))
-}
-
-/// Builds snapshots of the state machine; see [`crate::snapshot`].
+/// Builds snapshots of the state machine; see [`crate::build`].
 pub struct SnapshotBuilder {
-    db: Arc<Db>,
-    snapshots: Arc<SnapshotDir>,
+    shared: Arc<Shared>,
 }
 
 impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError> {
-        let db = self.db.clone();
-        let snapshots = self.snapshots.clone();
-        let (meta, file) = blocking(move || build(&db, &snapshots)).await?;
+        let shared = self.shared.clone();
+        let (meta, file, report) = blocking(move || build(&shared)).await?;
+        log::debug!(
+            "quietkv-raft: built snapshot {}: checkpoint linked {} tables, packed {} files ({} bytes) into {} bytes",
+            meta.snapshot_id,
+            report.checkpoint.tables_linked,
+            report.pack.files,
+            report.pack.file_bytes,
+            report.pack.bytes
+        );
         Ok(Snapshot {
             meta,
             snapshot: Box::new(tokio::fs::File::from_std(file)),
@@ -416,11 +244,11 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         if entries.is_empty() {
             return Ok(Vec::new());
         }
-        let db = self.db.clone();
-        let generation = self.generation;
+        let shared = self.shared.clone();
         let mut applied = self.applied.clone();
         let (responses, applied) = blocking(move || {
-            let r = apply_entries(&db, generation, &mut applied, entries)?;
+            let _gate = shared.gate();
+            let r = apply_entries(&shared.state(), &mut applied, entries)?;
             Ok((r, applied))
         })
         .await?;
@@ -430,19 +258,27 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
         SnapshotBuilder {
-            db: self.db.clone(),
-            snapshots: self.snapshots.clone(),
+            shared: self.shared.clone(),
         }
     }
 
     async fn begin_receiving_snapshot(&mut self) -> Result<Box<tokio::fs::File>, StorageError> {
-        // Dropping the path removes the file's name at once: the open
-        // handle keeps its data until openraft drops it after the install,
-        // so nothing is left behind whether the install succeeds or not.
-        let (_, file) = self
+        // openraft receives one snapshot at a time: one begun earlier and
+        // never installed was abandoned, and its file goes now.
+        self.receiving.clear();
+        let (temp, file) = self
+            .shared
             .snapshots
             .create_temp("receive")
             .map_err(|e| snap_err(ErrorVerb::Write, e))?;
+        let id = file_id(&file).ok_or_else(|| {
+            error(
+                ErrorSubject::Snapshot(None),
+                ErrorVerb::Write,
+                format!("cannot read the metadata of {}", temp.path().display()),
+            )
+        })?;
+        self.receiving.push(Receiving { temp, id });
         Ok(Box::new(tokio::fs::File::from_std(file)))
     }
 
@@ -451,22 +287,31 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         meta: &SnapshotMeta,
         snapshot: Box<tokio::fs::File>,
     ) -> Result<(), StorageError> {
-        let source = snapshot.into_std().await;
-        let db = self.db.clone();
-        let snapshots = self.snapshots.clone();
-        let generation = self.generation;
+        let file = snapshot.into_std().await;
+        let id = file_id(&file);
+        let source = match self.receiving.iter().position(|r| Some(r.id) == id) {
+            Some(i) => Source::Received(self.receiving.swap_remove(i).temp, file),
+            None => Source::Handle(file),
+        };
+        let shared = self.shared.clone();
         let meta = meta.clone();
-        let (generation, applied) =
-            blocking(move || install(&db, &snapshots, generation, &meta, source, None)).await?;
-        self.generation = generation;
+        let id = meta.snapshot_id.clone();
+        let (applied, report) = blocking(move || install(&shared, &meta, source, None)).await?;
+        log::debug!(
+            "quietkv-raft: installed snapshot {id}: unpacked {} files ({} bytes), {} bytes copied first",
+            report.unpack.files,
+            report.unpack.file_bytes,
+            report.copied
+        );
         self.applied = applied;
         Ok(())
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, StorageError> {
-        let snapshots = self.snapshots.clone();
+        let shared = self.shared.clone();
         let current = blocking(move || {
-            snapshots
+            shared
+                .snapshots
                 .current()
                 .map_err(|e| snap_err(ErrorVerb::Read, e))
         })
@@ -478,27 +323,26 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     }
 }
 
-/// The value of `key` in the current generation, read from one consistent
-/// view.
+/// The value of `key` in the state database `db`.
 pub(crate) fn read_value(db: &Db, key: &str) -> Result<Option<String>, StorageError> {
-    let view = db.snapshot();
-    let generation = current_generation(|k| view.get(k))?;
-    let data_key = keys::data_key(generation, key.as_bytes());
-    match view.get(&data_key).map_err(sm_db_err(ErrorVerb::Read))? {
+    let data_key = keys::data_key(key.as_bytes());
+    match db.get(&data_key).map_err(sm_db_err(ErrorVerb::Read))? {
         Some(v) => decode_value(&data_key, v).map(Some),
         None => Ok(None),
     }
 }
 
-/// Every key and value of the current generation, in key order.
+/// Every key and value of the state database `db`, in key order, from one
+/// consistent view.
 pub(crate) fn read_all(db: &Db) -> Result<Vec<(String, String)>, StorageError> {
     let view = db.snapshot();
-    let generation = current_generation(|k| view.get(k))?;
-    let prefix = keys::data_prefix(generation);
     let mut out = Vec::new();
-    for item in view.prefix(&prefix).map_err(sm_db_err(ErrorVerb::Read))? {
+    for item in view
+        .prefix(keys::DATA_PREFIX)
+        .map_err(sm_db_err(ErrorVerb::Read))?
+    {
         let (k, v) = item.map_err(sm_db_err(ErrorVerb::Read))?;
-        let key = decode_value(&k, k[prefix.len()..].to_vec())?;
+        let key = decode_value(&k, k[keys::DATA_PREFIX.len()..].to_vec())?;
         out.push((key, decode_value(&k, v)?));
     }
     Ok(out)

@@ -128,7 +128,7 @@ async fn a_damaged_log_entry_is_an_error_naming_its_key_and_index() {
     // Damage entry 2 in place, through the database underneath.
     let mut key = quietkv_raft::keys::LOG_PREFIX.to_vec();
     key.extend_from_slice(&2u64.to_be_bytes());
-    store.db().put(&key, b"{\"garbage").unwrap();
+    store.log_db().put(&key, b"{\"garbage").unwrap();
     let err = log.try_get_log_entries(0..3).await.unwrap_err();
     let text = err.to_string();
     assert!(text.contains("\\x00raft/log/"), "{text}");
@@ -137,7 +137,7 @@ async fn a_damaged_log_entry_is_an_error_naming_its_key_and_index() {
 
     // An entry stored under another index than its own.
     store
-        .db()
+        .log_db()
         .put(&key, serde_json::to_vec(&set(1, 9, "c", "3")).unwrap())
         .unwrap();
     let text = log.try_get_log_entries(2..3).await.unwrap_err().to_string();
