@@ -1,8 +1,10 @@
 //! A three-node cluster in one process, each node on its own quietkv-raft
 //! storage, talking through an in-memory router: a leader is elected,
 //! writes replicate, and a node cut off while the leader snapshotted and
-//! purged its log catches up by installing the snapshot. Every node's
-//! state machine ends with the same keys and values.
+//! purged its log catches up by installing the snapshot (a packed
+//! checkpoint of the leader's state database, sent in chunks, unpacked
+//! into a new generation). Every node's state machine ends with the same
+//! keys and values.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -266,6 +268,18 @@ async fn three_nodes_elect_a_leader_replicate_and_catch_up_from_a_snapshot() {
         ["current.snap"],
         "the received file is kept as the current snapshot, nothing else"
     );
+
+    // It switched to the installed state: a new generation of the state
+    // database, the only one left in its directory.
+    let generation = stores[&3].state_db().generation();
+    assert!(generation >= 1, "node 3 installed a new generation");
+    let mut states: Vec<_> = std::fs::read_dir(stores[&3].dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.contains("sm-"))
+        .collect();
+    states.sort();
+    assert_eq!(states, [format!("sm-{generation:010}")]);
 
     for raft in rafts.values() {
         raft.shutdown().await.unwrap();

@@ -6,9 +6,12 @@ use super::*;
 use crate::{Db, ErrorKind};
 use proptest::prelude::*;
 
+/// Every key and value of a database, in order.
+type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// A checkpoint with tables and data still in the memtable when it was
 /// taken; returns the directory and every key and value it holds.
-fn sample_checkpoint(root: &Path) -> (PathBuf, Vec<(Vec<u8>, Vec<u8>)>) {
+fn sample_checkpoint(root: &Path) -> (PathBuf, Pairs) {
     let db = Db::open(root.join("db"), Options::default()).unwrap();
     let mut all = Vec::new();
     for i in 0..300u32 {
@@ -35,7 +38,7 @@ fn class(io: &[(IoClass, ClassStats)], c: IoClass) -> ClassStats {
     io.iter().find(|(k, _)| *k == c).map(|(_, s)| *s).unwrap()
 }
 
-fn read_all(dir: &Path) -> Vec<(Vec<u8>, Vec<u8>)> {
+fn read_all(dir: &Path) -> Pairs {
     let db = Db::open(dir, Options::default()).unwrap();
     let out = db.iter().unwrap().map(|r| r.unwrap()).collect();
     db.close().unwrap();
