@@ -2,8 +2,9 @@
 //! all at once: after a crash at any point the node has the old state or
 //! the new one, never a mix.
 //!
-//! 1. The snapshot file's description (its pack label) must be the one
-//!    openraft is installing.
+//! 1. The received file is synced and its pages dropped from the page
+//!    cache (openraft wrote them through it). Its description (its pack
+//!    label) must be the one openraft is installing.
 //! 2. It is unpacked into the next generation's directory: every name,
 //!    length and checksum checked, every byte read and written in the
 //!    `Backup` I/O class, the directory staged and renamed into place
@@ -102,6 +103,16 @@ pub(crate) fn install(
     file.sync_all()
         .map_err(|e| snap_err(ErrorVerb::Write, io_err(&path, e)))?;
     drop(file);
+    // openraft wrote the received chunks through the page cache; they are
+    // read back below in the Backup class, which bypasses it, so the cached
+    // copy would only push the node's hot data out. Advisory: a failure
+    // costs cache space, not correctness.
+    if let Err(e) = quietio::evict_file(&path) {
+        log::debug!(
+            "quietkv-raft: cannot drop the cached pages of {}: {e}",
+            path.display()
+        );
+    }
 
     // 1. The file is the snapshot being installed.
     let described = read_meta(&path).map_err(|e| snap_err(ErrorVerb::Read, e))?;

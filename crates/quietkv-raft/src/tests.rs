@@ -279,6 +279,12 @@ fn building_and_installing_a_snapshot_moves_table_bytes_in_the_backup_class_only
     let mut from = file;
     std::io::copy(&mut from, &mut received).unwrap();
     received.flush().unwrap();
+    let received_path = temp.path().to_path_buf();
+    let cached = quietio::residency(&received_path).unwrap();
+    assert!(
+        cached.cached > 0,
+        "written through the page cache: {cached:?}"
+    );
     let (applied, installed) =
         install(&node.shared, &meta, Source::Received(temp, received), None).unwrap();
     assert_eq!(applied.last_applied, Some(log_id(1, 3000)));
@@ -298,6 +304,11 @@ fn building_and_installing_a_snapshot_moves_table_bytes_in_the_backup_class_only
     assert_eq!(node.entries().unwrap(), store.entries().unwrap());
     assert_eq!(node.state_db().generation(), 1);
     assert_eq!(file_names(&node.dir().join("snapshots")), ["current.snap"]);
+    // What openraft wrote through the page cache was dropped from it once
+    // synced; the file is now the current snapshot.
+    let current = node.dir().join("snapshots/current.snap");
+    let left = quietio::residency(&current).unwrap();
+    assert_eq!(left.cached, 0, "{left:?}");
 }
 
 #[test]
