@@ -301,7 +301,12 @@ fn write_pack(
     let crc = o.crc;
     o.w.write_all(&crc.to_le_bytes())?;
     let written = o.w.finish(true)?;
-    debug_assert_eq!(written, total);
+    if written != total {
+        return Err(Error::corruption(format!(
+            "the pack file is {written} bytes long after writing, but {total} were written into it"
+        ))
+        .with_file(out));
+    }
     Ok((names.len() as u64, file_bytes, total, crc))
 }
 
