@@ -82,8 +82,8 @@ pub struct SnapshotDir {
     publishing: std::sync::Mutex<()>,
 }
 
-/// A temporary file in the snapshot directory, removed when dropped unless
-/// it was published.
+/// A temporary file or directory in the snapshot directory, removed when
+/// dropped unless it was published.
 #[derive(Debug)]
 pub struct TempPath(Option<PathBuf>);
 
@@ -171,7 +171,7 @@ impl SnapshotDir {
     ) -> Result<bool, SnapshotFileError> {
         let _serial = self.publishing.lock().unwrap_or_else(|p| p.into_inner());
         // A damaged current snapshot is replaced whatever it says.
-        if let Ok(Some((current, _))) = self.current() {
+        if let Ok(Some((current, _))) = self.current_unserialized() {
             if current.last_log_id > meta.last_log_id {
                 return Ok(false);
             }
@@ -191,6 +191,13 @@ impl SnapshotDir {
     /// The current snapshot's description and an open handle, if there is
     /// one.
     pub fn current(&self) -> Result<Option<(SnapshotMeta, File)>, SnapshotFileError> {
+        // Not while one is published: the handle and the description read
+        // by name must be of the same file.
+        let _serial = self.publishing.lock().unwrap_or_else(|p| p.into_inner());
+        self.current_unserialized()
+    }
+
+    fn current_unserialized(&self) -> Result<Option<(SnapshotMeta, File)>, SnapshotFileError> {
         let path = self.current_path();
         let file = match File::open(&path) {
             Ok(f) => f,
