@@ -301,3 +301,25 @@ proptest! {
         refused(tmp.path(), &g);
     }
 }
+
+#[test]
+fn what_a_crash_leaves_of_an_unpack_is_refused_by_open_and_replaced_by_the_next_unpack() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (ck, all) = sample_checkpoint(tmp.path());
+    let pack = tmp.path().join("ck.pack");
+    pack_checkpoint(&ck, &pack).unwrap();
+    // A crash part way through an unpack to `target`: the staged sibling
+    // with its marker and the first table half written; no target.
+    let target = tmp.path().join("target");
+    let leftover = tmp.path().join(".target.quietkv-tmp");
+    fs::create_dir(&leftover).unwrap();
+    fs::write(leftover.join(INCOMPLETE_COPY), b"").unwrap();
+    fs::write(leftover.join("000005.sst"), b"half a table").unwrap();
+    let e = Db::open(&leftover, Options::default()).err().unwrap();
+    assert!(e.to_string().contains(INCOMPLETE_COPY), "{e}");
+    assert!(!target.exists());
+
+    unpack_checkpoint(&pack, &target).unwrap();
+    assert!(!leftover.exists());
+    assert_eq!(read_all(&target), all);
+}
