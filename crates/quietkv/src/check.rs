@@ -436,6 +436,14 @@ impl Checker<'_> {
                         );
                         self.problem(path.clone(), None, msg);
                     }
+                    if m.num_range_deletes != scan.range_dels.len() as u64 {
+                        let msg = format!(
+                            "table holds {} range tombstones but the manifest recorded {}",
+                            scan.range_dels.len(),
+                            m.num_range_deletes
+                        );
+                        self.problem(path.clone(), None, msg);
+                    }
                     if m.num_entries != scan.entries {
                         let msg = format!(
                             "table holds {} entries but the manifest recorded {}",
@@ -551,6 +559,8 @@ pub(crate) struct TableScan {
     pub(crate) props: TableProperties,
     pub(crate) blocks: u64,
     pub(crate) entries: u64,
+    /// Its range tombstones (checked when the table was opened).
+    pub(crate) range_dels: Vec<crate::range_tombstone::RangeTombstone>,
 }
 
 /// Opens a table and reads every data block; on error also returns how
@@ -613,6 +623,7 @@ pub(crate) fn scan_table(
             props: table.properties().clone(),
             blocks: num_blocks,
             entries,
+            range_dels: table.range_tombstones().to_vec(),
         }),
         Err(e) => Err((e, scanner.current_block() as u64)),
     }

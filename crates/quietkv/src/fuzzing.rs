@@ -597,6 +597,7 @@ pub fn batch(data: &[u8]) {
         match e.kind {
             ValueKind::Put => again.put(e.key, e.value),
             ValueKind::Delete => again.delete(e.key),
+            ValueKind::RangeDelete => again.delete_range(e.key, e.value),
         }
         .expect("a decoded entry can be re-added");
     }

@@ -74,6 +74,7 @@ mod key;
 mod lockfile;
 mod memtable;
 mod merge;
+mod range_tombstone;
 mod options;
 mod record_log;
 mod repair;

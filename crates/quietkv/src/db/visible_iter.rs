@@ -6,8 +6,9 @@
 use std::sync::Arc;
 
 use crate::compaction::CompactionFilter;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
+use crate::range_tombstone::FragmentSet;
 use crate::key::{parse_internal_key, seek_key, user_key, SeqNo, ValueKind, MAX_SEQ};
 
 /// The user's view of an internal stream at one snapshot: for each user key
@@ -23,6 +24,28 @@ pub struct DbIterator<I> {
     skip_key: Vec<u8>,
     /// Values it says to hide read as deletes.
     hide: Option<Arc<dyn CompactionFilter>>,
+    /// Range tombstones visible at the snapshot; a Put they cover reads as
+    /// a delete.
+    range_dels: Option<Arc<FragmentSet>>,
+}
+
+/// The kind a reader sees for an entry: a Put covered by a newer range
+/// tombstone is a delete. A range tombstone among point entries is damage.
+fn effective_kind(
+    kind: ValueKind,
+    user_key: &[u8],
+    seq: SeqNo,
+    range_dels: Option<&FragmentSet>,
+) -> Result<ValueKind> {
+    match kind {
+        ValueKind::Put if range_dels.is_some_and(|r| r.covers(user_key, seq)) => {
+            Ok(ValueKind::Delete)
+        }
+        ValueKind::RangeDelete => Err(Error::corruption(
+            "a range tombstone appears among point entries",
+        )),
+        k => Ok(k),
+    }
 }
 
 impl<I: InternalIterator> DbIterator<I> {
@@ -35,7 +58,15 @@ impl<I: InternalIterator> DbIterator<I> {
             valid: false,
             skip_key: Vec::new(),
             hide: None,
+            range_dels: None,
         }
+    }
+
+    /// Reads Puts that `range_dels` covers as deletes (`None` or an empty
+    /// set: no range tombstone to honour, no cost).
+    pub(crate) fn with_range_dels(mut self, range_dels: Option<Arc<FragmentSet>>) -> Self {
+        self.range_dels = range_dels.filter(|r| !r.is_empty());
+        self
     }
 
     /// Treats a newest value `hide` hides as a delete.
@@ -102,8 +133,8 @@ impl<I: InternalIterator> DbIterator<I> {
                 self.inner.next()?;
                 continue;
             }
-            match p.kind {
-                ValueKind::Delete => {
+            match effective_kind(p.kind, p.user_key, p.seq, self.range_dels.as_deref())? {
+                ValueKind::Delete | ValueKind::RangeDelete => {
                     self.skip_key.clear();
                     self.skip_key.extend_from_slice(p.user_key);
                     skipping = true;
@@ -147,6 +178,9 @@ pub struct DbRevIterator<I> {
     value: Vec<u8>,
     /// Values it says to hide read as deletes.
     hide: Option<Arc<dyn CompactionFilter>>,
+    /// Range tombstones visible at the snapshot; a Put they cover reads as
+    /// a delete.
+    range_dels: Option<Arc<FragmentSet>>,
 }
 
 impl<I: InternalIterator> DbRevIterator<I> {
@@ -160,7 +194,15 @@ impl<I: InternalIterator> DbRevIterator<I> {
             key: Vec::new(),
             value: Vec::new(),
             hide: None,
+            range_dels: None,
         }
+    }
+
+    /// Reads Puts that `range_dels` covers as deletes (`None` or an empty
+    /// set: no range tombstone to honour, no cost).
+    pub(crate) fn with_range_dels(mut self, range_dels: Option<Arc<FragmentSet>>) -> Self {
+        self.range_dels = range_dels.filter(|r| !r.is_empty());
+        self
     }
 
     /// Treats a newest value `hide` hides as a delete.
@@ -235,8 +277,8 @@ impl<I: InternalIterator> DbRevIterator<I> {
                         break;
                     }
                 }
-                match p.kind {
-                    ValueKind::Delete => have_put = false,
+                match effective_kind(p.kind, p.user_key, p.seq, self.range_dels.as_deref())? {
+                    ValueKind::Delete | ValueKind::RangeDelete => have_put = false,
                     ValueKind::Put => {
                         have_put = true;
                         self.key.clear();
