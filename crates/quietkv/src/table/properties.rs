@@ -148,9 +148,29 @@ mod tests {
         for n in (0..enc.len()).filter(|&n| n != old_len) {
             assert!(TableProperties::decode(&enc[..n]).is_err(), "{n}");
         }
+        // With a range-tombstone block: three more fields, which older
+        // layouts lack (and decode as none).
+        let with_dels = TableProperties {
+            range_del_offset: 900,
+            range_del_size: 40,
+            num_range_deletes: 2,
+            ..p.clone()
+        };
+        let enc2 = with_dels.encode();
+        assert_eq!(&enc2[..enc.len()], &enc[..]);
+        assert_eq!(TableProperties::decode(&enc2).unwrap(), with_dels);
+        for n in enc.len() + 1..enc2.len() {
+            assert!(TableProperties::decode(&enc2[..n]).is_err(), "{n}");
+        }
         // Fields a later version appends are ignored.
-        let mut longer = enc.clone();
+        let mut longer = enc2.clone();
         longer.extend_from_slice(&[1, 2, 3]);
-        assert_eq!(TableProperties::decode(&longer).unwrap(), p);
+        assert_eq!(TableProperties::decode(&longer).unwrap(), with_dels);
+        // A count without a block (or the reverse) is damage.
+        let bad = TableProperties {
+            num_range_deletes: 0,
+            ..with_dels
+        };
+        assert!(TableProperties::decode(&bad.encode()).is_err());
     }
 }

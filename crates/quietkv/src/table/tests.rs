@@ -491,7 +491,7 @@ fn footer_errors_are_clear() {
     let e = open(&newer, None).unwrap_err();
     assert_eq!(
         e.message(),
-        "table format version 7 is newer than this build understands (1)"
+        "table format version 7 is newer than this build understands (2)"
     );
     let e = open(b"tiny", None).unwrap_err();
     assert!(e.message().contains("not a quietkv table"));
