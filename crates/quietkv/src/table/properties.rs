@@ -104,10 +104,13 @@ impl TableProperties {
             p.range_del_size = d.varint()?;
             p.num_range_deletes = d.varint()?;
         }
-        if (p.range_del_size == 0) != (p.num_range_deletes == 0) {
+        // No block is all three zero; a block has a size and a count.
+        if (p.range_del_size == 0) != (p.num_range_deletes == 0)
+            || (p.range_del_size == 0 && p.range_del_offset != 0)
+        {
             return Err(Error::corruption(format!(
-                "table properties claim {} range tombstones in a block of {} bytes",
-                p.num_range_deletes, p.range_del_size
+                "table properties claim {} range tombstones in a block of {} bytes at offset {}",
+                p.num_range_deletes, p.range_del_size, p.range_del_offset
             )));
         }
         if p.num_deletes > p.num_entries || p.smallest_seq > p.largest_seq {
@@ -166,11 +169,15 @@ mod tests {
         let mut longer = enc2.clone();
         longer.extend_from_slice(&[1, 2, 3]);
         assert_eq!(TableProperties::decode(&longer).unwrap(), with_dels);
-        // A count without a block (or the reverse) is damage.
+        // A count without a block (or the reverse) is damage, and so is an
+        // offset of no block.
         let bad = TableProperties {
             num_range_deletes: 0,
-            ..with_dels
+            ..with_dels.clone()
         };
         assert!(TableProperties::decode(&bad.encode()).is_err());
+        let mut offset_only = enc.clone();
+        offset_only.extend_from_slice(&[5, 0, 0]);
+        assert!(TableProperties::decode(&offset_only).is_err());
     }
 }
