@@ -570,14 +570,19 @@ mod tests {
         assert_eq!(b.len(), 1);
         let e = b.delete_range(b"z", b"a").unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
-        let e = b.delete_range(b"a", vec![0u8; MAX_KEY_LEN + 1]).unwrap_err();
+        let e = b
+            .delete_range(b"a", vec![0u8; MAX_KEY_LEN + 1])
+            .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
         assert_eq!(b.len(), 1);
         b.set_sequence(4);
         let mut want = vec![4, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0];
         want.extend_from_slice(&[2, 1, b'a', 1, b'c']);
         assert_eq!(b.data(), &want[..]);
-        assert_eq!(ops_of(&WriteBatch::decode(&want).unwrap()), vec![Op::DeleteRange(b"a".to_vec(), b"c".to_vec())]);
+        assert_eq!(
+            ops_of(&WriteBatch::decode(&want).unwrap()),
+            vec![Op::DeleteRange(b"a".to_vec(), b"c".to_vec())]
+        );
         // A stored range whose end does not sort after its start is damage.
         let n = want.len();
         want[n - 1] = b'a';

@@ -387,7 +387,10 @@ pub fn table(data: &[u8]) {
     keys.extend(rest.chunks(13).take(4).map(<[u8]>::to_vec));
     // A table that opened holds only well-formed range tombstones.
     for t in table.range_tombstones().iter().take(64) {
-        assert!(t.begin < t.end, "an opened table holds an empty range tombstone");
+        assert!(
+            t.begin < t.end,
+            "an opened table holds an empty range tombstone"
+        );
         keys.push(t.internal_key());
     }
     for k in &keys {
@@ -395,7 +398,10 @@ pub fn table(data: &[u8]) {
         for snapshot in [MAX_SEQ, 1] {
             expect_corruption(&table.get(user, snapshot), "table get");
             let covering = table.range_del_seq(user, snapshot);
-            assert!(covering <= snapshot, "a tombstone newer than the read covers it");
+            assert!(
+                covering <= snapshot,
+                "a tombstone newer than the read covers it"
+            );
         }
         let r = it.seek(k);
         expect_corruption(&r, "table seek");
@@ -862,6 +868,8 @@ fn write_seed_db(
     b.delete_range(b"batch-c", b"batch-d")?;
     db.write(b, crate::WriteOptions { sync: true })?;
     db.put(b"after-sync", b"tail")?;
+    // No background compaction may delete a table while it is copied.
+    db.wait_idle()?;
     let mut files = snapshot_dir(dir)?;
     db.compact_all()?;
     db.close()?;

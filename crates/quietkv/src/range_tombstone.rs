@@ -95,7 +95,11 @@ pub fn covering_seq(tombstones: &[RangeTombstone], user_key: &[u8], read_seq: Se
 }
 
 /// The part of `t` inside `[lower, upper)` (`None` = unbounded), if any.
-pub fn clip(t: &RangeTombstone, lower: Option<&[u8]>, upper: Option<&[u8]>) -> Option<RangeTombstone> {
+pub fn clip(
+    t: &RangeTombstone,
+    lower: Option<&[u8]>,
+    upper: Option<&[u8]>,
+) -> Option<RangeTombstone> {
     let begin = match lower {
         Some(l) if l > t.begin.as_slice() => l,
         _ => t.begin.as_slice(),

@@ -92,8 +92,8 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::LogFile;
 use crate::filenames::{self, manifest_name, table_path, wal_path, FileKind, CURRENT};
 use crate::key::SeqNo;
-use crate::range_tombstone::RangeTombstone;
 use crate::options::Options;
+use crate::range_tombstone::RangeTombstone;
 use crate::record_log::LogWriter;
 use crate::table::TableProperties;
 use crate::version::{FileMeta, VersionEdit, NUM_LEVELS};
@@ -471,8 +471,7 @@ impl Repair<'_> {
             .max()
             .unwrap_or(0);
         let named_number = named.keys().copied().max().unwrap_or(0);
-        let mut newer_orphans: Vec<(u64, u64, TableProperties, Vec<RangeTombstone>)> =
-            Vec::new();
+        let mut newer_orphans: Vec<(u64, u64, TableProperties, Vec<RangeTombstone>)> = Vec::new();
         for (n, scan) in scanned {
             let path = table_path(self.dir, n);
             let props = match &scan {
@@ -858,12 +857,7 @@ fn majority_db_id(scanned: &[(u64, Scanned)]) -> u64 {
 
 /// What the manifest records of an intact table: its bounds cover its
 /// range tombstones too, as when it was written.
-fn meta_of(
-    number: u64,
-    size: u64,
-    p: &TableProperties,
-    range_dels: &[RangeTombstone],
-) -> FileMeta {
+fn meta_of(number: u64, size: u64, p: &TableProperties, range_dels: &[RangeTombstone]) -> FileMeta {
     let (smallest, largest) =
         crate::table::builder::table_bounds(&p.smallest_key, &p.largest_key, range_dels);
     FileMeta {

@@ -30,7 +30,15 @@ fn check_hole(db: &Db, n: u32, lo: u32, hi: u32, what: &str) {
     let mut back: Vec<Vec<u8>> = db.iter().unwrap().rev().map(|r| r.unwrap().0).collect();
     back.reverse();
     assert_eq!(back, want, "{what}: reverse");
-    for i in [0, lo.saturating_sub(1), lo, (lo + hi) / 2, hi - 1, hi, n - 1] {
+    for i in [
+        0,
+        lo.saturating_sub(1),
+        lo,
+        (lo + hi) / 2,
+        hi - 1,
+        hi,
+        n - 1,
+    ] {
         let expect = (i < lo || i >= hi).then(|| format!("v{i}").into_bytes());
         assert_eq!(db.get(key(i)).unwrap(), expect, "{what}: get {i}");
     }

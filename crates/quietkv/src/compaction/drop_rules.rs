@@ -82,7 +82,9 @@ impl DropRules {
             (0..=self.snapshots.len())
                 .map(|stripe| {
                     let set = FragmentSet::new(
-                        range_dels.iter().filter(|t| self.stripe_of(t.seq) == stripe),
+                        range_dels
+                            .iter()
+                            .filter(|t| self.stripe_of(t.seq) == stripe),
                         MAX_SEQ,
                     );
                     (!set.is_empty()).then_some(set)

@@ -335,15 +335,14 @@ impl Db {
             Bound::Excluded(k) => crate::range_tombstone::successor(k.as_ref()),
             Bound::Unbounded => Vec::new(),
         };
-        let end = match range.end_bound() {
-            Bound::Excluded(k) => k.as_ref().to_vec(),
-            Bound::Included(k) => crate::range_tombstone::successor(k.as_ref()),
-            Bound::Unbounded => {
-                return Err(Error::invalid(
+        let end =
+            match range.end_bound() {
+                Bound::Excluded(k) => k.as_ref().to_vec(),
+                Bound::Included(k) => crate::range_tombstone::successor(k.as_ref()),
+                Bound::Unbounded => return Err(Error::invalid(
                     "delete_range needs an end key (an exclusive end past the last key to delete)",
-                ))
-            }
-        };
+                )),
+            };
         if begin == end {
             return Ok(());
         }

@@ -60,13 +60,11 @@ pub(crate) fn get_at(
     // newer than it; tombstones live in the same sources as versions and,
     // like them, newer sources first, so by the time a version is found
     // every tombstone that may be newer than it has been seen.
-    let value_of = |(kind, found_seq, value): (ValueKind, SeqNo, Vec<u8>), tomb: SeqNo| {
-        match kind {
-            _ if tomb > found_seq => None,
-            ValueKind::Put if filter.is_some_and(|f| f.hides(key, &value)) => None,
-            ValueKind::Put => Some(value),
-            ValueKind::Delete | ValueKind::RangeDelete => None,
-        }
+    let value_of = |(kind, found_seq, value): (ValueKind, SeqNo, Vec<u8>), tomb: SeqNo| match kind {
+        _ if tomb > found_seq => None,
+        ValueKind::Put if filter.is_some_and(|f| f.hides(key, &value)) => None,
+        ValueKind::Put => Some(value),
+        ValueKind::Delete | ValueKind::RangeDelete => None,
     };
     // The caller read the sequence number first, then this reads the
     // state: the state is at least as new, so nothing visible is missed.

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use crate::compaction::CompactionFilter;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
-use crate::range_tombstone::FragmentSet;
 use crate::key::{parse_internal_key, seek_key, user_key, SeqNo, ValueKind, MAX_SEQ};
+use crate::range_tombstone::FragmentSet;
 
 /// The user's view of an internal stream at one snapshot: for each user key
 /// in order, the newest entry with `seq <= snapshot`, if it is a Put;

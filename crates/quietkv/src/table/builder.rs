@@ -4,9 +4,9 @@ use std::cmp::Ordering;
 
 use crate::error::{Error, Result};
 use crate::key::{compare_internal, parse_internal_key, SeqNo, ValueKind};
+use crate::range_tombstone::RangeTombstone;
 use crate::table::block::{BlockBuilder, DEFAULT_RESTART_INTERVAL};
 use crate::table::filter::BloomBuilder;
-use crate::range_tombstone::RangeTombstone;
 use crate::table::format::{
     encode_block, BlockHandle, Compression, Footer, FORMAT_VERSION_PLAIN,
     FORMAT_VERSION_RANGE_DELETES,
@@ -320,10 +320,16 @@ pub fn table_bounds(
     let mut hi: Option<Vec<u8>> = (!largest.is_empty()).then(|| largest.to_vec());
     for t in range_dels {
         let (s, l) = (t.smallest_bound(), t.largest_bound());
-        if lo.as_ref().is_none_or(|k| compare_internal(&s, k) == Ordering::Less) {
+        if lo
+            .as_ref()
+            .is_none_or(|k| compare_internal(&s, k) == Ordering::Less)
+        {
             lo = Some(s);
         }
-        if hi.as_ref().is_none_or(|k| compare_internal(&l, k) == Ordering::Greater) {
+        if hi
+            .as_ref()
+            .is_none_or(|k| compare_internal(&l, k) == Ordering::Greater)
+        {
             hi = Some(l);
         }
     }

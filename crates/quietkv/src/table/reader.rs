@@ -135,12 +135,17 @@ impl TableReader {
             offset: props.range_del_offset,
             size: props.range_del_size,
         };
-        let data_end = [footer.filter, range_del_handle, footer.index, footer.properties]
-            .iter()
-            .filter(|h| h.size > 0)
-            .map(|h| h.offset)
-            .min()
-            .unwrap_or(footer_at);
+        let data_end = [
+            footer.filter,
+            range_del_handle,
+            footer.index,
+            footer.properties,
+        ]
+        .iter()
+        .filter(|h| h.size > 0)
+        .map(|h| h.offset)
+        .min()
+        .unwrap_or(footer_at);
         let index = Self::parse_index(index_block, data_end, &props)
             .map_err(at(&path, footer.index.offset))?;
         let pinned = index_and_filter_bytes(&index, filter.as_ref())

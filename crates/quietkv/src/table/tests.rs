@@ -748,7 +748,11 @@ fn range_tombstones_round_trip_in_their_own_block() {
     let entries = sample_entries(50);
     let (plain, _) = build(&entries, TableOptions::default());
     let n = plain.len();
-    assert_eq!(&plain[n - 12..n - 8], &1u32.to_le_bytes(), "version 1 without tombstones");
+    assert_eq!(
+        &plain[n - 12..n - 8],
+        &1u32.to_le_bytes(),
+        "version 1 without tombstones"
+    );
     assert_eq!(open(&plain, None).unwrap().range_tombstones(), &[]);
 
     let tombs = [
@@ -765,7 +769,11 @@ fn range_tombstones_round_trip_in_their_own_block() {
     }
     let (summary, bytes) = b.finish().unwrap();
     let n = bytes.len();
-    assert_eq!(&bytes[n - 12..n - 8], &2u32.to_le_bytes(), "version 2 with them");
+    assert_eq!(
+        &bytes[n - 12..n - 8],
+        &2u32.to_le_bytes(),
+        "version 2 with them"
+    );
     assert_eq!(summary.num_range_deletes, 3);
     assert_eq!(summary.num_entries, entries.len() as u64);
     assert_eq!(user_key(&summary.smallest_key), b"a");
@@ -773,7 +781,10 @@ fn range_tombstones_round_trip_in_their_own_block() {
     assert_eq!(summary.largest_seq, 501);
     let t = open(&bytes, None).unwrap();
     // In internal-key order: begin ascending, newer first.
-    assert_eq!(t.range_tombstones(), &[tombs[0].clone(), tombs[1].clone(), tombs[2].clone()]);
+    assert_eq!(
+        t.range_tombstones(),
+        &[tombs[0].clone(), tombs[1].clone(), tombs[2].clone()]
+    );
     assert_eq!(t.range_del_seq(b"b", u64::MAX), 500);
     assert_eq!(t.range_del_seq(b"b", 499), 0);
     assert_eq!(t.range_del_seq(b"user000095", u64::MAX), 501);
@@ -789,7 +800,10 @@ fn range_tombstones_round_trip_in_their_own_block() {
 
     // Every flipped byte of the tombstone block is refused at open.
     let props = t.properties().clone();
-    let (at, len) = (props.range_del_offset as usize, props.range_del_size as usize);
+    let (at, len) = (
+        props.range_del_offset as usize,
+        props.range_del_size as usize,
+    );
     for i in at..at + len {
         let mut bad = bytes.clone();
         bad[i] ^= 0x10;
