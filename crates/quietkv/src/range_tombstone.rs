@@ -72,13 +72,15 @@ impl RangeTombstone {
     /// right after key `x`) that is exactly "up to `x`", and the bound is
     /// `x`; otherwise the bound is `end` itself, one key more than needed,
     /// which only makes the table look like it may hold `end` (reads then
-    /// look at it for nothing).
+    /// look at it for nothing). The trailer is the smallest a range
+    /// tombstone can have (sequence 0), so the bound sorts after every
+    /// entry of that user key, the tombstone's own first key included.
     pub fn largest_bound(&self) -> Vec<u8> {
         let uk = match self.end.split_last() {
             Some((0, head)) if head >= self.begin.as_slice() => head,
             _ => self.end.as_slice(),
         };
-        make_internal_key(uk, MAX_SEQ, ValueKind::RangeDelete)
+        make_internal_key(uk, 0, ValueKind::RangeDelete)
     }
 }
 
@@ -288,6 +290,9 @@ mod tests {
         // "\0" after an empty begin: the range is just the empty key.
         let only_empty = RangeTombstone::new(b"", b"\0", 1);
         assert_eq!(crate::key::user_key(&only_empty.largest_bound()), b"");
+        // A range of one key: the bounds are that key, in order.
+        let one = RangeTombstone::new(b"k", b"k\0", MAX_SEQ);
+        assert!(crate::key::compare_internal(&one.smallest_bound(), &one.largest_bound()).is_lt());
     }
 
     #[test]

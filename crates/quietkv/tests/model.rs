@@ -21,6 +21,8 @@ enum Op {
     Delete(u16),
     /// `key(a)..key(b)`, half open (empty when `a >= b`).
     DeleteRange(u16, u16),
+    /// `key(a)..=key(b)` (a single key when `a == b`).
+    DeleteRangeIncl(u16, u16),
     Batch(Vec<BatchOp>),
     Flush,
     CompactAll,
@@ -77,6 +79,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         // Short ranges mostly, sometimes a wide one.
         3 => (k.clone(), 0u16..30).prop_map(|(a, n)| Op::DeleteRange(a, a + n)),
         1 => (k.clone(), k.clone()).prop_map(|(a, b)| Op::DeleteRange(a.min(b), a.max(b))),
+        1 => (k.clone(), 0u16..3).prop_map(|(a, n)| Op::DeleteRangeIncl(a, a + n)),
         6 => proptest::collection::vec(batch_op_strategy(), 1..20).prop_map(Op::Batch),
         2 => Just(Op::Flush),
         1 => Just(Op::CompactAll),
@@ -274,6 +277,10 @@ fn run_session<'a>(
             Op::DeleteRange(a, b) => {
                 d.delete_range(key(*a)..key(*b)).unwrap();
                 model_delete_range(model, *a, *b);
+            }
+            Op::DeleteRangeIncl(a, b) => {
+                d.delete_range(key(*a)..=key(*b)).unwrap();
+                model_delete_range(model, *a, *b + 1);
             }
             Op::Batch(entries) => {
                 let mut b = WriteBatch::new();

@@ -141,6 +141,15 @@ fn snapshots_taken_before_a_range_delete_keep_the_keys_through_compaction() {
     assert_eq!(db.get(key(3)).unwrap(), Some(b"v3".to_vec()));
     db.delete_range(..key(3)).unwrap();
     assert_eq!(db.iter().unwrap().next().unwrap().unwrap().0, key(3));
+    // A range of one key, alone in its table: its bounds are that key.
+    db.flush().unwrap();
+    db.delete_range(key(40)..=key(40)).unwrap();
+    db.flush().unwrap();
+    assert_eq!(db.get(key(40)).unwrap(), None);
+    assert_eq!(db.get(key(41)).unwrap(), Some(b"v41".to_vec()));
+    db.compact_all().unwrap();
+    assert_eq!(db.get(key(40)).unwrap(), None);
+    assert_eq!(db.iter().unwrap().count(), 500 - 10 + 1 - 3 - 1);
 }
 
 #[test]
