@@ -10,7 +10,7 @@
 //! `s < seq <= r`.
 
 use crate::error::{Error, Result};
-use crate::key::{make_internal_key, parse_internal_key, SeqNo, ValueKind, MAX_SEQ};
+use crate::key::{make_internal_key, parse_internal_key, SeqNo, ValueKind};
 
 /// One range tombstone.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -253,6 +253,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+    use crate::key::MAX_SEQ;
 
     fn t(b: &str, e: &str, seq: SeqNo) -> RangeTombstone {
         RangeTombstone::new(b.as_bytes(), e.as_bytes(), seq)

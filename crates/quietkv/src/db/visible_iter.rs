@@ -350,6 +350,54 @@ mod tests {
         it.next().unwrap();
     }
 
+    #[test]
+    fn range_tombstones_hide_older_puts_both_ways() {
+        use crate::range_tombstone::{FragmentSet, RangeTombstone};
+        let entries = sorted(vec![
+            (ik(b"a", 1, ValueKind::Put), b"a1".to_vec()),
+            (ik(b"b", 2, ValueKind::Put), b"b2".to_vec()),
+            (ik(b"b", 7, ValueKind::Put), b"b7".to_vec()),
+            (ik(b"c", 3, ValueKind::Put), b"c3".to_vec()),
+            (ik(b"d", 4, ValueKind::Put), b"d4".to_vec()),
+        ]);
+        // [b, d) at 5: hides b2 (b7 is newer: b reads b7) and c3.
+        let ts = [RangeTombstone::new(b"b", b"d", 5)];
+        let fwd = |snap: SeqNo, from: &[u8]| {
+            let set = Some(Arc::new(FragmentSet::new(&ts, snap)));
+            let mut it =
+                DbIterator::new(VecIterator::new(entries.clone()), snap, None).with_range_dels(set);
+            it.seek(from).unwrap();
+            let mut out = Vec::new();
+            while it.valid() {
+                out.push(it.value().to_vec());
+                it.next().unwrap();
+            }
+            out
+        };
+        let back = |snap: SeqNo| {
+            let set = Some(Arc::new(FragmentSet::new(&ts, snap)));
+            let mut it = DbRevIterator::new(VecIterator::new(entries.clone()), snap, None)
+                .with_range_dels(set);
+            it.seek_to_last().unwrap();
+            let mut out = Vec::new();
+            while it.valid() {
+                out.push(it.value().to_vec());
+                it.prev().unwrap();
+            }
+            out
+        };
+        let v = |s: &[&str]| s.iter().map(|x| x.as_bytes().to_vec()).collect::<Vec<_>>();
+        assert_eq!(fwd(MAX_SEQ, b""), v(&["a1", "b7", "d4"]));
+        assert_eq!(fwd(MAX_SEQ, b"c"), v(&["d4"]));
+        assert_eq!(back(MAX_SEQ), v(&["d4", "b7", "a1"]));
+        // Between the tombstone and b7: b is deleted.
+        assert_eq!(fwd(6, b""), v(&["a1", "d4"]));
+        assert_eq!(back(6), v(&["d4", "a1"]));
+        // Before the tombstone: everything it would hide is there.
+        assert_eq!(fwd(4, b""), v(&["a1", "b2", "c3", "d4"]));
+        assert_eq!(back(4), v(&["d4", "c3", "b2", "a1"]));
+    }
+
     // --- Property tests against models --------------------------------------
 
     fn db_scan(

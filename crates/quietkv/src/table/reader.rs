@@ -236,10 +236,12 @@ impl TableReader {
     /// The highest sequence number, at most `snapshot`, of the table's
     /// range tombstones covering `user_key` (0 if none does).
     pub fn range_del_seq(&self, user_key: &[u8], snapshot: SeqNo) -> SeqNo {
-        if self.range_dels.is_empty() {
-            return 0;
-        }
-        covering_seq(&self.range_dels, user_key, snapshot)
+        // Sorted by first key: only those starting at or before the key
+        // can cover it.
+        let starts_before = self
+            .range_dels
+            .partition_point(|t| t.begin.as_slice() <= user_key);
+        covering_seq(&self.range_dels[..starts_before], user_key, snapshot)
     }
 
     /// Opens table `expected.number` for the engine: like [`Self::open`],
