@@ -436,6 +436,26 @@ impl Checker<'_> {
                         );
                         self.problem(path.clone(), None, msg);
                     }
+                    // Reads find a key's range tombstones only in tables
+                    // whose recorded key range holds the key.
+                    let (lo, hi) = crate::table::builder::table_bounds(
+                        &scan.props.smallest_key,
+                        &scan.props.largest_key,
+                        &scan.range_dels,
+                    );
+                    let uk = crate::key::user_key;
+                    if !lo.is_empty()
+                        && (uk(&lo) < m.smallest_user_key() || uk(&hi) > m.largest_user_key())
+                    {
+                        let msg = format!(
+                            "table holds keys or range tombstones from {:?} to {:?}, outside the key range the manifest recorded ({:?} to {:?})",
+                            String::from_utf8_lossy(uk(&lo)),
+                            String::from_utf8_lossy(uk(&hi)),
+                            String::from_utf8_lossy(m.smallest_user_key()),
+                            String::from_utf8_lossy(m.largest_user_key()),
+                        );
+                        self.problem(path.clone(), None, msg);
+                    }
                     if m.num_range_deletes != scan.range_dels.len() as u64 {
                         let msg = format!(
                             "table holds {} range tombstones but the manifest recorded {}",
