@@ -754,6 +754,35 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn files_with_range_tombstones_use_their_own_tag() {
+        let plain = meta(7, "a", "m", 10);
+        let with_dels = FileMeta {
+            num_range_deletes: 2,
+            ..meta(8, "n", "z", 10)
+        };
+        let mut e = VersionEdit::default();
+        e.add_file(1, plain.clone());
+        e.add_file(1, with_dels.clone());
+        let enc = e.encode();
+        // Tag 6 for the first, 12 for the second: a build that does not
+        // know range tombstones refuses the edit instead of ignoring them.
+        assert_eq!(enc[0], TAG_NEW_FILE as u8);
+        let second = enc
+            .iter()
+            .rposition(|&b| b == TAG_NEW_FILE_WITH_RANGE_DELETES as u8);
+        assert!(second.is_some());
+        assert_eq!(VersionEdit::decode(&enc).unwrap(), e);
+        // A tag 12 that records no tombstone is damage.
+        let mut zero = VersionEdit::default();
+        zero.add_file(1, plain);
+        let mut bytes = zero.encode();
+        bytes[0] = TAG_NEW_FILE_WITH_RANGE_DELETES as u8;
+        bytes.push(0);
+        let err = VersionEdit::decode(&bytes).unwrap_err();
+        assert!(err.to_string().contains("records none"), "{err}");
+    }
+
+    #[test]
     fn builder_validates() {
         let v = version_with(&[
             (0, meta(1, "a", "m", 10)),
