@@ -33,7 +33,8 @@ use skiplist::{SearchKey, SkipList};
 
 pub struct Memtable {
     list: SkipList,
-    /// Range tombstones, in insertion order.
+    /// Range tombstones, sorted by first key, so a lookup looks only at
+    /// those that start at or before its key.
     range_dels: RwLock<Vec<RangeTombstone>>,
     /// `range_dels.len()`, read without the lock.
     num_range_dels: AtomicUsize,
@@ -70,7 +71,8 @@ impl Memtable {
         let t = RangeTombstone::new(begin, end, seq);
         let bytes = std::mem::size_of::<RangeTombstone>() + begin.len() + end.len();
         let mut list = self.range_dels.write();
-        list.push(t);
+        let at = list.partition_point(|x| x.begin <= t.begin);
+        list.insert(at, t);
         self.num_range_dels.store(list.len(), Ordering::Release);
         self.range_del_bytes.fetch_add(bytes, Ordering::Relaxed);
     }
@@ -95,7 +97,9 @@ impl Memtable {
         if self.num_range_tombstones() == 0 {
             return 0;
         }
-        covering_seq(&self.range_dels.read(), user_key, snapshot)
+        let list = self.range_dels.read();
+        let starts_before = list.partition_point(|t| t.begin.as_slice() <= user_key);
+        covering_seq(&list[..starts_before], user_key, snapshot)
     }
 
     /// Adds one entry. `seq` must be at most [`MAX_SEQ`] (else
@@ -278,7 +282,15 @@ mod tests {
         assert_eq!(m.range_del_seq(b"a", MAX_SEQ), 20);
         assert_eq!(m.range_del_seq(b"b", 19), 0);
         assert_eq!(m.range_del_seq(b"c", MAX_SEQ), 0);
+        // Added out of key order, found all the same.
+        m.add(30, ValueKind::RangeDelete, b"", b"aa").unwrap();
+        m.add(31, ValueKind::RangeDelete, b"b", b"bb").unwrap();
+        assert_eq!(m.range_del_seq(b"a", MAX_SEQ), 30);
+        assert_eq!(m.range_del_seq(b"b", MAX_SEQ), 31);
+        assert_eq!(m.range_del_seq(b"b", 30), 20);
+        assert_eq!(m.range_del_seq(b"", MAX_SEQ), 30);
         assert_eq!(m.get_entry(b"b", MAX_SEQ).map(|e| e.1), Some(21));
+        assert_eq!(m.num_range_tombstones(), 3);
         // The point stream never shows the tombstone.
         let mut it = m.iter();
         it.seek_to_first().unwrap();
