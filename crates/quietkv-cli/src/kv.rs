@@ -1,5 +1,5 @@
-//! The key-value commands: put, get, delete, scan, load, flush, compact,
-//! stats, check, repair, checkpoint and backup.
+//! The key-value commands: put, get, delete, delete-range, scan, load,
+//! flush, compact, stats, check, repair, checkpoint and backup.
 //!
 //! Keys and values are bytes: arguments are taken as given by the OS (no
 //! UTF-8 requirement) and printed raw. `scan` and `load` use one
@@ -31,6 +31,9 @@ pub enum KvCommand {
     Get { key: OsString },
     /// Remove KEY.
     Delete { key: OsString },
+    /// Remove every key from FROM (inclusive) to TO (exclusive), as one
+    /// write however many keys that is.
+    DeleteRange { from: OsString, to: OsString },
     /// Print `key<TAB>value` lines in key order.
     Scan {
         /// First key (inclusive).
@@ -112,7 +115,10 @@ fn run(db: Option<PathBuf>, cmd: KvCommand) -> Result<ExitCode, Failure> {
     };
     let access = match cmd {
         KvCommand::Put { .. } | KvCommand::Load { .. } => Access::Create,
-        KvCommand::Delete { .. } | KvCommand::Flush | KvCommand::Compact => Access::Write,
+        KvCommand::Delete { .. }
+        | KvCommand::DeleteRange { .. }
+        | KvCommand::Flush
+        | KvCommand::Compact => Access::Write,
         _ => Access::Read,
     };
     if let KvCommand::Check { force } = cmd {
@@ -156,6 +162,7 @@ fn run(db: Option<PathBuf>, cmd: KvCommand) -> Result<ExitCode, Failure> {
             }
         }
         KvCommand::Delete { key } => db.delete(bytes(key))?,
+        KvCommand::DeleteRange { from, to } => db.delete_range(bytes(from)..bytes(to))?,
         KvCommand::Scan { from, to, limit } => {
             let (from, to) = (from.map(bytes), to.map(bytes));
             let lower = from.as_deref().map_or(Bound::Unbounded, Bound::Included);

@@ -118,6 +118,13 @@ fn put_get_delete_scan_round_trip() {
     ok(&db, &["flush"]);
     ok(&db, &["compact"]);
     assert_eq!(ok(&db, &["scan"]), "a\t1b\nc\t3 with spaces\nd\t4\n");
+
+    ok(&db, &["delete-range", "b", "d"]);
+    assert_eq!(ok(&db, &["scan"]), "a\t1b\nd\t4\n");
+    let o = qkv(&db, &["delete-range", "z", "a"]);
+    assert_eq!(o.status.code(), Some(1), "a reversed range is a user error");
+    ok(&db, &["compact"]);
+    assert_eq!(ok(&db, &["scan"]), "a\t1b\nd\t4\n");
 }
 
 #[test]

@@ -436,6 +436,34 @@ impl Checker<'_> {
                         );
                         self.problem(path.clone(), None, msg);
                     }
+                    // Reads find a key's range tombstones only in tables
+                    // whose recorded key range holds the key.
+                    let (lo, hi) = crate::table::builder::table_bounds(
+                        &scan.props.smallest_key,
+                        &scan.props.largest_key,
+                        &scan.range_dels,
+                    );
+                    let uk = crate::key::user_key;
+                    if !lo.is_empty()
+                        && (uk(&lo) < m.smallest_user_key() || uk(&hi) > m.largest_user_key())
+                    {
+                        let msg = format!(
+                            "table holds keys or range tombstones from {:?} to {:?}, outside the key range the manifest recorded ({:?} to {:?})",
+                            String::from_utf8_lossy(uk(&lo)),
+                            String::from_utf8_lossy(uk(&hi)),
+                            String::from_utf8_lossy(m.smallest_user_key()),
+                            String::from_utf8_lossy(m.largest_user_key()),
+                        );
+                        self.problem(path.clone(), None, msg);
+                    }
+                    if m.num_range_deletes != scan.range_dels.len() as u64 {
+                        let msg = format!(
+                            "table holds {} range tombstones but the manifest recorded {}",
+                            scan.range_dels.len(),
+                            m.num_range_deletes
+                        );
+                        self.problem(path.clone(), None, msg);
+                    }
                     if m.num_entries != scan.entries {
                         let msg = format!(
                             "table holds {} entries but the manifest recorded {}",
@@ -551,6 +579,8 @@ pub(crate) struct TableScan {
     pub(crate) props: TableProperties,
     pub(crate) blocks: u64,
     pub(crate) entries: u64,
+    /// Its range tombstones (checked when the table was opened).
+    pub(crate) range_dels: Vec<crate::range_tombstone::RangeTombstone>,
 }
 
 /// Opens a table and reads every data block; on error also returns how
@@ -613,6 +643,7 @@ pub(crate) fn scan_table(
             props: table.properties().clone(),
             blocks: num_blocks,
             entries,
+            range_dels: table.range_tombstones().to_vec(),
         }),
         Err(e) => Err((e, scanner.current_block() as u64)),
     }

@@ -331,6 +331,19 @@ fn reseal_table(img: &mut [u8]) {
             reseal_block(&mut img[r]);
         }
     }
+    // The range-tombstone block, which the properties name.
+    if let Some(r) = in_bounds(handle(img, 2)) {
+        let props = TableProperties::decode(&img[r.start..r.end - BLOCK_TRAILER_LEN]);
+        if let Ok(p) = props {
+            let h = BlockHandle {
+                offset: p.range_del_offset,
+                size: p.range_del_size,
+            };
+            if let Some(r) = in_bounds(h) {
+                reseal_block(&mut img[r]);
+            }
+        }
+    }
     reseal_footer(&mut img[footer_at..]);
 }
 
@@ -372,10 +385,23 @@ pub fn table(data: &[u8]) {
         .map(|(k, _)| k)
         .collect();
     keys.extend(rest.chunks(13).take(4).map(<[u8]>::to_vec));
+    // A table that opened holds only well-formed range tombstones.
+    for t in table.range_tombstones().iter().take(64) {
+        assert!(
+            t.begin < t.end,
+            "an opened table holds an empty range tombstone"
+        );
+        keys.push(t.internal_key());
+    }
     for k in &keys {
         let user = crate::key::user_key(k);
         for snapshot in [MAX_SEQ, 1] {
             expect_corruption(&table.get(user, snapshot), "table get");
+            let covering = table.range_del_seq(user, snapshot);
+            assert!(
+                covering <= snapshot,
+                "a tombstone newer than the read covers it"
+            );
         }
         let r = it.seek(k);
         expect_corruption(&r, "table seek");
@@ -597,6 +623,7 @@ pub fn batch(data: &[u8]) {
         match e.kind {
             ValueKind::Put => again.put(e.key, e.value),
             ValueKind::Delete => again.delete(e.key),
+            ValueKind::RangeDelete => again.delete_range(e.key, e.value),
         }
         .expect("a decoded entry can be re-added");
     }
@@ -826,14 +853,23 @@ fn write_seed_db(
             if i % 13 == 0 {
                 db.delete(format!("key{:04}", i % 97).as_bytes())?;
             }
+            // Range tombstones in the WALs and tables too.
+            if i % 29 == 5 {
+                let start = format!("key{:04}", (i * 3 + round) % 97);
+                let end = format!("key{:04}", (i * 3 + round) % 97 + 4);
+                db.delete_range(start.as_bytes()..end.as_bytes())?;
+            }
         }
         db.flush()?;
     }
     let mut b = WriteBatch::new();
     b.put(b"batch-a", b"1")?;
     b.delete(b"batch-b")?;
+    b.delete_range(b"batch-c", b"batch-d")?;
     db.write(b, crate::WriteOptions { sync: true })?;
     db.put(b"after-sync", b"tail")?;
+    // No background compaction may delete a table while it is copied.
+    db.wait_idle()?;
     let mut files = snapshot_dir(dir)?;
     db.compact_all()?;
     db.close()?;

@@ -22,17 +22,22 @@ pub const TRAILER_LEN: usize = 8;
 pub enum ValueKind {
     Delete = 0,
     Put = 1,
+    /// A range tombstone: its internal key is the range's first user key,
+    /// its value the range's end (exclusive). Never stored among point
+    /// entries: memtables and tables keep range tombstones apart.
+    RangeDelete = 2,
 }
 
 impl ValueKind {
     /// The largest kind: used in seek keys so the seek lands before every
     /// entry with the same sequence number.
-    pub const MAX: ValueKind = ValueKind::Put;
+    pub const MAX: ValueKind = ValueKind::RangeDelete;
 
     pub fn from_u8(b: u8) -> Option<ValueKind> {
         match b {
             0 => Some(ValueKind::Delete),
             1 => Some(ValueKind::Put),
+            2 => Some(ValueKind::RangeDelete),
             _ => None,
         }
     }
@@ -196,7 +201,7 @@ mod tests {
         assert!(parse_internal_key(b"short").is_err());
         let mut k = make_internal_key(b"k", 1, ValueKind::Put);
         let n = k.len();
-        k[n - 8] = 7;
+        k[n - 8] = 3;
         assert!(parse_internal_key(&k).is_err());
         let k = make_internal_key(b"key", 42, ValueKind::Delete);
         let p = parse_internal_key(&k).unwrap();

@@ -76,6 +76,7 @@ mod lockfile;
 mod memtable;
 mod merge;
 mod options;
+mod range_tombstone;
 mod record_log;
 mod repair;
 mod snapshot;

@@ -93,6 +93,7 @@ use crate::fileio::LogFile;
 use crate::filenames::{self, manifest_name, table_path, wal_path, FileKind, CURRENT};
 use crate::key::SeqNo;
 use crate::options::Options;
+use crate::range_tombstone::RangeTombstone;
 use crate::record_log::LogWriter;
 use crate::table::TableProperties;
 use crate::version::{FileMeta, VersionEdit, NUM_LEVELS};
@@ -353,6 +354,7 @@ enum Scanned {
     Intact {
         size: u64,
         props: TableProperties,
+        range_dels: Vec<RangeTombstone>,
     },
     /// Footer, index and properties read, but a data block (or the key
     /// order or entry count) is damaged.
@@ -469,7 +471,7 @@ impl Repair<'_> {
             .max()
             .unwrap_or(0);
         let named_number = named.keys().copied().max().unwrap_or(0);
-        let mut newer_orphans: Vec<(u64, u64, TableProperties)> = Vec::new();
+        let mut newer_orphans: Vec<(u64, u64, TableProperties, Vec<RangeTombstone>)> = Vec::new();
         for (n, scan) in scanned {
             let path = table_path(self.dir, n);
             let props = match &scan {
@@ -488,12 +490,15 @@ impl Repair<'_> {
                     Some((l, _)) => Some(*l),
                     None => {
                         match scan {
-                            Scanned::Intact { size, props }
-                                if props.num_entries > 0
-                                    && props.smallest_seq > named_seq
-                                    && n > named_number =>
+                            Scanned::Intact {
+                                size,
+                                props,
+                                range_dels,
+                            } if (props.num_entries > 0 || props.num_range_deletes > 0)
+                                && props.smallest_seq > named_seq
+                                && n > named_number =>
                             {
-                                newer_orphans.push((n, size, props));
+                                newer_orphans.push((n, size, props, range_dels));
                             }
                             _ => self.drop_table(
                                 &path,
@@ -507,7 +512,11 @@ impl Repair<'_> {
                 None
             };
             match scan {
-                Scanned::Intact { size, props } => {
+                Scanned::Intact {
+                    size,
+                    props,
+                    range_dels,
+                } => {
                     self.report.tables_kept.push(KeptTable {
                         number: n,
                         level,
@@ -515,7 +524,7 @@ impl Repair<'_> {
                         bytes: size,
                     });
                     match level {
-                        Some(l) => kept.push((l, meta_of(n, size, &props))),
+                        Some(l) => kept.push((l, meta_of(n, size, &props, &range_dels))),
                         None => to_merge.push(n),
                     }
                 }
@@ -534,7 +543,7 @@ impl Repair<'_> {
         // not proven by their numbers (one may be a compaction output), so
         // they are merged; one alone goes to level 0 as it is.
         let alone = newer_orphans.len() == 1;
-        for (n, size, props) in newer_orphans {
+        for (n, size, props, range_dels) in newer_orphans {
             self.report.tables_kept.push(KeptTable {
                 number: n,
                 level: alone.then_some(0),
@@ -542,7 +551,7 @@ impl Repair<'_> {
                 bytes: size,
             });
             if alone {
-                kept.push((0, meta_of(n, size, &props)));
+                kept.push((0, meta_of(n, size, &props, &range_dels)));
             } else {
                 to_merge.push(n);
             }
@@ -649,6 +658,7 @@ impl Repair<'_> {
             Ok(s) => Scanned::Intact {
                 size: s.size,
                 props: s.props,
+                range_dels: s.range_dels,
             },
             Err((e, _)) if cannot_read(&e) => return Err(e),
             Err((e, _)) => {
@@ -845,16 +855,21 @@ fn majority_db_id(scanned: &[(u64, Scanned)]) -> u64 {
         .map_or(0, |(id, _)| id)
 }
 
-fn meta_of(number: u64, size: u64, p: &TableProperties) -> FileMeta {
+/// What the manifest records of an intact table: its bounds cover its
+/// range tombstones too, as when it was written.
+fn meta_of(number: u64, size: u64, p: &TableProperties, range_dels: &[RangeTombstone]) -> FileMeta {
+    let (smallest, largest) =
+        crate::table::builder::table_bounds(&p.smallest_key, &p.largest_key, range_dels);
     FileMeta {
         number,
         size,
-        smallest: p.smallest_key.clone(),
-        largest: p.largest_key.clone(),
+        smallest,
+        largest,
         smallest_seq: p.smallest_seq,
         largest_seq: p.largest_seq,
         num_entries: p.num_entries,
         num_deletes: p.num_deletes,
+        num_range_deletes: range_dels.len() as u64,
     }
 }
 

@@ -43,6 +43,10 @@ pub struct FileMeta {
     pub largest_seq: SeqNo,
     pub num_entries: u64,
     pub num_deletes: u64,
+    /// Range tombstones in the file (recorded with tag 12 instead of 6 when
+    /// nonzero), so readers know which tables to ask for them without
+    /// opening every table.
+    pub num_range_deletes: u64,
 }
 
 impl FileMeta {
@@ -120,6 +124,10 @@ const TAG_LIVE_WAL: u64 = 8;
 const TAG_DB_ID: u64 = 9;
 const TAG_MANIFEST_NUMBER: u64 = 10;
 const TAG_WALS_HAVE_IDENTITY: u64 = 11;
+/// A new file holding range tombstones: the fields of tag 6 followed by
+/// their count. A build that does not know range tombstones refuses the
+/// manifest (unknown tag) instead of reading the table without them.
+const TAG_NEW_FILE_WITH_RANGE_DELETES: u64 = 12;
 
 fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     put_u64(out, b.len() as u64);
@@ -224,7 +232,12 @@ impl VersionEdit {
             put_u64(&mut out, *number);
         }
         for (level, f) in &self.new_files {
-            put_u64(&mut out, TAG_NEW_FILE);
+            let tag = if f.num_range_deletes > 0 {
+                TAG_NEW_FILE_WITH_RANGE_DELETES
+            } else {
+                TAG_NEW_FILE
+            };
+            put_u64(&mut out, tag);
             put_u64(&mut out, *level as u64);
             put_u64(&mut out, f.number);
             put_u64(&mut out, f.size);
@@ -234,6 +247,9 @@ impl VersionEdit {
             put_u64(&mut out, f.largest_seq);
             put_u64(&mut out, f.num_entries);
             put_u64(&mut out, f.num_deletes);
+            if f.num_range_deletes > 0 {
+                put_u64(&mut out, f.num_range_deletes);
+            }
         }
         for (number, len) in &self.sealed_wals {
             put_u64(&mut out, TAG_SEALED_WAL);
@@ -296,7 +312,7 @@ impl VersionEdit {
                     let number = r.varint("deleted file number")?;
                     e.deleted_files.push((level, number));
                 }
-                TAG_NEW_FILE => {
+                TAG_NEW_FILE | TAG_NEW_FILE_WITH_RANGE_DELETES => {
                     let level = r.level("new file")?;
                     let number = r.varint("new file number")?;
                     let size = r.varint("new file size")?;
@@ -306,6 +322,18 @@ impl VersionEdit {
                     let largest_seq = r.varint("new file largest seq")?;
                     let num_entries = r.varint("new file entry count")?;
                     let num_deletes = r.varint("new file delete count")?;
+                    let num_range_deletes = if tag == TAG_NEW_FILE_WITH_RANGE_DELETES {
+                        let n = r.varint("new file range tombstone count")?;
+                        if n == 0 {
+                            return Err(Error::corruption(
+                                "new file with range tombstones records none",
+                            )
+                            .with_offset(tag_pos as u64));
+                        }
+                        n
+                    } else {
+                        0
+                    };
                     let f = FileMeta {
                         number,
                         size,
@@ -315,6 +343,7 @@ impl VersionEdit {
                         largest_seq,
                         num_entries,
                         num_deletes,
+                        num_range_deletes,
                     };
                     check_file_meta(&f).map_err(|e| e.with_offset(tag_pos as u64))?;
                     e.new_files.push((level, f));
@@ -646,6 +675,7 @@ pub(crate) mod tests {
             largest_seq: 100,
             num_entries: 10,
             num_deletes: 1,
+            num_range_deletes: 0,
         }
     }
 
@@ -721,6 +751,35 @@ pub(crate) mod tests {
         // Level out of range.
         assert!(VersionEdit::decode(&[5, 7, 1]).is_err());
         assert!(VersionEdit::decode(&[5, 6, 1]).is_ok());
+    }
+
+    #[test]
+    fn files_with_range_tombstones_use_their_own_tag() {
+        let plain = meta(7, "a", "m", 10);
+        let with_dels = FileMeta {
+            num_range_deletes: 2,
+            ..meta(8, "n", "z", 10)
+        };
+        let mut e = VersionEdit::default();
+        e.add_file(1, plain.clone());
+        e.add_file(1, with_dels.clone());
+        let enc = e.encode();
+        // Tag 6 for the first, 12 for the second: a build that does not
+        // know range tombstones refuses the edit instead of ignoring them.
+        assert_eq!(enc[0], TAG_NEW_FILE as u8);
+        let second = enc
+            .iter()
+            .rposition(|&b| b == TAG_NEW_FILE_WITH_RANGE_DELETES as u8);
+        assert!(second.is_some());
+        assert_eq!(VersionEdit::decode(&enc).unwrap(), e);
+        // A tag 12 that records no tombstone is damage.
+        let mut zero = VersionEdit::default();
+        zero.add_file(1, plain);
+        let mut bytes = zero.encode();
+        bytes[0] = TAG_NEW_FILE_WITH_RANGE_DELETES as u8;
+        bytes.push(0);
+        let err = VersionEdit::decode(&bytes).unwrap_err();
+        assert!(err.to_string().contains("records none"), "{err}");
     }
 
     #[test]
@@ -864,6 +923,8 @@ pub(crate) mod tests {
                     largest_seq: s1.max(s2),
                     num_entries: n1.max(n2),
                     num_deletes: n1.min(n2),
+                    // Both tags: 6 without range tombstones, 12 with.
+                    num_range_deletes: s1 % 3,
                 }
             })
     }

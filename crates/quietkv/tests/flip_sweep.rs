@@ -38,6 +38,11 @@ fn build(d: &Path) -> BTreeMap<Vec<u8>, Vec<u8>> {
             db.put(key(i), value(i, round)).unwrap();
             model.insert(key(i), value(i, round));
         }
+        if round == 2 {
+            // A range tombstone in the newest table.
+            db.delete_range(key(150)..key(170)).unwrap();
+            model.retain(|k, _| !(key(150) <= *k && *k < key(170)));
+        }
         db.flush().unwrap();
         if round == 1 {
             db.compact_all().unwrap();
@@ -47,6 +52,9 @@ fn build(d: &Path) -> BTreeMap<Vec<u8>, Vec<u8>> {
         db.delete(key(i)).unwrap();
         model.remove(&key(i));
     }
+    // And one only in the WAL.
+    db.delete_range(key(300)..key(310)).unwrap();
+    model.retain(|k, _| !(key(300) <= *k && *k < key(310)));
     let mut b = quietkv::WriteBatch::new();
     for i in 400..410 {
         b.put(key(i), value(i, 9)).unwrap();

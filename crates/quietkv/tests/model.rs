@@ -1,5 +1,5 @@
 //! The engine against a `BTreeMap` model: random sequences of puts,
-//! deletes, batches, flushes, compactions, reopens and snapshots, under
+//! deletes, range deletes, batches, flushes, compactions, reopens and snapshots, under
 //! random access modes for every I/O class (the WAL's mmap mode included)
 //! and random WAL compression and sync policies.
 
@@ -19,7 +19,11 @@ use quietkv::{
 enum Op {
     Put(u16, Vec<u8>),
     Delete(u16),
-    Batch(Vec<(u16, Option<Vec<u8>>)>),
+    /// `key(a)..key(b)`, half open (empty when `a >= b`).
+    DeleteRange(u16, u16),
+    /// `key(a)..=key(b)` (a single key when `a == b`).
+    DeleteRangeIncl(u16, u16),
+    Batch(Vec<BatchOp>),
     Flush,
     CompactAll,
     CompactRange(u16, u16),
@@ -32,6 +36,28 @@ enum Op {
     ScanBack(u16, u16),
     /// The keys starting with the first `len` bytes of `key(k)`.
     Prefix(u16, usize),
+}
+
+#[derive(Debug, Clone)]
+enum BatchOp {
+    Put(u16, Vec<u8>),
+    Delete(u16),
+    DeleteRange(u16, u16),
+}
+
+fn batch_op_strategy() -> impl Strategy<Value = BatchOp> {
+    let k = 0u16..300;
+    prop_oneof![
+        8 => (k.clone(), value_strategy()).prop_map(|(k, v)| BatchOp::Put(k, v)),
+        3 => k.clone().prop_map(BatchOp::Delete),
+        1 => (k.clone(), 0u16..40).prop_map(|(a, n)| BatchOp::DeleteRange(a, a + n)),
+    ]
+}
+
+/// Removes `key(a)..key(b)` from the model.
+fn model_delete_range(m: &mut BTreeMap<Vec<u8>, Vec<u8>>, a: u16, b: u16) {
+    let (lo, hi) = (key(a), key(b));
+    m.retain(|k, _| !(lo <= *k && *k < hi));
 }
 
 fn key(k: u16) -> Vec<u8> {
@@ -50,7 +76,11 @@ fn op_strategy() -> impl Strategy<Value = Op> {
     prop_oneof![
         30 => (k.clone(), value_strategy()).prop_map(|(k, v)| Op::Put(k, v)),
         8 => k.clone().prop_map(Op::Delete),
-        6 => proptest::collection::vec((k.clone(), proptest::option::of(value_strategy())), 1..20).prop_map(Op::Batch),
+        // Short ranges mostly, sometimes a wide one.
+        3 => (k.clone(), 0u16..30).prop_map(|(a, n)| Op::DeleteRange(a, a + n)),
+        1 => (k.clone(), k.clone()).prop_map(|(a, b)| Op::DeleteRange(a.min(b), a.max(b))),
+        1 => (k.clone(), 0u16..3).prop_map(|(a, n)| Op::DeleteRangeIncl(a, a + n)),
+        6 => proptest::collection::vec(batch_op_strategy(), 1..20).prop_map(Op::Batch),
         2 => Just(Op::Flush),
         1 => Just(Op::CompactAll),
         1 => (k.clone(), k.clone()).prop_map(|(a, b)| Op::CompactRange(a.min(b), a.max(b))),
@@ -235,17 +265,29 @@ fn run_session<'a>(
                 d.delete(key(*k)).unwrap();
                 model.remove(&key(*k));
             }
+            Op::DeleteRange(a, b) => {
+                d.delete_range(key(*a)..key(*b)).unwrap();
+                model_delete_range(model, *a, *b);
+            }
+            Op::DeleteRangeIncl(a, b) => {
+                d.delete_range(key(*a)..=key(*b)).unwrap();
+                model_delete_range(model, *a, *b + 1);
+            }
             Op::Batch(entries) => {
                 let mut b = WriteBatch::new();
-                for (k, v) in entries {
-                    match v {
-                        Some(v) => {
+                for e in entries {
+                    match e {
+                        BatchOp::Put(k, v) => {
                             b.put(key(*k), v).unwrap();
                             model.insert(key(*k), v.clone());
                         }
-                        None => {
+                        BatchOp::Delete(k) => {
                             b.delete(key(*k)).unwrap();
                             model.remove(&key(*k));
+                        }
+                        BatchOp::DeleteRange(x, y) => {
+                            b.delete_range(key(*x), key(*y)).unwrap();
+                            model_delete_range(model, *x, *y);
                         }
                     }
                 }
@@ -347,6 +389,7 @@ fn fixed_workload() -> Vec<Op> {
             40 => Op::CheckSnapshots,
             49 => Op::CompactAll,
             _ if r % 7 == 0 => Op::Delete(k),
+            _ if r % 29 == 0 => Op::DeleteRange(k, k + (r >> 20) as u16 % 40),
             _ => Op::Put(k, vec![(r >> 8) as u8; 50 + (r % 400) as usize]),
         });
         if i == 300 {

@@ -342,6 +342,34 @@ fn conflicts_are_found_when_the_newer_version_is_in_a_table() {
     assert_eq!(db.get(b"b").unwrap(), Some(b"3".to_vec()));
 }
 
+#[test]
+fn a_range_delete_over_a_key_read_conflicts_in_the_memtable_and_in_a_table() {
+    let tmp = dir();
+    let db = Db::open(tmp.path(), small()).unwrap();
+    for k in [b"a", b"m", b"z"] {
+        db.put(k, b"1").unwrap();
+    }
+    for flushed in [false, true] {
+        let mut reader = db.transaction();
+        reader.get(b"m").unwrap();
+        reader.put(b"out", b"1").unwrap();
+        let mut outside = db.transaction();
+        outside.get(b"z").unwrap();
+        outside.put(b"z", b"2").unwrap();
+        db.delete_range(&b"b"[..]..&b"n"[..]).unwrap();
+        if flushed {
+            db.flush().unwrap();
+            db.compact_all().unwrap();
+        }
+        // The range covers "m": the reader's snapshot is stale.
+        assert!(is_conflict(&reader.commit()), "flushed: {flushed}");
+        assert_eq!(db.get(b"out").unwrap(), None);
+        // "z" is past the range: no conflict.
+        outside.commit().unwrap();
+        db.put(b"m", b"1").unwrap();
+    }
+}
+
 fn read_u64(v: Option<Vec<u8>>) -> u64 {
     v.map_or(0, |b| u64::from_le_bytes(b.as_slice().try_into().unwrap()))
 }

@@ -1,7 +1,7 @@
 //! The files of a copied database that the source has no file for: the
-//! memtables' data up to the copy's sequence number as level-0 tables, a
-//! manifest describing the copy and its CURRENT. All written in the
-//! `Backup` I/O class and synced.
+//! memtables' data (range deletes included) up to the copy's sequence
+//! number as level-0 tables, a manifest describing the copy and its
+//! CURRENT. All written in the `Backup` I/O class and synced.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -31,24 +31,33 @@ pub(crate) fn write_memtable(
     db_id: u64,
     opts: TableOptions,
 ) -> Result<Option<FileMeta>> {
-    let mut it = mem.iter();
-    it.seek_to_first()?;
     let mut builder: Option<TableBuilder<TableFile>> = None;
     let path = table_path(dir, number);
+    let start = |builder: &mut Option<TableBuilder<TableFile>>| -> Result<()> {
+        if builder.is_none() {
+            let file = env.create(&path, IoClass::Backup)?;
+            *builder = Some(TableBuilder::new(TableFile(file), opts).with_identity(number, db_id));
+        }
+        Ok(())
+    };
+    // Entries and range deletes newer than the copy's sequence number were
+    // written after it was taken: they belong to the source only.
+    for t in mem.range_tombstones() {
+        if t.seq <= seq {
+            start(&mut builder)?;
+            if let Some(b) = &mut builder {
+                b.add_range_tombstone(&t)?;
+            }
+        }
+    }
+    let mut it = mem.iter();
+    it.seek_to_first()?;
     while it.valid() {
-        // Entries newer than the copy's sequence number were written after
-        // it was taken: they belong to the source only.
         if parse_internal_key(it.key())?.seq <= seq {
-            let b = match &mut builder {
-                Some(b) => b,
-                None => {
-                    let file = env.create(&path, IoClass::Backup)?;
-                    builder.insert(
-                        TableBuilder::new(TableFile(file), opts).with_identity(number, db_id),
-                    )
-                }
-            };
-            b.add(it.key(), it.value())?;
+            start(&mut builder)?;
+            if let Some(b) = &mut builder {
+                b.add(it.key(), it.value())?;
+            }
         }
         it.next()?;
     }
@@ -66,6 +75,7 @@ pub(crate) fn write_memtable(
         largest_seq: s.largest_seq,
         num_entries: s.num_entries,
         num_deletes: s.num_deletes,
+        num_range_deletes: s.num_range_deletes,
     }))
 }
 

@@ -9,7 +9,8 @@ use super::user_filter::{CompactionFilter, FilterDecision};
 use crate::cpu_yield::CpuYield;
 use crate::error::Result;
 use crate::iter::InternalIterator;
-use crate::key::{make_internal_key, parse_internal_key, SeqNo, ValueKind};
+use crate::key::{make_internal_key, parse_internal_key, SeqNo, ValueKind, MAX_SEQ};
+use crate::range_tombstone::{FragmentSet, RangeTombstone};
 
 /// The compaction drop rules (internal; not a user hook like RocksDB's
 /// `CompactionFilter`), applied entry by entry to a stream in
@@ -28,6 +29,13 @@ use crate::key::{make_internal_key, parse_internal_key, SeqNo, ValueKind};
 /// shadowed. (A tombstone in a newer stripe is kept even when every older
 /// kept entry is also a tombstone; that conservative rule needs no
 /// look-ahead.)
+///
+/// A range tombstone deletes, in the output, the entries it covers that are
+/// older than it *in its own stripe*: every reader that sees the tombstone
+/// would read them as deleted, and a reader of an older snapshot does not
+/// see the tombstone but does not see those entries either unless they are
+/// in its stripe. A range tombstone itself is dropped under the same
+/// condition as a point tombstone: bottommost and in the oldest stripe.
 #[derive(Debug, Clone)]
 pub struct DropRules {
     snapshots: Vec<SeqNo>,
@@ -37,6 +45,10 @@ pub struct DropRules {
     last_stripe: usize,
     dropped_shadowed: u64,
     dropped_tombstones: u64,
+    /// Per stripe, the range tombstones with sequence numbers in it
+    /// (`None` for a stripe without any; empty when there are none at all).
+    range_dels: Vec<Option<FragmentSet>>,
+    dropped_covered: u64,
 }
 
 impl DropRules {
@@ -53,7 +65,38 @@ impl DropRules {
             last_stripe: 0,
             dropped_shadowed: 0,
             dropped_tombstones: 0,
+            range_dels: Vec::new(),
+            dropped_covered: 0,
         }
+    }
+
+    fn stripe_of(&self, seq: SeqNo) -> usize {
+        self.snapshots.partition_point(|&s| s < seq)
+    }
+
+    /// Drops the entries `range_dels` covers in their stripes.
+    pub fn with_range_tombstones(mut self, range_dels: &[RangeTombstone]) -> Self {
+        self.range_dels = if range_dels.is_empty() {
+            Vec::new()
+        } else {
+            (0..=self.snapshots.len())
+                .map(|stripe| {
+                    let set = FragmentSet::new(
+                        range_dels
+                            .iter()
+                            .filter(|t| self.stripe_of(t.seq) == stripe),
+                        MAX_SEQ,
+                    );
+                    (!set.is_empty()).then_some(set)
+                })
+                .collect()
+        };
+        self
+    }
+
+    /// Whether the output keeps range tombstone `t` (see the type's docs).
+    pub fn keeps_range_tombstone(&self, t: &RangeTombstone) -> bool {
+        !(self.bottommost && self.stripe_of(t.seq) == 0)
     }
 
     /// Forgets the current user key (for a new, unrelated stream).
@@ -76,6 +119,14 @@ impl DropRules {
             return Ok(false);
         }
         self.last_stripe = stripe;
+        if let Some(Some(set)) = self.range_dels.get(stripe) {
+            if set.covers(p.user_key, p.seq) {
+                // Older entries of the key in this stripe are shadowed by
+                // this one, so they go too.
+                self.dropped_covered += 1;
+                return Ok(false);
+            }
+        }
         if p.kind == ValueKind::Delete && self.bottommost && stripe == 0 {
             self.dropped_tombstones += 1;
             return Ok(false);
@@ -99,6 +150,12 @@ impl DropRules {
     #[cfg(test)]
     pub fn dropped_shadowed(&self) -> u64 {
         self.dropped_shadowed
+    }
+
+    /// Entries dropped because a range tombstone of their stripe covers them.
+    #[cfg(test)]
+    pub fn dropped_covered(&self) -> u64 {
+        self.dropped_covered
     }
 
     /// Tombstones dropped at the bottom.
@@ -133,6 +190,17 @@ impl<I: InternalIterator> CompactionIterator<I> {
             rewritten: None,
             cpu_yield: CpuYield::every_micros(0),
         }
+    }
+
+    /// Drops the entries `range_dels` covers (see [`DropRules`]).
+    pub(crate) fn with_range_tombstones(mut self, range_dels: &[RangeTombstone]) -> Self {
+        self.rules = self.rules.with_range_tombstones(range_dels);
+        self
+    }
+
+    /// Whether the output keeps range tombstone `t`.
+    pub(crate) fn keeps_range_tombstone(&self, t: &RangeTombstone) -> bool {
+        self.rules.keeps_range_tombstone(t)
     }
 
     /// Offers every kept value that no snapshot sees to `filter`.
@@ -260,6 +328,43 @@ mod tests {
     }
 
     #[test]
+    fn range_tombstones_drop_what_they_cover_in_their_stripe() {
+        let entries = sorted(vec![
+            (ik(b"a", 2, ValueKind::Put), b"a2".to_vec()),
+            (ik(b"b", 3, ValueKind::Put), b"b3".to_vec()),
+            (ik(b"b", 9, ValueKind::Put), b"b9".to_vec()),
+            (ik(b"c", 1, ValueKind::Put), b"c1".to_vec()),
+        ]);
+        // [a, c) at 5: a2 and b3 are older, b9 newer, c1 outside.
+        let ts = [RangeTombstone::new(b"a", b"c", 5)];
+        let run = |snaps: &[SeqNo], bottom: bool| -> (Vec<Vec<u8>>, bool) {
+            let mut it = CompactionIterator::new(VecIterator::new(entries.clone()), snaps, bottom)
+                .with_range_tombstones(&ts);
+            it.seek_to_first().unwrap();
+            let mut out = Vec::new();
+            while it.valid() {
+                out.push(it.value().to_vec());
+                it.next().unwrap();
+            }
+            (out, it.keeps_range_tombstone(&ts[0]))
+        };
+        let v = |s: &[&str]| s.iter().map(|x| x.as_bytes().to_vec()).collect::<Vec<_>>();
+        assert_eq!(run(&[], false), (v(&["b9", "c1"]), true));
+        assert_eq!(run(&[], true), (v(&["b9", "c1"]), false));
+        // A snapshot at 2 sees a2 (its stripe has no tombstone) but not b3,
+        // which the tombstone deletes in its own stripe.
+        assert_eq!(run(&[2], true), (v(&["a2", "b9", "c1"]), true));
+        // A snapshot at 3 sees both: nothing is covered in their stripe.
+        assert_eq!(run(&[3], true), (v(&["a2", "b9", "b3", "c1"]), true));
+        let mut rules = DropRules::new(&[], false).with_range_tombstones(&ts);
+        for (k, _) in &entries {
+            rules.keep(k).unwrap();
+        }
+        // a2 is covered; b3 is shadowed by b9 before coverage matters.
+        assert_eq!((rules.dropped_covered(), rules.dropped_shadowed()), (1, 1));
+    }
+
+    #[test]
     fn a_user_filter_removes_with_a_tombstone_unless_nothing_older_can_remain() {
         let entries = sorted(vec![
             (ik(b"a", 4, ValueKind::Put), b"a4".to_vec()),
@@ -347,8 +452,89 @@ mod tests {
         assert_eq!((f.dropped_shadowed(), f.dropped_tombstones()), (4, 1));
     }
 
+    /// What a reader at `r` sees of `entries` under `tombstones`: for each
+    /// key the newest entry at or below `r`, if it is a Put no visible
+    /// tombstone newer than it covers.
+    fn read_with_tombstones(
+        entries: &[(Vec<u8>, Vec<u8>)],
+        tombstones: &[RangeTombstone],
+        r: SeqNo,
+    ) -> BTreeMap<Vec<u8>, Vec<u8>> {
+        let mut newest: BTreeMap<Vec<u8>, (SeqNo, ValueKind, Vec<u8>)> = BTreeMap::new();
+        for (k, v) in entries {
+            let p = parse_internal_key(k).unwrap();
+            if p.seq > r {
+                continue;
+            }
+            let e = newest
+                .entry(p.user_key.to_vec())
+                .or_insert((p.seq, p.kind, v.clone()));
+            if p.seq > e.0 {
+                *e = (p.seq, p.kind, v.clone());
+            }
+        }
+        newest
+            .into_iter()
+            .filter(|(k, (s, kind, _))| {
+                *kind == ValueKind::Put
+                    && !tombstones
+                        .iter()
+                        .any(|t| t.covers(k) && t.seq > *s && t.seq <= r)
+            })
+            .map(|(k, (_, _, v))| (k, v))
+            .collect()
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// Every reader (each snapshot, and the latest) sees the same before
+        /// and after a compaction that applies range tombstones, drops what
+        /// they cover and drops the tombstones it may.
+        #[test]
+        fn range_tombstones_keep_every_readers_view(
+            h in arb_history(),
+            raw in proptest::collection::vec(
+                (proptest::collection::vec(0u8..3, 0..3), proptest::collection::vec(0u8..4, 1..3), 0u64..65),
+                0..4,
+            ),
+            snaps in proptest::collection::vec(0u64..65, 0..4),
+            bottommost in any::<bool>(),
+        ) {
+            let entries = sorted(history_entries(&h));
+            let tombstones: Vec<RangeTombstone> = raw
+                .iter()
+                .filter(|(b, e, _)| b < e)
+                .map(|(b, e, s)| RangeTombstone::new(b, e, *s))
+                .collect();
+            let mut it = CompactionIterator::new(VecIterator::new(entries.clone()), &snaps, bottommost)
+                .with_range_tombstones(&tombstones);
+            it.seek_to_first().unwrap();
+            let mut out = Vec::new();
+            while it.valid() {
+                out.push((it.key().to_vec(), it.value().to_vec()));
+                it.next().unwrap();
+            }
+            let kept: Vec<RangeTombstone> = tombstones
+                .iter()
+                .filter(|t| it.keeps_range_tombstone(t))
+                .cloned()
+                .collect();
+            let mut points: Vec<SeqNo> = snaps.clone();
+            points.push(MAX_SEQ);
+            for &r in &points {
+                prop_assert_eq!(
+                    read_with_tombstones(&out, &kept, r),
+                    read_with_tombstones(&entries, &tombstones, r),
+                    "reader at {}", r
+                );
+            }
+            // Above other levels, a dropped tombstone would expose what
+            // lies below: only the bottom drops them.
+            if !bottommost {
+                prop_assert_eq!(kept.len(), tombstones.len());
+            }
+        }
 
         #[test]
         fn compaction_filter_matches_model(

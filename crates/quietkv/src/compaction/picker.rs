@@ -1048,6 +1048,7 @@ mod tests {
             largest_seq: *seqs.max().unwrap(),
             num_entries: entries.len() as u64,
             num_deletes: 0,
+            num_range_deletes: 0,
         }
     }
 

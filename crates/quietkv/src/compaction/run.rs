@@ -29,6 +29,7 @@ use crate::filenames::table_path;
 use crate::iter::InternalIterator;
 use crate::key::user_key;
 use crate::merge::MergingIterator;
+use crate::range_tombstone::OutputSplitter;
 use crate::table::{TableBuilder, TableReader};
 use crate::version::FileMeta;
 
@@ -156,6 +157,14 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
             )));
         }
     }
+    // The inputs' range tombstones, from the tables the manifest says hold
+    // some (opened through the table cache: they are read at open).
+    let mut range_dels = Vec::new();
+    for (_, f) in job.input_files() {
+        if f.num_range_deletes > 0 {
+            range_dels.extend_from_slice(inner.table_cache.get(f)?.range_tombstones());
+        }
+    }
     let snapshots = inner.snapshots.sequences();
     let mut it = CompactionIterator::new(
         MergingIterator::new(children),
@@ -163,13 +172,43 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
         job.is_bottommost,
     )
     .with_cpu_yield(CpuYield::every_micros(inner.opts.background_yield_micros))
-    .with_filter(inner.opts.compaction_filter.clone());
+    .with_filter(inner.opts.compaction_filter.clone())
+    .with_range_tombstones(&range_dels);
+    range_dels.retain(|t| it.keeps_range_tombstone(t));
+    // Each output gets the parts of the kept tombstones over its own keys,
+    // so the outputs stay disjoint and a read finds a key's tombstones in
+    // the one table of the level that may hold the key.
+    let mut splitter = OutputSplitter::new(range_dels);
     it.seek_to_first()?;
 
     let mut outputs: Vec<FileMeta> = Vec::new();
     let mut current: Option<(u64, TableBuilder<TableFile>)> = None;
     let mut last_user_key: Vec<u8> = Vec::new();
     let mut cutter = OutputCutter::new(&job.grandparent_bounds, job.max_output_file_size);
+    let new_output = || -> Result<(u64, TableBuilder<TableFile>)> {
+        let number = {
+            let mut st = inner.state.lock();
+            let n = st.new_file_number();
+            st.pending_outputs.insert(n);
+            n
+        };
+        let file = inner.env.create_at_depth(
+            &table_path(&inner.dir, number),
+            IoClass::CompactionWrite,
+            depth,
+        );
+        match file {
+            Ok(file) => Ok((
+                number,
+                TableBuilder::new(TableFile(file), inner.opts.table_options())
+                    .with_identity(number, inner.db_id),
+            )),
+            Err(e) => {
+                inner.state.lock().pending_outputs.remove(&number);
+                Err(e.into())
+            }
+        }
+    };
     let result = (|| -> Result<()> {
         while it.valid() {
             if inner.shutting_down.load(Ordering::Acquire) {
@@ -186,26 +225,14 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
                 current.as_ref().map(|(_, b)| b.estimated_size()),
             );
             if cut {
-                let (number, builder) = current.take().expect("checked");
+                let (number, mut builder) = current.take().expect("checked");
+                for t in splitter.cut_after(&last_user_key) {
+                    builder.add_range_tombstone(&t)?;
+                }
                 outputs.push(finish_output(number, builder)?);
             }
             if current.is_none() {
-                let number = {
-                    let mut st = inner.state.lock();
-                    let n = st.new_file_number();
-                    st.pending_outputs.insert(n);
-                    n
-                };
-                let file = inner.env.create_at_depth(
-                    &table_path(&inner.dir, number),
-                    IoClass::CompactionWrite,
-                    depth,
-                )?;
-                current = Some((
-                    number,
-                    TableBuilder::new(TableFile(file), inner.opts.table_options())
-                        .with_identity(number, inner.db_id),
-                ));
+                current = Some(new_output()?);
             }
             let (_, builder) = current.as_mut().expect("just set");
             builder.add(key, it.value())?;
@@ -213,7 +240,15 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
             last_user_key.extend_from_slice(user_key(key));
             it.next()?;
         }
-        if let Some((number, builder)) = current.take() {
+        if current.is_none() && !splitter.is_empty() {
+            // Every point entry was dropped (or there were none), but some
+            // tombstones must still hide what deeper levels hold.
+            current = Some(new_output()?);
+        }
+        if let Some((number, mut builder)) = current.take() {
+            for t in splitter.rest() {
+                builder.add_range_tombstone(&t)?;
+            }
             outputs.push(finish_output(number, builder)?);
         }
         inner.env.sync_dir()?;

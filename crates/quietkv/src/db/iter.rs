@@ -14,6 +14,7 @@ use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{compare_internal, SeqNo};
 use crate::merge::MergingIterator;
+use crate::range_tombstone::{FragmentSet, RangeTombstone};
 use crate::table::{TableCache, TableIterator, TableReader};
 use crate::version::FileMeta;
 
@@ -86,6 +87,38 @@ impl KeyRange {
     }
 }
 
+/// Every range tombstone that may delete a key of `range` at `seq`, from
+/// the memtables, the (open) L0 tables and the deeper tables the manifest
+/// says hold some; `None` when there is none, so a database that never
+/// range-deleted pays nothing more per key.
+fn collect_range_dels(
+    sv: &SuperVersion,
+    cache: &TableCache,
+    l0: &[Arc<TableReader>],
+    range: &KeyRange,
+    seq: SeqNo,
+) -> Result<Option<Arc<FragmentSet>>> {
+    let mut all: Vec<RangeTombstone> = sv.mem.range_tombstones();
+    for imm in &sv.imms {
+        all.extend(imm.range_tombstones());
+    }
+    for t in l0 {
+        all.extend_from_slice(t.range_tombstones());
+    }
+    for level in 1..crate::version::NUM_LEVELS {
+        for f in sv.version.files(level) {
+            if f.num_range_deletes > 0 && f.overlaps(range.lower(), range.upper()) {
+                all.extend_from_slice(cache.get(f)?.range_tombstones());
+            }
+        }
+    }
+    if all.is_empty() {
+        return Ok(None);
+    }
+    let set = FragmentSet::new(&all, seq);
+    Ok((!set.is_empty()).then(|| Arc::new(set)))
+}
+
 /// Ordered `(key, value)` pairs of a database or a [`Snapshot`](crate::Snapshot),
 /// from [`Db::iter`](crate::Db::iter), [`Db::range`](crate::Db::range) or
 /// [`Db::prefix`](crate::Db::prefix).
@@ -138,6 +171,8 @@ pub struct DbIter {
     done: bool,
     /// Newest values the user's filter hides read as deletes.
     hide: Option<Arc<dyn CompactionFilter>>,
+    /// The range tombstones over the range visible at `seq`, if any.
+    range_dels: Option<Arc<FragmentSet>>,
 }
 
 impl DbIter {
@@ -156,6 +191,7 @@ impl DbIter {
             .map(|f| cache.get(f))
             .collect::<Result<Vec<_>>>()?;
         let done = range.is_empty();
+        let range_dels = collect_range_dels(&sv, &cache, &l0, &range, seq)?;
         Ok(DbIter {
             sv,
             cache,
@@ -166,6 +202,7 @@ impl DbIter {
             back: None,
             done,
             hide,
+            range_dels,
         })
     }
 
@@ -195,7 +232,8 @@ impl DbIter {
             Some(f) => f.next()?,
             None => {
                 let mut f = DbIterator::new(self.merged(), self.seq, self.range.upper.clone())
-                    .hiding(self.hide.clone());
+                    .hiding(self.hide.clone())
+                    .with_range_dels(self.range_dels.clone());
                 match &self.range.lower {
                     Some(k) => f.seek(k)?,
                     None => f.seek_to_first()?,
@@ -216,7 +254,8 @@ impl DbIter {
             Some(b) => b.prev()?,
             None => {
                 let mut b = DbRevIterator::new(self.merged(), self.seq, self.range.lower.clone())
-                    .hiding(self.hide.clone());
+                    .hiding(self.hide.clone())
+                    .with_range_dels(self.range_dels.clone());
                 match &self.range.upper {
                     Some(k) => b.seek_before(k)?,
                     None => b.seek_to_last()?,

@@ -183,6 +183,7 @@ mod tests {
             largest_seq: 5,
             num_entries: 2,
             num_deletes: 0,
+            num_range_deletes: 0,
         }
     }
 

@@ -301,6 +301,60 @@ impl Db {
         self.write(b, crate::options::WriteOptions::default())
     }
 
+    /// Deletes every key in `range` that exists now (not synced): one WAL
+    /// record and one memtable entry however many keys the range holds; a
+    /// later compaction removes the keys it covers from disk. Keys written
+    /// after it are not affected, and snapshots taken before it keep
+    /// seeing the keys.
+    ///
+    /// `a..b` deletes `[a, b)`, `a..=b` also `b`, `..b` everything before
+    /// `b` (from the empty key on); an excluded start (through
+    /// [`Bound::Excluded`](std::ops::Bound)) starts just after the key. The
+    /// end must be bounded: a range tombstone stores its end key, and there
+    /// is no key after every other one (to delete through the last key,
+    /// give an end past it). An empty range (`a..a`) writes nothing.
+    ///
+    /// ```
+    /// # fn main() -> quietkv::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = quietkv::Db::open(dir.path(), quietkv::Options::default())?;
+    /// for k in [b"a", b"b", b"c"] {
+    ///     db.put(k, b"v")?;
+    /// }
+    /// db.delete_range(&b"a"[..]..&b"c"[..])?;
+    /// assert_eq!(db.iter()?.count(), 1); // only "c" is left
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `InvalidArgument` for an unbounded end, a start after the end, or a
+    /// key longer than [`MAX_KEY_LEN`](crate::MAX_KEY_LEN) (after `a..=b`
+    /// adds a byte to `b`); otherwise as [`Db::put`].
+    pub fn delete_range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<()> {
+        use std::ops::Bound;
+        let begin = match range.start_bound() {
+            Bound::Included(k) => k.as_ref().to_vec(),
+            Bound::Excluded(k) => crate::range_tombstone::successor(k.as_ref()),
+            Bound::Unbounded => Vec::new(),
+        };
+        let end =
+            match range.end_bound() {
+                Bound::Excluded(k) => k.as_ref().to_vec(),
+                Bound::Included(k) => crate::range_tombstone::successor(k.as_ref()),
+                Bound::Unbounded => return Err(Error::invalid(
+                    "delete_range needs an end key (an exclusive end past the last key to delete)",
+                )),
+            };
+        if begin == end {
+            return Ok(());
+        }
+        let mut b = crate::batch::WriteBatch::with_capacity(begin.len() + end.len() + 16);
+        b.delete_range(&begin, &end)?;
+        self.write(b, crate::options::WriteOptions::default())
+    }
+
     /// Applies a batch atomically. Concurrent writers share one WAL write
     /// and one sync (group commit).
     ///

@@ -56,26 +56,34 @@ pub(crate) fn get_at(
     key: &[u8],
     seq: SeqNo,
 ) -> Result<Option<Vec<u8>>> {
-    let value_of = |found: (ValueKind, Vec<u8>)| match found.0 {
-        ValueKind::Put if filter.is_some_and(|f| f.hides(key, &found.1)) => None,
-        ValueKind::Put => Some(found.1),
-        ValueKind::Delete => None,
+    // A version is deleted when a range tombstone covering the key is
+    // newer than it; tombstones live in the same sources as versions and,
+    // like them, newer sources first, so by the time a version is found
+    // every tombstone that may be newer than it has been seen.
+    let value_of = |(kind, found_seq, value): (ValueKind, SeqNo, Vec<u8>), tomb: SeqNo| match kind {
+        _ if tomb > found_seq => None,
+        ValueKind::Put if filter.is_some_and(|f| f.hides(key, &value)) => None,
+        ValueKind::Put => Some(value),
+        ValueKind::Delete | ValueKind::RangeDelete => None,
     };
     // The caller read the sequence number first, then this reads the
     // state: the state is at least as new, so nothing visible is missed.
     let sv = super_version.read().clone();
-    if let Some(found) = sv.mem.get(key, seq) {
-        return Ok(value_of(found));
+    let mut tomb = sv.mem.range_del_seq(key, seq);
+    if let Some(found) = sv.mem.get_entry(key, seq) {
+        return Ok(value_of(found, tomb));
     }
     for imm in &sv.imms {
-        if let Some(found) = imm.get(key, seq) {
-            return Ok(value_of(found));
+        tomb = tomb.max(imm.range_del_seq(key, seq));
+        if let Some(found) = imm.get_entry(key, seq) {
+            return Ok(value_of(found, tomb));
         }
     }
     for (_, file) in sv.version.files_for_get(key) {
         let table = table_cache.get(&file)?;
-        if let Some(found) = table.get(key, seq)? {
-            return Ok(value_of(found));
+        tomb = tomb.max(table.range_del_seq(key, seq));
+        if let Some(found) = table.get_entry(key, seq)? {
+            return Ok(value_of(found, tomb));
         }
     }
     Ok(None)

@@ -644,6 +644,9 @@ pub(crate) fn write_l0(
         let mut it = mem.iter();
         it.seek_to_first()?;
         let mut cpu_yield = crate::cpu_yield::CpuYield::every_micros(opts.background_yield_micros);
+        for t in mem.range_tombstones() {
+            builder.add_range_tombstone(&t)?;
+        }
         while it.valid() {
             builder.add(it.key(), it.value())?;
             cpu_yield.entry(it.key().len() + it.value().len());
@@ -670,6 +673,7 @@ pub(crate) fn meta_from(number: u64, s: &crate::table::TableSummary) -> FileMeta
         largest_seq: s.largest_seq,
         num_entries: s.num_entries,
         num_deletes: s.num_deletes,
+        num_range_deletes: s.num_range_deletes,
     }
 }
 

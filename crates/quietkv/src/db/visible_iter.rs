@@ -6,9 +6,10 @@
 use std::sync::Arc;
 
 use crate::compaction::CompactionFilter;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{parse_internal_key, seek_key, user_key, SeqNo, ValueKind, MAX_SEQ};
+use crate::range_tombstone::FragmentSet;
 
 /// The user's view of an internal stream at one snapshot: for each user key
 /// in order, the newest entry with `seq <= snapshot`, if it is a Put;
@@ -23,6 +24,28 @@ pub struct DbIterator<I> {
     skip_key: Vec<u8>,
     /// Values it says to hide read as deletes.
     hide: Option<Arc<dyn CompactionFilter>>,
+    /// Range tombstones visible at the snapshot; a Put they cover reads as
+    /// a delete.
+    range_dels: Option<Arc<FragmentSet>>,
+}
+
+/// The kind a reader sees for an entry: a Put covered by a newer range
+/// tombstone is a delete. A range tombstone among point entries is damage.
+fn effective_kind(
+    kind: ValueKind,
+    user_key: &[u8],
+    seq: SeqNo,
+    range_dels: Option<&FragmentSet>,
+) -> Result<ValueKind> {
+    match kind {
+        ValueKind::Put if range_dels.is_some_and(|r| r.covers(user_key, seq)) => {
+            Ok(ValueKind::Delete)
+        }
+        ValueKind::RangeDelete => Err(Error::corruption(
+            "a range tombstone appears among point entries",
+        )),
+        k => Ok(k),
+    }
 }
 
 impl<I: InternalIterator> DbIterator<I> {
@@ -35,7 +58,15 @@ impl<I: InternalIterator> DbIterator<I> {
             valid: false,
             skip_key: Vec::new(),
             hide: None,
+            range_dels: None,
         }
+    }
+
+    /// Reads Puts that `range_dels` covers as deletes (`None` or an empty
+    /// set: no range tombstone to honour, no cost).
+    pub(crate) fn with_range_dels(mut self, range_dels: Option<Arc<FragmentSet>>) -> Self {
+        self.range_dels = range_dels.filter(|r| !r.is_empty());
+        self
     }
 
     /// Treats a newest value `hide` hides as a delete.
@@ -102,8 +133,8 @@ impl<I: InternalIterator> DbIterator<I> {
                 self.inner.next()?;
                 continue;
             }
-            match p.kind {
-                ValueKind::Delete => {
+            match effective_kind(p.kind, p.user_key, p.seq, self.range_dels.as_deref())? {
+                ValueKind::Delete | ValueKind::RangeDelete => {
                     self.skip_key.clear();
                     self.skip_key.extend_from_slice(p.user_key);
                     skipping = true;
@@ -147,6 +178,9 @@ pub struct DbRevIterator<I> {
     value: Vec<u8>,
     /// Values it says to hide read as deletes.
     hide: Option<Arc<dyn CompactionFilter>>,
+    /// Range tombstones visible at the snapshot; a Put they cover reads as
+    /// a delete.
+    range_dels: Option<Arc<FragmentSet>>,
 }
 
 impl<I: InternalIterator> DbRevIterator<I> {
@@ -160,7 +194,15 @@ impl<I: InternalIterator> DbRevIterator<I> {
             key: Vec::new(),
             value: Vec::new(),
             hide: None,
+            range_dels: None,
         }
+    }
+
+    /// Reads Puts that `range_dels` covers as deletes (`None` or an empty
+    /// set: no range tombstone to honour, no cost).
+    pub(crate) fn with_range_dels(mut self, range_dels: Option<Arc<FragmentSet>>) -> Self {
+        self.range_dels = range_dels.filter(|r| !r.is_empty());
+        self
     }
 
     /// Treats a newest value `hide` hides as a delete.
@@ -235,8 +277,8 @@ impl<I: InternalIterator> DbRevIterator<I> {
                         break;
                     }
                 }
-                match p.kind {
-                    ValueKind::Delete => have_put = false,
+                match effective_kind(p.kind, p.user_key, p.seq, self.range_dels.as_deref())? {
+                    ValueKind::Delete | ValueKind::RangeDelete => have_put = false,
                     ValueKind::Put => {
                         have_put = true;
                         self.key.clear();
@@ -306,6 +348,54 @@ mod tests {
         it.seek(b"bb").unwrap();
         assert!(!it.valid());
         it.next().unwrap();
+    }
+
+    #[test]
+    fn range_tombstones_hide_older_puts_both_ways() {
+        use crate::range_tombstone::{FragmentSet, RangeTombstone};
+        let entries = sorted(vec![
+            (ik(b"a", 1, ValueKind::Put), b"a1".to_vec()),
+            (ik(b"b", 2, ValueKind::Put), b"b2".to_vec()),
+            (ik(b"b", 7, ValueKind::Put), b"b7".to_vec()),
+            (ik(b"c", 3, ValueKind::Put), b"c3".to_vec()),
+            (ik(b"d", 4, ValueKind::Put), b"d4".to_vec()),
+        ]);
+        // [b, d) at 5: hides b2 (b7 is newer: b reads b7) and c3.
+        let ts = [RangeTombstone::new(b"b", b"d", 5)];
+        let fwd = |snap: SeqNo, from: &[u8]| {
+            let set = Some(Arc::new(FragmentSet::new(&ts, snap)));
+            let mut it =
+                DbIterator::new(VecIterator::new(entries.clone()), snap, None).with_range_dels(set);
+            it.seek(from).unwrap();
+            let mut out = Vec::new();
+            while it.valid() {
+                out.push(it.value().to_vec());
+                it.next().unwrap();
+            }
+            out
+        };
+        let back = |snap: SeqNo| {
+            let set = Some(Arc::new(FragmentSet::new(&ts, snap)));
+            let mut it = DbRevIterator::new(VecIterator::new(entries.clone()), snap, None)
+                .with_range_dels(set);
+            it.seek_to_last().unwrap();
+            let mut out = Vec::new();
+            while it.valid() {
+                out.push(it.value().to_vec());
+                it.prev().unwrap();
+            }
+            out
+        };
+        let v = |s: &[&str]| s.iter().map(|x| x.as_bytes().to_vec()).collect::<Vec<_>>();
+        assert_eq!(fwd(MAX_SEQ, b""), v(&["a1", "b7", "d4"]));
+        assert_eq!(fwd(MAX_SEQ, b"c"), v(&["d4"]));
+        assert_eq!(back(MAX_SEQ), v(&["d4", "b7", "a1"]));
+        // Between the tombstone and b7: b is deleted.
+        assert_eq!(fwd(6, b""), v(&["a1", "d4"]));
+        assert_eq!(back(6), v(&["d4", "a1"]));
+        // Before the tombstone: everything it would hide is there.
+        assert_eq!(fwd(4, b""), v(&["a1", "b2", "c3", "d4"]));
+        assert_eq!(back(4), v(&["d4", "c3", "b2", "a1"]));
     }
 
     // --- Property tests against models --------------------------------------

@@ -9,20 +9,37 @@
 //! visible one by one, so callers make a batch atomic by publishing its
 //! sequence numbers to readers only after `insert_batch` returns and
 //! reading at a snapshot no newer than that.
+//!
+//! Range tombstones are kept apart from the skiplist, in a short list
+//! behind a lock that only readers of a memtable holding some take: point
+//! entries stay a plain ordered stream, and a memtable without range
+//! tombstones costs its readers one atomic load.
 
 mod arena;
 mod iter;
 mod skiplist;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use parking_lot::RwLock;
+
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::key::{pack_trailer, SeqNo, ValueKind, MAX_SEQ};
+use crate::range_tombstone::{covering_seq, RangeTombstone};
 
 pub use iter::MemtableIter;
 use skiplist::{SearchKey, SkipList};
 
 pub struct Memtable {
     list: SkipList,
+    /// Range tombstones, sorted by first key, so a lookup looks only at
+    /// those that start at or before its key.
+    range_dels: RwLock<Vec<RangeTombstone>>,
+    /// `range_dels.len()`, read without the lock.
+    num_range_dels: AtomicUsize,
+    /// Bytes of the range tombstones' keys.
+    range_del_bytes: AtomicUsize,
 }
 
 impl Default for Memtable {
@@ -44,7 +61,45 @@ impl Memtable {
     pub fn new() -> Self {
         Memtable {
             list: SkipList::new(),
+            range_dels: RwLock::new(Vec::new()),
+            num_range_dels: AtomicUsize::new(0),
+            range_del_bytes: AtomicUsize::new(0),
         }
+    }
+
+    fn add_range_del(&self, begin: &[u8], end: &[u8], seq: SeqNo) {
+        let t = RangeTombstone::new(begin, end, seq);
+        let bytes = std::mem::size_of::<RangeTombstone>() + begin.len() + end.len();
+        let mut list = self.range_dels.write();
+        let at = list.partition_point(|x| x.begin <= t.begin);
+        list.insert(at, t);
+        self.num_range_dels.store(list.len(), Ordering::Release);
+        self.range_del_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Number of range tombstones.
+    pub fn num_range_tombstones(&self) -> usize {
+        self.num_range_dels.load(Ordering::Acquire)
+    }
+
+    /// A copy of the range tombstones (empty, without taking the lock, when
+    /// there are none).
+    pub fn range_tombstones(&self) -> Vec<RangeTombstone> {
+        if self.num_range_tombstones() == 0 {
+            return Vec::new();
+        }
+        self.range_dels.read().clone()
+    }
+
+    /// The highest sequence number, at most `snapshot`, of the range
+    /// tombstones covering `user_key` (0 if none does).
+    pub fn range_del_seq(&self, user_key: &[u8], snapshot: SeqNo) -> SeqNo {
+        if self.num_range_tombstones() == 0 {
+            return 0;
+        }
+        let list = self.range_dels.read();
+        let starts_before = list.partition_point(|t| t.begin.as_slice() <= user_key);
+        covering_seq(&list[..starts_before], user_key, snapshot)
     }
 
     /// Adds one entry. `seq` must be at most [`MAX_SEQ`] (else
@@ -56,7 +111,10 @@ impl Memtable {
                 "sequence number {seq} exceeds the largest ({MAX_SEQ})"
             )));
         }
-        self.list.insert(user_key, pack_trailer(seq, kind), value);
+        match kind {
+            ValueKind::RangeDelete => self.add_range_del(user_key, value, seq),
+            _ => self.list.insert(user_key, pack_trailer(seq, kind), value),
+        }
         Ok(())
     }
 
@@ -79,8 +137,11 @@ impl Memtable {
             }
         }
         for (i, e) in batch.iter().enumerate() {
-            self.list
-                .insert(e.key, pack_trailer(first + i as u64, e.kind), e.value);
+            let seq = first + i as u64;
+            match e.kind {
+                ValueKind::RangeDelete => self.add_range_del(e.key, e.value, seq),
+                _ => self.list.insert(e.key, pack_trailer(seq, e.kind), e.value),
+            }
         }
         Ok(())
     }
@@ -88,7 +149,19 @@ impl Memtable {
     /// The newest entry for `user_key` with sequence number <= `snapshot`:
     /// `(Put, value)`, `(Delete, empty)`, or `None` if the memtable has no
     /// visible entry for the key.
+    #[cfg(test)]
     pub fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<(ValueKind, Vec<u8>)> {
+        self.get_entry(user_key, snapshot)
+            .map(|(kind, _, value)| (kind, value))
+    }
+
+    /// Like [`Self::get`], with the entry's sequence number. Range
+    /// tombstones are not consulted (see [`Self::range_del_seq`]).
+    pub fn get_entry(
+        &self,
+        user_key: &[u8],
+        snapshot: SeqNo,
+    ) -> Option<(ValueKind, SeqNo, Vec<u8>)> {
         let trailer = pack_trailer(snapshot.min(MAX_SEQ), ValueKind::MAX);
         let node = self.list.seek(SearchKey::new(user_key, trailer))?;
         let parsed = crate::key::parse_internal_key(node.key()).ok()?;
@@ -97,35 +170,42 @@ impl Memtable {
         }
         let value = match parsed.kind {
             ValueKind::Put => node.value().to_vec(),
-            ValueKind::Delete => Vec::new(),
+            ValueKind::Delete | ValueKind::RangeDelete => Vec::new(),
         };
-        Some((parsed.kind, value))
+        Some((parsed.kind, parsed.seq, value))
     }
 
-    /// The sequence number of the newest entry for `user_key` (put or
-    /// delete), without copying its value: what a transaction's commit
-    /// compares with its snapshot.
+    /// The sequence number of the newest write to `user_key` (a put, a
+    /// delete, or a range delete covering it), without copying its value:
+    /// what a transaction's commit compares with its snapshot.
     pub fn latest_seq(&self, user_key: &[u8]) -> Option<SeqNo> {
         let trailer = pack_trailer(MAX_SEQ, ValueKind::MAX);
-        let node = self.list.seek(SearchKey::new(user_key, trailer))?;
-        let parsed = crate::key::parse_internal_key(node.key()).ok()?;
-        (parsed.user_key == user_key).then_some(parsed.seq)
+        let point = self
+            .list
+            .seek(SearchKey::new(user_key, trailer))
+            .and_then(|node| crate::key::parse_internal_key(node.key()).ok())
+            .filter(|parsed| parsed.user_key == user_key)
+            .map(|parsed| parsed.seq);
+        let range = Some(self.range_del_seq(user_key, MAX_SEQ)).filter(|&seq| seq > 0);
+        point.max(range)
     }
 
     /// Memory used by the entries: the arena bytes taken by their keys,
     /// values and skiplist nodes (not the unused rest of the current
     /// arena chunk); grows monotonically.
     pub fn approximate_bytes(&self) -> usize {
-        self.list.used_bytes()
+        self.list.used_bytes() + self.range_del_bytes.load(Ordering::Relaxed)
     }
 
-    /// Number of entries (every version of every key counts).
+    /// Number of point entries (every version of every key counts; range
+    /// tombstones are counted by [`Self::num_range_tombstones`]).
     pub fn len(&self) -> usize {
         self.list.len()
     }
 
+    /// Whether it holds neither point entries nor range tombstones.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.len() == 0 && self.num_range_tombstones() == 0
     }
 
     /// An iterator over all entries in internal-key order. It keeps the
@@ -206,6 +286,49 @@ mod tests {
         assert_eq!(m.latest_seq(b"b"), Some(15));
         assert_eq!(m.latest_seq(b"aa"), None);
         assert_eq!(m.latest_seq(b""), None);
+    }
+
+    #[test]
+    fn range_tombstones_are_kept_apart() {
+        let m = sample();
+        assert_eq!(m.range_del_seq(b"a", MAX_SEQ), 0);
+        let mut b = WriteBatch::new();
+        b.delete_range(b"a", b"c").unwrap();
+        b.put(b"b", b"b2").unwrap();
+        b.set_sequence(20);
+        let before = m.approximate_bytes();
+        m.insert_batch(&b).unwrap();
+        assert!(m.approximate_bytes() > before);
+        // One tombstone, not one entry per covered key.
+        assert_eq!((m.len(), m.num_range_tombstones()), (6, 1));
+        assert_eq!(
+            m.range_tombstones(),
+            vec![RangeTombstone::new(b"a", b"c", 20)]
+        );
+        assert_eq!(m.range_del_seq(b"a", MAX_SEQ), 20);
+        assert_eq!(m.range_del_seq(b"b", 19), 0);
+        assert_eq!(m.range_del_seq(b"c", MAX_SEQ), 0);
+        // Added out of key order, found all the same.
+        m.add(30, ValueKind::RangeDelete, b"", b"aa").unwrap();
+        m.add(31, ValueKind::RangeDelete, b"b", b"bb").unwrap();
+        assert_eq!(m.range_del_seq(b"a", MAX_SEQ), 30);
+        assert_eq!(m.range_del_seq(b"b", MAX_SEQ), 31);
+        assert_eq!(m.range_del_seq(b"b", 30), 20);
+        assert_eq!(m.range_del_seq(b"", MAX_SEQ), 30);
+        assert_eq!(m.get_entry(b"b", MAX_SEQ).map(|e| e.1), Some(21));
+        assert_eq!(m.num_range_tombstones(), 3);
+        // The point stream never shows the tombstone.
+        let mut it = m.iter();
+        it.seek_to_first().unwrap();
+        let kinds: Vec<ValueKind> = collect(&mut it)
+            .iter()
+            .map(|(k, _)| parse_internal_key(k).unwrap().kind)
+            .collect();
+        assert!(!kinds.contains(&ValueKind::RangeDelete));
+        let only = Memtable::new();
+        only.add(1, ValueKind::RangeDelete, b"x", b"y").unwrap();
+        assert!(!only.is_empty());
+        assert_eq!(only.len(), 0);
     }
 
     #[test]
@@ -424,6 +547,7 @@ mod tests {
                     match kind {
                         ValueKind::Put => b.put(user_key_of(k), &v).unwrap(),
                         ValueKind::Delete => b.delete(user_key_of(k)).unwrap(),
+                        ValueKind::RangeDelete => unreachable!("the model writes no ranges"),
                     }
                     model.insert(InternalKey::new(&user_key_of(k), seq, kind), v);
                     seq += 1;

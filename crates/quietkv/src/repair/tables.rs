@@ -14,6 +14,7 @@ use crate::iter::InternalIterator;
 use crate::key::{compare_internal, parse_internal_key, user_key};
 use crate::merge::MergingIterator;
 use crate::options::Options;
+use crate::range_tombstone::OutputSplitter;
 use crate::table::block::BlockIter;
 use crate::table::{RandomSource, TableBuilder, TableReader};
 use crate::version::FileMeta;
@@ -41,7 +42,7 @@ impl Output {
 
     /// Finishes and syncs the table; `None` (and no file) if it is empty.
     fn finish(self, env: &IoEnv) -> Result<Option<FileMeta>> {
-        if self.builder.num_entries() == 0 {
+        if self.builder.num_entries() == 0 && !self.builder.has_range_tombstones() {
             drop(self.builder);
             let _ = std::fs::remove_file(&self.path);
             return Ok(None);
@@ -85,6 +86,10 @@ pub(super) fn salvage(
     let mut last: Vec<u8> = Vec::new();
     let mut blocks_lost = 0;
     let result = (|| {
+        // The table opened, so its range-tombstone block was intact.
+        for t in table.range_tombstones() {
+            out.builder.add_range_tombstone(t)?;
+        }
         for entry in table.index() {
             match read_block(&source, &table, entry.handle, &last) {
                 Ok(entries) => {
@@ -164,11 +169,17 @@ pub(super) fn merge(
     db_id: u64,
 ) -> Result<Vec<FileMeta>> {
     let mut children: Vec<Box<dyn InternalIterator + Send>> = Vec::new();
+    let mut range_dels = Vec::new();
     for &n in inputs {
         let source = Arc::new(FileSource::open(Some(env), &table_path(dir, n))?);
         let table = Arc::new(TableReader::open(source, n, None)?);
+        range_dels.extend_from_slice(table.range_tombstones());
         children.push(Box::new(table.iter()));
     }
+    // Each output keeps the parts of the tombstones over its own keys: the
+    // outputs all go to level 0, where a read looks for a key's tombstones
+    // only in the tables whose ranges hold the key.
+    let mut splitter = OutputSplitter::new(range_dels);
     let mut it = MergingIterator::new(children);
     it.seek_to_first()?;
     let mut metas = Vec::new();
@@ -184,7 +195,11 @@ pub(super) fn merge(
             .as_ref()
             .is_some_and(|o| o.builder.estimated_size() >= opts.target_file_size);
         if full && user_key(key) != user_key(&prev) {
-            if let Some(meta) = out.take().expect("full output").finish(env)? {
+            let mut o = out.take().expect("full output");
+            for t in splitter.cut_after(user_key(&prev)) {
+                o.builder.add_range_tombstone(&t)?;
+            }
+            if let Some(meta) = o.finish(env)? {
                 metas.push(meta);
             }
         }
@@ -201,7 +216,15 @@ pub(super) fn merge(
         prev.extend_from_slice(key);
         it.next()?;
     }
-    if let Some(o) = out {
+    if out.is_none() && !splitter.is_empty() {
+        let path = table_path(dir, *next_file);
+        out = Some(Output::create(env, &path, opts, *next_file, db_id)?);
+        *next_file += 1;
+    }
+    if let Some(mut o) = out {
+        for t in splitter.rest() {
+            o.builder.add_range_tombstone(&t)?;
+        }
         if let Some(meta) = o.finish(env)? {
             metas.push(meta);
         }

@@ -284,6 +284,18 @@ impl<'a> KeptTables<'a> {
                 )?));
             }
             let table = reader.as_ref().expect("opened above");
+            if kind == ValueKind::RangeDelete {
+                // The tombstone itself, or the part of it a compaction cut
+                // into the table that holds its first key.
+                if table
+                    .range_tombstones()
+                    .iter()
+                    .any(|t| t.seq == seq && t.covers(key))
+                {
+                    return Ok(true);
+                }
+                continue;
+            }
             match table.get(key, seq)? {
                 Some((k, v)) if k == kind && (kind == ValueKind::Delete || v == value) => {
                     return Ok(true)

@@ -4,9 +4,13 @@ use std::cmp::Ordering;
 
 use crate::error::{Error, Result};
 use crate::key::{compare_internal, parse_internal_key, SeqNo, ValueKind};
+use crate::range_tombstone::RangeTombstone;
 use crate::table::block::{BlockBuilder, DEFAULT_RESTART_INTERVAL};
 use crate::table::filter::BloomBuilder;
-use crate::table::format::{encode_block, BlockHandle, Compression, Footer};
+use crate::table::format::{
+    encode_block, BlockHandle, Compression, Footer, FORMAT_VERSION_PLAIN,
+    FORMAT_VERSION_RANGE_DELETES,
+};
 use crate::table::properties::TableProperties;
 use crate::table::source::TableSink;
 
@@ -44,7 +48,11 @@ pub struct TableSummary {
     pub file_size: u64,
     pub num_entries: u64,
     pub num_deletes: u64,
-    /// Internal keys; empty for an empty table.
+    /// Range tombstones (not counted in `num_entries`).
+    pub num_range_deletes: u64,
+    /// Internal keys bounding every key the table holds or deletes: its
+    /// point entries and the ranges of its tombstones (see
+    /// [`RangeTombstone::largest_bound`]); empty for an empty table.
     pub smallest_key: Vec<u8>,
     pub largest_key: Vec<u8>,
     /// 0 for an empty table.
@@ -69,6 +77,7 @@ pub struct TableBuilder<S: TableSink> {
     bloom: Option<BloomBuilder>,
     last_key: Vec<u8>,
     props: TableProperties,
+    range_dels: Vec<RangeTombstone>,
     failed: bool,
 }
 
@@ -90,6 +99,7 @@ impl<S: TableSink> TableBuilder<S> {
                 .then(|| BloomBuilder::new(opts.bloom_bits_per_key)),
             last_key: Vec::new(),
             props: TableProperties::default(),
+            range_dels: Vec::new(),
             failed: false,
         }
     }
@@ -159,6 +169,22 @@ impl<S: TableSink> TableBuilder<S> {
         Ok(())
     }
 
+    /// Adds a range tombstone, in any order relative to the point entries
+    /// and to other tombstones; an empty range is ignored. They are written
+    /// in their own block, which makes the table format version 2.
+    pub fn add_range_tombstone(&mut self, t: &RangeTombstone) -> Result<()> {
+        self.check_ok()?;
+        if t.begin < t.end {
+            self.range_dels.push(t.clone());
+        }
+        Ok(())
+    }
+
+    /// Whether any range tombstone was added.
+    pub fn has_range_tombstones(&self) -> bool {
+        !self.range_dels.is_empty()
+    }
+
     fn write_block(&mut self, disk: &[u8]) -> Result<BlockHandle> {
         let handle = BlockHandle {
             offset: self.offset,
@@ -202,6 +228,34 @@ impl<S: TableSink> TableBuilder<S> {
         self.props.num_entries
     }
 
+    /// Writes the range-tombstone block (internal key of the first key ->
+    /// end key, in internal-key order); the default handle if there is none.
+    fn write_range_dels(&mut self) -> Result<BlockHandle> {
+        let mut dels = std::mem::take(&mut self.range_dels);
+        if dels.is_empty() {
+            return Ok(BlockHandle::default());
+        }
+        dels.sort_by(|a, b| compare_internal(&a.internal_key(), &b.internal_key()));
+        dels.dedup_by(|a, b| a.begin == b.begin && a.seq == b.seq);
+        let mut block = BlockBuilder::new(DEFAULT_RESTART_INTERVAL);
+        let p = &mut self.props;
+        for (i, t) in dels.iter().enumerate() {
+            block.add(&t.internal_key(), &t.end);
+            if i == 0 && p.num_entries == 0 {
+                p.smallest_seq = t.seq;
+                p.largest_seq = t.seq;
+            }
+            p.smallest_seq = p.smallest_seq.min(t.seq);
+            p.largest_seq = p.largest_seq.max(t.seq);
+        }
+        p.num_range_deletes = dels.len() as u64;
+        let handle = self.write_block(&encode_block(&block.finish(), Compression::None, 1))?;
+        self.props.range_del_offset = handle.offset;
+        self.props.range_del_size = handle.size;
+        self.range_dels = dels;
+        Ok(handle)
+    }
+
     /// Writes the remaining data, filter, index, properties and footer and
     /// returns the summary plus the sink (the caller syncs/closes it).
     pub fn finish(mut self) -> Result<(TableSummary, S)> {
@@ -216,6 +270,7 @@ impl<S: TableSink> TableBuilder<S> {
             }
             None => BlockHandle::default(),
         };
+        let range_dels = self.write_range_dels()?;
         let index_raw = self.index_block.finish();
         let index = self.write_block(&encode_block(&index_raw, Compression::None, 1))?;
         let props_raw = self.props.encode();
@@ -224,22 +279,59 @@ impl<S: TableSink> TableBuilder<S> {
             filter,
             index,
             properties,
+            version: if range_dels.size > 0 {
+                FORMAT_VERSION_RANGE_DELETES
+            } else {
+                FORMAT_VERSION_PLAIN
+            },
         }
         .encode();
         self.write_block(&footer)?;
 
         let p = self.props;
+        let (smallest_key, largest_key) =
+            table_bounds(&p.smallest_key, &p.largest_key, &self.range_dels);
         Ok((
             TableSummary {
                 file_size: self.offset,
                 num_entries: p.num_entries,
                 num_deletes: p.num_deletes,
-                smallest_key: p.smallest_key,
-                largest_key: p.largest_key,
+                num_range_deletes: p.num_range_deletes,
+                smallest_key,
+                largest_key,
                 smallest_seq: p.smallest_seq,
                 largest_seq: p.largest_seq,
             },
             self.sink,
         ))
     }
+}
+
+/// The internal keys bounding a table with point keys from `smallest` to
+/// `largest` (both empty when it has none) and the range tombstones
+/// `range_dels`: what the manifest records, so that reads and compactions
+/// that look at the table's key range see the keys its tombstones delete.
+pub fn table_bounds(
+    smallest: &[u8],
+    largest: &[u8],
+    range_dels: &[RangeTombstone],
+) -> (Vec<u8>, Vec<u8>) {
+    let mut lo: Option<Vec<u8>> = (!smallest.is_empty()).then(|| smallest.to_vec());
+    let mut hi: Option<Vec<u8>> = (!largest.is_empty()).then(|| largest.to_vec());
+    for t in range_dels {
+        let (s, l) = (t.smallest_bound(), t.largest_bound());
+        if lo
+            .as_ref()
+            .is_none_or(|k| compare_internal(&s, k) == Ordering::Less)
+        {
+            lo = Some(s);
+        }
+        if hi
+            .as_ref()
+            .is_none_or(|k| compare_internal(&l, k) == Ordering::Greater)
+        {
+            hi = Some(l);
+        }
+    }
+    (lo.unwrap_or_default(), hi.unwrap_or_default())
 }

@@ -11,8 +11,15 @@ use crate::varint;
 
 /// Magic number in the last 8 bytes of every table ("qkvtbl01" little endian-ish).
 pub const TABLE_MAGIC: u64 = 0x3130_6c62_7476_6b71;
-/// The table format version this build writes and understands.
-pub const FORMAT_VERSION: u32 = 1;
+/// The newest table format version this build understands.
+pub const FORMAT_VERSION: u32 = 2;
+/// The version of a table without range tombstones: what every build
+/// since the first reads.
+pub const FORMAT_VERSION_PLAIN: u32 = 1;
+/// The version of a table with a range-tombstone block: a build that does
+/// not know range tombstones refuses it instead of resurrecting the keys
+/// they delete.
+pub const FORMAT_VERSION_RANGE_DELETES: u32 = 2;
 /// Footer: 3 handles as (u64 offset, u64 size) + u32 crc + u32 version + u64 magic.
 pub const FOOTER_LEN: usize = 3 * 16 + 4 + 4 + 8;
 /// Bytes after every block payload: 1 byte compression type + 4 bytes CRC32C.
@@ -216,6 +223,8 @@ pub struct Footer {
     pub filter: BlockHandle,
     pub index: BlockHandle,
     pub properties: BlockHandle,
+    /// [`FORMAT_VERSION_PLAIN`] or [`FORMAT_VERSION_RANGE_DELETES`].
+    pub version: u32,
 }
 
 impl Footer {
@@ -226,7 +235,7 @@ impl Footer {
             v.extend_from_slice(&h.offset.to_le_bytes());
             v.extend_from_slice(&h.size.to_le_bytes());
         }
-        let version = FORMAT_VERSION.to_le_bytes();
+        let version = self.version.to_le_bytes();
         let mut crc = crc32c::crc32c(&v);
         crc = crc32c::crc32c_append(crc, &version);
         v.extend_from_slice(&crc.to_le_bytes());
@@ -272,6 +281,7 @@ impl Footer {
             filter: handle(0)?,
             index: handle(1)?,
             properties: handle(2)?,
+            version,
         };
         let limit = file_size.saturating_sub(FOOTER_LEN as u64);
         for (name, h) in [
@@ -367,6 +377,7 @@ mod tests {
                 offset: 70,
                 size: 30,
             },
+            version: FORMAT_VERSION_PLAIN,
         };
         let enc = f.encode();
         assert_eq!(Footer::decode(&enc, 100 + FOOTER_LEN as u64).unwrap(), f);
@@ -381,7 +392,7 @@ mod tests {
         v7[52..56].copy_from_slice(&7u32.to_le_bytes());
         assert_eq!(
             Footer::decode(&v7, 1000).unwrap_err().message(),
-            "table format version 7 is newer than this build understands (1)"
+            "table format version 7 is newer than this build understands (2)"
         );
     }
 }

@@ -36,6 +36,12 @@ pub struct TableProperties {
     pub file_number: u64,
     /// The id of the database that wrote the table; 0 = unknown.
     pub db_id: u64,
+    /// The range-tombstone block (size 0 = none; only in tables of format
+    /// version 2).
+    pub range_del_offset: u64,
+    pub range_del_size: u64,
+    /// Range tombstones in that block (not counted in `num_entries`).
+    pub num_range_deletes: u64,
 }
 
 impl TableProperties {
@@ -59,6 +65,17 @@ impl TableProperties {
         }
         put_u64(&mut out, self.file_number);
         out.extend_from_slice(&self.db_id.to_le_bytes());
+        // Only tables with range tombstones carry the three fields, so a
+        // table without any is byte for byte what older builds write.
+        if self.range_del_size > 0 {
+            for v in [
+                self.range_del_offset,
+                self.range_del_size,
+                self.num_range_deletes,
+            ] {
+                put_u64(&mut out, v);
+            }
+        }
         out
     }
 
@@ -81,6 +98,20 @@ impl TableProperties {
         if !d.is_empty() {
             p.file_number = d.varint()?;
             p.db_id = d.fixed64()?;
+        }
+        if !d.is_empty() {
+            p.range_del_offset = d.varint()?;
+            p.range_del_size = d.varint()?;
+            p.num_range_deletes = d.varint()?;
+        }
+        // No block is all three zero; a block has a size and a count.
+        if (p.range_del_size == 0) != (p.num_range_deletes == 0)
+            || (p.range_del_size == 0 && p.range_del_offset != 0)
+        {
+            return Err(Error::corruption(format!(
+                "table properties claim {} range tombstones in a block of {} bytes at offset {}",
+                p.num_range_deletes, p.range_del_size, p.range_del_offset
+            )));
         }
         if p.num_deletes > p.num_entries || p.smallest_seq > p.largest_seq {
             return Err(Error::corruption("inconsistent table properties"));
@@ -108,6 +139,7 @@ mod tests {
             largest_key: b"zzzzzzzzzzzz".to_vec(),
             file_number: 300,
             db_id: u64::MAX - 5,
+            ..Default::default()
         };
         let enc = p.encode();
         assert_eq!(TableProperties::decode(&enc).unwrap(), p);
@@ -119,9 +151,33 @@ mod tests {
         for n in (0..enc.len()).filter(|&n| n != old_len) {
             assert!(TableProperties::decode(&enc[..n]).is_err(), "{n}");
         }
+        // With a range-tombstone block: three more fields, which older
+        // layouts lack (and decode as none).
+        let with_dels = TableProperties {
+            range_del_offset: 900,
+            range_del_size: 40,
+            num_range_deletes: 2,
+            ..p.clone()
+        };
+        let enc2 = with_dels.encode();
+        assert_eq!(&enc2[..enc.len()], &enc[..]);
+        assert_eq!(TableProperties::decode(&enc2).unwrap(), with_dels);
+        for n in enc.len() + 1..enc2.len() {
+            assert!(TableProperties::decode(&enc2[..n]).is_err(), "{n}");
+        }
         // Fields a later version appends are ignored.
-        let mut longer = enc.clone();
+        let mut longer = enc2.clone();
         longer.extend_from_slice(&[1, 2, 3]);
-        assert_eq!(TableProperties::decode(&longer).unwrap(), p);
+        assert_eq!(TableProperties::decode(&longer).unwrap(), with_dels);
+        // A count without a block (or the reverse) is damage, and so is an
+        // offset of no block.
+        let bad = TableProperties {
+            num_range_deletes: 0,
+            ..with_dels.clone()
+        };
+        assert!(TableProperties::decode(&bad.encode()).is_err());
+        let mut offset_only = enc.clone();
+        offset_only.extend_from_slice(&[5, 0, 0]);
+        assert!(TableProperties::decode(&offset_only).is_err());
     }
 }

@@ -8,6 +8,7 @@ use crate::block_cache::Reservation;
 use crate::error::{Error, ErrorKind, Result};
 use crate::iter::InternalIterator;
 use crate::key::{compare_internal, parse_internal_key, seek_key, SeqNo, ValueKind, MAX_SEQ};
+use crate::range_tombstone::{covering_seq, RangeTombstone};
 use crate::table::block::{Block, BlockCache, BlockIter};
 use crate::table::filter::BloomFilter;
 use crate::table::format::{decode_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
@@ -38,6 +39,9 @@ pub struct TableReader {
     index: Vec<IndexEntry>,
     filter: Option<BloomFilter>,
     props: TableProperties,
+    /// The table's range tombstones, in internal-key order of their first
+    /// keys (empty for most tables); read at open, like the index.
+    range_dels: Vec<RangeTombstone>,
     file_size: u64,
     _pin: Option<Reservation<Block>>,
 }
@@ -123,17 +127,32 @@ impl TableReader {
                     .map_err(at(&path, footer.filter.offset))?,
             )
         };
+        let range_dels = Self::read_range_dels(&footer, &props, footer_at, &read_meta)
+            .map_err(at(&path, props.range_del_offset))?;
         let index_block =
             Block::new(read_meta(footer.index)?).map_err(at(&path, footer.index.offset))?;
-        let data_end = [footer.filter, footer.index, footer.properties]
-            .iter()
-            .filter(|h| h.size > 0)
-            .map(|h| h.offset)
-            .min()
-            .unwrap_or(footer_at);
+        let range_del_handle = BlockHandle {
+            offset: props.range_del_offset,
+            size: props.range_del_size,
+        };
+        let data_end = [
+            footer.filter,
+            range_del_handle,
+            footer.index,
+            footer.properties,
+        ]
+        .iter()
+        .filter(|h| h.size > 0)
+        .map(|h| h.offset)
+        .min()
+        .unwrap_or(footer_at);
         let index = Self::parse_index(index_block, data_end, &props)
             .map_err(at(&path, footer.index.offset))?;
-        let pinned = index_and_filter_bytes(&index, filter.as_ref());
+        let pinned = index_and_filter_bytes(&index, filter.as_ref())
+            + range_dels
+                .iter()
+                .map(|t| std::mem::size_of::<RangeTombstone>() + t.begin.len() + t.end.len())
+                .sum::<usize>();
         let pin = cache.as_ref().map(|c| c.reserve(pinned));
 
         Ok(TableReader {
@@ -143,9 +162,86 @@ impl TableReader {
             index,
             filter,
             props,
+            range_dels,
             file_size,
             _pin: pin,
         })
+    }
+
+    /// Reads and checks the range-tombstone block the properties name, if
+    /// any: only a version 2 table may have one, it lies between the data
+    /// blocks and the footer, and it holds exactly the number of
+    /// well-formed tombstones the properties claim, in order.
+    fn read_range_dels(
+        footer: &Footer,
+        props: &TableProperties,
+        footer_at: u64,
+        read_meta: &dyn Fn(BlockHandle) -> Result<Vec<u8>>,
+    ) -> Result<Vec<RangeTombstone>> {
+        if props.range_del_size == 0 {
+            return Ok(Vec::new());
+        }
+        if footer.version < crate::table::format::FORMAT_VERSION_RANGE_DELETES {
+            return Err(Error::corruption(format!(
+                "a table of format version {} cannot hold range tombstones, but its properties name a block of them",
+                footer.version
+            )));
+        }
+        let h = BlockHandle {
+            offset: props.range_del_offset,
+            size: props.range_del_size,
+        };
+        if h.offset < props.data_size
+            || h.size < BLOCK_TRAILER_LEN as u64
+            || h.end().is_none_or(|e| e > footer_at)
+        {
+            return Err(Error::corruption(format!(
+                "range tombstone block handle (offset {}, size {}) lies outside the meta blocks (data ends at {}, footer at {footer_at})",
+                h.offset, h.size, props.data_size
+            )));
+        }
+        let mut it = BlockIter::new(Arc::new(Block::new(read_meta(h)?)?));
+        it.seek_to_first()?;
+        let mut out: Vec<RangeTombstone> = Vec::new();
+        let mut prev: Vec<u8> = Vec::new();
+        while it.valid() {
+            if !out.is_empty() && compare_internal(&prev, it.key()) != Ordering::Less {
+                return Err(Error::corruption(format!(
+                    "range tombstone {} does not sort after the previous one",
+                    out.len()
+                )));
+            }
+            out.push(RangeTombstone::decode(it.key(), it.value()).map_err(|e| {
+                Error::corruption(format!("range tombstone {}: {}", out.len(), e.message()))
+            })?);
+            prev.clear();
+            prev.extend_from_slice(it.key());
+            it.next()?;
+        }
+        if out.len() as u64 != props.num_range_deletes {
+            return Err(Error::corruption(format!(
+                "range tombstone block holds {} tombstones but the properties say {}",
+                out.len(),
+                props.num_range_deletes
+            )));
+        }
+        Ok(out)
+    }
+
+    /// The table's range tombstones.
+    pub fn range_tombstones(&self) -> &[RangeTombstone] {
+        &self.range_dels
+    }
+
+    /// The highest sequence number, at most `snapshot`, of the table's
+    /// range tombstones covering `user_key` (0 if none does).
+    pub fn range_del_seq(&self, user_key: &[u8], snapshot: SeqNo) -> SeqNo {
+        // Sorted by first key: only those starting at or before the key
+        // can cover it.
+        let starts_before = self
+            .range_dels
+            .partition_point(|t| t.begin.as_slice() <= user_key);
+        covering_seq(&self.range_dels[..starts_before], user_key, snapshot)
     }
 
     /// Opens table `expected.number` for the engine: like [`Self::open`],
@@ -372,18 +468,36 @@ impl TableReader {
 
     /// The newest entry for `user_key` with seq <= `snapshot`.
     pub fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Result<Option<(ValueKind, Vec<u8>)>> {
-        self.find(user_key, snapshot, |kind, _, value| (kind, value.to_vec()))
+        Ok(self
+            .get_entry(user_key, snapshot)?
+            .map(|(kind, _, value)| (kind, value)))
     }
 
-    /// The sequence number of the newest entry for `user_key` (put or
-    /// delete), without copying its value; the bloom filter answers most
-    /// keys the table does not hold.
+    /// Like [`Self::get`], with the entry's sequence number. Range
+    /// tombstones are not consulted (see [`Self::range_del_seq`]).
+    pub fn get_entry(
+        &self,
+        user_key: &[u8],
+        snapshot: SeqNo,
+    ) -> Result<Option<(ValueKind, SeqNo, Vec<u8>)>> {
+        self.find(user_key, snapshot, |kind, seq, value| {
+            (kind, seq, value.to_vec())
+        })
+    }
+
+    /// The sequence number of the newest write to `user_key` in this table
+    /// (a put, a delete, or a range tombstone covering it), without
+    /// copying a value; the bloom filter answers most keys the table does
+    /// not hold.
     pub fn latest_seq(&self, user_key: &[u8]) -> Result<Option<SeqNo>> {
-        self.find(user_key, MAX_SEQ, |_, seq, _| seq)
+        let point = self.find(user_key, MAX_SEQ, |_, seq, _| seq)?;
+        let range = Some(self.range_del_seq(user_key, MAX_SEQ)).filter(|&seq| seq > 0);
+        Ok(point.max(range))
     }
 
-    /// Finds the newest entry for `user_key` with seq <= `snapshot` and
-    /// hands its kind, sequence number and value to `found`.
+    /// Finds the newest point entry for `user_key` with seq <= `snapshot`
+    /// and hands its kind, sequence number and value to `found`. Range
+    /// tombstones are not consulted (see [`Self::range_del_seq`]).
     fn find<T>(
         &self,
         user_key: &[u8],
@@ -403,6 +517,11 @@ impl TableReader {
             if it.valid() {
                 let p = parse_internal_key(it.key()).map_err(&ctx)?;
                 if p.user_key == user_key {
+                    if p.kind == ValueKind::RangeDelete {
+                        return Err(ctx(Error::corruption(
+                            "a data block holds a range tombstone (they belong in their own block)",
+                        )));
+                    }
                     return Ok(Some(found(p.kind, p.seq, it.value())));
                 }
                 return Ok(None);

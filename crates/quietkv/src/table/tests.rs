@@ -491,7 +491,7 @@ fn footer_errors_are_clear() {
     let e = open(&newer, None).unwrap_err();
     assert_eq!(
         e.message(),
-        "table format version 7 is newer than this build understands (1)"
+        "table format version 7 is newer than this build understands (2)"
     );
     let e = open(b"tiny", None).unwrap_err();
     assert!(e.message().contains("not a quietkv table"));
@@ -744,4 +744,96 @@ proptest! {
             prop_assert_eq!(e.kind(), ErrorKind::Corruption);
         }
     }
+}
+
+/// A table with range tombstones: its own block, format version 2, bounds
+/// that cover the tombstones, and every damage to the block refused.
+#[test]
+fn range_tombstones_round_trip_in_their_own_block() {
+    use crate::range_tombstone::RangeTombstone;
+    let entries = sample_entries(50);
+    let (plain, _) = build(&entries, TableOptions::default());
+    let n = plain.len();
+    assert_eq!(
+        &plain[n - 12..n - 8],
+        &1u32.to_le_bytes(),
+        "version 1 without tombstones"
+    );
+    assert_eq!(open(&plain, None).unwrap().range_tombstones(), &[]);
+
+    let tombs = [
+        RangeTombstone::new(b"a", b"user000010", 500),
+        RangeTombstone::new(b"user000090", b"zz", 501),
+        RangeTombstone::new(b"user000090", b"user0001", 3),
+    ];
+    let mut b = TableBuilder::new(Vec::new(), TableOptions::default());
+    for t in &tombs {
+        b.add_range_tombstone(t).unwrap();
+    }
+    for (k, v) in &entries {
+        b.add(k, v).unwrap();
+    }
+    let (summary, bytes) = b.finish().unwrap();
+    let n = bytes.len();
+    assert_eq!(
+        &bytes[n - 12..n - 8],
+        &2u32.to_le_bytes(),
+        "version 2 with them"
+    );
+    assert_eq!(summary.num_range_deletes, 3);
+    assert_eq!(summary.num_entries, entries.len() as u64);
+    assert_eq!(user_key(&summary.smallest_key), b"a");
+    assert_eq!(user_key(&summary.largest_key), b"zz");
+    assert_eq!(summary.largest_seq, 501);
+    let t = open(&bytes, None).unwrap();
+    // In internal-key order: begin ascending, newer first.
+    assert_eq!(
+        t.range_tombstones(),
+        &[tombs[0].clone(), tombs[1].clone(), tombs[2].clone()]
+    );
+    assert_eq!(t.range_del_seq(b"b", u64::MAX), 500);
+    assert_eq!(t.range_del_seq(b"b", 499), 0);
+    assert_eq!(t.range_del_seq(b"user000095", u64::MAX), 501);
+    assert_eq!(t.range_del_seq(b"user000095", 100), 3);
+    // Point reads and iteration see only the point entries.
+    assert_eq!(collect(&mut t.iter()).unwrap(), entries);
+    let (k0, v0) = &entries[0];
+    let p0 = crate::key::parse_internal_key(k0).unwrap();
+    assert_eq!(
+        t.get_entry(p0.user_key, u64::MAX).unwrap(),
+        Some((p0.kind, p0.seq, v0.clone()))
+    );
+
+    // Every flipped byte of the tombstone block is refused at open.
+    let props = t.properties().clone();
+    let (at, len) = (
+        props.range_del_offset as usize,
+        props.range_del_size as usize,
+    );
+    for i in at..at + len {
+        let mut bad = bytes.clone();
+        bad[i] ^= 0x10;
+        let e = open(&bad, None).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Corruption, "byte {i}: {e}");
+        assert_eq!(e.file(), Some(std::path::Path::new(PATH)));
+    }
+    // A version 1 footer over the same bytes: a table that claims range
+    // tombstones it may not hold.
+    let mut v1 = bytes.clone();
+    let footer = crate::table::format::Footer::decode(&bytes[n - 64..], n as u64).unwrap();
+    let mut f = footer;
+    f.version = 1;
+    v1[n - 64..].copy_from_slice(&f.encode());
+    let e = open(&v1, None).unwrap_err();
+    assert!(e.message().contains("cannot hold range tombstones"), "{e}");
+
+    // A table of tombstones only.
+    let mut b = TableBuilder::new(Vec::new(), TableOptions::default());
+    b.add_range_tombstone(&tombs[1]).unwrap();
+    let (summary, bytes) = b.finish().unwrap();
+    assert_eq!((summary.num_entries, summary.num_range_deletes), (0, 1));
+    assert_eq!((summary.smallest_seq, summary.largest_seq), (501, 501));
+    let t = open(&bytes, None).unwrap();
+    assert_eq!(t.range_tombstones(), &tombs[1..2]);
+    assert!(collect(&mut t.iter()).unwrap().is_empty());
 }

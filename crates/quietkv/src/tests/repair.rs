@@ -73,7 +73,16 @@ fn make_db(d: &Path) -> Model {
     for i in (1..400).step_by(5) {
         put(&db, &mut model, key(i), format!("gen2-{i}").into_bytes());
     }
+    // Range tombstones: one in a table, one only in the WAL.
+    db.delete_range(key(100)..key(130)).unwrap();
+    for i in 100..130 {
+        model.insert(key(i), None);
+    }
     db.flush().unwrap();
+    db.delete_range(key(300)..key(305)).unwrap();
+    for i in 300..305 {
+        model.insert(key(i), None);
+    }
     for i in (0..400).step_by(11) {
         put(&db, &mut model, key(i), format!("wal-{i}").into_bytes());
     }
