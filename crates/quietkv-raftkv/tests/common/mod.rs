@@ -205,19 +205,27 @@ impl Cluster {
         }
     }
 
-    /// The leader, once a running node says it is the leader and is not
-    /// `not` (a leader that was killed).
+    /// The leader, once a running node says it is the leader, is not
+    /// `not` (a leader that was killed), and a majority of all the nodes
+    /// (killed ones counted, as they are still members) name it leader. A
+    /// node's word alone is not enough: a leader restarted from its disk
+    /// may call itself leader of its old term until it hears of the new one.
     pub async fn leader(&self, not: Option<u64>) -> u64 {
         let deadline = Instant::now() + WAIT;
         loop {
+            let mut views = BTreeMap::new();
             for id in self.running() {
-                if Some(id) == not {
+                if let Some(m) = self.metrics(id).await {
+                    views.insert(id, m);
+                }
+            }
+            for (&id, m) in &views {
+                if Some(id) == not || m["state"] != "Leader" || m["current_leader"] != id {
                     continue;
                 }
-                if let Some(m) = self.metrics(id).await {
-                    if m["state"] == "Leader" && m["current_leader"] == id {
-                        return id;
-                    }
+                let followers = views.values().filter(|v| v["current_leader"] == id).count();
+                if followers * 2 > self.nodes.len() {
+                    return id;
                 }
             }
             assert!(Instant::now() < deadline, "no leader elected within {WAIT:?}");
@@ -262,18 +270,32 @@ impl Cluster {
         (applied, entries)
     }
 
-    /// Waits until every running node has applied everything the leader
-    /// has in its log, then checks that all hold the same keys and values
-    /// (key by key) and returns them.
+    /// Waits until every running node names the same leader and has
+    /// applied everything in that leader's log, then checks that all hold
+    /// the same keys and values (key by key) and returns them. Only for
+    /// when no writes are under way.
     pub async fn converged(&self) -> BTreeMap<String, String> {
-        let leader = self.leader(None).await;
-        let last = self.metrics(leader).await.unwrap()["last_log_index"].as_u64().unwrap();
-        for id in self.running() {
-            self.wait_metrics(id, &format!("applied up to {last}"), |m| {
-                m["last_applied"]["index"].as_u64() >= Some(last)
-            })
-            .await;
-        }
+        let deadline = Instant::now() + WAIT;
+        let leader = loop {
+            let leader = self.leader(None).await;
+            let last = self.metrics(leader).await.and_then(|m| m["last_log_index"].as_u64());
+            let mut caught_up = true;
+            for id in self.running() {
+                let m = self.metrics(id).await;
+                let m = m.as_ref();
+                caught_up &= m.is_some_and(|m| {
+                    m["current_leader"] == leader && m["last_applied"]["index"].as_u64() >= last
+                });
+            }
+            if caught_up && last.is_some() {
+                break leader;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the nodes did not all apply node {leader}'s log within {WAIT:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
         let (_, reference) = self.entries(leader).await;
         let reference: BTreeMap<String, String> = reference.into_iter().collect();
         for id in self.running() {
@@ -283,7 +305,7 @@ impl Cluster {
                 assert_eq!(entries.get(key), Some(value), "node {id}, key {key}");
             }
             for key in entries.keys() {
-                assert!(reference.contains_key(key), "node {id} has {key}, the leader does not");
+                assert!(reference.contains_key(key), "node {id} has {key}, the leader (node {leader}) does not");
             }
         }
         reference
