@@ -34,7 +34,9 @@ pub async fn init(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let members = match body.and_then(|Json(b)| b.members) {
         Some(members) if members.is_empty() => {
-            return Err(ApiError::bad_request("members is empty: name at least one node"));
+            return Err(ApiError::bad_request(
+                "members is empty: name at least one node",
+            ));
         }
         Some(members) => members,
         None => BTreeMap::from([(app.id, app.addr.clone())]),
@@ -43,7 +45,10 @@ pub async fn init(
         .into_iter()
         .map(|(id, addr)| (id, BasicNode::new(addr)))
         .collect();
-    app.raft.initialize(nodes.clone()).await.map_err(ApiError::from_init)?;
+    app.raft
+        .initialize(nodes.clone())
+        .await
+        .map_err(ApiError::from_init)?;
     Ok(Json(serde_json::json!({ "initialized": nodes })))
 }
 
@@ -61,7 +66,9 @@ pub async fn add_learner(
     Json(body): Json<AddLearnerBody>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     if body.addr.trim().is_empty() {
-        return Err(ApiError::bad_request("addr is empty: give the learner's host:port"));
+        return Err(ApiError::bad_request(
+            "addr is empty: give the learner's host:port",
+        ));
     }
     let written = app
         .raft
@@ -87,7 +94,9 @@ pub async fn change_membership(
     Json(body): Json<ChangeMembershipBody>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     if body.members.is_empty() {
-        return Err(ApiError::bad_request("members is empty: a cluster needs a voter"));
+        return Err(ApiError::bad_request(
+            "members is empty: a cluster needs a voter",
+        ));
     }
     let written = app
         .raft
@@ -161,7 +170,10 @@ pub async fn purge(
         .purge_log(upto)
         .await
         .map_err(|e| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
-    Ok((StatusCode::ACCEPTED, Json(serde_json::json!({ "upto": upto }))))
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(serde_json::json!({ "upto": upto })),
+    ))
 }
 
 /// This node's state machine as applied here, key by key: for comparing

@@ -4,11 +4,13 @@
 use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
+use axum::http::{Method, StatusCode, Uri};
 use axum::routing::{get, post, put};
 use axum::Router;
 use openraft::Raft;
 use quietkv_raft::{NodeId, Store, TypeConfig};
 
+use crate::error::ApiError;
 use crate::{admin, kv, rpc};
 
 pub struct App {
@@ -40,5 +42,20 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/purge", post(admin::purge))
         .route("/debug/entries", get(admin::entries))
         .merge(raft_rpc)
+        .fallback(no_route)
         .with_state(app)
+}
+
+/// Any other path (including `/kv/` with no key) gets a JSON error saying
+/// what the routes are, not an empty 404.
+async fn no_route(method: Method, uri: Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        format!(
+            "no route {method} {}: the API is PUT, GET and DELETE /kv/{{key}} (the key not empty), \
+             POST /init, /add-learner, /change-membership, /snapshot, /purge, \
+             GET /metrics and /debug/entries",
+            uri.path()
+        ),
+    )
 }

@@ -80,7 +80,9 @@ pub async fn run(args: ClusterArgs) -> Result<(), String> {
         .build()
         .map_err(|e| format!("building the HTTP client: {e}"))?;
     if known.is_none() {
-        let layout = Layout { nodes: addrs.clone() };
+        let layout = Layout {
+            nodes: addrs.clone(),
+        };
         let json = serde_json::to_string_pretty(&layout).map_err(|e| e.to_string())?;
         std::fs::write(&layout_path, json)
             .map_err(|e| format!("writing {}: {e}", layout_path.display()))?;
@@ -98,16 +100,25 @@ pub async fn run(args: ClusterArgs) -> Result<(), String> {
     }
     let leader = wait_for_leader(&client, &addrs[&1]).await?;
 
-    println!("quietkv-raftkv cluster of {} nodes, leader node {leader}:", args.nodes);
+    println!(
+        "quietkv-raftkv cluster of {} nodes, leader node {leader}:",
+        args.nodes
+    );
     for (id, addr) in &addrs {
-        println!("  node {id}: http://{addr}  (log: {})", log_path(&args.dir, *id).display());
+        println!(
+            "  node {id}: http://{addr}  (log: {})",
+            log_path(&args.dir, *id).display()
+        );
     }
     let any = &addrs[&1];
     println!("try:");
     println!("  curl -L -X PUT --data-binary hello http://{any}/kv/greeting");
     println!("  curl -L http://{any}/kv/greeting");
     println!("  curl http://{any}/metrics");
-    println!("Ctrl-C stops the cluster; the same command restarts it from {}", args.dir.display());
+    println!(
+        "Ctrl-C stops the cluster; the same command restarts it from {}",
+        args.dir.display()
+    );
 
     let ended = wait_for_stop(&mut nodes).await;
     stop_all(&mut nodes).await;
@@ -129,7 +140,12 @@ fn read_layout(path: &Path) -> Result<Option<Layout>, String> {
 }
 
 /// Spawns node `id` and waits for the address it listens on.
-async fn start_node(exe: &Path, dir: &Path, id: NodeId, addr: &str) -> Result<(Child, String), String> {
+async fn start_node(
+    exe: &Path,
+    dir: &Path,
+    id: NodeId,
+    addr: &str,
+) -> Result<(Child, String), String> {
     let log = log_path(dir, id);
     let log_file = std::fs::OpenOptions::new()
         .create(true)
@@ -149,13 +165,24 @@ async fn start_node(exe: &Path, dir: &Path, id: NodeId, addr: &str) -> Result<(C
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| format!("starting node {id}: {e}"))?;
-    let stdout = child.stdout.take().ok_or("the node's stdout was not captured")?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or("the node's stdout was not captured")?;
     let mut lines = BufReader::new(stdout).lines();
     let first = tokio::time::timeout(START_WAIT, lines.next_line())
         .await
-        .map_err(|_| format!("node {id} did not start within {START_WAIT:?}: see {}", log.display()))?
+        .map_err(|_| {
+            format!(
+                "node {id} did not start within {START_WAIT:?}: see {}",
+                log.display()
+            )
+        })?
         .map_err(|e| format!("reading node {id}'s output: {e}"))?;
-    let Some(addr) = first.as_deref().and_then(|l| l.strip_prefix("listening on ")) else {
+    let Some(addr) = first
+        .as_deref()
+        .and_then(|l| l.strip_prefix("listening on "))
+    else {
         return Err(format!("node {id} did not start: see {}", log.display()));
     };
     let addr = addr.to_string();
@@ -167,15 +194,18 @@ async fn start_node(exe: &Path, dir: &Path, id: NodeId, addr: &str) -> Result<(C
 async fn wait_for_leader(client: &reqwest::Client, addr: &str) -> Result<NodeId, String> {
     let deadline = tokio::time::Instant::now() + START_WAIT;
     loop {
-        let metrics: Option<serde_json::Value> = match client.get(format!("http://{addr}/metrics")).send().await {
-            Ok(r) => r.json().await.ok(),
-            Err(_) => None,
-        };
+        let metrics: Option<serde_json::Value> =
+            match client.get(format!("http://{addr}/metrics")).send().await {
+                Ok(r) => r.json().await.ok(),
+                Err(_) => None,
+            };
         if let Some(leader) = metrics.as_ref().and_then(|m| m["current_leader"].as_u64()) {
             return Ok(leader);
         }
         if tokio::time::Instant::now() > deadline {
-            return Err(format!("no leader elected within {START_WAIT:?}: see the nodes' logs"));
+            return Err(format!(
+                "no leader elected within {START_WAIT:?}: see the nodes' logs"
+            ));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -184,7 +214,8 @@ async fn wait_for_leader(client: &reqwest::Client, addr: &str) -> Result<NodeId,
 /// Waits for Ctrl-C or SIGTERM (a clean stop), or for a node to exit on
 /// its own (an error: the cluster is no longer what was printed).
 async fn wait_for_stop(nodes: &mut [Node]) -> Result<(), String> {
-    let mut term = signal(SignalKind::terminate()).map_err(|e| format!("listening for SIGTERM: {e}"))?;
+    let mut term =
+        signal(SignalKind::terminate()).map_err(|e| format!("listening for SIGTERM: {e}"))?;
     let exited = async {
         loop {
             for node in nodes.iter_mut() {

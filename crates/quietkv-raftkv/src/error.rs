@@ -79,10 +79,16 @@ impl ApiError {
 
     /// openraft stopped (a storage error, or the node is shutting down).
     fn fatal(e: impl std::fmt::Display) -> ApiError {
-        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, format!("raft is not running: {e}"))
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("raft is not running: {e}"),
+        )
     }
 
-    pub fn from_write(uri: &Uri, e: RaftError<NodeId, ClientWriteError<NodeId, BasicNode>>) -> ApiError {
+    pub fn from_write(
+        uri: &Uri,
+        e: RaftError<NodeId, ClientWriteError<NodeId, BasicNode>>,
+    ) -> ApiError {
         match e {
             RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => ApiError::forward(uri, &f),
             RaftError::APIError(ClientWriteError::ChangeMembershipError(e)) => {
@@ -92,9 +98,14 @@ impl ApiError {
         }
     }
 
-    pub fn from_read(uri: &Uri, e: RaftError<NodeId, CheckIsLeaderError<NodeId, BasicNode>>) -> ApiError {
+    pub fn from_read(
+        uri: &Uri,
+        e: RaftError<NodeId, CheckIsLeaderError<NodeId, BasicNode>>,
+    ) -> ApiError {
         match e {
-            RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f)) => ApiError::forward(uri, &f),
+            RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f)) => {
+                ApiError::forward(uri, &f)
+            }
             RaftError::APIError(CheckIsLeaderError::QuorumNotEnough(e)) => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!("the leader cannot reach a quorum to confirm it still leads: {e}"),
@@ -109,7 +120,9 @@ impl ApiError {
                 StatusCode::CONFLICT,
                 format!("the cluster is already initialized: {e}"),
             ),
-            RaftError::APIError(InitializeError::NotInMembers(e)) => ApiError::bad_request(e.to_string()),
+            RaftError::APIError(InitializeError::NotInMembers(e)) => {
+                ApiError::bad_request(e.to_string())
+            }
             RaftError::Fatal(e) => ApiError::fatal(e),
         }
     }

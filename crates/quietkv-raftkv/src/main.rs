@@ -41,8 +41,9 @@ enum Commands {
 /// trace; default info). Logs go to stderr.
 fn init_logging() -> Result<(), String> {
     let level = match std::env::var("QUIETKV_RAFTKV_LOG") {
-        Ok(text) => tracing_subscriber::filter::LevelFilter::from_str(&text)
-            .map_err(|_| format!("QUIETKV_RAFTKV_LOG={text:?}: use error, warn, info, debug or trace"))?,
+        Ok(text) => tracing_subscriber::filter::LevelFilter::from_str(&text).map_err(|_| {
+            format!("QUIETKV_RAFTKV_LOG={text:?}: use error, warn, info, debug or trace")
+        })?,
         Err(_) => tracing_subscriber::filter::LevelFilter::INFO,
     };
     tracing_subscriber::fmt()
@@ -59,7 +60,10 @@ fn main() -> ExitCode {
         eprintln!("quietkv-raftkv: {e}");
         return ExitCode::from(2);
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("quietkv-raftkv: starting the async runtime: {e}");
@@ -70,7 +74,9 @@ fn main() -> ExitCode {
         match (cli.command, cli.node) {
             (Some(Commands::Cluster(args)), _) => cluster::run(args).await,
             (None, Some(args)) => node::run(args).await,
-            (None, None) => Err("give --id, --addr and --dir to run a node, or `cluster` (see --help)".into()),
+            (None, None) => {
+                Err("give --id, --addr and --dir to run a node, or `cluster` (see --help)".into())
+            }
         }
     });
     match result {

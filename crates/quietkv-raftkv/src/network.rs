@@ -5,7 +5,9 @@
 
 use std::fmt;
 
-use openraft::error::{InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable};
+use openraft::error::{
+    InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
+};
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
@@ -73,7 +75,12 @@ impl Connection {
     /// target's own `Result`, whose error becomes openraft's remote error.
     /// A node that cannot be connected to is `Unreachable` (openraft backs
     /// off from it); any other transport failure is a network error.
-    async fn call<Req, Resp, E>(&self, path: &str, request: &Req, option: &RPCOption) -> RpcResult<Resp, E>
+    async fn call<Req, Resp, E>(
+        &self,
+        path: &str,
+        request: &Req,
+        option: &RPCOption,
+    ) -> RpcResult<Resp, E>
     where
         Req: Serialize,
         Resp: DeserializeOwned,
@@ -97,7 +104,11 @@ impl Connection {
         let status = response.status();
         if !status.is_success() {
             let body = response.text().await.unwrap_or_default();
-            return Err(RPCError::Network(NetworkError::new(&HttpStatus { url, status, body })));
+            return Err(RPCError::Network(NetworkError::new(&HttpStatus {
+                url,
+                status,
+                body,
+            })));
         }
         let answer: Result<Resp, RaftError<NodeId, E>> = response
             .json()

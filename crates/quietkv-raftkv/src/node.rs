@@ -101,9 +101,15 @@ pub async fn run(args: NodeArgs) -> Result<(), String> {
     let state_machine = store
         .state_machine()
         .map_err(|e| format!("loading the state machine: {e}"))?;
-    let raft = Raft::new(args.id, config, Network::new(client), store.log_store(), state_machine)
-        .await
-        .map_err(|e| format!("starting raft: {e}"))?;
+    let raft = Raft::new(
+        args.id,
+        config,
+        Network::new(client),
+        store.log_store(),
+        state_machine,
+    )
+    .await
+    .map_err(|e| format!("starting raft: {e}"))?;
 
     println!("listening on {addr}");
     // Whoever reads the line may wait for it before doing anything else.

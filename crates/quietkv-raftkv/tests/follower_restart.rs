@@ -13,7 +13,9 @@ use reqwest::StatusCode;
 async fn restarted_follower_catches_up_through_the_log() {
     let mut cluster = Cluster::start(3).await;
     for i in 0..20 {
-        cluster.put(&format!("a{i:03}"), &format!("before-{i}")).await;
+        cluster
+            .put(&format!("a{i:03}"), &format!("before-{i}"))
+            .await;
     }
     let leader = cluster.leader(None).await;
     let follower = *cluster.running().iter().find(|&&id| id != leader).unwrap();
@@ -21,11 +23,15 @@ async fn restarted_follower_catches_up_through_the_log() {
     cluster.nodes.get_mut(&follower).unwrap().kill();
 
     for i in 0..40 {
-        cluster.put(&format!("b{i:03}"), &format!("while-down-{i}")).await;
+        cluster
+            .put(&format!("b{i:03}"), &format!("while-down-{i}"))
+            .await;
     }
     // Overwrites and deletes too, so catching up is more than appending.
     for i in 0..10 {
-        cluster.put(&format!("a{i:03}"), &format!("changed-{i}")).await;
+        cluster
+            .put(&format!("a{i:03}"), &format!("changed-{i}"))
+            .await;
     }
     let response = cluster
         .client
@@ -45,7 +51,10 @@ async fn restarted_follower_catches_up_through_the_log() {
 
     // Through the log: no snapshot was built or installed anywhere.
     let m = cluster.metrics(follower).await.unwrap();
-    assert!(m["snapshot"].is_null(), "the follower installed no snapshot: {m}");
+    assert!(
+        m["snapshot"].is_null(),
+        "the follower installed no snapshot: {m}"
+    );
     let lm = cluster.metrics(leader).await.unwrap();
     assert!(lm["purged"].is_null(), "the leader purged nothing: {lm}");
     assert!(m["last_applied"]["index"].as_u64().unwrap() > applied_before);
@@ -63,7 +72,11 @@ async fn check_client_api(cluster: &Cluster, leader: u64, follower: u64) {
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(response.text().await.unwrap(), "changed-1");
 
-    let response = client.get(at(leader, "/kv/nothing-here")).send().await.unwrap();
+    let response = client
+        .get(at(leader, "/kv/nothing-here"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
 
     let response = client
@@ -74,6 +87,15 @@ async fn check_client_api(cluster: &Cluster, leader: u64, follower: u64) {
         .unwrap();
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
     assert!(response.text().await.unwrap().contains("not UTF-8"));
+
+    let response = client
+        .put(at(leader, "/kv/"))
+        .body("v")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    assert!(response.text().await.unwrap().contains("/kv/{key}"));
 
     let response = client
         .post(at(leader, "/change-membership"))
@@ -91,7 +113,11 @@ async fn check_client_api(cluster: &Cluster, leader: u64, follower: u64) {
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
-    let response = no_redirects.get(at(follower, "/kv/a001")).send().await.unwrap();
+    let response = no_redirects
+        .get(at(follower, "/kv/a001"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), StatusCode::TEMPORARY_REDIRECT);
     let location = response.headers()["location"].to_str().unwrap().to_string();
     assert_eq!(location, at(leader, "/kv/a001"));

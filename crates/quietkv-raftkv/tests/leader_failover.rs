@@ -40,7 +40,10 @@ async fn writer(
                     // Through the node that failed, the next attempt goes
                     // to another one (the killed leader refuses connections).
                     attempt += 1;
-                    assert!(Instant::now() < deadline, "{key} not acknowledged within {WAIT:?}: {e}");
+                    assert!(
+                        Instant::now() < deadline,
+                        "{key} not acknowledged within {WAIT:?}: {e}"
+                    );
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             }
@@ -51,7 +54,10 @@ async fn writer(
 async fn wait_acked(acked: &Mutex<BTreeMap<String, String>>, at_least: usize) {
     let deadline = Instant::now() + WAIT;
     while acked.lock().unwrap().len() < at_least {
-        assert!(Instant::now() < deadline, "fewer than {at_least} writes acknowledged within {WAIT:?}");
+        assert!(
+            Instant::now() < deadline,
+            "fewer than {at_least} writes acknowledged within {WAIT:?}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -64,7 +70,12 @@ async fn killed_leader_loses_no_acknowledged_write() {
     let acked = Arc::new(Mutex::new(BTreeMap::new()));
     let stop = Arc::new(AtomicBool::new(false));
     let addrs = cluster.nodes.values().map(|n| n.addr.clone()).collect();
-    let writing = tokio::spawn(writer(cluster.client.clone(), addrs, acked.clone(), stop.clone()));
+    let writing = tokio::spawn(writer(
+        cluster.client.clone(),
+        addrs,
+        acked.clone(),
+        stop.clone(),
+    ));
 
     // Kill the leader while writes are going on.
     wait_acked(&acked, 40).await;

@@ -12,13 +12,18 @@ use serde_json::json;
 async fn new_node_catches_up_through_a_snapshot() {
     let mut cluster = Cluster::start(3).await;
     for i in 0..60 {
-        cluster.put(&format!("key-{i:03}"), &format!("value-{i}")).await;
+        cluster
+            .put(&format!("key-{i:03}"), &format!("value-{i}"))
+            .await;
     }
     let leader = cluster.leader(None).await;
 
     let snapshot = cluster.admin(leader, "/snapshot", json!({})).await;
     let snapshot_index = snapshot["snapshot"]["index"].as_u64().unwrap();
-    assert!(snapshot_index >= 60, "the snapshot covers the writes: {snapshot}");
+    assert!(
+        snapshot_index >= 60,
+        "the snapshot covers the writes: {snapshot}"
+    );
     cluster.admin(leader, "/purge", json!({})).await;
     cluster
         .wait_metrics(leader, "purged its log up to the snapshot", |m| {
@@ -28,27 +33,42 @@ async fn new_node_catches_up_through_a_snapshot() {
 
     cluster.start_node(4);
     let addr4 = cluster.addr(4).to_string();
-    cluster.admin(leader, "/add-learner", json!({ "id": 4, "addr": addr4 })).await;
     cluster
-        .admin(leader, "/change-membership", json!({ "members": [1, 2, 3, 4] }))
+        .admin(leader, "/add-learner", json!({ "id": 4, "addr": addr4 }))
+        .await;
+    cluster
+        .admin(
+            leader,
+            "/change-membership",
+            json!({ "members": [1, 2, 3, 4] }),
+        )
         .await;
 
     // Node 4 never builds a snapshot of its own (`--snapshot-every 0`, and
     // nobody asked it to): a snapshot in its metrics is one it installed.
-    let m4 = cluster
+    cluster
         .wait_metrics(4, "installed the leader's snapshot", |m| {
             m["snapshot"]["index"].as_u64() >= Some(snapshot_index)
         })
         .await;
-    let voters = &m4["membership_config"]["membership"]["configs"];
-    assert!(
-        voters.as_array().and_then(|c| c.last()).is_some_and(|c| c.as_array().unwrap().contains(&json!(4))),
-        "node 4 is a voter: {voters}"
-    );
+    // It learns it is a voter once it applies the membership change.
+    for id in 1..=4 {
+        cluster
+            .wait_metrics(id, "has node 4 among the voters", |m| {
+                let configs = m["membership_config"]["membership"]["configs"].as_array();
+                configs
+                    .and_then(|c| c.last())
+                    .and_then(|voters| voters.as_array())
+                    .is_some_and(|voters| voters.contains(&json!(4)))
+            })
+            .await;
+    }
 
     // Writes after the join reach node 4 through the log.
     for i in 60..80 {
-        cluster.put(&format!("key-{i:03}"), &format!("value-{i}")).await;
+        cluster
+            .put(&format!("key-{i:03}"), &format!("value-{i}"))
+            .await;
     }
     let state = cluster.converged().await;
     assert_eq!(state.len(), 80);

@@ -120,7 +120,10 @@ impl Drop for Cluster {
             for node in self.nodes.values() {
                 let log = std::fs::read_to_string(&node.log).unwrap_or_default();
                 let tail: Vec<&str> = log.lines().rev().take(40).collect();
-                eprintln!("---- node {} log (last 40 lines, newest first) ----", node.id);
+                eprintln!(
+                    "---- node {} log (last 40 lines, newest first) ----",
+                    node.id
+                );
                 for line in tail {
                     eprintln!("{line}");
                 }
@@ -141,9 +144,16 @@ impl Cluster {
             .timeout(Duration::from_secs(20))
             .build()
             .unwrap();
-        let cluster = Cluster { root, nodes, client };
-        let members: BTreeMap<u64, String> =
-            cluster.nodes.values().map(|n| (n.id, n.addr.clone())).collect();
+        let cluster = Cluster {
+            root,
+            nodes,
+            client,
+        };
+        let members: BTreeMap<u64, String> = cluster
+            .nodes
+            .values()
+            .map(|n| (n.id, n.addr.clone()))
+            .collect();
         let response = cluster
             .client
             .post(format!("http://{}/init", cluster.addr(1)))
@@ -151,7 +161,11 @@ impl Cluster {
             .send()
             .await
             .unwrap();
-        assert!(response.status().is_success(), "init: {}", response.text().await.unwrap());
+        assert!(
+            response.status().is_success(),
+            "init: {}",
+            response.text().await.unwrap()
+        );
         cluster
     }
 
@@ -175,7 +189,11 @@ impl Cluster {
     }
 
     pub fn running(&self) -> Vec<u64> {
-        self.nodes.values().filter(|n| n.is_running()).map(|n| n.id).collect()
+        self.nodes
+            .values()
+            .filter(|n| n.is_running())
+            .map(|n| n.id)
+            .collect()
     }
 
     /// Node `id`'s openraft metrics, or `None` if it does not answer.
@@ -197,9 +215,15 @@ impl Cluster {
                 if check(&m) {
                     return m;
                 }
-                assert!(Instant::now() < deadline, "node {id}: {what}, not within {WAIT:?}: {m}");
+                assert!(
+                    Instant::now() < deadline,
+                    "node {id}: {what}, not within {WAIT:?}: {m}"
+                );
             } else {
-                assert!(Instant::now() < deadline, "node {id}: {what}: it does not answer");
+                assert!(
+                    Instant::now() < deadline,
+                    "node {id}: {what}: it does not answer"
+                );
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -228,7 +252,10 @@ impl Cluster {
                     return id;
                 }
             }
-            assert!(Instant::now() < deadline, "no leader elected within {WAIT:?}");
+            assert!(
+                Instant::now() < deadline,
+                "no leader elected within {WAIT:?}"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
@@ -247,7 +274,10 @@ impl Cluster {
             match put_once(&self.client, self.addr(id), key, value).await {
                 Ok(()) => return,
                 Err(e) => {
-                    assert!(Instant::now() < deadline, "put {key}: not acknowledged within {WAIT:?}: {e}");
+                    assert!(
+                        Instant::now() < deadline,
+                        "put {key}: not acknowledged within {WAIT:?}: {e}"
+                    );
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             }
@@ -278,7 +308,10 @@ impl Cluster {
         let deadline = Instant::now() + WAIT;
         let leader = loop {
             let leader = self.leader(None).await;
-            let last = self.metrics(leader).await.and_then(|m| m["last_log_index"].as_u64());
+            let last = self
+                .metrics(leader)
+                .await
+                .and_then(|m| m["last_log_index"].as_u64());
             let mut caught_up = true;
             for id in self.running() {
                 let m = self.metrics(id).await;
@@ -305,7 +338,10 @@ impl Cluster {
                 assert_eq!(entries.get(key), Some(value), "node {id}, key {key}");
             }
             for key in entries.keys() {
-                assert!(reference.contains_key(key), "node {id} has {key}, the leader (node {leader}) does not");
+                assert!(
+                    reference.contains_key(key),
+                    "node {id} has {key}, the leader (node {leader}) does not"
+                );
             }
         }
         reference
@@ -324,13 +360,21 @@ impl Cluster {
             .unwrap();
         let status = response.status();
         let text = response.text().await.unwrap();
-        assert!(status.is_success(), "POST {path} on node {id}: {status}: {text}");
+        assert!(
+            status.is_success(),
+            "POST {path} on node {id}: {status}: {text}"
+        );
         serde_json::from_str(&text).unwrap()
     }
 }
 
 /// One attempt at writing `key = value` through the node at `addr`.
-pub async fn put_once(client: &reqwest::Client, addr: &str, key: &str, value: &str) -> Result<(), String> {
+pub async fn put_once(
+    client: &reqwest::Client,
+    addr: &str,
+    key: &str,
+    value: &str,
+) -> Result<(), String> {
     let response = client
         .put(format!("http://{addr}/kv/{key}"))
         .body(value.to_string())
@@ -341,6 +385,9 @@ pub async fn put_once(client: &reqwest::Client, addr: &str, key: &str, value: &s
     if status.is_success() {
         Ok(())
     } else {
-        Err(format!("{status}: {}", response.text().await.unwrap_or_default()))
+        Err(format!(
+            "{status}: {}",
+            response.text().await.unwrap_or_default()
+        ))
     }
 }
