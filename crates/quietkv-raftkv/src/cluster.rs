@@ -152,7 +152,23 @@ async fn start_node(
         .append(true)
         .open(&log)
         .map_err(|e| format!("opening {}: {e}", log.display()))?;
-    let mut child = Command::new(exe)
+    let mut command = Command::new(exe);
+    // SAFETY: the closure runs in the child between fork and exec, where
+    // only async-signal-safe calls are allowed: prctl(2) is one, and
+    // nothing here allocates or takes a lock.
+    unsafe {
+        command.pre_exec(|| {
+            // The node gets SIGTERM when the thread that spawned it ends:
+            // that is this launcher's main thread (`run` is driven by
+            // `block_on`), so no node outlives the launcher, even one
+            // killed with SIGKILL.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = command
         .arg("--id")
         .arg(id.to_string())
         .arg("--addr")

@@ -1,7 +1,8 @@
 //! A three-node cluster takes writes while its leader is killed with
 //! SIGKILL: a new leader is elected, writes go on, no acknowledged write
 //! is lost, and once the killed node restarts from its disk every node
-//! holds the same keys and values.
+//! holds the same keys and values: as served, and on disk once all are
+//! killed.
 
 mod common;
 
@@ -107,4 +108,16 @@ async fn killed_leader_loses_no_acknowledged_write() {
     let after = cluster.converged().await;
     assert_eq!(after, state);
     assert_eq!(cluster.running().len(), 3);
+
+    // What each node holds on disk, read with quietkv-raft itself after
+    // every process was killed: the same keys and values.
+    let ids: Vec<u64> = cluster.running();
+    for id in &ids {
+        cluster.nodes.get_mut(id).unwrap().kill();
+    }
+    for id in &ids {
+        let store = quietkv_raft::Store::open(&cluster.nodes[id].dir).unwrap();
+        let on_disk: BTreeMap<String, String> = store.entries().unwrap().into_iter().collect();
+        assert_eq!(on_disk, state, "node {id}'s storage");
+    }
 }
