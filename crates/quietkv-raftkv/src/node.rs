@@ -82,11 +82,13 @@ async fn stop_signal() {
 
 pub async fn run(args: NodeArgs) -> Result<(), String> {
     let config = Arc::new(config(&args)?);
-    let store = Store::open(&args.dir)
-        .map_err(|e| format!("opening the storage in {}: {e}", args.dir.display()))?;
+    // Listen first: a mistyped address then fails before a storage
+    // directory is created for it.
     let listener = tokio::net::TcpListener::bind(&args.addr)
         .await
-        .map_err(|e| format!("listening on {}: {e}", args.addr))?;
+        .map_err(|e| format!("listening on {}: {e} (give host:port, e.g. 127.0.0.1:7001)", args.addr))?;
+    let store = Store::open(&args.dir)
+        .map_err(|e| format!("opening the storage in {}: {e}", args.dir.display()))?;
     let addr = listener
         .local_addr()
         .map_err(|e| format!("the address listened on: {e}"))?
