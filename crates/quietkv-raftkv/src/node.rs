@@ -32,12 +32,14 @@ pub struct NodeArgs {
     /// when asked (`POST /snapshot`).
     #[arg(long, default_value_t = 10_000)]
     pub snapshot_every: u64,
-    /// Leader heartbeat interval, milliseconds.
-    #[arg(long, default_value_t = 200)]
+    /// Leader heartbeat interval, milliseconds. openraft also gives each
+    /// append-entries RPC this long, the follower's synced write included:
+    /// too short for the disk, and replication keeps timing out.
+    #[arg(long, default_value_t = 300)]
     pub heartbeat_ms: u64,
     /// A follower that hears no leader for a random time between this and
     /// twice this many milliseconds starts an election.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1500)]
     pub election_timeout_ms: u64,
 }
 
@@ -86,7 +88,12 @@ pub async fn run(args: NodeArgs) -> Result<(), String> {
     // directory is created for it.
     let listener = tokio::net::TcpListener::bind(&args.addr)
         .await
-        .map_err(|e| format!("listening on {}: {e} (give host:port, e.g. 127.0.0.1:7001)", args.addr))?;
+        .map_err(|e| {
+            format!(
+                "listening on {}: {e} (give host:port, e.g. 127.0.0.1:7001)",
+                args.addr
+            )
+        })?;
     let store = Store::open(&args.dir)
         .map_err(|e| format!("opening the storage in {}: {e}", args.dir.display()))?;
     let addr = listener
