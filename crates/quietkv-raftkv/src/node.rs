@@ -32,6 +32,11 @@ pub struct NodeArgs {
     /// when asked (`POST /snapshot`).
     #[arg(long, default_value_t = 10_000)]
     pub snapshot_every: u64,
+    /// The largest piece a snapshot is sent in, bytes. Each piece travels
+    /// as a JSON array of numbers, about four times its size, under a
+    /// 64 MiB limit per request: at most 8 MiB.
+    #[arg(long, default_value_t = 512 << 10, value_parser = clap::value_parser!(u64).range(1..=8 << 20))]
+    pub snapshot_chunk_bytes: u64,
     /// Leader heartbeat interval, milliseconds. openraft also gives each
     /// append-entries RPC this long, the follower's synced write included:
     /// too short for the disk, and replication keeps timing out.
@@ -54,9 +59,7 @@ fn config(args: &NodeArgs) -> Result<Config, String> {
         election_timeout_min: args.election_timeout_ms,
         election_timeout_max: args.election_timeout_ms * 2,
         snapshot_policy,
-        // Each chunk travels as a JSON array of numbers: keep one chunk
-        // well under the RPC body limit, and quick to send.
-        snapshot_max_chunk_size: 512 << 10,
+        snapshot_max_chunk_size: args.snapshot_chunk_bytes,
         // openraft's 200 ms default is too short for a chunk on a busy
         // machine, and a timed-out chunk starts the snapshot over.
         install_snapshot_timeout: 10_000,

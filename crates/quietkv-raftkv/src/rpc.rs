@@ -34,5 +34,14 @@ pub async fn install_snapshot(
     State(app): State<Arc<App>>,
     Json(request): Json<InstallSnapshotRequest<TypeConfig>>,
 ) -> Json<Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>> {
+    // One line per piece, so the log shows a snapshot arriving (and the
+    // tests can see that it came in several pieces).
+    tracing::info!(
+        snapshot = %request.meta.snapshot_id,
+        offset = request.offset,
+        bytes = request.data.len(),
+        last = request.done,
+        "received snapshot chunk"
+    );
     Json(app.raft.install_snapshot(request).await)
 }

@@ -51,6 +51,22 @@ async fn new_node_catches_up_through_a_snapshot() {
             m["snapshot"]["index"].as_u64() >= Some(snapshot_index)
         })
         .await;
+    // It came in pieces, each logged by node 4's snapshot route: the
+    // first 256 bytes, one past them, and a last one. (openraft may start a
+    // snapshot over when the membership changes meanwhile, so the pieces
+    // are not counted.)
+    let log = std::fs::read_to_string(&cluster.nodes[&4].log).unwrap();
+    let chunks: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("quietkv_raftkv::rpc: received snapshot chunk"))
+        .collect();
+    for piece in ["offset=0 ", "offset=256 ", "last=true"] {
+        assert!(
+            chunks.iter().any(|c| c.contains(piece)),
+            "the snapshot came in pieces, one with {piece:?}: {chunks:#?}"
+        );
+    }
+
     // It learns it is a voter once it applies the membership change.
     for id in 1..=4 {
         cluster

@@ -46,6 +46,8 @@ impl NodeProc {
             // Snapshots only when a test asks: which node installed one
             // then says how it caught up.
             .args(["--snapshot-every", "0"])
+            // Small pieces, so a snapshot crosses in several requests.
+            .args(["--snapshot-chunk-bytes", "256"])
             .env("QUIETKV_RAFTKV_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
