@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -40,7 +41,23 @@ impl NodeProc {
             .append(true)
             .open(&log)
             .unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_quietkv-raftkv"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_quietkv-raftkv"));
+        // SAFETY: the closure runs in the child between fork and exec, where
+        // only async-signal-safe calls are allowed: prctl(2) is one, and
+        // nothing here allocates or takes a lock.
+        unsafe {
+            command.pre_exec(|| {
+                // Dropping the node kills it; this covers the test process
+                // itself being killed (a CI timeout): the kernel sends the
+                // node SIGKILL when the test's thread, which spawned it,
+                // ends.
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = command
             .args(["--id", &id.to_string(), "--addr", addr, "--dir"])
             .arg(&dir)
             // Snapshots only when a test asks: which node installed one
