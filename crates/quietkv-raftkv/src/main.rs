@@ -1,0 +1,89 @@
+//! `quietkv-raftkv`: a replicated key-value service over HTTP on
+//! quietkv-raft. `quietkv-raftkv --id N --addr HOST:PORT --dir DIR` runs
+//! one node; `quietkv-raftkv cluster --nodes 3 --dir DIR` starts a local
+//! cluster of node processes.
+
+mod admin;
+mod app;
+mod cluster;
+mod error;
+mod kv;
+mod network;
+mod node;
+mod rpc;
+
+use std::process::ExitCode;
+use std::str::FromStr;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "quietkv-raftkv",
+    about = "A replicated key-value service over HTTP: one process per raft node, quietkv underneath",
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Commands>,
+    #[command(flatten)]
+    node: Option<node::NodeArgs>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Commands {
+    /// Start a cluster of node processes on 127.0.0.1 and initialize it;
+    /// Ctrl-C stops it.
+    Cluster(cluster::ClusterArgs),
+}
+
+/// The log level from `QUIETKV_RAFTKV_LOG` (error, warn, info, debug,
+/// trace; default info). Logs go to stderr.
+fn init_logging() -> Result<(), String> {
+    let level = match std::env::var("QUIETKV_RAFTKV_LOG") {
+        Ok(text) => tracing_subscriber::filter::LevelFilter::from_str(&text).map_err(|_| {
+            format!("QUIETKV_RAFTKV_LOG={text:?}: use error, warn, info, debug or trace")
+        })?,
+        Err(_) => tracing_subscriber::filter::LevelFilter::INFO,
+    };
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_max_level(level)
+        .init();
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Err(e) = init_logging() {
+        eprintln!("quietkv-raftkv: {e}");
+        return ExitCode::from(2);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("quietkv-raftkv: starting the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match (cli.command, cli.node) {
+            (Some(Commands::Cluster(args)), _) => cluster::run(args).await,
+            (None, Some(args)) => node::run(args).await,
+            (None, None) => {
+                Err("give --id, --addr and --dir to run a node, or `cluster` (see --help)".into())
+            }
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("quietkv-raftkv: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

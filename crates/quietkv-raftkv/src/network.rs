@@ -1,0 +1,145 @@
+//! The client half of the Raft RPCs between nodes: openraft's
+//! `RaftNetworkFactory` and `RaftNetwork` over HTTP, each RPC one POST
+//! with a serde_json body to the target node's `/raft/...` route (served by
+//! `rpc.rs`).
+
+use std::fmt;
+
+use openraft::error::{
+    InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
+};
+use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use openraft::BasicNode;
+use quietkv_raft::{NodeId, TypeConfig};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+/// Hands out one connection per target node; all of them share one HTTP
+/// client (and so its pool of kept-alive connections).
+#[derive(Clone)]
+pub struct Network {
+    client: reqwest::Client,
+}
+
+impl Network {
+    pub fn new(client: reqwest::Client) -> Network {
+        Network { client }
+    }
+}
+
+/// The way to one other node: its base URL, from the address the cluster's
+/// membership records for it.
+pub struct Connection {
+    client: reqwest::Client,
+    target: NodeId,
+    base: String,
+}
+
+impl RaftNetworkFactory<TypeConfig> for Network {
+    type Network = Connection;
+
+    async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> Connection {
+        Connection {
+            client: self.client.clone(),
+            target,
+            base: format!("http://{}", node.addr),
+        }
+    }
+}
+
+/// A node answered an RPC with something other than success (a body it
+/// could not decode, say): the transport worked, the exchange did not.
+#[derive(Debug)]
+struct HttpStatus {
+    url: String,
+    status: reqwest::StatusCode,
+    body: String,
+}
+
+impl fmt::Display for HttpStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} answered {}: {}", self.url, self.status, self.body)
+    }
+}
+
+impl std::error::Error for HttpStatus {}
+
+type RpcResult<T, E> = Result<T, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>>;
+
+impl Connection {
+    /// POSTs `request` to `path` on the target and decodes its answer: the
+    /// target's own `Result`, whose error becomes openraft's remote error.
+    /// A node that cannot be connected to is `Unreachable` (openraft backs
+    /// off from it); any other transport failure is a network error.
+    async fn call<Req, Resp, E>(
+        &self,
+        path: &str,
+        request: &Req,
+        option: &RPCOption,
+    ) -> RpcResult<Resp, E>
+    where
+        Req: Serialize,
+        Resp: DeserializeOwned,
+        E: std::error::Error + DeserializeOwned,
+    {
+        let url = format!("{}{}", self.base, path);
+        let response = self
+            .client
+            .post(&url)
+            .json(request)
+            .timeout(option.hard_ttl())
+            .send()
+            .await
+            .map_err(|e| {
+                if e.is_connect() {
+                    RPCError::Unreachable(Unreachable::new(&e))
+                } else {
+                    RPCError::Network(NetworkError::new(&e))
+                }
+            })?;
+        let status = response.status();
+        if !status.is_success() {
+            let body = response.text().await.unwrap_or_default();
+            return Err(RPCError::Network(NetworkError::new(&HttpStatus {
+                url,
+                status,
+                body,
+            })));
+        }
+        let answer: Result<Resp, RaftError<NodeId, E>> = response
+            .json()
+            .await
+            .map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        answer.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
+    }
+}
+
+impl RaftNetwork<TypeConfig> for Connection {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> RpcResult<AppendEntriesResponse<NodeId>, openraft::error::Infallible> {
+        self.call("/raft/append", &rpc, &option).await
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        rpc: InstallSnapshotRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> RpcResult<InstallSnapshotResponse<NodeId>, InstallSnapshotError> {
+        self.call("/raft/snapshot", &rpc, &option).await
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<NodeId>,
+        option: RPCOption,
+    ) -> RpcResult<VoteResponse<NodeId>, openraft::error::Infallible> {
+        self.call("/raft/vote", &rpc, &option).await
+    }
+}

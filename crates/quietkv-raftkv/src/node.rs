@@ -1,0 +1,144 @@
+//! One node: opens its storage, starts its `Raft`, serves the HTTP routes
+//! until SIGINT or SIGTERM, then shuts raft down. The first line on stdout
+//! is `listening on HOST:PORT`, so whoever started it with port 0 learns
+//! the port chosen.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use openraft::{Config, Raft, SnapshotPolicy};
+use quietkv_raft::{NodeId, Store};
+use tokio::signal::unix::{signal, SignalKind};
+
+use crate::app::{self, App};
+use crate::network::Network;
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct NodeArgs {
+    /// This node's id in the cluster (any number, unique in the cluster).
+    #[arg(long)]
+    pub id: NodeId,
+    /// Where to serve HTTP, host:port. Port 0 picks a free one (printed on
+    /// stdout); the address is what other nodes are told to reach this one
+    /// at, so use the same one when restarting a node.
+    #[arg(long)]
+    pub addr: String,
+    /// The node's storage directory (created if missing).
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// Build a snapshot every this many applied entries; 0 builds one only
+    /// when asked (`POST /snapshot`).
+    #[arg(long, default_value_t = 10_000)]
+    pub snapshot_every: u64,
+    /// The largest piece a snapshot is sent in, bytes. Each piece travels
+    /// as a JSON array of numbers, about four times its size, under a
+    /// 64 MiB limit per request: at most 8 MiB.
+    #[arg(long, default_value_t = 512 << 10, value_parser = clap::value_parser!(u64).range(1..=8 << 20))]
+    pub snapshot_chunk_bytes: u64,
+    /// Leader heartbeat interval, milliseconds. openraft also gives each
+    /// append-entries RPC this long, the follower's synced write included:
+    /// too short for the disk, and replication keeps timing out.
+    #[arg(long, default_value_t = 300)]
+    pub heartbeat_ms: u64,
+    /// A follower that hears no leader for a random time between this and
+    /// twice this many milliseconds starts an election.
+    #[arg(long, default_value_t = 1500)]
+    pub election_timeout_ms: u64,
+}
+
+fn config(args: &NodeArgs) -> Result<Config, String> {
+    let snapshot_policy = match args.snapshot_every {
+        0 => SnapshotPolicy::Never,
+        n => SnapshotPolicy::LogsSinceLast(n),
+    };
+    Config {
+        cluster_name: "quietkv-raftkv".into(),
+        heartbeat_interval: args.heartbeat_ms,
+        election_timeout_min: args.election_timeout_ms,
+        election_timeout_max: args.election_timeout_ms * 2,
+        snapshot_policy,
+        snapshot_max_chunk_size: args.snapshot_chunk_bytes,
+        // openraft's 200 ms default is too short for a chunk on a busy
+        // machine, and a timed-out chunk starts the snapshot over.
+        install_snapshot_timeout: 10_000,
+        ..Default::default()
+    }
+    .validate()
+    .map_err(|e| format!("bad raft settings: {e}"))
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
+async fn stop_signal() {
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(term) => term,
+        Err(e) => {
+            eprintln!("cannot listen for SIGTERM ({e}); stopping on Ctrl-C only");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
+
+pub async fn run(args: NodeArgs) -> Result<(), String> {
+    let config = Arc::new(config(&args)?);
+    // Listen first: a mistyped address then fails before a storage
+    // directory is created for it.
+    let listener = tokio::net::TcpListener::bind(&args.addr)
+        .await
+        .map_err(|e| {
+            format!(
+                "listening on {}: {e} (give host:port, e.g. 127.0.0.1:7001)",
+                args.addr
+            )
+        })?;
+    let store = Store::open(&args.dir)
+        .map_err(|e| format!("opening the storage in {}: {e}", args.dir.display()))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| format!("the address listened on: {e}"))?
+        .to_string();
+    let client = reqwest::Client::builder()
+        // Nodes talk over addresses they name themselves; a proxy from the
+        // environment would stand in the way.
+        .no_proxy()
+        .connect_timeout(Duration::from_secs(2))
+        .build()
+        .map_err(|e| format!("building the HTTP client: {e}"))?;
+    let state_machine = store
+        .state_machine()
+        .map_err(|e| format!("loading the state machine: {e}"))?;
+    let raft = Raft::new(
+        args.id,
+        config,
+        Network::new(client),
+        store.log_store(),
+        state_machine,
+    )
+    .await
+    .map_err(|e| format!("starting raft: {e}"))?;
+
+    println!("listening on {addr}");
+    // Whoever reads the line may wait for it before doing anything else.
+    let _ = std::io::stdout().flush();
+    tracing::info!(id = args.id, %addr, dir = %args.dir.display(), "node started");
+
+    let app = Arc::new(App {
+        id: args.id,
+        addr,
+        raft: raft.clone(),
+        store,
+    });
+    let served = axum::serve(listener, app::router(app))
+        .with_graceful_shutdown(stop_signal())
+        .await;
+    let stopped = raft.shutdown().await;
+    served.map_err(|e| format!("serving HTTP: {e}"))?;
+    stopped.map_err(|e| format!("stopping raft: {e}"))?;
+    Ok(())
+}
