@@ -20,6 +20,7 @@ use crate::batch::WriteBatch;
 use crate::check::FileSource;
 use crate::error::Result;
 use crate::filenames::wal_path;
+use crate::iter::InternalIterator;
 use crate::key::{SeqNo, ValueKind, MAX_SEQ};
 use crate::memtable::Memtable;
 use crate::options::Options;
@@ -296,8 +297,10 @@ impl<'a> KeptTables<'a> {
                 }
                 continue;
             }
-            match table.get(key, seq)? {
-                Some((k, v)) if k == kind && (kind == ValueKind::Delete || v == value) => {
+            match table.get_entry(key, seq)? {
+                Some((k, _, v))
+                    if k == kind && (kind == ValueKind::Delete || v.value() == value) =>
+                {
                     return Ok(true)
                 }
                 _ => {}

@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::compare_internal;
 use crate::table::format::{read_u32_le, Decoder};
+use crate::value::Value;
 use crate::varint::put_u64;
 
 pub const DEFAULT_RESTART_INTERVAL: usize = 16;
@@ -166,6 +167,11 @@ impl Block {
         self.data.len()
     }
 
+    /// The decoded bytes (entries, then the restart array).
+    pub(crate) fn data(&self) -> &[u8] {
+        &self.data
+    }
+
     fn restart(&self, i: usize) -> usize {
         // Validated in `new`.
         read_u32_le(&self.data, self.restarts_off + 4 * i).unwrap_or(0) as usize
@@ -289,6 +295,15 @@ impl BlockIter {
         self.next = h.end();
         self.valid = true;
         Ok(())
+    }
+
+    /// The current entry's value as a [`Value`] sharing the block: no
+    /// copy, and no reference count taken (the iterator's is handed over).
+    pub(crate) fn into_value(self) -> Value {
+        if !self.valid {
+            return Value::empty();
+        }
+        Value::in_block(self.block, self.value.0..self.value.1)
     }
 
     fn seek_to_restart(&mut self, i: usize) -> Result<()> {

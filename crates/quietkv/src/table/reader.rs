@@ -467,22 +467,24 @@ impl TableReader {
     }
 
     /// The newest entry for `user_key` with seq <= `snapshot`.
+    #[cfg(test)]
     pub fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Result<Option<(ValueKind, Vec<u8>)>> {
         Ok(self
             .get_entry(user_key, snapshot)?
-            .map(|(kind, _, value)| (kind, value)))
+            .map(|(kind, _, value)| (kind, value.value().to_vec())))
     }
 
-    /// Like [`Self::get`], with the entry's sequence number. Range
-    /// tombstones are not consulted (see [`Self::range_del_seq`]).
+    /// Like [`Self::get`], with the entry's sequence number, and the value
+    /// in place: a block iterator positioned on it, which holds the decoded
+    /// data block, so the caller can copy the value or share the block
+    /// ([`BlockIter::into_value`]). Range tombstones are not consulted (see
+    /// [`Self::range_del_seq`]).
     pub fn get_entry(
         &self,
         user_key: &[u8],
         snapshot: SeqNo,
-    ) -> Result<Option<(ValueKind, SeqNo, Vec<u8>)>> {
-        self.find(user_key, snapshot, |kind, seq, value| {
-            (kind, seq, value.to_vec())
-        })
+    ) -> Result<Option<(ValueKind, SeqNo, BlockIter)>> {
+        self.find(user_key, snapshot, |kind, seq, it| (kind, seq, it))
     }
 
     /// The sequence number of the newest write to `user_key` in this table
@@ -496,13 +498,14 @@ impl TableReader {
     }
 
     /// Finds the newest point entry for `user_key` with seq <= `snapshot`
-    /// and hands its kind, sequence number and value to `found`. Range
-    /// tombstones are not consulted (see [`Self::range_del_seq`]).
+    /// and hands its kind, sequence number and a block iterator positioned
+    /// on it to `found`. Range tombstones are not consulted (see
+    /// [`Self::range_del_seq`]).
     fn find<T>(
         &self,
         user_key: &[u8],
         snapshot: SeqNo,
-        found: impl FnOnce(ValueKind, SeqNo, &[u8]) -> T,
+        found: impl FnOnce(ValueKind, SeqNo, BlockIter) -> T,
     ) -> Result<Option<T>> {
         if !self.may_contain(user_key) {
             return Ok(None);
@@ -522,7 +525,8 @@ impl TableReader {
                             "a data block holds a range tombstone (they belong in their own block)",
                         )));
                     }
-                    return Ok(Some(found(p.kind, p.seq, it.value())));
+                    let (kind, seq) = (p.kind, p.seq);
+                    return Ok(Some(found(kind, seq, it)));
                 }
                 return Ok(None);
             }
