@@ -12,10 +12,9 @@ use super::iter::{DbIter, KeyRange};
 use super::SuperVersion;
 use crate::compaction::CompactionFilter;
 use crate::error::Result;
-use crate::iter::InternalIterator;
 use crate::key::{SeqNo, ValueKind};
 use crate::memtable::MemValue;
-use crate::table::block::BlockIter;
+use crate::table::block::BlockValue;
 use crate::table::TableCache;
 use crate::value::Value;
 
@@ -93,15 +92,15 @@ pub(crate) fn get_vec_at(
 /// Where a point read found its entry, the value still in place.
 enum Found<'a> {
     Memtable(MemValue<'a>),
-    /// A block iterator positioned on the entry (it holds the block).
-    Table(BlockIter),
+    /// A table's entry, with the block it is in.
+    Table(BlockValue),
 }
 
 impl Found<'_> {
     fn bytes(&self) -> &[u8] {
         match self {
             Found::Memtable(m) => m.as_slice(),
-            Found::Table(it) => it.value(),
+            Found::Table(v) => v.as_slice(),
         }
     }
 
@@ -109,7 +108,7 @@ impl Found<'_> {
     fn pin(self) -> Value {
         match self {
             Found::Memtable(m) => m.pin(),
-            Found::Table(it) => it.into_value(),
+            Found::Table(v) => v.into_value(),
         }
     }
 }
@@ -154,18 +153,21 @@ fn newest_entry<'a>(
     // newer than it; tombstones live in the same sources as versions and,
     // like them, newer sources first, so by the time a version is found
     // every tombstone that may be newer than it has been seen.
-    let mut tomb = 0;
-    for mem in std::iter::once(&sv.mem).chain(&sv.imms) {
-        tomb = tomb.max(mem.range_del_seq(key, seq));
-        if let Some((kind, found_seq, value)) = mem.get_entry(key, seq) {
+    let mut tomb = sv.mem.range_del_seq(key, seq);
+    if let Some((kind, found_seq, value)) = sv.mem.get_entry(key, seq) {
+        return Ok(Some((kind, found_seq, Found::Memtable(value), tomb)));
+    }
+    for imm in &sv.imms {
+        tomb = tomb.max(imm.range_del_seq(key, seq));
+        if let Some((kind, found_seq, value)) = imm.get_entry(key, seq) {
             return Ok(Some((kind, found_seq, Found::Memtable(value), tomb)));
         }
     }
     for (_, file) in sv.version.files_for_get(key) {
         let table = table_cache.get(&file)?;
         tomb = tomb.max(table.range_del_seq(key, seq));
-        if let Some((kind, found_seq, it)) = table.get_entry(key, seq)? {
-            return Ok(Some((kind, found_seq, Found::Table(it), tomb)));
+        if let Some((kind, found_seq, value)) = table.get_entry(key, seq)? {
+            return Ok(Some((kind, found_seq, Found::Table(value), tomb)));
         }
     }
     Ok(None)

@@ -20,7 +20,6 @@ use crate::batch::WriteBatch;
 use crate::check::FileSource;
 use crate::error::Result;
 use crate::filenames::wal_path;
-use crate::iter::InternalIterator;
 use crate::key::{SeqNo, ValueKind, MAX_SEQ};
 use crate::memtable::Memtable;
 use crate::options::Options;
@@ -299,7 +298,7 @@ impl<'a> KeptTables<'a> {
             }
             match table.get_entry(key, seq)? {
                 Some((k, _, v))
-                    if k == kind && (kind == ValueKind::Delete || v.value() == value) =>
+                    if k == kind && (kind == ValueKind::Delete || v.as_slice() == value) =>
                 {
                     return Ok(true)
                 }

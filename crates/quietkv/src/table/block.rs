@@ -233,6 +233,27 @@ fn decode_header(block: &Block, at: usize) -> Result<EntryHeader> {
     })
 }
 
+/// A value inside a decoded block, and the block: a point read copies it
+/// out or shares the block ([`BlockValue::into_value`]).
+pub struct BlockValue {
+    block: Arc<Block>,
+    /// Where the value lies in the block's data (validated when the entry
+    /// was parsed).
+    range: std::ops::Range<usize>,
+}
+
+impl BlockValue {
+    pub fn as_slice(&self) -> &[u8] {
+        self.block.data.get(self.range.clone()).unwrap_or(&[])
+    }
+
+    /// The value as a [`Value`] that keeps the block alive instead of
+    /// copying the bytes.
+    pub fn into_value(self) -> Value {
+        Value::in_block(self.block, self.range)
+    }
+}
+
 /// A cursor over one block.
 pub struct BlockIter {
     block: Arc<Block>,
@@ -297,13 +318,19 @@ impl BlockIter {
         Ok(())
     }
 
-    /// The current entry's value as a [`Value`] sharing the block: no
-    /// copy, and no reference count taken (the iterator's is handed over).
-    pub(crate) fn into_value(self) -> Value {
-        if !self.valid {
-            return Value::empty();
+    /// The current entry's value, holding the block it is in (the
+    /// iterator's reference is handed over, none is taken); empty if the
+    /// iterator is not on an entry.
+    pub(crate) fn into_block_value(self) -> BlockValue {
+        let range = if self.valid {
+            self.value.0..self.value.1
+        } else {
+            0..0
+        };
+        BlockValue {
+            block: self.block,
+            range,
         }
-        Value::in_block(self.block, self.value.0..self.value.1)
     }
 
     fn seek_to_restart(&mut self, i: usize) -> Result<()> {

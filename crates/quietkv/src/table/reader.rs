@@ -9,7 +9,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::iter::InternalIterator;
 use crate::key::{compare_internal, parse_internal_key, seek_key, SeqNo, ValueKind, MAX_SEQ};
 use crate::range_tombstone::{covering_seq, RangeTombstone};
-use crate::table::block::{Block, BlockCache, BlockIter};
+use crate::table::block::{Block, BlockCache, BlockIter, BlockValue};
 use crate::table::filter::BloomFilter;
 use crate::table::format::{decode_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
 use crate::table::identity::ExpectedTable;
@@ -471,20 +471,21 @@ impl TableReader {
     pub fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Result<Option<(ValueKind, Vec<u8>)>> {
         Ok(self
             .get_entry(user_key, snapshot)?
-            .map(|(kind, _, value)| (kind, value.value().to_vec())))
+            .map(|(kind, _, value)| (kind, value.as_slice().to_vec())))
     }
 
     /// Like [`Self::get`], with the entry's sequence number, and the value
-    /// in place: a block iterator positioned on it, which holds the decoded
-    /// data block, so the caller can copy the value or share the block
-    /// ([`BlockIter::into_value`]). Range tombstones are not consulted (see
+    /// in place, holding the decoded data block it is in, so the caller can
+    /// copy the value or share the block ([`BlockValue::into_value`]). Range tombstones are not consulted (see
     /// [`Self::range_del_seq`]).
     pub fn get_entry(
         &self,
         user_key: &[u8],
         snapshot: SeqNo,
-    ) -> Result<Option<(ValueKind, SeqNo, BlockIter)>> {
-        self.find(user_key, snapshot, |kind, seq, it| (kind, seq, it))
+    ) -> Result<Option<(ValueKind, SeqNo, BlockValue)>> {
+        self.find(user_key, snapshot, |kind, seq, it| {
+            (kind, seq, it.into_block_value())
+        })
     }
 
     /// The sequence number of the newest write to `user_key` in this table

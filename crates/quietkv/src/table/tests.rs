@@ -802,7 +802,7 @@ fn range_tombstones_round_trip_in_their_own_block() {
     assert_eq!(
         t.get_entry(p0.user_key, u64::MAX)
             .unwrap()
-            .map(|(kind, seq, v)| (kind, seq, v.value().to_vec())),
+            .map(|(kind, seq, v)| (kind, seq, v.as_slice().to_vec())),
         Some((p0.kind, p0.seq, v0.clone()))
     );
 
