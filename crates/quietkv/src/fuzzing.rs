@@ -396,7 +396,7 @@ pub fn table(data: &[u8]) {
     for k in &keys {
         let user = crate::key::user_key(k);
         for snapshot in [MAX_SEQ, 1] {
-            expect_corruption(&table.get(user, snapshot), "table get");
+            expect_corruption(&table.get_entry(user, snapshot), "table get");
             let covering = table.range_del_seq(user, snapshot);
             assert!(
                 covering <= snapshot,

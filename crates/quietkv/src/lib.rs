@@ -83,6 +83,7 @@ mod snapshot;
 mod table;
 pub mod ttl;
 mod txn;
+mod value;
 mod varint;
 mod version;
 mod wal;
@@ -118,4 +119,5 @@ pub use repair::{repair_dir, Dropped, KeptTable, RepairOptions, RepairReport, Sa
 pub use snapshot::Snapshot;
 pub use table::Compression;
 pub use txn::{CasMismatch, Transaction, TxnIter};
+pub use value::Value;
 pub use wal::WalSync;

@@ -10,6 +10,7 @@ use parking_lot::Mutex;
 use crate::db::{DbIter, KeyRange, ReadView};
 use crate::error::Result;
 use crate::key::SeqNo;
+use crate::value::Value;
 
 /// The registry of live snapshots, consulted by compaction.
 #[derive(Default)]
@@ -111,6 +112,17 @@ impl Snapshot {
     ///
     /// As [`Db::get`](crate::Db::get).
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        self.view.get_vec_at(key.as_ref(), self.seq())
+    }
+
+    /// The value of `key` when the snapshot was taken, read in place
+    /// instead of copied; see [`Db::get_pinned`](crate::Db::get_pinned)
+    /// and [`Value`] for what it keeps in memory.
+    ///
+    /// # Errors
+    ///
+    /// As [`Db::get`](crate::Db::get).
+    pub fn get_pinned(&self, key: impl AsRef<[u8]>) -> Result<Option<Value>> {
         self.view.get_at(key.as_ref(), self.seq())
     }
 

@@ -36,6 +36,7 @@ use crate::options::Options;
 use crate::record_log::LogWriter;
 use crate::snapshot::{Snapshot, SnapshotList};
 use crate::table::TableCache;
+use crate::value::Value;
 use crate::version::{Version, VersionEdit};
 use crate::wal::WalSet;
 pub(crate) use conflict::Precondition;
@@ -372,23 +373,55 @@ impl Db {
     }
 
     /// The newest value of `key`, or `None` if it was never written or
-    /// was deleted.
+    /// was deleted. The value is copied once, into the `Vec`, straight
+    /// from where it was found; to read it without a copy, see
+    /// [`Db::get_pinned`].
     ///
     /// # Errors
     ///
     /// `Corruption` (naming the table and offset) if a block it reads fails
     /// its checksum; `Io` (naming the file) for an I/O error.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
-        self.get_at(key.as_ref(), self.latest())
+        read_view::get_vec_at(
+            &self.inner.super_version,
+            &self.inner.table_cache,
+            self.inner.opts.compaction_filter.as_deref(),
+            key.as_ref(),
+            self.latest(),
+        )
     }
 
-    fn get_at(&self, key: &[u8], seq: SeqNo) -> Result<Option<Vec<u8>>> {
+    /// The newest value of `key`, like [`Db::get`], read in place instead
+    /// of copied: the [`Value`] shares the memory the bytes are in (the
+    /// table block or the memtable) and keeps it allocated while it lives,
+    /// as RocksDB's `get_pinned` pins a block. It stays valid, and reads
+    /// the same bytes, whatever is written, flushed or compacted later.
+    /// See [`Value`] for how much memory one keeps alive; copy values you
+    /// keep for long.
+    ///
+    /// ```
+    /// # fn main() -> quietkv::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = quietkv::Db::open(dir.path(), quietkv::Options::default())?;
+    /// db.put(b"user:1", b"alice")?;
+    /// db.flush()?;
+    /// let name = db.get_pinned(b"user:1")?.expect("written above");
+    /// assert_eq!(name, b"alice");
+    /// assert!(db.get_pinned(b"user:2")?.is_none());
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Db::get`].
+    pub fn get_pinned(&self, key: impl AsRef<[u8]>) -> Result<Option<Value>> {
         read_view::get_at(
             &self.inner.super_version,
             &self.inner.table_cache,
             self.inner.opts.compaction_filter.as_deref(),
-            key,
-            seq,
+            key.as_ref(),
+            self.latest(),
         )
     }
 

@@ -13,7 +13,10 @@ use super::SuperVersion;
 use crate::compaction::CompactionFilter;
 use crate::error::Result;
 use crate::key::{SeqNo, ValueKind};
+use crate::memtable::MemValue;
+use crate::table::block::BlockValue;
 use crate::table::TableCache;
+use crate::value::Value;
 
 /// Shared handles to the state reads consult.
 #[derive(Clone)]
@@ -25,8 +28,18 @@ pub(crate) struct ReadView {
 }
 
 impl ReadView {
-    pub(crate) fn get_at(&self, key: &[u8], seq: SeqNo) -> Result<Option<Vec<u8>>> {
+    pub(crate) fn get_at(&self, key: &[u8], seq: SeqNo) -> Result<Option<Value>> {
         get_at(
+            &self.super_version,
+            &self.table_cache,
+            self.filter.as_deref(),
+            key,
+            seq,
+        )
+    }
+
+    pub(crate) fn get_vec_at(&self, key: &[u8], seq: SeqNo) -> Result<Option<Vec<u8>>> {
+        get_vec_at(
             &self.super_version,
             &self.table_cache,
             self.filter.as_deref(),
@@ -46,44 +59,115 @@ impl ReadView {
     }
 }
 
-/// The newest value of `key` at sequence number `seq` (borrowing the
-/// handles, so a point read costs no reference counting beyond the super
-/// version's).
+/// The newest value of `key` at sequence number `seq`, read in place: it
+/// shares the memtable or the table block it was found in.
 pub(crate) fn get_at(
     super_version: &RwLock<Arc<SuperVersion>>,
     table_cache: &TableCache,
     filter: Option<&dyn CompactionFilter>,
     key: &[u8],
     seq: SeqNo,
+) -> Result<Option<Value>> {
+    lookup(super_version, table_cache, filter, key, seq, |found| {
+        found.pin()
+    })
+}
+
+/// The newest value of `key` at sequence number `seq`, copied once into a
+/// `Vec` straight from where it was found: a memtable's value is copied out
+/// of its arena without taking a reference on the memtable, which many
+/// readers of one memtable would otherwise all contend on.
+pub(crate) fn get_vec_at(
+    super_version: &RwLock<Arc<SuperVersion>>,
+    table_cache: &TableCache,
+    filter: Option<&dyn CompactionFilter>,
+    key: &[u8],
+    seq: SeqNo,
 ) -> Result<Option<Vec<u8>>> {
+    lookup(super_version, table_cache, filter, key, seq, |found| {
+        found.bytes().to_vec()
+    })
+}
+
+/// Where a point read found its entry, the value still in place.
+enum Found<'a> {
+    Memtable(MemValue<'a>),
+    /// A table's entry, with the block it is in.
+    Table(BlockValue),
+}
+
+impl Found<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Found::Memtable(m) => m.as_slice(),
+            Found::Table(v) => v.as_slice(),
+        }
+    }
+
+    /// The value, sharing what it is in.
+    fn pin(self) -> Value {
+        match self {
+            Found::Memtable(m) => m.pin(),
+            Found::Table(v) => v.into_value(),
+        }
+    }
+}
+
+/// The one point-read path, whatever the caller makes of the value: finds
+/// the newest entry of `key` at `seq` (borrowing the handles), applies
+/// range deletes and the filter's `hides` exactly once for every kind of
+/// read, and hands a visible value, still in place, to `take`, which
+/// copies or pins it.
+fn lookup<T>(
+    super_version: &RwLock<Arc<SuperVersion>>,
+    table_cache: &TableCache,
+    filter: Option<&dyn CompactionFilter>,
+    key: &[u8],
+    seq: SeqNo,
+    take: impl FnOnce(Found<'_>) -> T,
+) -> Result<Option<T>> {
+    // The caller read the sequence number first, then this reads the
+    // state: the state is at least as new, so nothing visible is missed.
+    let sv = super_version.read().clone();
+    let Some((kind, found_seq, found, tomb)) = newest_entry(&sv, table_cache, key, seq)? else {
+        return Ok(None);
+    };
+    let visible = match kind {
+        _ if tomb > found_seq => false,
+        ValueKind::Put => !filter.is_some_and(|f| f.hides(key, found.bytes())),
+        ValueKind::Delete | ValueKind::RangeDelete => false,
+    };
+    Ok(visible.then(|| take(found)))
+}
+
+/// The newest entry of `key` at `seq` in `sv` (memtables, then tables
+/// level by level), and the newest range tombstone at `seq` covering the
+/// key in the sources searched.
+fn newest_entry<'a>(
+    sv: &'a SuperVersion,
+    table_cache: &TableCache,
+    key: &[u8],
+    seq: SeqNo,
+) -> Result<Option<(ValueKind, SeqNo, Found<'a>, SeqNo)>> {
     // A version is deleted when a range tombstone covering the key is
     // newer than it; tombstones live in the same sources as versions and,
     // like them, newer sources first, so by the time a version is found
     // every tombstone that may be newer than it has been seen.
-    let value_of = |(kind, found_seq, value): (ValueKind, SeqNo, Vec<u8>), tomb: SeqNo| match kind {
-        _ if tomb > found_seq => None,
-        ValueKind::Put if filter.is_some_and(|f| f.hides(key, &value)) => None,
-        ValueKind::Put => Some(value),
-        ValueKind::Delete | ValueKind::RangeDelete => None,
-    };
-    // The caller read the sequence number first, then this reads the
-    // state: the state is at least as new, so nothing visible is missed.
-    let sv = super_version.read().clone();
     let mut tomb = sv.mem.range_del_seq(key, seq);
-    if let Some(found) = sv.mem.get_entry(key, seq) {
-        return Ok(value_of(found, tomb));
+    if let Some((kind, found_seq, value)) = sv.mem.get_entry(key, seq) {
+        return Ok(Some((kind, found_seq, Found::Memtable(value), tomb)));
     }
     for imm in &sv.imms {
         tomb = tomb.max(imm.range_del_seq(key, seq));
-        if let Some(found) = imm.get_entry(key, seq) {
-            return Ok(value_of(found, tomb));
+        if let Some((kind, found_seq, value)) = imm.get_entry(key, seq) {
+            return Ok(Some((kind, found_seq, Found::Memtable(value), tomb)));
         }
     }
     for (_, file) in sv.version.files_for_get(key) {
         let table = table_cache.get(&file)?;
         tomb = tomb.max(table.range_del_seq(key, seq));
-        if let Some(found) = table.get_entry(key, seq)? {
-            return Ok(value_of(found, tomb));
+        if let Some((kind, found_seq, value)) = table.get_entry(key, seq)? {
+            return Ok(Some((kind, found_seq, Found::Table(value), tomb)));
         }
     }
     Ok(None)

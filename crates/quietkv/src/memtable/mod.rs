@@ -20,6 +20,7 @@ mod iter;
 mod skiplist;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use parking_lot::RwLock;
 
@@ -27,9 +28,35 @@ use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::key::{pack_trailer, SeqNo, ValueKind, MAX_SEQ};
 use crate::range_tombstone::{covering_seq, RangeTombstone};
+use crate::value::Value;
 
 pub use iter::MemtableIter;
 use skiplist::{SearchKey, SkipList};
+
+/// A value found in a memtable, borrowed from it: a point read copies it,
+/// or pins the memtable to share it ([`MemValue::pin`]). Only the memtable
+/// makes one, from a node's value bytes, which is what makes pinning safe.
+pub struct MemValue<'a> {
+    mem: &'a Arc<Memtable>,
+    bytes: &'a [u8],
+}
+
+impl<'a> MemValue<'a> {
+    pub fn as_slice(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// The bytes as a [`Value`] that keeps the memtable alive instead of
+    /// copying them.
+    pub fn pin(self) -> Value {
+        // SAFETY: `bytes` is a node's value block (or empty) in this
+        // memtable's arena (`get_entry` is the only maker of a `MemValue`),
+        // which is freed only when the memtable is dropped (the `Arc`
+        // handed over keeps it), and never written once published:
+        // replacing a value writes a new block.
+        unsafe { Value::in_memtable(Arc::clone(self.mem), self.bytes) }
+    }
+}
 
 pub struct Memtable {
     list: SkipList,
@@ -150,29 +177,31 @@ impl Memtable {
     /// `(Put, value)`, `(Delete, empty)`, or `None` if the memtable has no
     /// visible entry for the key.
     #[cfg(test)]
-    pub fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<(ValueKind, Vec<u8>)> {
+    pub fn get(self: &Arc<Self>, user_key: &[u8], snapshot: SeqNo) -> Option<(ValueKind, Vec<u8>)> {
         self.get_entry(user_key, snapshot)
-            .map(|(kind, _, value)| (kind, value))
+            .map(|(kind, _, value)| (kind, value.as_slice().to_vec()))
     }
 
-    /// Like [`Self::get`], with the entry's sequence number. Range
-    /// tombstones are not consulted (see [`Self::range_del_seq`]).
-    pub fn get_entry(
-        &self,
+    /// Like [`Self::get`], with the entry's sequence number, and the value
+    /// borrowed in place: the caller copies it or pins the memtable to
+    /// share it. Range tombstones are not consulted (see
+    /// [`Self::range_del_seq`]).
+    pub fn get_entry<'a>(
+        self: &'a Arc<Self>,
         user_key: &[u8],
         snapshot: SeqNo,
-    ) -> Option<(ValueKind, SeqNo, Vec<u8>)> {
+    ) -> Option<(ValueKind, SeqNo, MemValue<'a>)> {
         let trailer = pack_trailer(snapshot.min(MAX_SEQ), ValueKind::MAX);
         let node = self.list.seek(SearchKey::new(user_key, trailer))?;
         let parsed = crate::key::parse_internal_key(node.key()).ok()?;
         if parsed.user_key != user_key {
             return None;
         }
-        let value = match parsed.kind {
-            ValueKind::Put => node.value().to_vec(),
-            ValueKind::Delete | ValueKind::RangeDelete => Vec::new(),
+        let bytes = match parsed.kind {
+            ValueKind::Put => node.value(),
+            ValueKind::Delete | ValueKind::RangeDelete => &[],
         };
-        Some((parsed.kind, parsed.seq, value))
+        Some((parsed.kind, parsed.seq, MemValue { mem: self, bytes }))
     }
 
     /// The sequence number of the newest write to `user_key` (a put, a
@@ -333,7 +362,7 @@ mod tests {
 
     #[test]
     fn sequence_limits_are_invalid_argument() {
-        let m = Memtable::new();
+        let m = Arc::new(Memtable::new());
         let e = m.add(MAX_SEQ + 1, ValueKind::Put, b"k", b"v").unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
         let mut b = WriteBatch::new();

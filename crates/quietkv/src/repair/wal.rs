@@ -296,8 +296,10 @@ impl<'a> KeptTables<'a> {
                 }
                 continue;
             }
-            match table.get(key, seq)? {
-                Some((k, v)) if k == kind && (kind == ValueKind::Delete || v == value) => {
+            match table.get_entry(key, seq)? {
+                Some((k, _, v))
+                    if k == kind && (kind == ValueKind::Delete || v.as_slice() == value) =>
+                {
                     return Ok(true)
                 }
                 _ => {}

@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::compare_internal;
 use crate::table::format::{read_u32_le, Decoder};
+use crate::value::Value;
 use crate::varint::put_u64;
 
 pub const DEFAULT_RESTART_INTERVAL: usize = 16;
@@ -166,6 +167,11 @@ impl Block {
         self.data.len()
     }
 
+    /// The decoded bytes (entries, then the restart array).
+    pub(crate) fn data(&self) -> &[u8] {
+        &self.data
+    }
+
     fn restart(&self, i: usize) -> usize {
         // Validated in `new`.
         read_u32_le(&self.data, self.restarts_off + 4 * i).unwrap_or(0) as usize
@@ -225,6 +231,27 @@ fn decode_header(block: &Block, at: usize) -> Result<EntryHeader> {
         value_len,
         key_at,
     })
+}
+
+/// A value inside a decoded block, and the block: a point read copies it
+/// out or shares the block ([`BlockValue::into_value`]).
+pub struct BlockValue {
+    block: Arc<Block>,
+    /// Where the value lies in the block's data (validated when the entry
+    /// was parsed).
+    range: std::ops::Range<usize>,
+}
+
+impl BlockValue {
+    pub fn as_slice(&self) -> &[u8] {
+        self.block.data.get(self.range.clone()).unwrap_or(&[])
+    }
+
+    /// The value as a [`Value`] that keeps the block alive instead of
+    /// copying the bytes.
+    pub fn into_value(self) -> Value {
+        Value::in_block(self.block, self.range)
+    }
 }
 
 /// A cursor over one block.
@@ -289,6 +316,21 @@ impl BlockIter {
         self.next = h.end();
         self.valid = true;
         Ok(())
+    }
+
+    /// The current entry's value, holding the block it is in (the
+    /// iterator's reference is handed over, none is taken); empty if the
+    /// iterator is not on an entry.
+    pub(crate) fn into_block_value(self) -> BlockValue {
+        let range = if self.valid {
+            self.value.0..self.value.1
+        } else {
+            0..0
+        };
+        BlockValue {
+            block: self.block,
+            range,
+        }
     }
 
     fn seek_to_restart(&mut self, i: usize) -> Result<()> {

@@ -9,7 +9,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::iter::InternalIterator;
 use crate::key::{compare_internal, parse_internal_key, seek_key, SeqNo, ValueKind, MAX_SEQ};
 use crate::range_tombstone::{covering_seq, RangeTombstone};
-use crate::table::block::{Block, BlockCache, BlockIter};
+use crate::table::block::{Block, BlockCache, BlockIter, BlockValue};
 use crate::table::filter::BloomFilter;
 use crate::table::format::{decode_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
 use crate::table::identity::ExpectedTable;
@@ -467,21 +467,24 @@ impl TableReader {
     }
 
     /// The newest entry for `user_key` with seq <= `snapshot`.
+    #[cfg(test)]
     pub fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Result<Option<(ValueKind, Vec<u8>)>> {
         Ok(self
             .get_entry(user_key, snapshot)?
-            .map(|(kind, _, value)| (kind, value)))
+            .map(|(kind, _, value)| (kind, value.as_slice().to_vec())))
     }
 
-    /// Like [`Self::get`], with the entry's sequence number. Range
-    /// tombstones are not consulted (see [`Self::range_del_seq`]).
+    /// Like [`Self::get`], with the entry's sequence number, and the value
+    /// in place, holding the decoded data block it is in, so the caller can
+    /// copy the value or share the block ([`BlockValue::into_value`]). Range tombstones are not consulted (see
+    /// [`Self::range_del_seq`]).
     pub fn get_entry(
         &self,
         user_key: &[u8],
         snapshot: SeqNo,
-    ) -> Result<Option<(ValueKind, SeqNo, Vec<u8>)>> {
-        self.find(user_key, snapshot, |kind, seq, value| {
-            (kind, seq, value.to_vec())
+    ) -> Result<Option<(ValueKind, SeqNo, BlockValue)>> {
+        self.find(user_key, snapshot, |kind, seq, it| {
+            (kind, seq, it.into_block_value())
         })
     }
 
@@ -496,13 +499,14 @@ impl TableReader {
     }
 
     /// Finds the newest point entry for `user_key` with seq <= `snapshot`
-    /// and hands its kind, sequence number and value to `found`. Range
-    /// tombstones are not consulted (see [`Self::range_del_seq`]).
+    /// and hands its kind, sequence number and a block iterator positioned
+    /// on it to `found`. Range tombstones are not consulted (see
+    /// [`Self::range_del_seq`]).
     fn find<T>(
         &self,
         user_key: &[u8],
         snapshot: SeqNo,
-        found: impl FnOnce(ValueKind, SeqNo, &[u8]) -> T,
+        found: impl FnOnce(ValueKind, SeqNo, BlockIter) -> T,
     ) -> Result<Option<T>> {
         if !self.may_contain(user_key) {
             return Ok(None);
@@ -522,7 +526,8 @@ impl TableReader {
                             "a data block holds a range tombstone (they belong in their own block)",
                         )));
                     }
-                    return Ok(Some(found(p.kind, p.seq, it.value())));
+                    let (kind, seq) = (p.kind, p.seq);
+                    return Ok(Some(found(kind, seq, it)));
                 }
                 return Ok(None);
             }

@@ -800,7 +800,9 @@ fn range_tombstones_round_trip_in_their_own_block() {
     let (k0, v0) = &entries[0];
     let p0 = crate::key::parse_internal_key(k0).unwrap();
     assert_eq!(
-        t.get_entry(p0.user_key, u64::MAX).unwrap(),
+        t.get_entry(p0.user_key, u64::MAX)
+            .unwrap()
+            .map(|(kind, seq, v)| (kind, seq, v.as_slice().to_vec())),
         Some((p0.kind, p0.seq, v0.clone()))
     );
 

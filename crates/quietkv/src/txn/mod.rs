@@ -17,6 +17,7 @@ use crate::db::{write_checked, Db, Inner, KeyRange, Precondition};
 use crate::error::Result;
 use crate::options::WriteOptions;
 use crate::snapshot::Snapshot;
+use crate::value::Value;
 pub use cas::CasMismatch;
 pub use iter::TxnIter;
 use read_set::ReadSet;
@@ -134,6 +135,25 @@ impl Transaction {
             return Ok(pending.map(<[u8]>::to_vec));
         }
         let value = self.snapshot.get(key)?;
+        self.reads.record(key);
+        Ok(value)
+    }
+
+    /// Like [`get`](Self::get), with the value read in place instead of
+    /// copied where it comes from the snapshot (see
+    /// [`Db::get_pinned`](crate::Db::get_pinned) and [`Value`] for what it
+    /// keeps in memory); the transaction's own write is returned as a copy
+    /// that pins nothing. The key joins the read set as with `get`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Db::get`].
+    pub fn get_pinned(&self, key: impl AsRef<[u8]>) -> Result<Option<Value>> {
+        let key = key.as_ref();
+        if let Some(pending) = self.writes.get(key) {
+            return Ok(pending.map(Value::from));
+        }
+        let value = self.snapshot.get_pinned(key)?;
         self.reads.record(key);
         Ok(value)
     }
