@@ -29,7 +29,6 @@ mod generations;
 mod install;
 pub mod keys;
 mod log_store;
-mod ranges;
 pub mod snapshot;
 mod state_machine;
 mod types;

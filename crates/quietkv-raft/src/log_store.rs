@@ -17,7 +17,6 @@ use quietkv::{Db, WriteBatch, WriteOptions};
 
 use crate::codec::{blocking, db_error, decode, encode, error, show_key};
 use crate::keys::{self, log_index, log_key, LOG_PREFIX};
-use crate::ranges::{delete_range, Order};
 use crate::types::{Entry, LogId, NodeId, StorageError, TypeConfig};
 
 /// The first key after every log entry's key: `LOG_PREFIX` with its last
@@ -115,17 +114,20 @@ fn write_json_synced<T: serde::Serialize>(
 pub(crate) fn finish_purge(db: &Db) -> Result<(), StorageError> {
     let purged: Option<LogId> = read_json(db, keys::PURGED, ErrorSubject::Logs)?;
     if let Some(p) = purged {
-        delete_entries(db, 0, p.index.checked_add(1), Order::LowestFirst)?;
+        delete_entries(db, 0, p.index.checked_add(1))?;
     }
     Ok(())
 }
 
 /// Deletes the entries with indexes in `[start, end)` (`end` `None`: to
-/// the last), synced, starting at the end `order` says.
-fn delete_entries(db: &Db, start: u64, end: Option<u64>, order: Order) -> Result<(), StorageError> {
+/// the last) with one synced range delete: all of them or, after a crash,
+/// none, however long the range.
+fn delete_entries(db: &Db, start: u64, end: Option<u64>) -> Result<(), StorageError> {
     let to = end.map_or_else(|| LOG_END.to_vec(), log_key);
-    delete_range(db, &log_key(start), &to, order, true)
-        .map(|_| ())
+    let mut batch = WriteBatch::new();
+    batch
+        .delete_range(log_key(start), to)
+        .and_then(|()| db.write(batch, SYNC))
         .map_err(|e| db_error(ErrorSubject::Logs, ErrorVerb::Delete, e))
 }
 
@@ -260,9 +262,9 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
         let db = self.db.clone();
-        // From the last entry down: a crash part way leaves a shorter log,
-        // never one with a hole.
-        blocking(move || delete_entries(&db, log_id.index, None, Order::HighestFirst)).await
+        // One range delete: a crash leaves the whole log or the truncated
+        // one, never a log with a hole.
+        blocking(move || delete_entries(&db, log_id.index, None)).await
     }
 
     async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
@@ -277,7 +279,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             // next open deletes (`finish_purge`); never a log whose first
             // entry is missing without a purged id saying so.
             write_json_synced(&db, keys::PURGED, &log_id, ErrorSubject::Logs)?;
-            delete_entries(&db, 0, log_id.index.checked_add(1), Order::LowestFirst)
+            delete_entries(&db, 0, log_id.index.checked_add(1))
         })
         .await
     }
