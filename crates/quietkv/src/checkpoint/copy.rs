@@ -91,22 +91,11 @@ pub(crate) fn copy_file(
     expected_len: Option<u64>,
 ) -> Result<(u64, u32)> {
     let result = (|| {
-        let mut reader = from_env.open_sequential(from, IoClass::Backup)?;
         let mut writer = to_env.create(to, IoClass::Backup)?;
-        let mut buf = vec![0u8; CHUNK];
-        let mut crc = 0u32;
-        let mut total = 0u64;
-        loop {
-            let n = reader
-                .read(&mut buf)
-                .map_err(|e| Error::from(e).with_file(from).with_offset(total))?;
-            if n == 0 {
-                break;
-            }
-            crc = crc32c::crc32c_append(crc, &buf[..n]);
-            writer.write_all(&buf[..n])?;
-            total += n as u64;
-        }
+        let (total, crc) = read_in_chunks(from_env, from, |chunk| {
+            writer.write_all(chunk)?;
+            Ok(())
+        })?;
         if let Some(want) = expected_len.filter(|&want| want != total) {
             return Err(Error::corruption(format!(
                 "the file is {total} bytes long, but {want} were expected"
@@ -124,6 +113,16 @@ pub(crate) fn copy_file(
 
 /// The CRC32C and length of `path`, read in the `Backup` class.
 pub(crate) fn checksum_file(env: &IoEnv, path: &Path) -> Result<(u64, u32)> {
+    read_in_chunks(env, path, |_| Ok(()))
+}
+
+/// Reads `path` from start to end in the `Backup` class, handing each
+/// chunk to `each`; returns its length and CRC32C.
+fn read_in_chunks(
+    env: &IoEnv,
+    path: &Path,
+    mut each: impl FnMut(&[u8]) -> Result<()>,
+) -> Result<(u64, u32)> {
     let mut reader = env.open_sequential(path, IoClass::Backup)?;
     let mut buf = vec![0u8; CHUNK];
     let mut crc = 0u32;
@@ -136,6 +135,7 @@ pub(crate) fn checksum_file(env: &IoEnv, path: &Path) -> Result<(u64, u32)> {
             return Ok((total, crc));
         }
         crc = crc32c::crc32c_append(crc, &buf[..n]);
+        each(&buf[..n])?;
         total += n as u64;
     }
 }
