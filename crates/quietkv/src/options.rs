@@ -225,7 +225,8 @@ options! {
     wal_compression: Compression = Compression::None;
     /// How much file space a WAL takes at a time: each WAL file is
     /// allocated with `fallocate` (its size included) this many bytes at a
-    /// time, so steady writes neither allocate blocks nor extend the file
+    /// time from its first record on (a WAL that receives nothing takes no
+    /// space), so steady writes neither allocate blocks nor extend the file
     /// (in mmap mode it is also mapped a segment at a time). A WAL is cut
     /// to its true length when it is closed (not with `wal_recycle_count`); after a crash it ends in
     /// allocated zeros, which replay reads as padding. Where the file

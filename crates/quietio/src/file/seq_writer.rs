@@ -197,7 +197,9 @@ impl SeqWriter {
         }
         self.segment = Some(segment);
         self.preallocating = true;
-        self.preallocate(segment);
+        // The first segment is allocated by the first write, not here: a
+        // log that receives nothing (the WAL opened after the last flush of
+        // an idle database) then takes no space on disk.
         Ok(())
     }
 
