@@ -151,11 +151,15 @@ fn flush_one(inner: &Arc<Inner>) {
     };
     let t = Instant::now();
     let cpu0 = quietio::sys::thread_cpu_time();
+    // A snapshot taken after this reads the newest version of every key
+    // in the frozen memtable, so the ones live now are all it must keep.
+    let snapshots = inner.snapshots.sequences();
     let written = write_l0(
         &inner.env,
         &inner.dir,
         &inner.opts,
         &mem,
+        &snapshots,
         number,
         inner.db_id,
         depth,

@@ -12,6 +12,7 @@ use quietio::{IoClass, IoEnv};
 
 use super::{stats, Immutable, Inner, State, SuperVersion, Wal};
 use crate::batch::WriteBatch;
+use crate::compaction::drop_rules::DropRules;
 use crate::compaction::picker::BusyFiles;
 use crate::creation::{self, Creation};
 use crate::error::{Error, ErrorKind, Result};
@@ -110,7 +111,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
     let replayed = replay_wals(&env, &dir, &recovered, &wals, opts.memtable_size, |mem| {
         let number = next_file;
         next_file += 1;
-        if let Some(meta) = write_l0(&env, &dir, &opts, &mem, number, db_id, opts.io_depth)? {
+        if let Some(meta) = write_l0(&env, &dir, &opts, &mem, &[], number, db_id, opts.io_depth)? {
             edit.add_file(0, meta);
         }
         Ok(())
@@ -127,6 +128,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
             &dir,
             &opts,
             &replayed.mem,
+            &[],
             number,
             db_id,
             opts.io_depth,
@@ -624,11 +626,19 @@ fn list(dir: &Path) -> Result<Vec<FileKind>> {
 /// Writes a memtable as table `number` of database `db_id` (FlushWrite
 /// class, at most `depth` writes in flight), synced, and returns its
 /// metadata (None for an empty memtable).
+/// Writes the memtable `mem` as level-0 table `number`. Of each key's
+/// versions in the memtable the table keeps only those a reader can still
+/// see: the newest, and the newest below each live snapshot in `snapshots`
+/// (a memtable updated in place many times, as zipfian updates do, would
+/// otherwise write every overwritten version once more). Tombstones are
+/// kept: older versions of their keys may lie in tables below.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn write_l0(
     env: &IoEnv,
     dir: &Path,
     opts: &Options,
     mem: &Arc<Memtable>,
+    snapshots: &[SeqNo],
     number: u64,
     db_id: u64,
     depth: usize,
@@ -647,8 +657,11 @@ pub(crate) fn write_l0(
         for t in mem.range_tombstones() {
             builder.add_range_tombstone(&t)?;
         }
+        let mut visible = DropRules::new(snapshots, false);
         while it.valid() {
-            builder.add(it.key(), it.value())?;
+            if visible.keep(it.key())? {
+                builder.add(it.key(), it.value())?;
+            }
             cpu_yield.entry(it.key().len() + it.value().len());
             it.next()?;
         }
