@@ -194,6 +194,15 @@ pub async fn run(args: BenchSnapshotArgs) -> Result<(), String> {
                 }
             })?;
             plan.setup.psi_source = psi_source;
+            if mode == "backup" && run.transfer_mode != "direct" {
+                let note = format!(
+                    "backup moved the snapshot as {} here, not direct (the probe of the snapshot directory found no usable O_DIRECT)",
+                    run.transfer_mode
+                );
+                if !notes.contains(&note) {
+                    notes.push(note);
+                }
+            }
             if run.snapshot_secs > run.stream.reads.elapsed_s + 1.0 {
                 notes.push(format!(
                     "round {round} {mode}: the reads stopped at --stream-cap-secs ({:.0} s) before the snapshot was done ({:.0} s)",
