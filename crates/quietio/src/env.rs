@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::class::{resolve, AccessMode, ClassModes, EffectiveMode, IoClass, Resolution};
 use crate::error::{Error, Result};
 use crate::fault::{FaultLayer, OpKind};
-use crate::file::{FileConfig, MmapWriter, RandomReader, SeqReader, SeqWriter};
+use crate::file::{FileConfig, MmapWriter, PositionalFile, RandomReader, SeqReader, SeqWriter};
 use crate::probe::{probe, Capabilities};
 use crate::rate::RateLimiter;
 use crate::stats::IoStats;
@@ -471,6 +471,43 @@ impl IoEnv {
     ) -> Result<RandomReader> {
         let m = self.resolve_explicit(class, mode)?;
         RandomReader::open(path, self.file_config(class, m))
+    }
+
+    /// Creates `path`, which must not exist, to be written and read at any
+    /// offset in `class`'s mode (see [`PositionalFile`]). Refused in a
+    /// read-only environment.
+    pub fn create_positional(&self, path: &Path, class: IoClass) -> Result<PositionalFile> {
+        PositionalFile::create_new(path, self.writer_config(path, class, None)?)
+    }
+
+    /// [`create_positional`](Self::create_positional) in `mode` (resolved
+    /// as for [`create_with_mode`](Self::create_with_mode)); counted under
+    /// `class`.
+    pub fn create_positional_with_mode(
+        &self,
+        path: &Path,
+        class: IoClass,
+        mode: AccessMode,
+    ) -> Result<PositionalFile> {
+        PositionalFile::create_new(path, self.writer_config(path, class, Some(mode))?)
+    }
+
+    /// Opens the existing file `path` for reads at any offset in `class`'s
+    /// mode, as a [`PositionalFile`] that refuses writes.
+    pub fn open_positional(&self, path: &Path, class: IoClass) -> Result<PositionalFile> {
+        PositionalFile::open(path, self.file_config(class, self.mode(class)))
+    }
+
+    /// [`open_positional`](Self::open_positional) in `mode`; counted under
+    /// `class`.
+    pub fn open_positional_with_mode(
+        &self,
+        path: &Path,
+        class: IoClass,
+        mode: AccessMode,
+    ) -> Result<PositionalFile> {
+        let m = self.resolve_explicit(class, mode)?;
+        PositionalFile::open(path, self.file_config(class, m))
     }
 
     /// Makes creations, renames and deletions in the directory durable.

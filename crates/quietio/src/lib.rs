@@ -45,7 +45,9 @@
 //!
 //! Files are written front to back with [`SeqWriter`] and read with
 //! [`SeqReader`] (front to back, with its own readahead) or
-//! [`RandomReader`] (positional reads). All modes produce byte-identical
+//! [`RandomReader`] (positional reads); a file that arrives and leaves in
+//! pieces of any size at any offset (a snapshot streamed between nodes)
+//! is a [`PositionalFile`]. All modes produce byte-identical
 //! files. They count bytes, operations, time and, for buffered random
 //! reads, page-cache hits per class ([`IoStats`]), and throttle the
 //! compaction classes with one shared [`RateLimiter`]. Direct sequential
@@ -130,7 +132,7 @@ pub use class::{resolve, AccessMode, ClassModes, EffectiveMode, IoClass, Resolut
 pub use device::{measure_device, DeviceSpeed};
 pub use env::{sync_dir, IoEnv, IoOptions, MAX_IO_DEPTH};
 pub use error::{Error, ErrorKind, Result};
-pub use file::{FileConfig, MmapWriter, RandomReader, SeqReader, SeqWriter};
+pub use file::{FileConfig, MmapWriter, PositionalFile, RandomReader, SeqReader, SeqWriter};
 pub use memlimit::{memory_limit, memory_limit_from, MemoryLimit};
 pub use probe::{
     known_bad_direct_writes, probe, probe_read_only, probe_uncached, Capabilities, DirectCaps,

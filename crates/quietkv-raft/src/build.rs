@@ -12,15 +12,15 @@
 //!    not read the database through the block cache or the page cache its
 //!    readers use. The scratch checkpoint is deleted.
 //! 3. The file becomes the current snapshot, unless an install meanwhile
-//!    made a newer one current; openraft sends it from an open handle.
-
-use std::fs::File;
+//!    made a newer one current; openraft sends it from an open handle, a
+//!    [`crate::SnapshotFile`] reading in the `Backup` class too.
 
 use openraft::ErrorVerb;
+use quietio::PositionalFile;
 use quietkv::{CheckpointInfo, PackInfo};
 
+use crate::shared::{read_applied, sm_db_err, snap_err, Shared};
 use crate::snapshot::{encode_label, io_err, unique};
-use crate::state_machine::{read_applied, sm_db_err, snap_err, Shared};
 use crate::types::{SnapshotMeta, StorageError};
 
 /// What building a snapshot did, for tests and statistics.
@@ -35,7 +35,9 @@ pub(crate) struct BuildReport {
 /// Builds a snapshot of the state as of now and makes it the current
 /// snapshot; returns its description, an open handle at its start and
 /// what it cost.
-pub(crate) fn build(shared: &Shared) -> Result<(SnapshotMeta, File, BuildReport), StorageError> {
+pub(crate) fn build(
+    shared: &Shared,
+) -> Result<(SnapshotMeta, PositionalFile, BuildReport), StorageError> {
     let snapshots = &shared.snapshots;
     let scratch = snapshots.temp_path("checkpoint");
     let (applied, checkpoint) = {
@@ -63,8 +65,10 @@ pub(crate) fn build(shared: &Shared) -> Result<(SnapshotMeta, File, BuildReport)
     let pack = quietkv::pack_checkpoint_with(scratch.path(), out.path(), &label)
         .map_err(|e| snap_err(ErrorVerb::Write, io_err(out.path(), e)))?;
     drop(scratch);
-    let file =
-        File::open(out.path()).map_err(|e| snap_err(ErrorVerb::Read, io_err(out.path(), e)))?;
+    // Opened in the mode openraft will stream it in.
+    let file = snapshots
+        .open_file(out.path())
+        .map_err(|e| snap_err(ErrorVerb::Read, e))?;
     // Published unless an install meanwhile made a newer one current; the
     // open handle reads it either way.
     snapshots

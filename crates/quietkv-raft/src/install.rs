@@ -2,9 +2,10 @@
 //! all at once: after a crash at any point the node has the old state or
 //! the new one, never a mix.
 //!
-//! 1. The received file is synced and its pages dropped from the page
-//!    cache (openraft wrote them through it). Its description (its pack
-//!    label) must be the one openraft is installing.
+//! 1. The received file is synced and whatever of it is in the page cache
+//!    dropped (openraft wrote it through a [`crate::SnapshotFile`], in the
+//!    `Backup` class's mode, which may be buffered). Its description (its
+//!    pack label) must be the one openraft is installing.
 //! 2. It is unpacked into the next generation's directory: every name,
 //!    length and checksum checked, every byte read and written in the
 //!    `Backup` I/O class, the directory staged and renamed into place
@@ -20,16 +21,14 @@
 //! generation, or the staging directory of an unpack cut short); after it
 //! the new state (opening deletes the old generation).
 
-use std::fs::File;
-use std::io::Write;
-
 use openraft::{ErrorSubject, ErrorVerb};
+use quietio::PositionalFile;
 use quietkv::UnpackInfo;
 
 use crate::codec::{db_error, error};
 use crate::generations::{dir_of, write_pointer, StateDb};
+use crate::shared::{read_applied, snap_err, AppliedState, Shared};
 use crate::snapshot::{io_err, read_meta, TempPath};
-use crate::state_machine::{read_applied, snap_err, AppliedState, Shared};
 use crate::types::{SnapshotMeta, StorageError};
 
 /// Where [`install`] stops early in tests, to leave what a crash there
@@ -48,10 +47,10 @@ pub(crate) enum InstallStep {
 pub(crate) enum Source {
     /// A file this state machine handed openraft to receive into: unpacked
     /// where it is, then kept as the current snapshot.
-    Received(TempPath, File),
+    Received(TempPath, PositionalFile),
     /// Any other open file: copied into the snapshot directory first,
     /// since unpacking reads a file by name.
-    Handle(File),
+    Handle(PositionalFile),
 }
 
 /// What installing a snapshot did, for tests and statistics.
@@ -68,20 +67,35 @@ fn snapshot_error(meta: &SnapshotMeta, verb: ErrorVerb, detail: String) -> Stora
     error(ErrorSubject::Snapshot(Some(meta.signature())), verb, detail)
 }
 
-/// Copies an open file into a new file of the snapshot directory, synced.
-fn copy_handle(shared: &Shared, mut from: File) -> Result<(TempPath, File, u64), StorageError> {
-    use std::io::{Seek, SeekFrom};
+/// Bytes one step of [`copy_handle`] moves.
+const COPY_PIECE: usize = 4 << 20;
+
+/// Copies an open file into a new file of the snapshot directory, synced,
+/// both in the snapshot transfer mode.
+fn copy_handle(
+    shared: &Shared,
+    from: PositionalFile,
+) -> Result<(TempPath, PositionalFile, u64), StorageError> {
     let (temp, mut to) = shared
         .snapshots
         .create_temp("install")
         .map_err(|e| snap_err(ErrorVerb::Write, e))?;
-    let path = temp.path().to_path_buf();
-    let fail = |e: std::io::Error| snap_err(ErrorVerb::Write, io_err(&path, e));
-    from.seek(SeekFrom::Start(0)).map_err(fail)?;
-    let n = std::io::copy(&mut from, &mut to).map_err(fail)?;
-    to.flush().map_err(fail)?;
-    to.sync_all().map_err(fail)?;
-    Ok((temp, to, n))
+    let mut piece = vec![0u8; COPY_PIECE];
+    let mut at = 0u64;
+    loop {
+        let n = from
+            .read_at(at, &mut piece)
+            .map_err(|e| snap_err(ErrorVerb::Read, io_err(from.path(), e)))?;
+        if n == 0 {
+            break;
+        }
+        to.write_at(at, &piece[..n])
+            .map_err(|e| snap_err(ErrorVerb::Write, io_err(temp.path(), e)))?;
+        at += n as u64;
+    }
+    to.sync()
+        .map_err(|e| snap_err(ErrorVerb::Write, io_err(temp.path(), e)))?;
+    Ok((temp, to, at))
 }
 
 /// Replaces the state machine's state with the snapshot in `source`,
@@ -93,20 +107,20 @@ pub(crate) fn install(
     source: Source,
     stop_after: Option<InstallStep>,
 ) -> Result<(AppliedState, InstallReport), StorageError> {
-    let (temp, file, copied) = match source {
+    let (temp, mut file, copied) = match source {
         Source::Received(temp, file) => (temp, file, 0),
         Source::Handle(file) => copy_handle(shared, file)?,
     };
     let path = temp.path().to_path_buf();
-    // What openraft wrote may still be in its buffers' way to the disk:
-    // synced before anything depends on it.
-    file.sync_all()
+    // Synced (and a direct file's padding cut) before anything depends on
+    // it; cheap when openraft's shutdown of the stream did it already.
+    file.sync()
         .map_err(|e| snap_err(ErrorVerb::Write, io_err(&path, e)))?;
     drop(file);
-    // openraft wrote the received chunks through the page cache; they are
-    // read back below in the Backup class, which bypasses it, so the cached
-    // copy would only push the node's hot data out. Advisory: a failure
-    // costs cache space, not correctness.
+    // Unless the transfer mode kept them out, the received chunks are in
+    // the page cache; they are read back below in the Backup class, which
+    // may bypass it, so the cached copy would only push the node's hot data
+    // out. Advisory: a failure costs cache space, not correctness.
     if let Err(e) = quietio::evict_file(&path) {
         log::debug!(
             "quietkv-raft: cannot drop the cached pages of {}: {e}",

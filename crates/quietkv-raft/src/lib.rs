@@ -29,7 +29,9 @@ mod generations;
 mod install;
 pub mod keys;
 mod log_store;
+mod shared;
 pub mod snapshot;
+mod snapshot_file;
 mod state_machine;
 mod types;
 
@@ -44,15 +46,18 @@ use quietkv::{Db, Options};
 
 pub use generations::StateDb;
 pub use log_store::LogStore;
-pub use state_machine::{AppliedState, SnapshotBuilder, StateMachine};
+pub use shared::AppliedState;
+pub use snapshot::SnapshotIo;
+pub use snapshot_file::SnapshotFile;
+pub use state_machine::{SnapshotBuilder, StateMachine};
 pub use types::{
     Entry, LogId, NodeId, Request, Response, SnapshotMeta, StorageError, StoredMembership,
     TypeConfig,
 };
 
 use crate::codec::{db_error, error};
+use crate::shared::Shared;
 use crate::snapshot::SnapshotDir;
-use crate::state_machine::Shared;
 
 /// One node's storage, in its directory:
 ///
@@ -95,6 +100,23 @@ impl Store {
     /// missing generation pointer, naming the file; a directory in the
     /// layout of an earlier version of this crate (one database, `db/`).
     pub fn open_with(dir: impl AsRef<Path>, options: Options) -> Result<Store, StorageError> {
+        Store::open_with_snapshot_io(dir, options, SnapshotIo::Backup)
+    }
+
+    /// Opens the storage as [`Store::open_with`] does, with snapshot files
+    /// streamed to and from other nodes as `snapshot_io` says (see
+    /// [`SnapshotFile`]): in the `Backup` I/O class's mode (the default),
+    /// or through the page cache, to compare.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::open_with`]; also the probe of the snapshot directory
+    /// failing, or the options requesting a `Backup` mode it cannot do.
+    pub fn open_with_snapshot_io(
+        dir: impl AsRef<Path>,
+        options: Options,
+        snapshot_io: SnapshotIo,
+    ) -> Result<Store, StorageError> {
         let dir = dir.as_ref().to_path_buf();
         if dir.join("db").is_dir() && !dir.join("log").exists() {
             return Err(error(
@@ -108,7 +130,15 @@ impl Store {
         }
         let log = Db::open(dir.join("log"), options.clone())
             .map_err(|e| db_error(ErrorSubject::Store, ErrorVerb::Read, e))?;
-        let snapshots = SnapshotDir::open(&dir.join("snapshots"))
+        // The snapshot directory's own I/O environment: the modes the
+        // options request and their background rate limit (a limiter of
+        // its own, not shared with the databases').
+        let io = quietio::IoOptions {
+            modes: options.io_modes,
+            background_bytes_per_sec: options.background_rate_limit_mib << 20,
+            ..quietio::IoOptions::default()
+        };
+        let snapshots = SnapshotDir::open(&dir.join("snapshots"), io, snapshot_io)
             .map_err(|e| error(ErrorSubject::Snapshot(None), ErrorVerb::Read, e))?;
         log_store::finish_purge(&log)?;
         let generation = generations::open_current(&dir)
@@ -144,6 +174,24 @@ impl Store {
     /// readable as long as it is held, and its directory is deleted after.
     pub fn state_db(&self) -> Arc<StateDb> {
         self.shared.state()
+    }
+
+    /// The access mode snapshot files are streamed in: what
+    /// [`SnapshotIo`] and the probe of the snapshot directory decided.
+    pub fn snapshot_transfer_mode(&self) -> quietio::EffectiveMode {
+        self.shared.snapshots.transfer_mode()
+    }
+
+    /// What streaming snapshots from and into this node read and wrote so
+    /// far: bytes, operations and time (building and installing them are
+    /// in the state database's `Backup` counters).
+    pub fn snapshot_transfer_stats(&self) -> quietio::ClassStats {
+        self.shared.snapshots.transfer_stats()
+    }
+
+    /// The current snapshot file's path (which may not exist).
+    pub fn current_snapshot_path(&self) -> PathBuf {
+        self.shared.snapshots.current_path()
     }
 
     /// A log store on this storage.

@@ -11,13 +11,59 @@
 //! `SnapshotMeta`, as JSON), so the current snapshot is described without
 //! reading it whole. Every name, length and checksum in it is checked when
 //! it is unpacked.
+//!
+//! openraft streams the file from the leader's directory into a new file
+//! in the follower's through [`crate::SnapshotFile`]; the directory opens
+//! both in the mode [`SnapshotIo`] chose, resolved by quietio's probe of
+//! the directory itself.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use quietio::PositionalFile;
+use quietio::{AccessMode, ClassStats, EffectiveMode, IoClass, IoEnv, IoOptions};
+
 use crate::types::SnapshotMeta;
+
+/// How snapshot files are read and written while openraft streams them
+/// from a leader to a follower.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SnapshotIo {
+    /// In the `Backup` I/O class's mode, as the options request it and
+    /// the probe of the snapshot directory resolves it: with `auto`,
+    /// direct where the file system allows it, else dontcache, else
+    /// buffered. The streamed bytes then stay out of the page cache.
+    #[default]
+    Backup,
+    /// Through the page cache, whatever the `Backup` class says: how
+    /// openraft reads and writes a plain file; for comparison.
+    Buffered,
+}
+
+impl std::fmt::Display for SnapshotIo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SnapshotIo::Backup => "backup",
+            SnapshotIo::Buffered => "buffered",
+        })
+    }
+}
+
+impl std::str::FromStr for SnapshotIo {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "backup" => Ok(SnapshotIo::Backup),
+            "buffered" => Ok(SnapshotIo::Buffered),
+            other => Err(format!(
+                "snapshot I/O {other:?}: use backup (the Backup class's mode) or buffered"
+            )),
+        }
+    }
+}
 
 /// The name of the current snapshot in the snapshot directory.
 const CURRENT: &str = "current.snap";
@@ -77,6 +123,10 @@ pub fn read_meta(path: &Path) -> Result<SnapshotMeta, SnapshotFileError> {
 #[derive(Debug)]
 pub struct SnapshotDir {
     path: PathBuf,
+    /// The directory's probed I/O environment; snapshot files are read
+    /// and written through it, counted under `Backup`.
+    env: IoEnv,
+    io: SnapshotIo,
     /// Held while a snapshot is published, so that comparing with the
     /// current snapshot and replacing it are one step.
     publishing: std::sync::Mutex<()>,
@@ -106,8 +156,15 @@ impl Drop for TempPath {
 static UNIQUE: AtomicU64 = AtomicU64::new(0);
 
 impl SnapshotDir {
-    /// Opens (creating) `path` and removes the temporary files a crash left.
-    pub fn open(path: &Path) -> Result<SnapshotDir, SnapshotFileError> {
+    /// Opens (creating) `path` and removes the temporary files a crash
+    /// left. Snapshot files are read and written as `io` says, the
+    /// `Backup` class's mode being the one `options` request (built from
+    /// the state database's options), resolved by probing `path`.
+    pub fn open(
+        path: &Path,
+        options: IoOptions,
+        io: SnapshotIo,
+    ) -> Result<SnapshotDir, SnapshotFileError> {
         fs::create_dir_all(path).map_err(|e| io_err(path, e))?;
         for entry in fs::read_dir(path).map_err(|e| io_err(path, e))? {
             let entry = entry.map_err(|e| io_err(path, e))?;
@@ -123,10 +180,40 @@ impl SnapshotDir {
                 removed.map_err(|e| io_err(&path, e))?;
             }
         }
+        let env = IoEnv::open(path, options).map_err(|e| io_err(path, e))?;
         Ok(SnapshotDir {
             path: path.to_path_buf(),
+            env,
+            io,
             publishing: std::sync::Mutex::new(()),
         })
+    }
+
+    /// The mode snapshot files are streamed in here.
+    pub fn transfer_mode(&self) -> EffectiveMode {
+        match self.io {
+            SnapshotIo::Backup => self.env.mode(IoClass::Backup),
+            SnapshotIo::Buffered => EffectiveMode::Buffered,
+        }
+    }
+
+    /// What streaming snapshot files from and into this directory read
+    /// and wrote so far (building and unpacking them are counted by
+    /// quietkv, not here).
+    pub fn transfer_stats(&self) -> ClassStats {
+        self.env.stats().class(IoClass::Backup)
+    }
+
+    /// Opens the snapshot file at `path` for reading in the transfer mode.
+    pub fn open_file(&self, path: &Path) -> Result<PositionalFile, SnapshotFileError> {
+        match self.io {
+            SnapshotIo::Backup => self.env.open_positional(path, IoClass::Backup),
+            SnapshotIo::Buffered => {
+                self.env
+                    .open_positional_with_mode(path, IoClass::Backup, AccessMode::Buffered)
+            }
+        }
+        .map_err(|e| io_err(path, e))
     }
 
     /// The current snapshot's path (which may not exist).
@@ -147,14 +234,16 @@ impl SnapshotDir {
     /// `what` it is for. It is removed when the returned [`TempPath`] is
     /// dropped, unless [`SnapshotDir::publish`] made it the current
     /// snapshot.
-    pub fn create_temp(&self, what: &str) -> Result<(TempPath, File), SnapshotFileError> {
+    pub fn create_temp(&self, what: &str) -> Result<(TempPath, PositionalFile), SnapshotFileError> {
         let path = self.path.join(format!("{what}-{}{TEMP_SUFFIX}", unique()));
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .map_err(|e| io_err(&path, e))?;
+        let file = match self.io {
+            SnapshotIo::Backup => self.env.create_positional(&path, IoClass::Backup),
+            SnapshotIo::Buffered => {
+                self.env
+                    .create_positional_with_mode(&path, IoClass::Backup, AccessMode::Buffered)
+            }
+        }
+        .map_err(|e| io_err(&path, e))?;
         Ok((TempPath(Some(path)), file))
     }
 
@@ -190,20 +279,23 @@ impl SnapshotDir {
 
     /// The current snapshot's description and an open handle, if there is
     /// one.
-    pub fn current(&self) -> Result<Option<(SnapshotMeta, File)>, SnapshotFileError> {
+    pub fn current(&self) -> Result<Option<(SnapshotMeta, PositionalFile)>, SnapshotFileError> {
         // Not while one is published: the handle and the description read
         // by name must be of the same file.
         let _serial = self.publishing.lock().unwrap_or_else(|p| p.into_inner());
         self.current_unserialized()
     }
 
-    fn current_unserialized(&self) -> Result<Option<(SnapshotMeta, File)>, SnapshotFileError> {
+    fn current_unserialized(
+        &self,
+    ) -> Result<Option<(SnapshotMeta, PositionalFile)>, SnapshotFileError> {
         let path = self.current_path();
-        let file = match File::open(&path) {
-            Ok(f) => f,
+        match fs::symlink_metadata(&path) {
+            Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io_err(&path, e)),
-        };
+        }
+        let file = self.open_file(&path)?;
         let meta = read_meta(&path)?;
         Ok(Some((meta, file)))
     }
@@ -258,7 +350,7 @@ mod tests {
     #[test]
     fn the_description_is_read_from_the_label_and_damage_is_an_error() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = SnapshotDir::open(tmp.path()).unwrap();
+        let dir = SnapshotDir::open(tmp.path(), IoOptions::default(), SnapshotIo::Backup).unwrap();
         let temp = write_sample(&dir, &meta("s1", Some(3)));
         assert_eq!(read_meta(temp.path()).unwrap(), meta("s1", Some(3)));
         let mut bytes = fs::read(temp.path()).unwrap();
@@ -272,7 +364,7 @@ mod tests {
     #[test]
     fn opening_the_directory_removes_leftover_temporary_files_and_directories_only() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = SnapshotDir::open(tmp.path()).unwrap();
+        let dir = SnapshotDir::open(tmp.path(), IoOptions::default(), SnapshotIo::Backup).unwrap();
         let temp = write_sample(&dir, &meta("s1", None));
         assert!(dir.publish(temp, &meta("s1", None)).unwrap());
         let (left, _) = dir.create_temp("receive").unwrap();
@@ -281,7 +373,7 @@ mod tests {
         let scratch = tmp.path().join(".build-x.tmp.quietkv-tmp");
         fs::create_dir(&scratch).unwrap();
         fs::write(scratch.join("000001.sst"), b"half").unwrap();
-        let dir = SnapshotDir::open(tmp.path()).unwrap();
+        let dir = SnapshotDir::open(tmp.path(), IoOptions::default(), SnapshotIo::Backup).unwrap();
         assert!(!left_path.exists());
         assert!(!scratch.exists());
         assert_eq!(dir.current().unwrap().unwrap().0.snapshot_id, "s1");
@@ -290,7 +382,7 @@ mod tests {
     #[test]
     fn the_current_snapshot_never_goes_back_and_unpublished_files_go_away() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = SnapshotDir::open(tmp.path()).unwrap();
+        let dir = SnapshotDir::open(tmp.path(), IoOptions::default(), SnapshotIo::Backup).unwrap();
         let newer = write_sample(&dir, &meta("newer", Some(10)));
         assert!(dir.publish(newer, &meta("newer", Some(10))).unwrap());
         let older = write_sample(&dir, &meta("older", Some(5)));

@@ -8,21 +8,20 @@
 //! [`crate::build`] and installed by [`crate::install`].
 
 use std::collections::HashMap;
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::Arc;
 
 use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{EntryPayload, ErrorSubject, ErrorVerb, OptionalSend, RaftSnapshotBuilder};
-use quietkv::{Db, Options, WriteBatch, WriteOptions};
-use serde::{Deserialize, Serialize};
+use quietio::PositionalFile;
+use quietkv::{Db, WriteBatch, WriteOptions};
 
 use crate::build::build;
 use crate::codec::{blocking, db_error, encode, error, show_key};
-use crate::generations::StateDb;
 use crate::install::{install, Source};
 use crate::keys;
-use crate::log_store::read_json;
-use crate::snapshot::{SnapshotDir, SnapshotFileError, TempPath};
+use crate::shared::{read_applied, sm_db_err, snap_err, AppliedState, Shared};
+use crate::snapshot::TempPath;
+use crate::snapshot_file::SnapshotFile;
 use crate::types::{
     Entry, LogId, Request, Response, SnapshotMeta, StorageError, StoredMembership, TypeConfig,
 };
@@ -32,56 +31,6 @@ const SYNC: WriteOptions = WriteOptions { sync: true };
 /// An apply batch is cut at about this size, to stay far below quietkv's
 /// limit on one batch.
 const BATCH_BYTES: usize = 4 << 20;
-
-/// The applied log id and membership, stored with the data they describe.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AppliedState {
-    /// The last log entry applied.
-    pub last_applied: Option<LogId>,
-    /// The last membership applied.
-    pub membership: StoredMembership,
-}
-
-/// What the state machine, its snapshot builders and the [`Store`](crate::Store)
-/// share: the node directory, the state database in use, and the
-/// snapshot directory.
-pub(crate) struct Shared {
-    /// The node directory, where generations and their pointer live.
-    pub root: PathBuf,
-    /// The options every state database is opened with.
-    pub options: Options,
-    /// The generation in use; an install replaces it.
-    pub current: RwLock<Arc<StateDb>>,
-    /// Held by `apply` while it writes, by a snapshot build while it reads
-    /// the applied state and takes its checkpoint (so the description and
-    /// the data agree), and by an install while it switches.
-    pub gate: Mutex<()>,
-    pub snapshots: Arc<SnapshotDir>,
-}
-
-impl Shared {
-    /// The state database in use now.
-    pub fn state(&self) -> Arc<StateDb> {
-        self.current
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-
-    pub fn gate(&self) -> MutexGuard<'_, ()> {
-        self.gate.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Makes `new` the state database in use; the old one is deleted once
-    /// nothing uses it any more.
-    pub fn replace(&self, new: StateDb) {
-        let old = std::mem::replace(
-            &mut *self.current.write().unwrap_or_else(|p| p.into_inner()),
-            Arc::new(new),
-        );
-        old.retire();
-    }
-}
 
 /// A snapshot file being received, kept by name so that installing it
 /// needs no copy: it is unpacked from where openraft wrote it.
@@ -99,14 +48,6 @@ pub struct StateMachine {
     receiving: Vec<Receiving>,
 }
 
-pub(crate) fn snap_err(verb: ErrorVerb, e: SnapshotFileError) -> StorageError {
-    error(ErrorSubject::Snapshot(None), verb, e)
-}
-
-pub(crate) fn sm_db_err(verb: ErrorVerb) -> impl Fn(quietkv::Error) -> StorageError {
-    move |e| db_error(ErrorSubject::StateMachine, verb, e)
-}
-
 /// Decodes an application value (UTF-8 text) stored under `key`.
 pub(crate) fn decode_value(key: &[u8], value: Vec<u8>) -> Result<String, StorageError> {
     String::from_utf8(value).map_err(|e| {
@@ -118,15 +59,9 @@ pub(crate) fn decode_value(key: &[u8], value: Vec<u8>) -> Result<String, Storage
     })
 }
 
-/// The applied state stored in a state database (the default before
-/// anything was applied).
-pub(crate) fn read_applied(db: &Db) -> Result<AppliedState, StorageError> {
-    Ok(read_json(db, keys::APPLIED, ErrorSubject::StateMachine)?.unwrap_or_default())
-}
-
-fn file_id(file: &std::fs::File) -> Option<(u64, u64)> {
+fn file_id(file: &PositionalFile) -> Option<(u64, u64)> {
     use std::os::unix::fs::MetadataExt;
-    file.metadata().ok().map(|m| (m.dev(), m.ino()))
+    file.file().metadata().ok().map(|m| (m.dev(), m.ino()))
 }
 
 impl StateMachine {
@@ -223,7 +158,7 @@ impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
         );
         Ok(Snapshot {
             meta,
-            snapshot: Box::new(tokio::fs::File::from_std(file)),
+            snapshot: Box::new(SnapshotFile::new(file)),
         })
     }
 }
@@ -262,7 +197,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         }
     }
 
-    async fn begin_receiving_snapshot(&mut self) -> Result<Box<tokio::fs::File>, StorageError> {
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<SnapshotFile>, StorageError> {
         // openraft receives one snapshot at a time: one begun earlier and
         // never installed was abandoned, and its file goes now.
         self.receiving.clear();
@@ -279,15 +214,22 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             )
         })?;
         self.receiving.push(Receiving { temp, id });
-        Ok(Box::new(tokio::fs::File::from_std(file)))
+        Ok(Box::new(SnapshotFile::new(file)))
     }
 
     async fn install_snapshot(
         &mut self,
         meta: &SnapshotMeta,
-        snapshot: Box<tokio::fs::File>,
+        snapshot: Box<SnapshotFile>,
     ) -> Result<(), StorageError> {
-        let file = snapshot.into_std().await;
+        // The error of the last write openraft made, if it failed.
+        let file = snapshot.into_file().await.map_err(|e| {
+            error(
+                ErrorSubject::Snapshot(Some(meta.signature())),
+                ErrorVerb::Write,
+                e,
+            )
+        })?;
         let id = file_id(&file);
         let source = match self.receiving.iter().position(|r| Some(r.id) == id) {
             Some(i) => Source::Received(self.receiving.swap_remove(i).temp, file),
@@ -318,7 +260,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         .await?;
         Ok(current.map(|(meta, file)| Snapshot {
             meta,
-            snapshot: Box::new(tokio::fs::File::from_std(file)),
+            snapshot: Box::new(SnapshotFile::new(file)),
         }))
     }
 }

@@ -5,15 +5,16 @@
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::io::Write;
 use std::path::Path;
 
 use openraft::{CommittedLeaderId, EntryPayload, Membership};
+use quietio::{EffectiveMode, PositionalFile};
 use quietkv::{ClassStats, IoClass};
 
 use crate::build::build;
 use crate::install::{install, InstallStep, Source};
-use crate::state_machine::{apply_entries, AppliedState};
+use crate::shared::AppliedState;
+use crate::state_machine::apply_entries;
 use crate::{Entry, LogId, Request, SnapshotMeta, Store};
 
 fn log_id(term: u64, index: u64) -> LogId {
@@ -74,7 +75,7 @@ fn file_names(dir: &Path) -> Vec<String> {
 
 /// A store holding the new state (b=20, c=30, d=40 at term 2), and the
 /// snapshot built from it.
-fn new_state_snapshot(dir: &Path) -> (Store, SnapshotMeta, fs::File, AppliedState) {
+fn new_state_snapshot(dir: &Path) -> (Store, SnapshotMeta, PositionalFile, AppliedState) {
     let store = Store::open(dir).unwrap();
     let applied = apply(
         &store,
@@ -107,7 +108,7 @@ fn old_state(dir: &Path) -> (Store, AppliedState) {
 #[test]
 fn an_install_cut_short_at_any_step_leaves_the_old_state_or_the_new_one() {
     let tmp = tempfile::tempdir().unwrap();
-    let (_source, meta, file, new_applied) = new_state_snapshot(&tmp.path().join("source"));
+    let (source, meta, _, new_applied) = new_state_snapshot(&tmp.path().join("source"));
     let old_pairs = pairs(&[("a", "1"), ("b", "2")]);
     let new_pairs = pairs(&[("b", "20"), ("c", "30"), ("d", "40")]);
 
@@ -128,8 +129,9 @@ fn an_install_cut_short_at_any_step_leaves_the_old_state_or_the_new_one() {
 
         match stop {
             Ok(stop) => {
-                let source = Source::Handle(file.try_clone().unwrap());
-                install(&store.shared, &meta, source, stop).unwrap();
+                let snapshots = &source.shared.snapshots;
+                let file = snapshots.open_file(&snapshots.current_path()).unwrap();
+                install(&store.shared, &meta, Source::Handle(file), stop).unwrap();
             }
             Err(()) => {
                 let staged = dir.join(".sm-0000000001.quietkv-tmp");
@@ -203,14 +205,14 @@ fn a_damaged_or_mislabelled_snapshot_is_refused_before_the_state_changes() {
         bytes[damage] ^= 1;
         let damaged = tmp.path().join("damaged.snap");
         fs::write(&damaged, &bytes).unwrap();
-        let source = Source::Handle(fs::File::open(&damaged).unwrap());
+        let source = Source::Handle(store.shared.snapshots.open_file(&damaged).unwrap());
         let err = install(&store.shared, &meta, source, None).unwrap_err();
         assert!(err.to_string().contains("cannot unpack"), "{err}");
         unchanged(&store);
     }
     let cut = tmp.path().join("cut.snap");
     fs::write(&cut, &good[..good.len() - 100]).unwrap();
-    let source = Source::Handle(fs::File::open(&cut).unwrap());
+    let source = Source::Handle(store.shared.snapshots.open_file(&cut).unwrap());
     let err = install(&store.shared, &meta, source, None).unwrap_err();
     assert!(err.to_string().contains("cannot unpack"), "{err}");
     unchanged(&store);
@@ -220,7 +222,7 @@ fn a_damaged_or_mislabelled_snapshot_is_refused_before_the_state_changes() {
         snapshot_id: "another".into(),
         ..meta.clone()
     };
-    let source = Source::Handle(fs::File::open(&path).unwrap());
+    let source = Source::Handle(store.shared.snapshots.open_file(&path).unwrap());
     let err = install(&store.shared, &other, source, None).unwrap_err();
     assert!(err.to_string().contains("another"), "{err}");
     unchanged(&store);
@@ -276,15 +278,26 @@ fn building_and_installing_a_snapshot_moves_table_bytes_in_the_backup_class_only
     // writes it, and is unpacked from there without a copy.
     let node = Store::open(tmp.path().join("node")).unwrap();
     let (temp, mut received) = node.shared.snapshots.create_temp("receive").unwrap();
-    let mut from = file;
-    std::io::copy(&mut from, &mut received).unwrap();
-    received.flush().unwrap();
+    let mut piece = vec![0u8; 100_000];
+    let mut at = 0;
+    loop {
+        let n = file.read_at(at, &mut piece).unwrap();
+        if n == 0 {
+            break;
+        }
+        received.write_at(at, &piece[..n]).unwrap();
+        at += n as u64;
+    }
+    received.sync().unwrap();
+    assert_eq!(at, pack.bytes);
     let received_path = temp.path().to_path_buf();
     let cached = quietio::residency(&received_path).unwrap();
-    assert!(
-        cached.cached > 0,
-        "written through the page cache: {cached:?}"
-    );
+    if node.snapshot_transfer_mode() == EffectiveMode::Direct {
+        assert_eq!(
+            cached.cached, 0,
+            "written around the page cache: {cached:?}"
+        );
+    }
     let (applied, installed) =
         install(&node.shared, &meta, Source::Received(temp, received), None).unwrap();
     assert_eq!(applied.last_applied, Some(log_id(1, 3000)));
@@ -304,8 +317,8 @@ fn building_and_installing_a_snapshot_moves_table_bytes_in_the_backup_class_only
     assert_eq!(node.entries().unwrap(), store.entries().unwrap());
     assert_eq!(node.state_db().generation(), 1);
     assert_eq!(file_names(&node.dir().join("snapshots")), ["current.snap"]);
-    // What openraft wrote through the page cache was dropped from it once
-    // synced; the file is now the current snapshot.
+    // Whatever of the received file was in the page cache was dropped
+    // from it once synced; the file is now the current snapshot.
     let current = node.dir().join("snapshots/current.snap");
     let left = quietio::residency(&current).unwrap();
     assert_eq!(left.cached, 0, "{left:?}");

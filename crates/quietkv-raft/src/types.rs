@@ -6,6 +6,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::snapshot_file::SnapshotFile;
+
 /// A node's id in the cluster.
 pub type NodeId = u64;
 
@@ -49,13 +51,15 @@ openraft::declare_raft_types!(
     /// A snapshot is a file (see [`crate::snapshot`]): the state machine is
     /// written to disk once and shipped from there, so neither building
     /// nor receiving one holds the whole application state in memory.
+    /// openraft reads and writes it as a [`SnapshotFile`], in the `Backup`
+    /// I/O class.
     pub TypeConfig:
         D = Request,
         R = Response,
         NodeId = NodeId,
         Node = openraft::BasicNode,
         Entry = openraft::Entry<TypeConfig>,
-        SnapshotData = tokio::fs::File,
+        SnapshotData = SnapshotFile,
         AsyncRuntime = openraft::TokioRuntime,
 );
 

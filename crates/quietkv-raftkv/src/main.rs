@@ -1,15 +1,18 @@
 //! `quietkv-raftkv`: a replicated key-value service over HTTP on
 //! quietkv-raft. `quietkv-raftkv --id N --addr HOST:PORT --dir DIR` runs
 //! one node; `quietkv-raftkv cluster --nodes 3 --dir DIR` starts a local
-//! cluster of node processes.
+//! cluster of node processes; `quietkv-raftkv bench-snapshot --dir DIR`
+//! measures what sending a snapshot costs a leader's reads.
 
 mod admin;
 mod app;
+mod bench_snapshot;
 mod cluster;
 mod error;
 mod kv;
 mod network;
 mod node;
+mod routes;
 mod rpc;
 
 use std::process::ExitCode;
@@ -35,6 +38,13 @@ enum Commands {
     /// Start a cluster of node processes on 127.0.0.1 and initialize it;
     /// Ctrl-C stops it.
     Cluster(cluster::ClusterArgs),
+    /// Measure a leader's read latency, refaults and memory stalls while it
+    /// streams a full snapshot to a joining node, with the snapshot file
+    /// buffered or in the Backup I/O class (needs root: memory cgroup).
+    BenchSnapshot(bench_snapshot::BenchSnapshotArgs),
+    /// The leader process of bench-snapshot (started by it).
+    #[command(name = "bench-snapshot-leader", hide = true)]
+    BenchSnapshotLeader,
 }
 
 /// The log level from `QUIETKV_RAFTKV_LOG` (error, warn, info, debug,
@@ -73,6 +83,8 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match (cli.command, cli.node) {
             (Some(Commands::Cluster(args)), _) => cluster::run(args).await,
+            (Some(Commands::BenchSnapshot(args)), _) => bench_snapshot::run(args).await,
+            (Some(Commands::BenchSnapshotLeader), _) => bench_snapshot::leader::run().await,
             (None, Some(args)) => node::run(args).await,
             (None, None) => {
                 Err("give --id, --addr and --dir to run a node, or `cluster` (see --help)".into())

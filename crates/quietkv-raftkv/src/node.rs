@@ -9,11 +9,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use openraft::{Config, Raft, SnapshotPolicy};
-use quietkv_raft::{NodeId, Store};
+use quietkv::Options;
+use quietkv_raft::{NodeId, SnapshotIo, Store, TypeConfig};
 use tokio::signal::unix::{signal, SignalKind};
 
-use crate::app::{self, App};
+use crate::app::App;
 use crate::network::Network;
+use crate::routes;
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct NodeArgs {
@@ -46,6 +48,13 @@ pub struct NodeArgs {
     /// twice this many milliseconds starts an election.
     #[arg(long, default_value_t = 1500)]
     pub election_timeout_ms: u64,
+    /// How snapshot files are read when sent and written when received:
+    /// `backup`, in quietkv's Backup I/O class (direct where the file
+    /// system allows, so a snapshot streamed to another node does not push
+    /// this node's hot data out of the page cache), or `buffered`, through
+    /// the page cache.
+    #[arg(long, default_value_t = SnapshotIo::Backup)]
+    pub snapshot_io: SnapshotIo,
 }
 
 fn config(args: &NodeArgs) -> Result<Config, String> {
@@ -85,8 +94,18 @@ async fn stop_signal() {
     }
 }
 
-pub async fn run(args: NodeArgs) -> Result<(), String> {
-    let config = Arc::new(config(&args)?);
+/// A node whose storage is open and whose `Raft` runs, not yet serving
+/// HTTP.
+pub struct Started {
+    pub listener: tokio::net::TcpListener,
+    pub addr: String,
+    pub store: Store,
+    pub raft: Raft<TypeConfig>,
+}
+
+/// Listens on `args.addr`, opens the storage and starts raft.
+pub async fn start(args: &NodeArgs) -> Result<Started, String> {
+    let config = Arc::new(config(args)?);
     // Listen first: a mistyped address then fails before a storage
     // directory is created for it.
     let listener = tokio::net::TcpListener::bind(&args.addr)
@@ -97,7 +116,7 @@ pub async fn run(args: NodeArgs) -> Result<(), String> {
                 args.addr
             )
         })?;
-    let store = Store::open(&args.dir)
+    let store = Store::open_with_snapshot_io(&args.dir, Options::default(), args.snapshot_io)
         .map_err(|e| format!("opening the storage in {}: {e}", args.dir.display()))?;
     let addr = listener
         .local_addr()
@@ -122,7 +141,21 @@ pub async fn run(args: NodeArgs) -> Result<(), String> {
     )
     .await
     .map_err(|e| format!("starting raft: {e}"))?;
+    Ok(Started {
+        listener,
+        addr,
+        store,
+        raft,
+    })
+}
 
+pub async fn run(args: NodeArgs) -> Result<(), String> {
+    let Started {
+        listener,
+        addr,
+        store,
+        raft,
+    } = start(&args).await?;
     println!("listening on {addr}");
     // Whoever reads the line may wait for it before doing anything else.
     let _ = std::io::stdout().flush();
@@ -134,7 +167,7 @@ pub async fn run(args: NodeArgs) -> Result<(), String> {
         raft: raft.clone(),
         store,
     });
-    let served = axum::serve(listener, app::router(app))
+    let served = axum::serve(listener, routes::router(app))
         .with_graceful_shutdown(stop_signal())
         .await;
     let stopped = raft.shutdown().await;

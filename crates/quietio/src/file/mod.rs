@@ -11,11 +11,12 @@
 //!   error with file and offset;
 //! - `read_ahead`, `write_behind`: the io_uring pipelines of direct
 //!   sequential files;
-//! - `seq_writer`, `seq_reader`, `random_reader`, `mmap_writer`: the file
-//!   types.
+//! - `seq_writer`, `seq_reader`, `random_reader`, `mmap_writer`,
+//!   `positional`: the file types.
 
 mod config;
 mod mmap_writer;
+mod positional;
 mod random_reader;
 mod raw;
 mod read_ahead;
@@ -25,6 +26,7 @@ mod write_behind;
 
 pub use config::FileConfig;
 pub use mmap_writer::MmapWriter;
+pub use positional::PositionalFile;
 pub use random_reader::RandomReader;
 pub use seq_reader::SeqReader;
 pub use seq_writer::SeqWriter;

@@ -1,0 +1,287 @@
+//! What `bench-snapshot` measured, run by run, and its report: each
+//! metric's median (min..max) per mode, as report.md and report.json.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use quietkv_bench::metrics::{MemoryStat, Psi};
+use serde::{Deserialize, Serialize};
+
+use super::spec::PhaseReads;
+
+/// The leader cgroup's counters at one instant.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct Counters {
+    pub memory: MemoryStat,
+    pub psi: Psi,
+}
+
+/// One phase of one run: the leader's reads and what its cgroup went
+/// through meanwhile.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Phase {
+    pub reads: PhaseReads,
+    /// Page-cache refaults in the leader's cgroup (`workingset_refault`).
+    pub refaults: u64,
+    pub major_faults: u64,
+    /// Time some or all of the leader's tasks stalled on memory, ms (PSI).
+    pub psi_some_ms: f64,
+    pub psi_full_ms: f64,
+    /// The cgroup's page cache at the end of the phase, bytes.
+    pub cache_bytes_end: u64,
+}
+
+impl Phase {
+    pub fn new(reads: PhaseReads, before: &Counters, after: &Counters) -> Phase {
+        Phase {
+            reads,
+            refaults: after
+                .memory
+                .workingset_refault_file
+                .saturating_sub(before.memory.workingset_refault_file),
+            major_faults: after
+                .memory
+                .pgmajfault
+                .saturating_sub(before.memory.pgmajfault),
+            psi_some_ms: after
+                .psi
+                .some_total_us
+                .saturating_sub(before.psi.some_total_us) as f64
+                / 1000.0,
+            psi_full_ms: after
+                .psi
+                .full_total_us
+                .saturating_sub(before.psi.full_total_us) as f64
+                / 1000.0,
+            cache_bytes_end: after.memory.file,
+        }
+    }
+}
+
+/// One run: one mode, one round.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Run {
+    /// `buffered` or `backup`.
+    pub mode: String,
+    pub round: u32,
+    /// The access mode the snapshot really moved in on the leader.
+    pub transfer_mode: String,
+    pub baseline: Phase,
+    pub stream: Phase,
+    /// The snapshot file sent, bytes.
+    pub snapshot_bytes: u64,
+    /// From asking the leader to add the learner to the learner having
+    /// caught up (the whole snapshot sent, received and installed).
+    pub snapshot_secs: f64,
+    /// Bytes the leader's snapshot streaming read during the run.
+    pub leader_transfer_read_bytes: u64,
+}
+
+/// The settings of the measurement, for the report's header.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Setup {
+    pub keys: u64,
+    pub value_bytes: usize,
+    pub cgroup_bytes: u64,
+    pub hot_keys: u64,
+    pub rate: f64,
+    pub readers: usize,
+    pub baseline_secs: f64,
+    pub stream_cap_secs: f64,
+    pub chunk_bytes: u64,
+    pub repeats: u32,
+    pub modes: Vec<String>,
+    pub psi_source: String,
+}
+
+/// A metric's median and range over the runs of one mode.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct Spread {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    fn of(values: &mut [f64]) -> Option<Spread> {
+        if values.is_empty() {
+            return None;
+        }
+        values.sort_by(|a, b| a.total_cmp(b));
+        let n = values.len();
+        let median = if n % 2 == 1 {
+            values[n / 2]
+        } else {
+            (values[n / 2 - 1] + values[n / 2]) / 2.0
+        };
+        Some(Spread {
+            median,
+            min: values[0],
+            max: values[n - 1],
+        })
+    }
+}
+
+/// The metrics the report summarises, by name, with how each is read from
+/// a run.
+type Metric = (&'static str, fn(&Run) -> f64);
+
+const METRICS: &[Metric] = &[
+    ("baseline read p50 (us)", |r| r.baseline.reads.latency.p50),
+    ("baseline read p99 (us)", |r| r.baseline.reads.latency.p99),
+    ("baseline read p99.9 (us)", |r| {
+        r.baseline.reads.latency.p999
+    }),
+    ("stream read p50 (us)", |r| r.stream.reads.latency.p50),
+    ("stream read p99 (us)", |r| r.stream.reads.latency.p99),
+    ("stream read p99.9 (us)", |r| r.stream.reads.latency.p999),
+    ("baseline refaults", |r| r.baseline.refaults as f64),
+    ("stream refaults", |r| r.stream.refaults as f64),
+    ("stream major faults", |r| r.stream.major_faults as f64),
+    ("stream PSI some (ms)", |r| r.stream.psi_some_ms),
+    ("stream PSI full (ms)", |r| r.stream.psi_full_ms),
+    ("snapshot bytes", |r| r.snapshot_bytes as f64),
+    ("snapshot duration (s)", |r| r.snapshot_secs),
+    ("stream reads done", |r| r.stream.reads.done as f64),
+    ("stream read errors", |r| r.stream.reads.errors as f64),
+];
+
+/// Every metric's spread, per mode.
+pub fn summarise(runs: &[Run], modes: &[String]) -> BTreeMap<String, BTreeMap<String, Spread>> {
+    let mut out = BTreeMap::new();
+    for mode in modes {
+        let of_mode: Vec<&Run> = runs.iter().filter(|r| &r.mode == mode).collect();
+        let mut metrics = BTreeMap::new();
+        for (name, get) in METRICS {
+            let mut values: Vec<f64> = of_mode.iter().map(|r| get(r)).collect();
+            if let Some(s) = Spread::of(&mut values) {
+                metrics.insert(name.to_string(), s);
+            }
+        }
+        out.insert(mode.clone(), metrics);
+    }
+    out
+}
+
+fn show(s: Option<&Spread>) -> String {
+    let Some(s) = s else {
+        return "-".into();
+    };
+    let f = |v: f64| {
+        if v.abs() >= 100.0 || v.fract() == 0.0 {
+            format!("{v:.0}")
+        } else {
+            format!("{v:.2}")
+        }
+    };
+    format!("{} ({}..{})", f(s.median), f(s.min), f(s.max))
+}
+
+/// The Markdown report.
+pub fn markdown(setup: &Setup, runs: &[Run], notes: &[String]) -> String {
+    let summary = summarise(runs, &setup.modes);
+    let mut md = String::new();
+    let _ = writeln!(md, "# quietkv-raftkv bench-snapshot\n");
+    let _ = writeln!(
+        md,
+        "A leader holding {} keys of {} B (about {} MiB) in a {} MiB memory cgroup serves {} reads/s of {} hot keys from {} threads (open loop, latency from the scheduled instant) while a new, empty node joins as a learner and receives a full snapshot. Baseline: {} s of reads without a snapshot. Modes: the snapshot file read (leader) and written (joiner) `buffered` through the page cache, or in the Backup I/O class's mode (`backup`: direct where the probe allows). {} round(s), modes interleaved; median (min..max). PSI from {}.\n",
+        setup.keys,
+        setup.value_bytes,
+        (setup.keys * setup.value_bytes as u64) >> 20,
+        setup.cgroup_bytes >> 20,
+        setup.rate,
+        setup.hot_keys,
+        setup.readers,
+        setup.baseline_secs,
+        setup.repeats,
+        setup.psi_source,
+    );
+    let _ = write!(md, "| metric |");
+    for m in &setup.modes {
+        let _ = write!(md, " {m} |");
+    }
+    let _ = write!(md, "\n|---|");
+    for _ in &setup.modes {
+        let _ = write!(md, "---|");
+    }
+    md.push('\n');
+    for (name, _) in METRICS {
+        let _ = write!(md, "| {name} |");
+        for m in &setup.modes {
+            let _ = write!(md, " {} |", show(summary.get(m).and_then(|s| s.get(*name))));
+        }
+        md.push('\n');
+    }
+    let _ = writeln!(md, "\n## Runs\n");
+    let _ = writeln!(
+        md,
+        "| mode | round | moved as | baseline p99.9 (us) | stream p99.9 (us) | stream refaults | snapshot (MiB) | duration (s) |\n|---|---|---|---|---|---|---|---|"
+    );
+    for r in runs {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {:.0} | {:.0} | {} | {:.1} | {:.2} |",
+            r.mode,
+            r.round,
+            r.transfer_mode,
+            r.baseline.reads.latency.p999,
+            r.stream.reads.latency.p999,
+            r.stream.refaults,
+            r.snapshot_bytes as f64 / (1 << 20) as f64,
+            r.snapshot_secs
+        );
+    }
+    if !notes.is_empty() {
+        let _ = writeln!(md, "\n## Notes\n");
+        for n in notes {
+            let _ = writeln!(md, "- {n}");
+        }
+    }
+    md
+}
+
+/// Writes report.md and report.json into `out`.
+pub fn write(out: &Path, setup: &Setup, runs: &[Run], notes: &[String]) -> Result<(), String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("creating {}: {e}", out.display()))?;
+    let json = serde_json::json!({
+        "setup": setup,
+        "runs": runs,
+        "summary": summarise(runs, &setup.modes),
+        "notes": notes,
+    });
+    let text = serde_json::to_string_pretty(&json).map_err(|e| e.to_string())?;
+    std::fs::write(out.join("report.json"), text)
+        .map_err(|e| format!("writing {}: {e}", out.join("report.json").display()))?;
+    std::fs::write(out.join("report.md"), markdown(setup, runs, notes))
+        .map_err(|e| format!("writing {}: {e}", out.join("report.md").display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spread_is_the_median_and_range() {
+        let s = Spread::of(&mut [3.0, 1.0, 2.0]).unwrap();
+        assert_eq!((s.median, s.min, s.max), (2.0, 1.0, 3.0));
+        let s = Spread::of(&mut [4.0, 1.0]).unwrap();
+        assert_eq!((s.median, s.min, s.max), (2.5, 1.0, 4.0));
+        assert!(Spread::of(&mut []).is_none());
+    }
+
+    #[test]
+    fn phase_deltas_are_taken_between_the_counters() {
+        let mut before = Counters::default();
+        before.memory.workingset_refault_file = 10;
+        before.psi.some_total_us = 1_000;
+        let mut after = before;
+        after.memory.workingset_refault_file = 25;
+        after.psi.some_total_us = 4_500;
+        after.memory.file = 7 << 20;
+        let p = Phase::new(PhaseReads::default(), &before, &after);
+        assert_eq!(p.refaults, 15);
+        assert_eq!(p.psi_some_ms, 3.5);
+        assert_eq!(p.cache_bytes_end, 7 << 20);
+    }
+}
