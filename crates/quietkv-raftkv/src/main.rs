@@ -14,6 +14,7 @@ mod network;
 mod node;
 mod routes;
 mod rpc;
+mod snapshot_wire;
 
 use std::process::ExitCode;
 use std::str::FromStr;

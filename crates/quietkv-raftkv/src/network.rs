@@ -1,7 +1,8 @@
 //! The client half of the Raft RPCs between nodes: openraft's
 //! `RaftNetworkFactory` and `RaftNetwork` over HTTP, each RPC one POST
-//! with a serde_json body to the target node's `/raft/...` route (served by
-//! `rpc.rs`).
+//! to the target node's `/raft/...` route (served by `rpc.rs`): a
+//! serde_json body, except snapshot chunks, whose bytes go as they are
+//! (`snapshot_wire.rs`).
 
 use std::fmt;
 
@@ -68,6 +69,18 @@ impl fmt::Display for HttpStatus {
 
 impl std::error::Error for HttpStatus {}
 
+/// A snapshot chunk that could not be encoded.
+#[derive(Debug)]
+struct WireError(String);
+
+impl fmt::Display for WireError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for WireError {}
+
 type RpcResult<T, E> = Result<T, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>>;
 
 impl Connection {
@@ -86,11 +99,29 @@ impl Connection {
         Resp: DeserializeOwned,
         E: std::error::Error + DeserializeOwned,
     {
+        let body =
+            serde_json::to_vec(request).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        self.post(path, body, "application/json", option).await
+    }
+
+    /// POSTs `body` of type `content_type` to `path`; see [`call`](Self::call).
+    async fn post<Resp, E>(
+        &self,
+        path: &str,
+        body: Vec<u8>,
+        content_type: &str,
+        option: &RPCOption,
+    ) -> RpcResult<Resp, E>
+    where
+        Resp: DeserializeOwned,
+        E: std::error::Error + DeserializeOwned,
+    {
         let url = format!("{}{}", self.base, path);
         let response = self
             .client
             .post(&url)
-            .json(request)
+            .header(reqwest::header::CONTENT_TYPE, content_type)
+            .body(body)
             .timeout(option.hard_ttl())
             .send()
             .await
@@ -132,7 +163,15 @@ impl RaftNetwork<TypeConfig> for Connection {
         rpc: InstallSnapshotRequest<TypeConfig>,
         option: RPCOption,
     ) -> RpcResult<InstallSnapshotResponse<NodeId>, InstallSnapshotError> {
-        self.call("/raft/snapshot", &rpc, &option).await
+        let body = crate::snapshot_wire::encode(rpc)
+            .map_err(|e| RPCError::Network(NetworkError::new(&WireError(e))))?;
+        self.post(
+            "/raft/snapshot",
+            body,
+            crate::snapshot_wire::CONTENT_TYPE,
+            &option,
+        )
+        .await
     }
 
     async fn vote(

@@ -1,11 +1,14 @@
 //! The server half of the Raft RPCs (the client half is `network.rs`):
 //! each route hands the decoded request to this node's `Raft` and answers
 //! with its `Result` as JSON, error included, so the caller sees the
-//! remote error openraft produced.
+//! remote error openraft produced. Requests are JSON but for snapshot
+//! chunks (`snapshot_wire.rs`).
 
 use std::sync::Arc;
 
+use axum::body::Bytes;
 use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::Json;
 use openraft::error::{InstallSnapshotError, RaftError};
 use openraft::raft::{
@@ -15,6 +18,7 @@ use openraft::raft::{
 use quietkv_raft::{NodeId, TypeConfig};
 
 use crate::app::App;
+use crate::snapshot_wire;
 
 pub async fn append(
     State(app): State<Arc<App>>,
@@ -30,10 +34,31 @@ pub async fn vote(
     Json(app.raft.vote(request).await)
 }
 
+/// A snapshot chunk, in `snapshot_wire`'s layout (its bytes not as JSON);
+/// a body in any other layout is answered 400 with what was wrong.
 pub async fn install_snapshot(
     State(app): State<Arc<App>>,
-    Json(request): Json<InstallSnapshotRequest<TypeConfig>>,
-) -> Json<Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>> {
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<
+    Json<Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>>,
+    (StatusCode, String),
+> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if content_type != snapshot_wire::CONTENT_TYPE {
+        return Err((
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!(
+                "a snapshot chunk is sent as {}, not {content_type:?}",
+                snapshot_wire::CONTENT_TYPE
+            ),
+        ));
+    }
+    let request: InstallSnapshotRequest<TypeConfig> =
+        snapshot_wire::decode(&body).map_err(|e| (StatusCode::BAD_REQUEST, e))?;
     // One line per piece, so the log shows a snapshot arriving (and the
     // tests can see that it came in several pieces).
     tracing::info!(
@@ -43,5 +68,5 @@ pub async fn install_snapshot(
         last = request.done,
         "received snapshot chunk"
     );
-    Json(app.raft.install_snapshot(request).await)
+    Ok(Json(app.raft.install_snapshot(request).await))
 }
