@@ -6,16 +6,15 @@
 //! preallocated WALs in every mode: `power_cut.rs`, whose options use small
 //! segments.)
 
+mod common;
+
 #[path = "common/wal_modes.rs"]
 mod wal_modes;
 
+use common::dir;
 use quietkv::{AccessMode, Db, IoClass, Options, WriteBatch, WriteOptions};
 
 const SEGMENT: u64 = 16 << 10;
-
-fn dir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
 
 fn live_wal_len(d: &std::path::Path) -> u64 {
     let mut wals: Vec<_> = std::fs::read_dir(d)
