@@ -12,9 +12,9 @@ use quietio::{AccessMode, IoClass, IoEngine, IoEnv, IoOptions};
 #[path = "support/skip.rs"]
 mod skip;
 
-fn disk_dir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
+#[path = "support/disk_dir.rs"]
+mod disk_dir;
+use disk_dir::disk_dir;
 
 fn pattern(len: usize, seed: u8) -> Vec<u8> {
     (0..len)

@@ -4,18 +4,16 @@
 #[path = "support/skip.rs"]
 mod skip;
 
+#[path = "support/disk_dir.rs"]
+mod disk_dir;
+
 use std::path::{Path, PathBuf};
 
+use disk_dir::disk_dir;
 use quietio::{
     AccessMode, ClassModes, EffectiveMode, Engine, ErrorKind, IoClass, IoEngine, IoEnv, IoOptions,
     SeqReader, SeqWriter,
 };
-
-/// A scratch directory on the disk the repository lives on (ext4 here),
-/// not /tmp, which may be tmpfs elsewhere.
-fn disk_dir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
 
 fn pattern(len: usize, seed: u64) -> Vec<u8> {
     let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;

@@ -7,14 +7,15 @@ mod skip;
 
 #[path = "support/ro_mount.rs"]
 mod ro_mount;
+
+#[path = "support/disk_dir.rs"]
+mod disk_dir;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use disk_dir::disk_dir;
 use quietio::{AccessMode, ClassModes, EffectiveMode, ErrorKind, IoClass, IoEnv, IoOptions};
-
-fn disk_dir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
 
 fn listing(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = fs::read_dir(dir)

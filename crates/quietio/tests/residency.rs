@@ -5,13 +5,17 @@
 #[path = "support/skip.rs"]
 mod skip;
 
+#[path = "support/disk_dir.rs"]
+mod disk_dir;
+
+use disk_dir::disk_dir;
 use quietio::{residency, AccessMode, IoClass, IoEnv, IoOptions};
 
 const SIZE: usize = 64 << 20;
 
 #[test]
 fn residency_after_write_and_read_per_mode() {
-    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let d = disk_dir();
     let env = IoEnv::open(d.path(), IoOptions::default()).unwrap();
     let caps = env.capabilities().clone();
     if caps.filesystem != "ext4" && caps.filesystem != "xfs" {
@@ -75,7 +79,7 @@ fn residency_after_write_and_read_per_mode() {
 
 #[test]
 fn cachestat_agrees_with_mincore() {
-    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let d = disk_dir();
     let p = d.path().join("agree");
     std::fs::write(&p, vec![7u8; 4 << 20]).unwrap();
     let a = residency(&p).unwrap();
@@ -94,7 +98,7 @@ fn cachestat_agrees_with_mincore() {
 /// own readahead would fill the cache ahead of the check.
 #[test]
 fn direct_reader_reports_what_was_cached_before_it() {
-    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let d = disk_dir();
     let env = IoEnv::open(d.path(), IoOptions::default()).unwrap();
     if !env.capabilities().direct.supported {
         skip::skip(&format!("no O_DIRECT under {}", d.path().display()));
@@ -158,7 +162,7 @@ fn direct_reader_reports_what_was_cached_before_it() {
 /// it touches, not the kernel's read-around window (MADV_RANDOM).
 #[test]
 fn mmap_point_reads_do_not_read_around() {
-    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let d = disk_dir();
     let env = IoEnv::open(d.path(), IoOptions::default()).unwrap();
     if env.capabilities().filesystem == "tmpfs" {
         skip::skip("tmpfs pages are always resident");

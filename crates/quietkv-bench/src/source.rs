@@ -293,19 +293,10 @@ pub fn prepare_source(
     reuse: bool,
     progress: &dyn Fn(&str),
 ) -> Result<(PathBuf, Manifest, bool), String> {
-    fn prepare_with<E: BenchEngine>(
-        base: &Path,
-        db_bytes: u64,
-        value_size: usize,
-        reuse: bool,
-        progress: &dyn Fn(&str),
-    ) -> Result<(PathBuf, Manifest, bool), String> {
+    dispatch!(mode, |_c: E| {
         let spec = SourceSpec::new::<E>(db_bytes, value_size);
         prepare::<E>(base, &spec, &E::source_config(), reuse, progress)
-    }
-    dispatch!(mode, |_c: E| prepare_with::<E>(
-        base, db_bytes, value_size, reuse, progress
-    ))
+    })
 }
 
 /// Makes `to` (created afresh) a copy of the source without its manifest,

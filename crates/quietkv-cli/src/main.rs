@@ -1,4 +1,7 @@
-//! The `quietkv` command.
+//! The `quietkv` command: parses the command line and hands each
+//! subcommand (the key-value commands, `check`, `repair`, `stats`,
+//! checkpoints and backups, `doctor`, `bench`, `stress`) to its module;
+//! a failure becomes an exit code and a one-line message (`failure.rs`).
 
 mod check_cmd;
 mod copy_cmd;

@@ -214,40 +214,41 @@ mod tests {
     /// Another process finishes creating the database and writes to it
     /// between this one's listing and its reads: the WAL holds records,
     /// CURRENT was not in the listing, and yet nothing is lost.
-    #[test]
-    fn a_creation_finished_meanwhile_is_a_database_not_damage() {
+    /// A directory an unfinished creation left (its first manifest and an
+    /// empty WAL, no CURRENT), with `meanwhile` set to run on it between
+    /// `inspect`'s listing and its reads.
+    fn unfinished_then(meanwhile: impl FnOnce(&Path) + 'static) -> tempfile::TempDir {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().to_path_buf();
         fs::write(p.join("MANIFEST-000003"), manifest_bytes(&[initial_edit()])).unwrap();
         fs::write(p.join("000002.log"), b"").unwrap();
-        let q = p.clone();
-        AFTER_LISTING.with(|h| {
-            h.set(Some(Box::new(move || {
-                let mut wal = LogWriter::new(Vec::new());
-                wal.add_record(b"a batch").unwrap();
-                fs::write(q.join("000002.log"), wal.into_inner()).unwrap();
-                fs::write(q.join(CURRENT), b"MANIFEST-000003\n").unwrap();
-            })))
+        AFTER_LISTING.with(|h| h.set(Some(Box::new(move || meanwhile(&p)))));
+        d
+    }
+
+    #[test]
+    fn a_creation_finished_meanwhile_is_a_database_not_damage() {
+        let d = unfinished_then(|q| {
+            let mut wal = LogWriter::new(Vec::new());
+            wal.add_record(b"a batch").unwrap();
+            fs::write(q.join("000002.log"), wal.into_inner()).unwrap();
+            fs::write(q.join(CURRENT), b"MANIFEST-000003\n").unwrap();
         });
-        assert_eq!(inspect(&p).unwrap(), Creation::Complete);
+        assert_eq!(inspect(d.path()).unwrap(), Creation::Complete);
     }
 
     /// A file removed between the listing and the read (an opener deleting
     /// what an unfinished creation left) is no error.
     #[test]
     fn a_file_removed_meanwhile_is_no_error() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().to_path_buf();
-        fs::write(p.join("MANIFEST-000003"), manifest_bytes(&[initial_edit()])).unwrap();
-        fs::write(p.join("000002.log"), b"").unwrap();
-        let q = p.clone();
-        AFTER_LISTING.with(|h| {
-            h.set(Some(Box::new(move || {
-                fs::remove_file(q.join("000002.log")).unwrap();
-                fs::remove_file(q.join("MANIFEST-000003")).unwrap();
-            })))
+        let d = unfinished_then(|q| {
+            fs::remove_file(q.join("000002.log")).unwrap();
+            fs::remove_file(q.join("MANIFEST-000003")).unwrap();
         });
-        assert!(matches!(inspect(&p).unwrap(), Creation::NotCreated { .. }));
+        assert!(matches!(
+            inspect(d.path()).unwrap(),
+            Creation::NotCreated { .. }
+        ));
     }
 
     fn manifest_bytes(edits: &[VersionEdit]) -> Vec<u8> {

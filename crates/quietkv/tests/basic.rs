@@ -1,20 +1,9 @@
 //! The public API end to end on a real directory.
 
+mod common;
+
+use common::{dir, small};
 use quietkv::{Db, ErrorKind, Options, WriteBatch, WriteOptions};
-
-fn dir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
-
-/// Small sizes so flushes and compactions happen with little data.
-fn small() -> Options {
-    Options::default()
-        .memtable_size(64 << 10)
-        .level_base_bytes(256 << 10)
-        .target_file_size(64 << 10)
-        .l0_compaction_trigger(2)
-        .block_cache_bytes(1 << 20)
-}
 
 fn key(i: u32) -> Vec<u8> {
     format!("key{i:08}").into_bytes()

@@ -42,6 +42,14 @@ fn tables(dir: &Path) -> BTreeSet<String> {
         .collect()
 }
 
+/// The total size of the files `names` in `dir`.
+fn bytes_of<'a>(dir: &Path, names: impl IntoIterator<Item = &'a String>) -> u64 {
+    names
+        .into_iter()
+        .map(|n| std::fs::metadata(dir.join(n)).unwrap().len())
+        .sum()
+}
+
 /// How many of writer `w`'s keys `db` holds, checking they are exactly
 /// its first ones (each writer writes its keys in order, one put each).
 fn prefix_len(db: &Db, w: usize) -> u64 {
@@ -181,11 +189,7 @@ fn tables_are_hard_linked_on_one_file_system_and_copied_when_asked() {
     let after = db.stats().io;
     assert_eq!(info.tables_linked, 0);
     assert!(info.tables_copied > 0);
-    let source_bytes: u64 = tables(&src)
-        .iter()
-        .filter(|n| tables(&copied).contains(*n))
-        .map(|n| std::fs::metadata(src.join(n)).unwrap().len())
-        .sum();
+    let source_bytes = bytes_of(&src, tables(&src).intersection(&tables(&copied)));
     assert_eq!(info.bytes_copied, source_bytes);
     for name in tables(&copied) {
         let c = std::fs::metadata(copied.join(&name)).unwrap();
@@ -281,11 +285,7 @@ fn backups_copy_only_new_tables_and_restore_to_databases_that_pass_check() {
     assert_eq!(first.point, 1);
     assert_eq!(first.tables_copied as usize, first_tables.len());
     assert_eq!(first.tables_reused, 0);
-    let first_bytes: u64 = first_tables
-        .iter()
-        .map(|n| std::fs::metadata(src.join(n)).unwrap().len())
-        .sum();
-    assert_eq!(first.bytes_copied, first_bytes);
+    assert_eq!(first.bytes_copied, bytes_of(&src, &first_tables));
     assert_eq!(first.tables_written, 0, "everything was flushed");
 
     for i in 2000..3000u64 {
@@ -301,11 +301,7 @@ fn backups_copy_only_new_tables_and_restore_to_databases_that_pass_check() {
     assert_eq!(second.point, 2);
     assert_eq!(second.tables_copied as usize, new.len());
     assert_eq!(second.tables_reused as usize, first_tables.len());
-    let new_bytes: u64 = new
-        .iter()
-        .map(|n| std::fs::metadata(src.join(n)).unwrap().len())
-        .sum();
-    assert_eq!(second.bytes_copied, new_bytes);
+    assert_eq!(second.bytes_copied, bytes_of(&src, new.iter().copied()));
     assert_eq!(second.tables_written, 1, "the memtable's write");
 
     let points = verify_backup(&bk).unwrap();

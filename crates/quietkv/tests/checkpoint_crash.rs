@@ -7,9 +7,11 @@
 //! the rename, a complete one); the backup directory must verify and
 //! restore to a database that passes `check_dir`.
 
-use std::io::{BufRead, BufReader, Write};
+#[path = "common/child.rs"]
+mod child;
+
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use quietkv::{
@@ -90,7 +92,6 @@ fn killed_during_checkpoints_and_backups_leaves_the_source_and_the_copies_whole(
     let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let root = tmp.path();
     std::fs::create_dir_all(root.join("db")).unwrap();
-    let exe = std::env::current_exe().unwrap();
     let mut seed: u64 = 0x2545_F491_4F6C_DD1D;
     let mut acked = 0;
     let (mut leftovers_refused, mut checkpoints_checked) = (0, 0);
@@ -98,28 +99,11 @@ fn killed_during_checkpoints_and_backups_leaves_the_source_and_the_copies_whole(
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
-        let mut child = Command::new(&exe)
-            .args([
-                "--exact",
-                "checkpoint_crash_child_entry",
-                "--ignored",
-                "--nocapture",
-                "--test-threads",
-                "1",
-            ])
+        let mut child = child::entry_command("checkpoint_crash_child_entry")
             .env(CHILD_ENV, root)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let reader = std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let _ = tx.send(line);
-            }
-        });
+        let (rx, reader) = child::stdout_lines(&mut child);
         // Kill at a random moment once the child has written something:
         // how long that takes depends on the machine.
         let mut lines = Vec::new();

@@ -3,9 +3,11 @@
 //! exactly a prefix of what the child wrote, at least as long as what it
 //! had been told was durable.
 
-use std::io::{BufRead, BufReader, Write};
+#[path = "common/child.rs"]
+mod child;
+
+use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use quietkv::{AccessMode, Db, IoClass, Options, WriteBatch, WriteOptions};
@@ -195,12 +197,29 @@ struct Heard {
     rotated: bool,
 }
 
+impl ChildSays {
+    /// What a line of the child's output says, if it is one of its reports.
+    fn parse(line: &str) -> Option<ChildSays> {
+        if let Some(n) = line.strip_prefix("acked ") {
+            Some(ChildSays::Acked(n.trim().parse::<u64>().unwrap()))
+        } else if line.starts_with("rotated ") {
+            Some(ChildSays::Rotated)
+        } else {
+            // The harness's "test ... " prefix shares this line.
+            let (_, name) = line.split_once("opened ")?;
+            Some(ChildSays::Opened(name.trim().to_string()))
+        }
+    }
+}
+
 impl Heard {
-    fn take(&mut self, says: ChildSays) {
-        match says {
-            ChildSays::Opened(name) => self.opened = Some(name),
-            ChildSays::Acked(n) => self.acked = n,
-            ChildSays::Rotated => self.rotated = true,
+    /// Takes in a line of the child's output (other lines change nothing).
+    fn hear(&mut self, line: &str) {
+        match ChildSays::parse(line) {
+            Some(ChildSays::Opened(name)) => self.opened = Some(name),
+            Some(ChildSays::Acked(n)) => self.acked = n,
+            Some(ChildSays::Rotated) => self.rotated = true,
+            None => {}
         }
     }
 }
@@ -227,7 +246,6 @@ fn crash_loop(
     recycle: usize,
 ) -> KillTally {
     let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let exe = std::env::current_exe().unwrap();
     let mut seed: u64 = 0x9E37_79B9 ^ rounds as u64;
     let mut total = 0;
     let mut tally = KillTally::default();
@@ -252,15 +270,7 @@ fn crash_loop(
             (_, None) => Duration::from_millis(seed % 400),
             (_, Some(_)) => Duration::from_millis(seed % 1000),
         };
-        let mut child = Command::new(&exe)
-            .args([
-                "--exact",
-                "crash_child_entry",
-                "--ignored",
-                "--nocapture",
-                "--test-threads",
-                "1",
-            ])
+        let mut child = child::entry_command("crash_child_entry")
             .env(CHILD_ENV, d.path())
             .env(MODE_ENV, mode.name())
             .env(
@@ -268,28 +278,9 @@ fn crash_loop(
                 max_manifest.map_or(String::new(), |m| m.to_string()),
             )
             .env(RECYCLE_ENV, recycle.to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let reader = std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let says = if let Some(n) = line.strip_prefix("acked ") {
-                    ChildSays::Acked(n.trim().parse::<u64>().unwrap())
-                } else if line.starts_with("rotated ") {
-                    ChildSays::Rotated
-                } else if let Some((_, name)) = line.split_once("opened ") {
-                    // The harness's "test ... " prefix shares this line.
-                    ChildSays::Opened(name.trim().to_string())
-                } else {
-                    continue;
-                };
-                let _ = tx.send(says);
-            }
-        });
+        let (rx, reader) = child::stdout_lines(&mut child);
         let mut heard = Heard {
             opened: None,
             acked: total,
@@ -310,7 +301,7 @@ fn crash_loop(
                 break Err("did not get to");
             }
             match rx.recv_timeout(Duration::from_millis(10)) {
-                Ok(says) => heard.take(says),
+                Ok(line) => heard.hear(&line),
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break Err("ended before"),
             }
@@ -323,16 +314,16 @@ fn crash_loop(
         }
         let start = Instant::now();
         while start.elapsed() < run_for {
-            if let Ok(says) = rx.recv_timeout(Duration::from_millis(10)) {
-                heard.take(says);
+            if let Ok(line) = rx.recv_timeout(Duration::from_millis(10)) {
+                heard.hear(&line);
             }
         }
         // SIGKILL: no destructor, no flush, no clean shutdown.
         child.kill().unwrap();
         child.wait().unwrap();
         reader.join().unwrap();
-        while let Ok(says) = rx.try_recv() {
-            heard.take(says);
+        while let Ok(line) = rx.try_recv() {
+            heard.hear(&line);
         }
         let acked = heard.acked;
         if after == KillAfter::Rotation {

@@ -6,9 +6,11 @@
 //! CURRENT yet. Every directory must then open (the cut-short creation is
 //! finished), and hold the key if the child had acknowledged it.
 
+#[path = "common/child.rs"]
+mod child;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use quietkv::{check_dir, Db, Options, WriteOptions};
@@ -81,18 +83,8 @@ enum Kill {
 /// Runs the child on `dir` and kills it as `kill` says; returns whether it
 /// acknowledged the put and how long after "opening" that was.
 fn run_child(dir: &Path, kill: Kill) -> Option<Duration> {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args([
-        "--exact",
-        CHILD_TEST,
-        "--ignored",
-        "--nocapture",
-        "--test-threads",
-        "1",
-    ])
-    .env(CHILD_ENV, dir)
-    .stdout(Stdio::piped())
-    .stderr(Stdio::null());
+    let mut cmd = child::entry_command(CHILD_TEST);
+    cmd.env(CHILD_ENV, dir);
     if let Kill::HalfCreated = kill {
         cmd.env(HOLD_ENV, "1");
     }

@@ -7,15 +7,14 @@
 //! (their checksums are tested on their own in the table tests), the
 //! tables' index, filter, properties and footer byte by byte.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
+use common::dir;
 use quietkv::{check_dir, Db, ErrorKind, Options, WriteOptions};
-
-fn dir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
 
 fn key(i: u32) -> Vec<u8> {
     format!("key{i:05}").into_bytes()

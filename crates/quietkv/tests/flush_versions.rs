@@ -2,11 +2,10 @@
 //! the newest, and the newest below each live snapshot. Overwritten
 //! versions that nobody can read do not reach the table.
 
-use quietkv::{Db, Options};
+mod common;
 
-fn dir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
+use common::dir;
+use quietkv::{Db, Options};
 
 fn value(version: u32) -> Vec<u8> {
     let mut v = version.to_le_bytes().to_vec();

@@ -3,6 +3,8 @@
 //! random access modes for every I/O class (the WAL's mmap mode included)
 //! and random WAL compression and sync policies.
 
+mod common;
+
 #[path = "support/skip.rs"]
 mod skip;
 
@@ -338,10 +340,6 @@ fn run_session<'a>(
     false
 }
 
-fn scratch() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 40, failure_persistence: None, ..ProptestConfig::default() })]
 
@@ -357,7 +355,7 @@ proptest! {
         // WAL recycling: reused WAL files under every mode and reopen.
         recycle in any::<bool>(),
     ) {
-        let d = scratch();
+        let d = common::dir();
         let modes = [WRITE_MODES[cr], WRITE_MODES[cw], WRITE_MODES[fw], USER_READ_MODES[ur], WAL_MODES[wal]];
         let max_manifest_size = if tiny_manifest { 1024 } else { Options::default().max_manifest_size };
         let opts = options(modes)
@@ -405,7 +403,7 @@ fn every_background_mode_combination_passes_the_same_workload() {
     for cr in WRITE_MODES {
         for cw in WRITE_MODES {
             for fw in WRITE_MODES {
-                let d = scratch();
+                let d = common::dir();
                 let opts = options([cr, cw, fw, AccessMode::Buffered, AccessMode::Buffered]);
                 run(d.path(), &opts, &ops);
             }

@@ -2,6 +2,8 @@
 //! without writing a byte to the directory, refuses writes with a clear
 //! error, and keeps out of a writer's way through the LOCK file.
 
+mod common;
+
 #[path = "support/skip.rs"]
 mod skip;
 
@@ -13,12 +15,9 @@ mod file_states;
 use std::fs;
 use std::path::Path;
 
+use common::dir;
 use file_states::file_states;
 use quietkv::{Db, ErrorKind, Options, WriteOptions};
-
-fn dir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
 
 fn key(i: u32) -> Vec<u8> {
     format!("key{i:06}").into_bytes()

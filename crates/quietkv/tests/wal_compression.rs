@@ -2,11 +2,10 @@
 //! `check` read them, and the option may change between runs (old WALs,
 //! compressed or not, still replay).
 
-use quietkv::{check_dir, Compression, Db, Options, WriteBatch, WriteOptions};
+mod common;
 
-fn dir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
+use common::dir;
+use quietkv::{check_dir, Compression, Db, Options, WriteBatch, WriteOptions};
 
 fn with(c: Compression) -> Options {
     Options::default().wal_compression(c)

@@ -5,20 +5,19 @@
 //! WAL (allocated zeros after the last record) replays, and mmap is
 //! refused for every class that writes files except the WAL.
 
+mod common;
+
 #[path = "support/skip.rs"]
 mod skip;
 
 use std::path::Path;
 use std::sync::Arc;
 
+use common::dir;
 use quietio::fault::{CutPolicy, FaultLayer};
 use quietkv::{AccessMode, Compression, Db, ErrorKind, IoClass, Options, WriteBatch, WriteOptions};
 
 const SEGMENT: u64 = 16 << 10;
-
-fn dir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
 
 fn opts(wal: AccessMode) -> Options {
     Options::default()

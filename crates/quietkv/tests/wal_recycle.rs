@@ -7,6 +7,8 @@
 //! compression. Power cuts of recycled WALs: `power_cut.rs` (its
 //! `*-recycle` mode sets).
 
+mod common;
+
 #[path = "common/wal_modes.rs"]
 mod wal_modes;
 
@@ -15,13 +17,10 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use common::dir;
 use quietkv::{AccessMode, Compression, Db, IoClass, Options, WriteBatch, WriteOptions};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-
-fn dir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
 
 /// The WAL write modes this directory supports.
 fn wal_modes() -> Vec<AccessMode> {

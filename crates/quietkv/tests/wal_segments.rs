@@ -7,16 +7,15 @@
 //! preallocated WALs in every mode: `power_cut.rs`, whose options use small
 //! segments.)
 
+mod common;
+
 #[path = "common/wal_modes.rs"]
 mod wal_modes;
 
+use common::dir;
 use quietkv::{AccessMode, Db, IoClass, Options, WriteBatch, WriteOptions};
 
 const SEGMENT: u64 = 16 << 10;
-
-fn dir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
 
 /// The newest WAL file's metadata (its length, its allocated blocks).
 fn live_wal(d: &std::path::Path) -> std::fs::Metadata {

@@ -4,14 +4,13 @@
 //! reopen. (What a power cut keeps under each policy is the crash layer's
 //! job; a process crash is covered by `crash.rs`.)
 
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::dir;
 use quietkv::{Db, IoClass, Options, WalSync, WriteOptions};
-
-fn dir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
 
 fn with(policy: WalSync) -> Options {
     Options::default().wal_sync(policy)

@@ -32,8 +32,8 @@ pub use self::markdown::{
     READER_LATE_US,
 };
 pub use self::model::{stat_of, DisturbedRun, ExperimentReport, Machine, ModeReport, Report, Stat};
-pub(crate) use self::output::write_plain_report;
 pub use self::output::{write_outputs, write_outputs_with_verdict};
+pub(crate) use self::output::{write_outputs_and_verdict, write_plain_report};
 pub use self::table::{
     compare, fmt_value, markdown_table, render_table, standard_rows, Cmp, Fmt, Row,
 };

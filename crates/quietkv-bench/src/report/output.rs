@@ -31,23 +31,36 @@ pub fn write_outputs_with_verdict(
     out: &Path,
     tail: &str,
 ) -> Result<String, String> {
-    write_outputs(report, out)?;
     let verdict = if report.experiments.iter().any(peers::is_multi_engine) {
         peers::verdict(&report.experiments)
     } else {
         verdict::verdict(&report.experiments)
     };
+    write_outputs_and_verdict(report, out, &verdict, serde_json::json!(verdict), tail)?;
+    Ok(verdict)
+}
+
+/// [`write_outputs`], then a verdict the experiment drew itself: `verdict`
+/// appended to report.md as its own section, followed by `tail`, and
+/// `verdict_json` put in report.json under `verdict`.
+pub(crate) fn write_outputs_and_verdict(
+    report: &Report,
+    out: &Path,
+    verdict: &str,
+    verdict_json: serde_json::Value,
+    tail: &str,
+) -> Result<(), String> {
+    write_outputs(report, out)?;
     let mut md = render_markdown(report);
     md.push_str(&format!("\n## Verdict\n\n{verdict}\n\n{tail}\n"));
     std::fs::write(out.join("report.md"), md).map_err(|e| e.to_string())?;
     let mut j = render_json(report);
-    j["verdict"] = serde_json::json!(verdict);
+    j["verdict"] = verdict_json;
     std::fs::write(
         out.join("report.json"),
         serde_json::to_string_pretty(&j).map_err(|e| e.to_string())?,
     )
-    .map_err(|e| e.to_string())?;
-    Ok(verdict)
+    .map_err(|e| e.to_string())
 }
 
 /// Writes report.md and report.json of an experiment without plots (E4,

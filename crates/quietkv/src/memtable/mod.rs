@@ -28,7 +28,7 @@ use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::key::{pack_trailer, SeqNo, ValueKind, MAX_SEQ};
 use crate::range_tombstone::{covering_seq, RangeTombstone};
-use crate::value::Value;
+use crate::value::{PinnedMemory, Value};
 
 pub use iter::MemtableIter;
 use skiplist::{SearchKey, SkipList};
@@ -67,6 +67,15 @@ pub struct Memtable {
     num_range_dels: AtomicUsize,
     /// Bytes of the range tombstones' keys.
     range_del_bytes: AtomicUsize,
+}
+
+// SAFETY: the bytes a memtable hands out (keys and values in its arena)
+// are never written once published, and the arena is freed only when the
+// memtable is dropped.
+unsafe impl PinnedMemory for Memtable {
+    fn pinned_bytes(&self) -> usize {
+        self.approximate_bytes()
+    }
 }
 
 impl Default for Memtable {

@@ -811,6 +811,20 @@ fn sector_after(pos: u64) -> usize {
     (pos as usize / 512 + 1) * 512
 }
 
+/// A copy of `data` with the bytes at `lost` read back as zeros, as a
+/// sector whose write never reached the disk does.
+fn with_zeros(data: &[u8], lost: std::ops::Range<usize>) -> Vec<u8> {
+    let mut d = data.to_vec();
+    d[lost].fill(0);
+    d
+}
+
+/// The last record that starts in the first sector: the first one the
+/// loss of the second sector (bytes 512..1024) damages.
+fn first_hit_by_second_sector(offsets: &[u64]) -> usize {
+    offsets.iter().rposition(|&o| (o as usize) < 512).unwrap()
+}
+
 /// A power cut after the kernel wrote back a later page of the unsynced
 /// tail but not an earlier one: the lost sector reads as zeros, later
 /// records are intact. Nothing was synced past the damage, so the log ends
@@ -820,9 +834,8 @@ fn an_unsynced_tail_persisted_out_of_order_ends_the_log() {
     let (data, offsets, _) = unsynced_tail_image(8, false);
     // Lose the second whole sector (bytes 512..1024): it holds parts of
     // records 1 and 2 (offsets ~ 31, 344, 657, ...).
-    let mut d = data.clone();
-    d[512..1024].fill(0);
-    let first_hit = offsets.iter().rposition(|&o| (o as usize) < 512).unwrap();
+    let d = with_zeros(&data, 512..1024);
+    let first_hit = first_hit_by_second_sector(&offsets);
     let (recs, tail) = read_all(&d).unwrap();
     assert_eq!(
         recs.len(),
@@ -841,9 +854,8 @@ fn an_unsynced_tail_persisted_out_of_order_ends_the_log() {
         .iter()
         .position(|&o| o as usize % 512 > 500)
         .map_or(3, |i| i);
-    let mut d = data.clone();
     let boundary = sector_after(offsets[rec]);
-    d[boundary..boundary + 512].fill(0);
+    let d = with_zeros(&data, boundary..boundary + 512);
     let (_, tail) = read_all(&d).unwrap();
     assert!(matches!(tail, TailState::Unpersisted { .. }), "{tail:?}");
 }
@@ -853,15 +865,12 @@ fn an_unsynced_tail_persisted_out_of_order_ends_the_log() {
 #[test]
 fn a_lost_sector_a_later_sync_mark_covers_is_corruption() {
     let (data, offsets, _) = unsynced_tail_image(8, true);
-    let mut d = data.clone();
-    d[512..1024].fill(0);
-    let first_hit = offsets.iter().rposition(|&o| (o as usize) < 512).unwrap();
-    expect_corruption(&d, offsets[first_hit]);
+    let d = with_zeros(&data, 512..1024);
+    expect_corruption(&d, offsets[first_hit_by_second_sector(&offsets)]);
     // A sync mark before the damage does not cover it.
     let (data, offsets, synced) = unsynced_tail_image(8, false);
     assert!(synced < offsets[0]);
-    let mut d = data.clone();
-    d[1024..1536].fill(0);
+    let d = with_zeros(&data, 1024..1536);
     assert!(matches!(
         read_all(&d).unwrap().1,
         TailState::Unpersisted { .. }
@@ -879,13 +888,11 @@ fn damage_that_is_not_a_lost_sector_is_still_corruption() {
         d[pos] ^= 0x08;
         expect_corruption(&d, offsets[2]);
     }
-    let mut d = data.clone();
     let end = sector_after(offsets[2]) - 1;
-    d[offsets[2] as usize + 20..end].fill(0);
+    let d = with_zeros(&data, offsets[2] as usize + 20..end);
     expect_corruption(&d, offsets[2]);
 
-    let mut d = data.clone();
-    d[512..1024].fill(0);
+    let d = with_zeros(&data, 512..1024);
     let mut r = LogReader::new(PATH, &d).sealed_at(data.len() as u64);
     let e = loop {
         match r.read_record() {

@@ -237,6 +237,14 @@ mod tests {
         offsets
     }
 
+    /// Flips a bit inside the record at `offset` of manifest `number`.
+    fn damage_record(dir: &Path, number: u64, offset: u64) {
+        let path = dir.join(manifest_name(number));
+        let mut data = fs::read(&path).unwrap();
+        data[offset as usize + 20] ^= 1;
+        fs::write(&path, data).unwrap();
+    }
+
     fn edits() -> Vec<VersionEdit> {
         let mut first = VersionEdit {
             log_number: Some(4),
@@ -259,10 +267,7 @@ mod tests {
     fn uses_the_prefix_before_a_damaged_edit() {
         let d = tempfile::tempdir().unwrap();
         let offsets = write_manifest(d.path(), 3, &edits());
-        let path = d.path().join(manifest_name(3));
-        let mut data = fs::read(&path).unwrap();
-        data[offsets[1] as usize + 20] ^= 1;
-        fs::write(&path, data).unwrap();
+        damage_record(d.path(), 3, offsets[1]);
         fs::write(d.path().join(CURRENT), "MANIFEST-000003\n").unwrap();
         let (m, notes) = read_best(d.path(), &[3]);
         let m = m.unwrap();
@@ -284,10 +289,7 @@ mod tests {
         write_manifest(d.path(), 9, &edits());
         // The newest one's first edit is damaged: unusable.
         let offsets = write_manifest(d.path(), 12, &edits());
-        let p12 = d.path().join(manifest_name(12));
-        let mut data = fs::read(&p12).unwrap();
-        data[offsets[0] as usize + 20] ^= 1;
-        fs::write(&p12, data).unwrap();
+        damage_record(d.path(), 12, offsets[0]);
         // CURRENT names a manifest that is gone.
         fs::write(d.path().join(CURRENT), "MANIFEST-000005\n").unwrap();
         let (m, notes) = read_best(d.path(), &[3, 9, 12]);

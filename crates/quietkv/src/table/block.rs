@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::compare_internal;
 use crate::table::format::{read_u32_le, Decoder};
-use crate::value::Value;
+use crate::value::{PinnedMemory, Value};
 use crate::varint::put_u64;
 
 pub const DEFAULT_RESTART_INTERVAL: usize = 16;
@@ -106,6 +106,14 @@ pub struct Block {
     /// Where the restart array starts (= end of the entries).
     restarts_off: usize,
     num_restarts: usize,
+}
+
+// SAFETY: a block's bytes are only written while it is decoded, in
+// `Block::new`; after that a `Block` has no way to change them.
+unsafe impl PinnedMemory for Block {
+    fn pinned_bytes(&self) -> usize {
+        self.size()
+    }
 }
 
 /// The cache of parsed blocks the table reader reads through, each block
@@ -250,7 +258,8 @@ impl BlockValue {
     /// The value as a [`Value`] that keeps the block alive instead of
     /// copying the bytes.
     pub fn into_value(self) -> Value {
-        Value::in_block(self.block, self.range)
+        let range = self.range;
+        Value::in_block(self.block, |block| block.data().get(range).unwrap_or(&[]))
     }
 }
 

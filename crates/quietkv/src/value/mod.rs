@@ -5,12 +5,9 @@
 
 use std::borrow::Borrow;
 use std::hash::{Hash, Hasher};
-use std::ops::{Deref, Range};
+use std::ops::Deref;
 use std::ptr::NonNull;
 use std::sync::Arc;
-
-use crate::memtable::Memtable;
-use crate::table::block::Block;
 
 /// A value read with [`Db::get_pinned`](crate::Db::get_pinned) (or the
 /// same method of a [`Snapshot`](crate::Snapshot) or a
@@ -77,48 +74,47 @@ enum Owner {
     Empty,
     /// A decoded table block (shared with the block cache while it is
     /// cached there).
-    Block(Arc<Block>),
+    Block(Arc<dyn PinnedMemory>),
     /// A memtable's arena.
-    Memtable(Arc<dyn PinnedMemtable>),
+    Memtable(Arc<dyn PinnedMemory>),
     /// A buffer of the value's own.
     Owned(Arc<Vec<u8>>),
 }
 
-/// A memtable as a value sees it: memory of some size. Held as a trait
-/// object so that `Value` does not look like it has interior mutability
-/// (the memtable's atomics and locks) to clippy's `mutable_key_type`,
-/// which would otherwise warn every user who keys a map or set by
-/// `Value`; a value's hash and order depend only on its bytes, which never
-/// change.
-trait PinnedMemtable: Send + Sync {
-    fn bytes(&self) -> usize;
-}
-
-impl PinnedMemtable for Memtable {
-    fn bytes(&self) -> usize {
-        self.approximate_bytes()
-    }
+/// Memory a [`Value`] can share and keep alive: a decoded table block or
+/// a memtable, implemented beside each of them, so that this module needs
+/// neither.
+///
+/// A value sees its owner only as memory of some size. Holding it as a
+/// trait object also keeps `Value` from looking like it has interior
+/// mutability (a memtable's atomics and locks) to clippy's
+/// `mutable_key_type`, which would otherwise warn every user who keys a
+/// map or set by `Value`; a value's hash and order depend only on its
+/// bytes, which never change.
+///
+/// # Safety
+///
+/// An implementor promises that bytes it hands out through a shared
+/// reference (`&self`) are never written, moved or freed while the
+/// implementor is alive: [`Value::in_block`] keeps such bytes past the
+/// borrow they were read through, for as long as it holds the owner.
+pub(crate) unsafe trait PinnedMemory: Send + Sync {
+    /// Bytes of memory this keeps allocated, as of now.
+    fn pinned_bytes(&self) -> usize;
 }
 
 // SAFETY: a `Value` is, in effect, an `Arc` of its owner together with a
-// shared `&[u8]` into that owner's memory. Every owner (`Block`,
-// `Memtable`, `Vec<u8>`) is `Send + Sync` (checked at compile time below),
-// `Arc` of a `Send + Sync` type is `Send + Sync`, and the bytes are never
-// written while a `Value` points at them (blocks are immutable once
-// decoded; a memtable's value bytes are never overwritten after they are
-// published, a replaced value gets new bytes; an owned buffer is only read
-// behind the `Arc`). So moving or sharing a `Value` across threads is as
-// safe as moving or sharing an `Arc<Owner>` and a `&[u8]`.
+// shared `&[u8]` into that owner's memory. Every owner is `Send + Sync` (a
+// `PinnedMemory` must be; `Vec<u8>` is), `Arc` of a `Send + Sync` type is
+// `Send + Sync`, and the bytes are never written while a `Value` points at
+// them (a `PinnedMemory` promises it: blocks are immutable once decoded; a
+// memtable's value bytes are never overwritten after they are published,
+// a replaced value gets new bytes; an owned buffer is only read behind the
+// `Arc`). So moving or sharing a `Value` across threads is as safe as
+// moving or sharing an `Arc<Owner>` and a `&[u8]`.
 unsafe impl Send for Value {}
 // SAFETY: as for `Send`: `&Value` only reads the immutable bytes.
 unsafe impl Sync for Value {}
-
-const _: () = {
-    const fn send_sync<T: Send + Sync>() {}
-    send_sync::<Block>();
-    send_sync::<Memtable>();
-    send_sync::<Vec<u8>>();
-};
 
 impl Value {
     /// An empty value (no allocation).
@@ -130,14 +126,19 @@ impl Value {
         }
     }
 
-    /// The bytes at `range` of a decoded `block`, sharing the block; an
-    /// empty value if the range is empty or outside the block (the block
-    /// iterator only hands out ranges it validated).
-    pub(crate) fn in_block(block: Arc<Block>, range: Range<usize>) -> Value {
-        let bytes = block.data().get(range).unwrap_or(&[]);
+    /// The bytes `bytes_of` picks out of a decoded `block`, sharing the
+    /// block (an empty value, pinning nothing, if they are empty).
+    pub(crate) fn in_block<B: PinnedMemory + 'static>(
+        block: Arc<B>,
+        bytes_of: impl FnOnce(&B) -> &[u8],
+    ) -> Value {
+        let bytes = bytes_of(&block);
         if bytes.is_empty() {
             return Value::empty();
         }
+        // The bytes stay valid after this borrow of `block` ends: the
+        // `Arc` moved into the value keeps the block alive, and a
+        // `PinnedMemory` never changes bytes it handed out.
         let (ptr, len) = (NonNull::from(bytes).cast::<u8>(), bytes.len());
         Value {
             ptr,
@@ -153,7 +154,10 @@ impl Value {
     /// `bytes` must point into memory that `memtable` owns and keeps,
     /// unchanged, until it is dropped (its arena: value bytes there are
     /// never freed or written once published).
-    pub(crate) unsafe fn in_memtable(memtable: Arc<Memtable>, bytes: &[u8]) -> Value {
+    pub(crate) unsafe fn in_memtable<M: PinnedMemory + 'static>(
+        memtable: Arc<M>,
+        bytes: &[u8],
+    ) -> Value {
         if bytes.is_empty() {
             return Value::empty();
         }
@@ -171,8 +175,8 @@ impl Value {
     pub fn pinned_bytes(&self) -> usize {
         match &self.owner {
             Owner::Empty => 0,
-            Owner::Block(b) => b.size(),
-            Owner::Memtable(m) => m.bytes(),
+            Owner::Block(b) => b.pinned_bytes(),
+            Owner::Memtable(m) => m.pinned_bytes(),
             Owner::Owned(v) => v.capacity(),
         }
     }

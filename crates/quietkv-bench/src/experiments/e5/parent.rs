@@ -17,7 +17,7 @@ use crate::campaign::{self, Eta, Judge};
 use crate::engines::{BenchEngine, EngineMode, QuietkvConfig, QuietkvEngine};
 use crate::experiments::modes::check_modes;
 use crate::experiments::setup::{loadavg, machine, out_dir, timestamp, Scratch};
-use crate::report::{self, write_outputs, ExperimentReport, ModeReport, Report};
+use crate::report::{self, write_outputs_and_verdict, ExperimentReport, ModeReport, Report};
 use crate::result::{CommonParams, SectionRuns};
 use crate::runner::{Runner, RunnerOptions};
 use crate::scale::{e5_threads, mib, parse_size, preset, Overrides, Scale, MIB, VALUE_SIZE};
@@ -249,7 +249,6 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         machine: mach,
         experiments,
     };
-    write_outputs(&report, &out)?;
     let mut verdict = String::new();
     for e in &report.experiments {
         for line in judge_section(e) {
@@ -262,24 +261,22 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         "Full scale."
     };
     let tail = format!(
-        "\n## Verdict\n\n{verdict}\n{scale_note}\n\nLoad average (1 min) at start / end: {load_start} / {}.\n",
+        "{scale_note}\n\nLoad average (1 min) at start / end: {load_start} / {}.",
         loadavg()
     );
-    let mut md = report::render_markdown(&report);
-    md.push_str(&tail);
-    std::fs::write(out.join("report.md"), md).map_err(|e| e.to_string())?;
-    let mut j = report::render_json(&report);
-    j["verdict"] = serde_json::json!(verdict.lines().collect::<Vec<_>>());
-    std::fs::write(
-        out.join("report.json"),
-        serde_json::to_string_pretty(&j).map_err(|e| e.to_string())?,
-    )
-    .map_err(|e| e.to_string())?;
+    let verdict = verdict.trim_end();
+    write_outputs_and_verdict(
+        &report,
+        &out,
+        verdict,
+        serde_json::json!(verdict.lines().collect::<Vec<_>>()),
+        &tail,
+    )?;
     for e in &report.experiments {
         println!("\n## {}\n", e.id);
         println!("{}", report::markdown_table(e));
     }
-    println!("{tail}");
+    println!("\n## Verdict\n\n{verdict}\n\n{tail}\n");
     println!("report: {}", out.join("report.md").display());
     println!("json:   {}", out.join("report.json").display());
     Ok(())

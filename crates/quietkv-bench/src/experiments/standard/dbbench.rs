@@ -63,14 +63,37 @@ pub fn settle<E: BenchEngine>(db: &E) -> Result<(), String> {
 /// one put per operation; the space amplification after the catch-up.
 pub fn fill<E: BenchEngine>(db: &E, dir: &Path, s: &Shape, random: bool) -> Result<Phase, String> {
     let name = if random { "fillrandom" } else { "fillseq" };
+    let key_of = |j| if random { permute(j, s.keys) } else { j };
+    let mut p = put_phase(db, s, name, 0, key_of)?;
+    let user = s.keys * s.entry_bytes();
+    p.space_amp = Some(dir_bytes(dir)? as f64 / user as f64);
+    Ok(p)
+}
+
+/// overwrite: as many puts as keys, each to a uniformly random present key.
+pub fn overwrite<E: BenchEngine>(db: &E, s: &Shape) -> Result<Phase, String> {
+    let mut rng = Rng::new(s.seed ^ 0x0F);
+    put_phase(db, s, "overwrite", 1, |_| rng.below(s.keys))
+}
+
+/// A write phase `name`: as many puts as keys, the `j`th to present key
+/// `key_of(j)` with its value of write `round`, each timed; then the
+/// catch-up ([`settle`]), counted in the phase's cost.
+fn put_phase<E: BenchEngine>(
+    db: &E,
+    s: &Shape,
+    name: &str,
+    round: u64,
+    mut key_of: impl FnMut(u64) -> u64,
+) -> Result<Phase, String> {
     let probe = Probe::start();
     let mut lat = Latencies::new();
     let mut value = vec![0u8; s.value_size];
     let t = Instant::now();
     for j in 0..s.keys {
         check_interrupt(j)?;
-        let i = if random { permute(j, s.keys) } else { j };
-        fill_value(&mut value, present_number(i), 0);
+        let i = key_of(j);
+        fill_value(&mut value, present_number(i), round);
         let k = present(i);
         lat.time(|| db.put(&k, &value))
             .map_err(|e| format!("{name}: {e}"))?;
@@ -79,37 +102,7 @@ pub fn fill<E: BenchEngine>(db: &E, dir: &Path, s: &Shape, random: bool) -> Resu
     settle(db).map_err(|e| format!("{name}: {e}"))?;
     let cost = probe.finish();
     let user = s.keys * s.entry_bytes();
-    let mut p = Phase::new(name, s.keys, secs, Some(&lat), &cost, user);
-    p.space_amp = Some(dir_bytes(dir)? as f64 / user as f64);
-    Ok(p)
-}
-
-/// overwrite: as many puts as keys, each to a uniformly random present key.
-pub fn overwrite<E: BenchEngine>(db: &E, s: &Shape) -> Result<Phase, String> {
-    let probe = Probe::start();
-    let mut lat = Latencies::new();
-    let mut rng = Rng::new(s.seed ^ 0x0F);
-    let mut value = vec![0u8; s.value_size];
-    let t = Instant::now();
-    for j in 0..s.keys {
-        check_interrupt(j)?;
-        let i = rng.below(s.keys);
-        fill_value(&mut value, present_number(i), 1);
-        let k = present(i);
-        lat.time(|| db.put(&k, &value))
-            .map_err(|e| format!("overwrite: {e}"))?;
-    }
-    let secs = t.elapsed().as_secs_f64();
-    settle(db).map_err(|e| format!("overwrite: {e}"))?;
-    let cost = probe.finish();
-    Ok(Phase::new(
-        "overwrite",
-        s.keys,
-        secs,
-        Some(&lat),
-        &cost,
-        s.keys * s.entry_bytes(),
-    ))
+    Ok(Phase::new(name, s.keys, secs, Some(&lat), &cost, user))
 }
 
 /// Runs `op` in `threads` threads, each as fast as it can for `dur`, each
