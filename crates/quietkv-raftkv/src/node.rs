@@ -34,9 +34,8 @@ pub struct NodeArgs {
     /// when asked (`POST /snapshot`).
     #[arg(long, default_value_t = 10_000)]
     pub snapshot_every: u64,
-    /// The largest piece a snapshot is sent in, bytes. Each piece travels
-    /// as a JSON array of numbers, about four times its size, under a
-    /// 64 MiB limit per request: at most 8 MiB.
+    /// The largest piece a snapshot is sent in, bytes (each piece one
+    /// request, its bytes as they are): at most 8 MiB.
     #[arg(long, default_value_t = 512 << 10, value_parser = clap::value_parser!(u64).range(1..=8 << 20))]
     pub snapshot_chunk_bytes: u64,
     /// Leader heartbeat interval, milliseconds. openraft also gives each

@@ -12,9 +12,9 @@ use crate::app::App;
 use crate::error::ApiError;
 use crate::{admin, kv, rpc};
 
-/// Raft RPC bodies carry batches of log entries and snapshot chunks (as
-/// JSON arrays of bytes, up to about 4 characters per byte): more room than
-/// axum's 2 MiB default, which still applies to the client API.
+/// Raft RPC bodies carry batches of log entries (JSON) and snapshot chunks
+/// of up to 8 MiB: more room than axum's 2 MiB default, which still
+/// applies to the client API.
 const RPC_BODY_LIMIT: usize = 64 << 20;
 
 pub fn router(app: Arc<App>) -> Router {

@@ -70,8 +70,8 @@ pub struct BenchSnapshotArgs {
     /// streaming then is noted in the report. Default 900 (--quick: 120).
     #[arg(long)]
     pub stream_cap_secs: Option<f64>,
-    /// The largest piece openraft sends a snapshot in, bytes (sent as a
-    /// JSON array, up to 8 MiB).
+    /// The largest piece openraft sends a snapshot in, bytes (up to
+    /// 8 MiB).
     #[arg(long, default_value_t = 4 << 20, value_parser = clap::value_parser!(u64).range(4096..=8 << 20))]
     pub chunk_bytes: u64,
     /// Rounds; each runs every mode once, in turn.
