@@ -309,6 +309,21 @@ impl Tracked {
         admitted
     }
 
+    /// Runs `sync` (an `fdatasync` or `msync` of the file) as a sync
+    /// point of the layer when the file is tracked: the layer may refuse
+    /// it, and records whether it made the file's bytes durable.
+    pub(crate) fn around_sync(
+        tracked: Option<&Tracked>,
+        sync: impl FnOnce() -> io::Result<()>,
+    ) -> io::Result<()> {
+        let Some(tr) = tracked else {
+            return sync();
+        };
+        let synced = tr.before_sync().and_then(|()| sync());
+        tr.synced(synced.is_ok());
+        synced
+    }
+
     pub(crate) fn synced(&self, ok: bool) {
         let mut st = self.layer.state();
         let index = st.syncing.remove(&self.id);

@@ -210,15 +210,9 @@ impl MmapWriter {
         let (from, to) = (self.synced_len, self.len);
         let t = Instant::now();
         let map = self.map.as_ref().expect("mapped while usable");
-        let synced = match &self.tracked {
-            Some(tr) => tr
-                .before_sync()
-                .and_then(|()| map.sync_range(from as usize, (to - from) as usize)),
-            None => map.sync_range(from as usize, (to - from) as usize),
-        };
-        if let Some(tr) = &self.tracked {
-            tr.synced(synced.is_ok());
-        }
+        let synced = Tracked::around_sync(self.tracked.as_ref(), || {
+            map.sync_range(from as usize, (to - from) as usize)
+        });
         if let Err(e) = synced {
             // As after a failed fdatasync: the dirty pages may be gone.
             self.failed = true;
@@ -241,13 +235,7 @@ impl MmapWriter {
         if sync {
             let t = Instant::now();
             let fd = self.file.as_raw_fd();
-            let synced = match &self.tracked {
-                Some(tr) => tr.before_sync().and_then(|()| sys::fdatasync(fd)),
-                None => sys::fdatasync(fd),
-            };
-            if let Some(tr) = &self.tracked {
-                tr.synced(synced.is_ok());
-            }
+            let synced = Tracked::around_sync(self.tracked.as_ref(), || sys::fdatasync(fd));
             if let Err(e) = synced {
                 self.failed = true;
                 return Err(io_err(&self.path, self.len, "fdatasync failed", e));

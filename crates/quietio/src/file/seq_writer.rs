@@ -382,15 +382,8 @@ impl SeqWriter {
 
     fn fdatasync(&mut self) -> Result<()> {
         let t = Instant::now();
-        let synced = match &self.tracked {
-            Some(tr) => tr
-                .before_sync()
-                .and_then(|()| sys::fdatasync(self.file.as_raw_fd())),
-            None => sys::fdatasync(self.file.as_raw_fd()),
-        };
-        if let Some(tr) = &self.tracked {
-            tr.synced(synced.is_ok());
-        }
+        let fd = self.file.as_raw_fd();
+        let synced = Tracked::around_sync(self.tracked.as_ref(), || sys::fdatasync(fd));
         synced.map_err(|e| io_err(&self.path, self.len(), "fdatasync failed", e))?;
         self.cfg.stats.record_sync(self.cfg.class, t.elapsed());
         Ok(())
