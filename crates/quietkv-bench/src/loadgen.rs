@@ -238,6 +238,8 @@ where
     run_open_loop_until(cfg, read, stop, &PhaseEnd::default())
 }
 
+/// A result with no reads yet and `seconds` empty per-second histograms
+/// (a reader's own result starts with none: see `run_open_loop_until`).
 fn empty_result(seconds: usize) -> LoadResult {
     LoadResult {
         latency: new_histogram(),
@@ -270,10 +272,19 @@ where
     let total = (cfg.rate_per_s * cfg.duration.as_secs_f64()).floor() as u64;
     let interval_ns = 1e9 / cfg.rate_per_s.max(1e-9);
     let seconds = cfg.duration.as_secs_f64().ceil().max(1.0) as usize;
-    // Every histogram is made before the clock starts: 900 per-second
-    // histograms (E1's cap) take ~100 ms to create, which used to delay
-    // the first reads of every phase and showed up as a stall in all modes.
-    let fresh: Vec<LoadResult> = (0..threads).map(|_| empty_result(seconds)).collect();
+    // The whole-phase histograms are made before the clock starts. A
+    // reader's per-second histograms are made as its schedule reaches each
+    // second instead: one takes microseconds, but each holds 26 KB of
+    // counters, so making all of a long phase's up front (900 s, a snapshot
+    // phase's cap) put about 24 MB per reader thread in memory at once and
+    // took ~100 ms, a stall at the start of every phase.
+    let fresh: Vec<LoadResult> = (0..threads)
+        .map(|_| {
+            let mut r = empty_result(0);
+            r.per_second = Vec::with_capacity(seconds);
+            r
+        })
+        .collect();
     let start = *end
         .start
         .get_or_init(|| Instant::now() + Duration::from_millis(5));
@@ -330,10 +341,11 @@ where
                                 r.lateness.saturating_record(
                                     issued.saturating_duration_since(sched).as_micros() as u64,
                                 );
-                                let sec = (offset_ns / 1_000_000_000) as usize;
-                                if let Some(h) = r.per_second.get_mut(sec.min(seconds - 1)) {
-                                    h.saturating_record(lat);
+                                let sec = ((offset_ns / 1_000_000_000) as usize).min(seconds - 1);
+                                if r.per_second.len() <= sec {
+                                    r.per_second.resize_with(sec + 1, new_second_histogram);
                                 }
+                                r.per_second[sec].saturating_record(lat);
                                 r.done += 1;
                                 match hit {
                                     Some(true) => r.hits += 1,

@@ -39,9 +39,14 @@ pub struct SnapshotFile {
     pos: u64,
     /// The file's length, counting writes still in progress.
     len: u64,
-    /// Bytes read ahead of the caller: their file offset and the bytes.
-    /// An empty piece at the current position is the end of the file.
-    ready: Option<(u64, Vec<u8>)>,
+    /// Bytes read ahead of the caller: their file offset and the bytes,
+    /// of which the caller has taken the first `taken`. An empty piece at
+    /// the current position is the end of the file.
+    ready: Option<Ready>,
+    /// The buffer of the last read, once the caller has taken its bytes:
+    /// the next read fills it again, so a snapshot sent in chunks of 4 MiB
+    /// does not allocate and free 4 MiB for every chunk.
+    spare: Vec<u8>,
     /// Nothing was written since the last sync.
     synced: bool,
 }
@@ -53,6 +58,14 @@ enum State {
     /// A file call in progress on the blocking pool; it gives the file
     /// back with its result.
     Busy(JoinHandle<(Box<PositionalFile>, Done)>),
+}
+
+/// Bytes read ahead of the caller.
+struct Ready {
+    /// The file offset of `bytes[taken]`.
+    at: u64,
+    bytes: Vec<u8>,
+    taken: usize,
 }
 
 /// What a finished file call did.
@@ -73,6 +86,7 @@ impl SnapshotFile {
             pos: 0,
             len: file.len(),
             ready: None,
+            spare: Vec::new(),
             synced: true,
             state: State::Idle(Some(Box::new(file))),
         }
@@ -106,10 +120,25 @@ impl SnapshotFile {
         };
         self.state = State::Idle(Some(file));
         Poll::Ready(match done {
-            Done::Read { at, bytes } => bytes.map(|b| self.ready = Some((at, b))),
+            Done::Read { at, bytes } => bytes.map(|bytes| {
+                self.ready = Some(Ready {
+                    at,
+                    bytes,
+                    taken: 0,
+                })
+            }),
             Done::Write(r) => r,
             Done::Sync(r) => r.map(|()| self.synced = true),
         })
+    }
+
+    /// Drops the bytes read ahead, keeping their buffer for the next read.
+    fn recycle(&mut self) {
+        if let Some(ready) = self.ready.take() {
+            if ready.bytes.capacity() > self.spare.capacity() {
+                self.spare = ready.bytes;
+            }
+        }
     }
 
     /// Runs `call` on the file on the blocking pool (the file must be
@@ -144,20 +173,21 @@ impl AsyncRead for SnapshotFile {
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         loop {
-            if let Some((at, bytes)) = &mut this.ready {
-                if *at == this.pos {
-                    let n = bytes.len().min(buf.remaining());
-                    buf.put_slice(&bytes[..n]);
-                    bytes.drain(..n);
-                    *at += n as u64;
+            if let Some(ready) = &mut this.ready {
+                if ready.at == this.pos {
+                    let left = &ready.bytes[ready.taken..];
+                    let n = left.len().min(buf.remaining());
+                    buf.put_slice(&left[..n]);
+                    ready.taken += n;
+                    ready.at += n as u64;
                     this.pos += n as u64;
-                    if bytes.is_empty() && n > 0 {
-                        this.ready = None;
+                    if ready.taken == ready.bytes.len() && n > 0 {
+                        this.recycle();
                     }
                     // An empty piece here is the end of the file.
                     return Poll::Ready(Ok(()));
                 }
-                this.ready = None;
+                this.recycle();
             }
             if matches!(this.state, State::Busy(_)) {
                 ready!(this.poll_idle(cx))?;
@@ -167,8 +197,10 @@ impl AsyncRead for SnapshotFile {
                 return Poll::Ready(Ok(()));
             }
             let (at, want) = (this.pos, buf.remaining().min(MAX_PIECE));
+            let mut bytes = std::mem::take(&mut this.spare);
             this.start(move |file| {
-                let mut bytes = vec![0u8; want];
+                // Zeroes only what the buffer never held.
+                bytes.resize(want, 0);
                 let read = file.read_at(at, &mut bytes).map_err(to_io);
                 Done::Read {
                     at,
@@ -198,7 +230,7 @@ impl AsyncWrite for SnapshotFile {
         this.start(move |file| Done::Write(file.write_at(at, &piece).map_err(to_io)))?;
         this.pos += n as u64;
         this.len = this.len.max(this.pos);
-        this.ready = None;
+        this.recycle();
         this.synced = false;
         Poll::Ready(Ok(n))
     }

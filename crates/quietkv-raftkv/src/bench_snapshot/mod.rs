@@ -20,6 +20,7 @@
 
 mod children;
 pub mod leader;
+mod peak;
 mod report;
 mod source;
 pub mod spec;
@@ -306,6 +307,7 @@ async fn one_run(
     let mut leader = LeaderProcess::spawn(exe, &leader_log)?;
     let pid = leader.pid()?;
     confinement.add(pid)?;
+    let anon = peak::AnonPeak::start(confinement.memory.dir());
     let spec = LeaderSpec {
         dir: run_dir.join("leader"),
         snapshot_io: mode.to_string(),
@@ -327,6 +329,7 @@ async fn one_run(
     };
 
     let c0 = confinement.counters()?;
+    let start_anon_peak = anon.take();
     leader
         .send(&format!("start baseline {}", setup.baseline_secs + 5.0))
         .await?;
@@ -339,6 +342,7 @@ async fn one_run(
     leader.send("end").await?;
     let baseline = phase_reads(&mut leader, &leader_log).await?;
     let c1 = confinement.counters()?;
+    let baseline_anon_peak = anon.take();
 
     let joiner_args: Vec<String> = vec![
         "--id".into(),
@@ -356,6 +360,7 @@ async fn one_run(
     ];
     let joiner = NodeProcess::start(exe, &joiner_args, &run_dir.join("joiner.log")).await?;
     let c_stream = confinement.counters()?;
+    anon.take();
     leader
         .send(&format!("start stream {}", setup.stream_cap_secs))
         .await?;
@@ -371,6 +376,9 @@ async fn one_run(
     leader.send("end").await?;
     let stream = phase_reads(&mut leader, &leader_log).await?;
     let c2 = confinement.counters()?;
+    let stream_anon_peak = anon.take();
+    let usage_peak = peak::usage_peak_bytes(confinement.memory.dir()).unwrap_or(0);
+    drop(anon);
     caught_up?;
     joiner.stop().await;
     leader.stop().await;
@@ -397,8 +405,10 @@ async fn one_run(
             leader_transfer_read_bytes: stream
                 .transfer_read_bytes
                 .saturating_sub(baseline.transfer_read_bytes),
-            baseline: Phase::new(baseline, &c0, &c1),
-            stream: Phase::new(stream, &c_stream, &c2),
+            baseline: Phase::new(baseline, &c0, &c1).with_anon_peak(baseline_anon_peak),
+            stream: Phase::new(stream, &c_stream, &c2).with_anon_peak(stream_anon_peak),
+            start_anon_peak_bytes: start_anon_peak,
+            usage_peak_bytes: usage_peak,
             snapshot_bytes,
             snapshot_secs,
         },

@@ -30,6 +30,10 @@ pub struct Phase {
     pub psi_full_ms: f64,
     /// The cgroup's page cache at the end of the phase, bytes.
     pub cache_bytes_end: u64,
+    /// The most anonymous memory (heaps, buffers: what cannot be dropped
+    /// under pressure) the cgroup held during the phase, sampled, bytes.
+    #[serde(default)]
+    pub anon_peak_bytes: u64,
 }
 
 impl Phase {
@@ -55,6 +59,14 @@ impl Phase {
                 .saturating_sub(before.psi.full_total_us) as f64
                 / 1000.0,
             cache_bytes_end: after.memory.file,
+            anon_peak_bytes: 0,
+        }
+    }
+
+    pub fn with_anon_peak(self, bytes: u64) -> Phase {
+        Phase {
+            anon_peak_bytes: bytes,
+            ..self
         }
     }
 }
@@ -76,6 +88,14 @@ pub struct Run {
     pub snapshot_secs: f64,
     /// Bytes the leader's snapshot streaming read during the run.
     pub leader_transfer_read_bytes: u64,
+    /// The most anonymous memory the leader held while it opened its
+    /// store, before the baseline, sampled, bytes.
+    #[serde(default)]
+    pub start_anon_peak_bytes: u64,
+    /// The cgroup's highest usage over the run, page cache included (which
+    /// fills up to the limit in any mode that reads through it), bytes.
+    #[serde(default)]
+    pub usage_peak_bytes: u64,
 }
 
 /// The settings of the measurement, for the report's header.
@@ -145,7 +165,20 @@ const METRICS: &[Metric] = &[
     ("snapshot duration (s)", |r| r.snapshot_secs),
     ("stream reads done", |r| r.stream.reads.done as f64),
     ("stream read errors", |r| r.stream.reads.errors as f64),
+    ("baseline peak anon memory (MiB)", |r| {
+        mib(r.baseline.anon_peak_bytes)
+    }),
+    ("stream peak anon memory (MiB)", |r| {
+        mib(r.stream.anon_peak_bytes)
+    }),
+    ("peak cgroup usage, cache included (MiB)", |r| {
+        mib(r.usage_peak_bytes)
+    }),
 ];
+
+fn mib(bytes: u64) -> f64 {
+    (bytes as f64 / (1u64 << 20) as f64).round()
+}
 
 /// Every metric's spread, per mode.
 pub fn summarise(runs: &[Run], modes: &[String]) -> BTreeMap<String, BTreeMap<String, Spread>> {
@@ -216,12 +249,12 @@ pub fn markdown(setup: &Setup, runs: &[Run], notes: &[String]) -> String {
     let _ = writeln!(md, "\n## Runs\n");
     let _ = writeln!(
         md,
-        "| mode | round | moved as | baseline p99.9 (us) | stream p99.9 (us) | stream refaults | snapshot (MiB) | duration (s) |\n|---|---|---|---|---|---|---|---|"
+        "| mode | round | moved as | baseline p99.9 (us) | stream p99.9 (us) | stream refaults | snapshot (MiB) | duration (s) | peak anon: start / baseline / stream (MiB) |\n|---|---|---|---|---|---|---|---|---|"
     );
     for r in runs {
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {:.0} | {:.0} | {} | {:.1} | {:.2} |",
+            "| {} | {} | {} | {:.0} | {:.0} | {} | {:.1} | {:.2} | {} / {} / {} |",
             r.mode,
             r.round,
             r.transfer_mode,
@@ -229,7 +262,10 @@ pub fn markdown(setup: &Setup, runs: &[Run], notes: &[String]) -> String {
             r.stream.reads.latency.p999,
             r.stream.refaults,
             r.snapshot_bytes as f64 / (1 << 20) as f64,
-            r.snapshot_secs
+            r.snapshot_secs,
+            mib(r.start_anon_peak_bytes),
+            mib(r.baseline.anon_peak_bytes),
+            mib(r.stream.anon_peak_bytes),
         );
     }
     if !notes.is_empty() {
