@@ -80,6 +80,7 @@ mod range_tombstone;
 mod record_log;
 mod repair;
 mod snapshot;
+mod snapshot_list;
 mod table;
 pub mod ttl;
 mod txn;

@@ -10,7 +10,7 @@ use std::time::Instant;
 use quietio::sys;
 
 use super::recovery::write_l0;
-use super::{Inner, ManualCompaction};
+use super::state::{Inner, ManualCompaction};
 use crate::compaction::job::CompactionJob;
 use crate::compaction::picker::{pick, pick_slice, SliceCursor};
 use crate::compaction::run::run_job;

@@ -4,7 +4,8 @@
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
-use super::{Db, Inner};
+use super::state::Inner;
+use super::Db;
 use crate::checkpoint::backup::{BackupInfo, BackupOptions};
 use crate::checkpoint::{Capture, CheckpointInfo, CheckpointOptions};
 use crate::error::Result;

@@ -4,23 +4,11 @@
 //! leader right before its group is written, so no other write can land
 //! between the check and the apply.
 
+use super::precondition::Precondition;
 use super::read_view;
-use super::Inner;
+use super::state::Inner;
 use crate::error::{Error, ErrorKind, Result};
 use crate::key::SeqNo;
-
-/// Keys that nobody may have written after `snapshot` for a write to go
-/// ahead.
-#[derive(Debug)]
-pub(crate) struct Precondition {
-    /// The sequence number the writer read at (its snapshot, kept
-    /// registered until the check is done so compaction keeps every newer
-    /// version of the keys).
-    pub snapshot: SeqNo,
-    /// Sorted, without duplicates (sorted keys read neighbouring blocks
-    /// one after the other).
-    pub keys: Vec<Vec<u8>>,
-}
 
 impl Precondition {
     /// `Conflict` naming the first key written after the snapshot; `Ok`

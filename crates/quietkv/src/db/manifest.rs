@@ -17,11 +17,10 @@ use std::path::Path;
 
 use quietio::{IoClass, IoEnv};
 
-use super::recovery::set_current;
-use super::{Inner, State};
-use crate::error::Result;
+use super::state::{Inner, State};
+use crate::error::{Error, Result};
 use crate::fileio::LogFile;
-use crate::filenames::manifest_name;
+use crate::filenames::{manifest_name, CURRENT};
 use crate::key::SeqNo;
 use crate::record_log::LogWriter;
 use crate::version::{Version, VersionEdit, NUM_LEVELS};
@@ -166,6 +165,19 @@ pub(crate) fn maybe_rotate(inner: &Inner, st: &mut State) {
     st.manifest = Some(writer);
     st.manifest_number = number;
     inner.counters.record_manifest_rotation();
+}
+
+/// Points CURRENT at a manifest: write a temporary file, sync it, rename
+/// it over CURRENT, sync the directory.
+pub(crate) fn set_current(env: &IoEnv, dir: &Path, manifest_number: u64) -> Result<()> {
+    let tmp = dir.join(format!("CURRENT.{manifest_number}.tmp"));
+    let mut w = env.create(&tmp, IoClass::Manifest)?;
+    w.write_all(format!("{}\n", manifest_name(manifest_number)).as_bytes())?;
+    w.finish(true)?;
+    env.rename(&tmp, &dir.join(CURRENT))
+        .map_err(|e| Error::io(e, "cannot install CURRENT").with_file(&tmp))?;
+    env.sync_dir()?;
+    Ok(())
 }
 
 #[cfg(test)]

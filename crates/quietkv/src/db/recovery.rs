@@ -10,7 +10,9 @@ use std::sync::Arc;
 use parking_lot::{Condvar, Mutex, RwLock};
 use quietio::{IoClass, IoEnv};
 
-use super::{stats, Immutable, Inner, State, SuperVersion, Wal};
+use super::counters::Counters;
+use super::manifest::set_current;
+use super::state::{Immutable, Inner, State, SuperVersion, Wal};
 use crate::batch::WriteBatch;
 use crate::compaction::picker::BusyFiles;
 use crate::creation::{self, Creation};
@@ -23,7 +25,7 @@ use crate::lockfile::DirLock;
 use crate::memtable::Memtable;
 use crate::options::Options;
 use crate::record_log::{LogReader, LogWriter, TailState};
-use crate::snapshot::SnapshotList;
+use crate::snapshot_list::SnapshotList;
 use crate::table::TableCache;
 use crate::table::{BlockCache, TableBuilder};
 use crate::version::{FileMeta, Version, VersionEdit};
@@ -149,7 +151,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
     let wal_file = LogFile::create_wal(&env, &wal_path(&dir, wal_number), opts.wal_segment_size)?;
     set_current(&env, &dir, manifest_number)?;
 
-    let wal = super::new_wal_writer(&opts, wal_file, wal_number, db_id);
+    let wal = super::state::new_wal_writer(&opts, wal_file, wal_number, db_id);
     let inner = build_inner(
         dir,
         opts,
@@ -464,7 +466,7 @@ fn build_inner(
         snapshots: Arc::new(SnapshotList::default()),
         visible_seq: AtomicU64::new(last_seq),
         shutting_down: AtomicBool::new(false),
-        counters: stats::Counters::default(),
+        counters: Counters::default(),
         compaction_open_files: Arc::new(AtomicUsize::new(0)),
         deleting_obsolete: Mutex::new(()),
     })
@@ -597,19 +599,6 @@ pub(crate) fn check_manifest_number(path: &Path, recorded: u64) -> Result<()> {
         .with_file(path)),
         _ => Ok(()),
     }
-}
-
-/// Points CURRENT at a manifest: write a temporary file, sync it, rename
-/// it over CURRENT, sync the directory.
-pub(crate) fn set_current(env: &IoEnv, dir: &Path, manifest_number: u64) -> Result<()> {
-    let tmp = dir.join(format!("CURRENT.{manifest_number}.tmp"));
-    let mut w = env.create(&tmp, IoClass::Manifest)?;
-    w.write_all(format!("{}\n", manifest_name(manifest_number)).as_bytes())?;
-    w.finish(true)?;
-    env.rename(&tmp, &dir.join(CURRENT))
-        .map_err(|e| Error::io(e, "cannot install CURRENT").with_file(&tmp))?;
-    env.sync_dir()?;
-    Ok(())
 }
 
 fn list(dir: &Path) -> Result<Vec<FileKind>> {

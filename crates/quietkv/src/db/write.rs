@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use super::conflict::Precondition;
-use super::{Immutable, Inner, State, Wal};
+use super::precondition::Precondition;
+use super::state::{Immutable, Inner, State, Wal, Writer};
 use crate::batch::WriteBatch;
 use crate::compaction::pressure::{write_pressure, WriteStall};
 use crate::error::{Error, Result};
@@ -28,19 +28,6 @@ use crate::version::VersionEdit;
 /// delay a small synced write for long.
 const MAX_GROUP_BYTES: usize = 1 << 20;
 
-pub(crate) struct Writer {
-    batch: WriteBatch,
-    sync: bool,
-    /// Freeze the memtable even if it is not full (`flush`).
-    force_switch: bool,
-    /// Keys nobody may have written since a sequence number; `None` for
-    /// plain writes, which pay nothing else for transactions (boxed, so
-    /// their `Writer` grows by one pointer only).
-    check: Option<Box<Precondition>>,
-    result: Mutex<Option<Result<()>>>,
-    cv: Condvar,
-}
-
 pub(crate) fn write(
     inner: &Arc<Inner>,
     batch: WriteBatch,
@@ -49,7 +36,7 @@ pub(crate) fn write(
 ) -> Result<()> {
     if batch.is_empty() && !force_switch {
         return if inner.read_only {
-            Err(super::read_only_error())
+            Err(super::state::read_only_error())
         } else {
             Ok(())
         };
@@ -81,7 +68,7 @@ fn submit(
     check: Option<Box<Precondition>>,
 ) -> Result<()> {
     if inner.read_only {
-        return Err(super::read_only_error());
+        return Err(super::state::read_only_error());
     }
     if inner.shutting_down.load(Ordering::Acquire) {
         return Err(Error::new(crate::ErrorKind::Closed, "database is closing"));
@@ -201,7 +188,7 @@ fn write_group(
 
     let written = {
         let mut wal = inner.wal.lock();
-        let wal = wal.as_mut().ok_or_else(super::read_only_error)?;
+        let wal = wal.as_mut().ok_or_else(super::state::read_only_error)?;
         wal.writer.add_record(merged.data()).and_then(|_| {
             if sync {
                 wal.writer.sync()
@@ -287,7 +274,7 @@ fn make_room(inner: &Arc<Inner>, force: bool) -> Result<Arc<Memtable>> {
             writer: inner.wal_writer(file, number),
         };
         let Some(old) = inner.wal.lock().replace(new_wal) else {
-            return Err(super::read_only_error());
+            return Err(super::state::read_only_error());
         };
         let old_len = old.writer.bytes_written();
         if let Err(e) = old.writer.into_inner().finish(true) {

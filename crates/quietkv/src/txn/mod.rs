@@ -13,7 +13,8 @@ use std::collections::BTreeSet;
 use std::ops::RangeBounds;
 use std::sync::Arc;
 
-use crate::db::{write_checked, Db, Inner, KeyRange, Precondition};
+use crate::db::state::Inner;
+use crate::db::{write_checked, Db, KeyRange, Precondition};
 use crate::error::Result;
 use crate::options::WriteOptions;
 use crate::snapshot::Snapshot;
