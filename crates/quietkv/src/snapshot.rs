@@ -51,6 +51,11 @@ impl Snapshot {
         Snapshot { view, registration }
     }
 
+    /// What it reads the default keyspace through.
+    pub(crate) fn view(&self) -> &ReadView {
+        &self.view
+    }
+
     /// The sequence number the snapshot reads at.
     pub(crate) fn seq(&self) -> SeqNo {
         self.registration.seq()

@@ -22,6 +22,26 @@ impl Precondition {
                 return Err(conflict_error(key, seq, self.snapshot));
             }
         }
+        if self.keyspace_keys.is_empty() {
+            return Ok(());
+        }
+        let handles: Vec<_> = {
+            let st = inner.state.lock();
+            st.trees.iter().map(|t| t.handle.clone()).collect()
+        };
+        for (id, key) in &self.keyspace_keys {
+            let Some(tree) = handles.iter().find(|h| h.id == *id) else {
+                return Err(Error::invalid(format!(
+                    "the transaction used keyspace {id}, which was dropped; nothing was applied"
+                )));
+            };
+            let latest = read_view::latest_seq(&tree.super_version, &inner.table_cache, key)
+                .map_err(|e| e.context("checking a transaction's keys for conflicts"))?;
+            if let Some(seq) = latest.filter(|&s| s > self.snapshot) {
+                return Err(conflict_error(key, seq, self.snapshot)
+                    .context(&format!("in keyspace {:?}", tree.name)));
+            }
+        }
         Ok(())
     }
 }

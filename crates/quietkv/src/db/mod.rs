@@ -6,12 +6,12 @@
 //! imports it from there, and nothing outside this module imports this
 //! file's `Db` to reach it.
 
-mod background;
+pub(crate) mod background;
 mod checkpoint;
 mod conflict;
 pub(crate) mod counters;
-mod estimates;
-mod install;
+pub(crate) mod estimates;
+pub(crate) mod install;
 pub(crate) mod iter;
 mod manifest;
 mod obsolete;
@@ -21,9 +21,9 @@ pub(crate) mod recovery;
 #[cfg(feature = "fuzzing")]
 pub(crate) use recovery::replay_manifest;
 pub(crate) mod state;
-mod stats;
+pub(crate) mod stats;
 mod visible_iter;
-mod write;
+pub(crate) mod write;
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -211,23 +211,9 @@ impl Db {
     /// key longer than [`MAX_KEY_LEN`](crate::MAX_KEY_LEN) (after `a..=b`
     /// adds a byte to `b`); otherwise as [`Db::put`].
     pub fn delete_range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<()> {
-        use std::ops::Bound;
-        let begin = match range.start_bound() {
-            Bound::Included(k) => k.as_ref().to_vec(),
-            Bound::Excluded(k) => crate::range_tombstone::successor(k.as_ref()),
-            Bound::Unbounded => Vec::new(),
-        };
-        let end =
-            match range.end_bound() {
-                Bound::Excluded(k) => k.as_ref().to_vec(),
-                Bound::Included(k) => crate::range_tombstone::successor(k.as_ref()),
-                Bound::Unbounded => return Err(Error::invalid(
-                    "delete_range needs an end key (an exclusive end past the last key to delete)",
-                )),
-            };
-        if begin == end {
+        let Some((begin, end)) = range_delete_bounds(&range)? else {
             return Ok(());
-        }
+        };
         let mut b = crate::batch::WriteBatch::with_capacity(begin.len() + end.len() + 16);
         b.delete_range(&begin, &end)?;
         self.write(b, crate::options::WriteOptions::default())
@@ -375,16 +361,7 @@ impl Db {
     /// later write returns that error until the database is reopened.
     pub fn flush(&self) -> Result<()> {
         write::write(&self.inner, crate::batch::WriteBatch::new(), false, true)?;
-        let mut st = self.inner.state.lock();
-        loop {
-            if let Some(e) = &st.bg_error {
-                return Err(e.clone());
-            }
-            if st.imms.is_empty() {
-                return Ok(());
-            }
-            self.inner.done_cv.wait(&mut st);
-        }
+        flush_wait(&self.inner, 0)
     }
 
     /// A full (major) compaction: every table of every level is merged into
@@ -409,6 +386,7 @@ impl Db {
         self.flush()?;
         background::run_manual(
             &self.inner,
+            0,
             begin.map(<[u8]>::to_vec),
             end.map(<[u8]>::to_vec),
         )
@@ -431,12 +409,14 @@ impl Db {
             if let Some(e) = &st.bg_error {
                 return Err(e.clone());
             }
-            let idle = st.imms.is_empty()
-                && !st.flushing
-                && st.compactions_running == 0
+            let idle = st.compactions_running == 0
                 && st.manual.is_none()
-                && crate::compaction::picker::pick(&st.version, &self.inner.popts, &st.busy)
-                    .is_none();
+                && st.trees.iter().all(|t| {
+                    t.imms.is_empty()
+                        && !t.flushing
+                        && crate::compaction::picker::pick(&t.version, &self.inner.popts, &t.busy)
+                            .is_none()
+                });
             if idle {
                 return Ok(());
             }
@@ -465,6 +445,14 @@ impl Db {
     }
 
     fn shutdown(&mut self) -> Result<()> {
+        let closed = self.stop_and_seal();
+        // Handles that outlive the database (keyspaces, transactions)
+        // must not keep another open out.
+        self.inner.lock.lock().take();
+        closed
+    }
+
+    fn stop_and_seal(&mut self) -> Result<()> {
         self.inner.shutting_down.store(true, Ordering::Release);
         {
             let _st = self.inner.state.lock();
@@ -489,7 +477,7 @@ impl Db {
         let (number, len) = {
             let mut wal = self.inner.wal.lock();
             let wal = wal.as_mut().ok_or_else(read_only_error)?;
-            (st.mem_wal, wal.writer.seal()?)
+            (st.live_wal, wal.writer.seal()?)
         };
         let mut edit = VersionEdit::new();
         edit.sealed_wals.push((number, len));
@@ -505,6 +493,43 @@ impl Db {
     /// The newest sequence number readers may see.
     fn latest(&self) -> SeqNo {
         self.inner.visible_seq.load(Ordering::Acquire)
+    }
+}
+
+/// The `[begin, end)` a range delete of `range` writes; `None` for an
+/// empty range.
+pub(crate) fn range_delete_bounds<K: AsRef<[u8]>, R: RangeBounds<K>>(
+    range: &R,
+) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    use std::ops::Bound;
+    let begin = match range.start_bound() {
+        Bound::Included(k) => k.as_ref().to_vec(),
+        Bound::Excluded(k) => crate::range_tombstone::successor(k.as_ref()),
+        Bound::Unbounded => Vec::new(),
+    };
+    let end = match range.end_bound() {
+        Bound::Excluded(k) => k.as_ref().to_vec(),
+        Bound::Included(k) => crate::range_tombstone::successor(k.as_ref()),
+        Bound::Unbounded => {
+            return Err(Error::invalid(
+                "delete_range needs an end key (an exclusive end past the last key to delete)",
+            ))
+        }
+    };
+    Ok((begin != end).then_some((begin, end)))
+}
+
+/// Waits until keyspace `id` has no frozen memtable left (or is gone).
+pub(crate) fn flush_wait(inner: &Inner, id: u32) -> Result<()> {
+    let mut st = inner.state.lock();
+    loop {
+        if let Some(e) = &st.bg_error {
+            return Err(e.clone());
+        }
+        if st.tree(id).is_none_or(|t| t.imms.is_empty()) {
+            return Ok(());
+        }
+        inner.done_cv.wait(&mut st);
     }
 }
 

@@ -57,13 +57,22 @@ impl Inner {
         // taken, so it is not known to be obsolete.
         let (live_tables, unallocated, min_wal, manifest_number) = {
             let mut st = self.state.lock();
-            st.live_versions.retain(|w| w.strong_count() > 0);
             let mut live: HashSet<u64> = st.pending_outputs.clone();
-            live.extend(st.version.all_file_numbers());
-            for v in st.live_versions.iter().filter_map(Weak::upgrade) {
+            for t in &mut st.trees {
+                t.live_versions.retain(|w| w.strong_count() > 0);
+                live.extend(t.version.all_file_numbers());
+                for v in t.live_versions.iter().filter_map(Weak::upgrade) {
+                    live.extend(v.all_file_numbers());
+                }
+            }
+            st.retired_versions.retain(|w| w.strong_count() > 0);
+            for v in st.retired_versions.iter().filter_map(Weak::upgrade) {
                 live.extend(v.all_file_numbers());
             }
-            (live, st.next_file, st.min_live_wal(), st.manifest_number)
+            // Never past what the manifest says is in tables: it requires
+            // the WALs from its log number on.
+            let min_wal = st.min_live_wal().min(st.wals.log_number());
+            (live, st.next_file, min_wal, st.manifest_number)
         };
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return;

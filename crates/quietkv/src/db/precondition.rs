@@ -15,4 +15,7 @@ pub(crate) struct Precondition {
     /// Sorted, without duplicates (sorted keys read neighbouring blocks
     /// one after the other).
     pub keys: Vec<Vec<u8>>,
+    /// Keys of other keyspaces than the default one, by keyspace id,
+    /// sorted likewise.
+    pub keyspace_keys: Vec<(u32, Vec<u8>)>,
 }

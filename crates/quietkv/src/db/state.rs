@@ -15,11 +15,12 @@ use quietio::IoEnv;
 use super::counters::Counters;
 use super::precondition::Precondition;
 use crate::batch::WriteBatch;
-use crate::compaction::picker::{BusyFiles, PickerOptions, SliceCursor};
+use crate::compaction::picker::{PickerOptions, SliceCursor};
 use crate::compaction::pressure::{write_pressure, WriteStall};
 use crate::error::{Error, Result};
 use crate::fileio::LogFile;
-use crate::memtable::Memtable;
+pub(crate) use crate::keyspace::tree::{Immutable, SuperVersion};
+use crate::keyspace::tree::{Tree, TreeHandle};
 use crate::options::Options;
 use crate::record_log::LogWriter;
 use crate::snapshot_list::SnapshotList;
@@ -27,24 +28,11 @@ use crate::table::TableCache;
 use crate::version::Version;
 use crate::wal::WalSet;
 
-/// What readers need to see one consistent state: the memtables and the
-/// table version. Cloning the `Arc` is all a reader does under a lock.
-pub(crate) struct SuperVersion {
-    pub mem: Arc<Memtable>,
-    /// Frozen memtables, newest first.
-    pub imms: Vec<Arc<Memtable>>,
-    pub version: Arc<Version>,
-}
-
-/// A frozen memtable waiting for flush, with the WAL that holds its data.
-pub(crate) struct Immutable {
-    pub mem: Arc<Memtable>,
-    pub wal_number: u64,
-}
-
 /// A manual compaction asked for by `compact_all`/`compact_range`, run
 /// as slices (see `compaction::picker::pick_slice`).
 pub(crate) struct ManualCompaction {
+    /// The keyspace it compacts.
+    pub keyspace: u32,
     pub cursor: SliceCursor,
     pub done: bool,
     pub result: Option<Result<()>>,
@@ -52,13 +40,13 @@ pub(crate) struct ManualCompaction {
 
 /// Mutable state guarded by `Inner::state`.
 pub(crate) struct State {
-    pub mem: Arc<Memtable>,
-    pub mem_wal: u64,
-    /// Oldest first.
-    pub imms: VecDeque<Immutable>,
-    pub version: Arc<Version>,
-    /// Versions handed to readers, to know which tables are still in use.
-    pub live_versions: Vec<Weak<Version>>,
+    /// Every keyspace; the default one (id 0) first, always there.
+    pub trees: Vec<Tree>,
+    /// Versions of dropped keyspaces that readers still hold: their
+    /// tables are kept until the readers are done.
+    pub retired_versions: Vec<Weak<Version>>,
+    /// The id the next created keyspace gets.
+    pub next_keyspace_id: u32,
     /// `None` when opened read-only.
     pub manifest: Option<LogWriter<LogFile>>,
     pub manifest_number: u64,
@@ -68,11 +56,11 @@ pub(crate) struct State {
     /// The WALs the manifest requires, kept up to date by `install` so a
     /// rotated manifest can record them.
     pub wals: WalSet,
+    /// The live WAL, which every memtable started since its switch writes to.
+    pub live_wal: u64,
     pub next_file: u64,
-    pub busy: BusyFiles,
     /// Tables being written and not yet installed.
     pub pending_outputs: HashSet<u64>,
-    pub flushing: bool,
     pub compactions_running: usize,
     pub manual: Option<ManualCompaction>,
     /// A failed background write or WAL write: the database stays readable
@@ -93,12 +81,33 @@ impl State {
         n
     }
 
+    /// The default keyspace.
+    #[inline]
+    pub fn default_tree(&self) -> &Tree {
+        &self.trees[0]
+    }
+
+    #[inline]
+    pub fn default_tree_mut(&mut self) -> &mut Tree {
+        &mut self.trees[0]
+    }
+
+    /// Keyspace `id`, if it exists (not dropped).
+    pub fn tree(&self, id: u32) -> Option<&Tree> {
+        self.trees.iter().find(|t| t.id() == id)
+    }
+
+    pub fn tree_mut(&mut self, id: u32) -> Option<&mut Tree> {
+        self.trees.iter_mut().find(|t| t.id() == id)
+    }
+
     /// WAL files older than this hold nothing that is not in a table.
     pub fn min_live_wal(&self) -> u64 {
-        self.imms
-            .front()
-            .map(|i| i.wal_number)
-            .unwrap_or(self.mem_wal)
+        self.trees
+            .iter()
+            .map(Tree::min_live_wal)
+            .min()
+            .unwrap_or(self.live_wal)
     }
 }
 
@@ -119,7 +128,9 @@ pub(crate) struct Inner {
     pub env: Arc<IoEnv>,
     /// Exclusive for a writer; shared (or none, when the directory has no
     /// LOCK file) for a read-only open.
-    pub lock: Option<crate::lockfile::DirLock>,
+    /// Let go when the database is closed, even while handles (keyspaces,
+    /// transactions) still hold this state.
+    pub lock: Mutex<Option<crate::lockfile::DirLock>>,
     /// Opened with [`Db::open_read_only`].
     pub read_only: bool,
     pub table_cache: Arc<TableCache>,
@@ -128,7 +139,10 @@ pub(crate) struct Inner {
     pub bg_cv: Condvar,
     /// Wakes writers, flush and compaction waiters when work finishes.
     pub done_cv: Condvar,
+    /// The default keyspace's reader view (its tree's handle holds the same).
     pub super_version: Arc<RwLock<Arc<SuperVersion>>>,
+    /// The default keyspace's handle.
+    pub default_handle: Arc<TreeHandle>,
     /// `None` when opened read-only.
     pub wal: Mutex<Option<Wal>>,
     pub writers: Mutex<VecDeque<Arc<Writer>>>,
@@ -154,6 +168,8 @@ pub(crate) struct Writer {
     pub(crate) sync: bool,
     /// Freeze the memtable even if it is not full (`flush`).
     pub(crate) force_switch: bool,
+    /// Whose memtable `force_switch` freezes.
+    pub(crate) force_keyspace: u32,
     /// Keys nobody may have written since a sequence number; `None` for
     /// plain writes, which pay nothing else for transactions (boxed, so
     /// their `Writer` grows by one pointer only).
@@ -228,8 +244,9 @@ impl Inner {
     /// `background_io_depth`, so user reads that miss the cache wait behind
     /// little background I/O at the device.
     pub(crate) fn background_depth(&self, st: &State, hurry: bool) -> usize {
-        let behind =
-            st.imms.len() > 1 || write_pressure(&st.version, &self.popts) != WriteStall::None;
+        let behind = st.trees.iter().any(|t| {
+            t.imms.len() > 1 || write_pressure(&t.version, &self.popts) != WriteStall::None
+        });
         if hurry || behind {
             self.opts.io_depth
         } else {
@@ -240,20 +257,17 @@ impl Inner {
     /// Checks that this process still holds the database's LOCK file (see
     /// [`crate::lockfile`]); Busy if another process took it.
     pub(crate) fn verify_lock(&self) -> Result<()> {
-        match &self.lock {
+        match &*self.lock.lock() {
             Some(lock) => lock.verify(),
             None => Ok(()),
         }
     }
 
-    /// Publishes a new reader view of the current state.
+    /// Publishes a new reader view of every keyspace.
     pub(crate) fn refresh_super_version(&self, st: &mut State) {
-        let sv = SuperVersion {
-            mem: st.mem.clone(),
-            imms: st.imms.iter().rev().map(|i| i.mem.clone()).collect(),
-            version: st.version.clone(),
-        };
-        *self.super_version.write() = Arc::new(sv);
+        for t in &st.trees {
+            t.refresh_super_version();
+        }
     }
 
     /// A writer for new WAL `number` in `file`, in the recyclable format

@@ -160,8 +160,8 @@ pub(crate) fn collect(inner: &Inner) -> DbStats {
         .map(|l| {
             let into = &c.into_level[l];
             LevelStats {
-                files: st.version.num_files(l),
-                bytes: st.version.level_bytes(l),
+                files: st.default_tree().version.num_files(l),
+                bytes: st.default_tree().version.level_bytes(l),
                 compaction_into: LevelCompactionStats {
                     merges: into.merges.load(Relaxed),
                     read_from_above_bytes: into.read_from_above.load(Relaxed),
@@ -180,8 +180,8 @@ pub(crate) fn collect(inner: &Inner) -> DbStats {
         write_bytes: c.write_bytes.load(Relaxed),
         write_groups: c.write_groups.load(Relaxed),
         write_batches: c.write_batches.load(Relaxed),
-        memtable_bytes: st.mem.approximate_bytes(),
-        immutable_memtables: st.imms.len(),
+        memtable_bytes: st.default_tree().mem.approximate_bytes(),
+        immutable_memtables: st.default_tree().imms.len(),
         flushes: c.flushes.load(Relaxed),
         flush_bytes: c.flush_bytes.load(Relaxed),
         flush_seconds: c.flush_micros.load(Relaxed) as f64 / 1e6,
