@@ -408,10 +408,11 @@ impl<'a> Iterator for ScopedIter<'a> {
     }
 }
 
-impl<'a> Iterator for BatchIter<'a> {
-    type Item = BatchEntry<'a>;
-
-    fn next(&mut self) -> Option<BatchEntry<'a>> {
+impl BatchIter<'_> {
+    /// Steps over the keyspace markers at the front, taking the last one's
+    /// keyspace. Out of line: a batch of the default keyspace has none.
+    #[cold]
+    fn skip_markers(&mut self) {
         while self.rest.first() == Some(&KEYSPACE_MARKER) {
             // Validated when built or decoded.
             match varint::decode_u32(&self.rest[1..]) {
@@ -424,6 +425,17 @@ impl<'a> Iterator for BatchIter<'a> {
                     self.rest = &[];
                 }
             }
+        }
+    }
+}
+
+impl<'a> Iterator for BatchIter<'a> {
+    type Item = BatchEntry<'a>;
+
+    #[inline]
+    fn next(&mut self) -> Option<BatchEntry<'a>> {
+        if self.rest.first() == Some(&KEYSPACE_MARKER) {
+            self.skip_markers();
         }
         if self.rest.is_empty() {
             return None;

@@ -216,6 +216,7 @@ pub(crate) fn read_only_error() -> Error {
 }
 
 impl Inner {
+    #[inline]
     pub(crate) fn check_bg_error(&self, st: &State) -> Result<()> {
         match &st.bg_error {
             Some(e) => Err(Error::caused_by(

@@ -271,7 +271,11 @@ pub(crate) fn insert_scoped(mems: &[(u32, Arc<Memtable>)], batch: &WriteBatch) -
 /// The worst write pressure over the keyspaces: a keyspace whose flushes
 /// or compactions are behind slows or stops every writer, as the one tree
 /// did before keyspaces.
+#[inline]
 fn pressure(st: &State, inner: &Inner) -> WriteStall {
+    if let [only] = &st.trees[..] {
+        return write_pressure(&only.version, &inner.popts);
+    }
     let mut worst = WriteStall::None;
     for t in &st.trees {
         match write_pressure(&t.version, &inner.popts) {
@@ -308,7 +312,10 @@ fn make_room(inner: &Arc<Inner>, force: Option<u32>) -> Result<Arc<Memtable>> {
             continue;
         }
         let limit = inner.opts.memtable_size;
-        let full = st.trees.iter().any(|t| t.mem.approximate_bytes() >= limit);
+        let full = match &st.trees[..] {
+            [only] => only.mem.approximate_bytes() >= limit,
+            trees => trees.iter().any(|t| t.mem.approximate_bytes() >= limit),
+        };
         // A forced switch of an empty (or dropped) keyspace has nothing to
         // freeze.
         let forced = force.filter(|&id| st.tree(id).is_some_and(|t| !t.mem.is_empty()));
