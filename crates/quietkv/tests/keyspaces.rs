@@ -531,3 +531,41 @@ fn repair_refuses_a_database_with_keyspaces_and_changes_nothing() {
     let a = db.keyspace("a", KeyspaceOptions::default()).unwrap();
     assert_eq!(a.get(b"k").unwrap(), Some(b"v".to_vec()));
 }
+
+#[test]
+fn backups_hold_every_keyspace_and_restore_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let (bk, restored) = (out.path().join("bk"), out.path().join("restored"));
+    let db = Db::open(dir.path(), small()).unwrap();
+    let a = db.keyspace("a", KeyspaceOptions::default()).unwrap();
+    for i in 0..300u32 {
+        a.put(i.to_be_bytes(), b"a").unwrap();
+    }
+    a.flush().unwrap();
+    a.put(b"in-memtable", b"a").unwrap();
+    db.put(b"d", b"d").unwrap();
+    db.backup(&bk).unwrap();
+    // A second point, incremental, after a drop and a new keyspace.
+    db.drop_keyspace("a").unwrap();
+    let b = db.keyspace("b", KeyspaceOptions::default()).unwrap();
+    b.put(b"k", b"b").unwrap();
+    db.backup(&bk).unwrap();
+    drop(db);
+    quietkv::verify_backup(&bk).unwrap();
+    quietkv::restore(&bk, &restored).unwrap();
+    let r = Db::open(&restored, small()).unwrap();
+    assert_eq!(r.keyspace_names(), ["default", "b"]);
+    let b = r.keyspace("b", KeyspaceOptions::default()).unwrap();
+    assert_eq!(b.get(b"k").unwrap(), Some(b"b".to_vec()));
+    drop(r);
+    let first = out.path().join("first");
+    let points = quietkv::verify_backup(&bk).unwrap();
+    let oldest = points.iter().map(|p| p.point).min().unwrap();
+    quietkv::restore_point(&bk, oldest, &first).unwrap();
+    let r = Db::open(&first, small()).unwrap();
+    assert_eq!(r.keyspace_names(), ["default", "a"]);
+    let a = r.keyspace("a", KeyspaceOptions::default()).unwrap();
+    assert_eq!(all(&a).len(), 301);
+    assert_eq!(r.get(b"d").unwrap(), Some(b"d".to_vec()));
+}
