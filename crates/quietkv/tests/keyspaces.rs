@@ -569,3 +569,54 @@ fn backups_hold_every_keyspace_and_restore_them() {
     assert_eq!(all(&a).len(), 301);
     assert_eq!(r.get(b"d").unwrap(), Some(b"d".to_vec()));
 }
+
+#[test]
+fn dropping_a_keyspace_while_it_is_written_and_flushed_leaves_the_database_working() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    for round in 0..5u32 {
+        let name = format!("busy{round}");
+        let ks = db.keyspace(&name, KeyspaceOptions::default()).unwrap();
+        let writer = {
+            let ks = ks.clone();
+            std::thread::spawn(move || {
+                // Until the drop stops it.
+                for i in 0u32.. {
+                    let r = ks.put(i.to_be_bytes(), [3u8; 200]).and_then(|()| {
+                        if i % 100 == 0 {
+                            ks.flush()
+                        } else {
+                            Ok(())
+                        }
+                    });
+                    if let Err(e) = r {
+                        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+                        return i;
+                    }
+                }
+                unreachable!("the keyspace was dropped")
+            })
+        };
+        // Drop it once the writer is under way (a busy machine may start
+        // the thread late).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while ks.get(0u32.to_be_bytes()).unwrap().is_none() && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10 * round as u64));
+        db.drop_keyspace(&name).unwrap();
+        let written = writer.join().unwrap();
+        assert!(written > 0, "the drop came before any write");
+        // No background error: the default keyspace still takes writes.
+        db.put(b"after", round.to_be_bytes()).unwrap();
+        db.flush().unwrap();
+        db.wait_idle().unwrap();
+        assert!(db.stats().background_error.is_none());
+    }
+    assert_eq!(db.keyspace_names(), ["default"]);
+    drop(db);
+    let db = Db::open(dir.path(), small()).unwrap();
+    assert_eq!(db.keyspace_names(), ["default"]);
+    assert_eq!(db.get(b"after").unwrap(), Some(4u32.to_be_bytes().to_vec()));
+}

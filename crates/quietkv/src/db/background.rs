@@ -164,13 +164,14 @@ fn flush_one(inner: &Arc<Inner>, id: u32) {
     let (mem, number, depth, handle) = {
         let mut st = inner.state.lock();
         let depth = inner.background_depth(&st, false);
-        let tree = st.tree(id).expect("the flush thread picked it");
-        let mem = tree
-            .imms
-            .front()
-            .expect("flush with a frozen memtable")
-            .mem
-            .clone();
+        // Dropped since it was picked (the lock was let go): nothing to do.
+        let Some(tree) = st.tree(id) else {
+            return;
+        };
+        let Some(oldest) = tree.imms.front() else {
+            return;
+        };
+        let mem = oldest.mem.clone();
         let handle = tree.handle.clone();
         let number = st.new_file_number();
         st.pending_outputs.insert(number);
