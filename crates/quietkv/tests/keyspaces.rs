@@ -620,3 +620,34 @@ fn dropping_a_keyspace_while_it_is_written_and_flushed_leaves_the_database_worki
     assert_eq!(db.keyspace_names(), ["default"]);
     assert_eq!(db.get(b"after").unwrap(), Some(4u32.to_be_bytes().to_vec()));
 }
+
+#[test]
+fn transactions_iterate_other_keyspaces_over_their_own_writes_and_track_the_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    let a = db.keyspace("a", KeyspaceOptions::default()).unwrap();
+    for k in [b"k1", b"k2", b"k3"] {
+        a.put(k, b"old").unwrap();
+    }
+    db.put(b"k9", b"default").unwrap();
+    let mut t = db.transaction();
+    t.put_in(&a, b"k2", b"mine").unwrap();
+    t.delete_in(&a, b"k3").unwrap();
+    t.put_in(&a, b"k4", b"new").unwrap();
+    let seen: Vec<_> = t.iter_in(&a).unwrap().map(Result::unwrap).collect();
+    assert_eq!(
+        seen,
+        vec![
+            (b"k1".to_vec(), b"old".to_vec()),
+            (b"k2".to_vec(), b"mine".to_vec()),
+            (b"k4".to_vec(), b"new".to_vec()),
+        ]
+    );
+    assert_eq!(t.prefix_in(&a, b"k4").unwrap().count(), 1);
+    assert_eq!(t.range_in(&a, &b"k2"[..]..).unwrap().rev().count(), 2);
+    // k1 came from the snapshot through the iterator: written since, the
+    // commit conflicts.
+    a.put(b"k1", b"other").unwrap();
+    assert_eq!(t.commit().unwrap_err().kind(), ErrorKind::Conflict);
+    assert_eq!(a.get(b"k4").unwrap(), None);
+}

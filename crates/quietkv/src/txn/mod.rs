@@ -105,7 +105,8 @@ use write_set::WriteSet;
 ///
 /// # Keyspaces
 ///
-/// [`get_in`](Self::get_in), [`put_in`](Self::put_in) and
+/// [`get_in`](Self::get_in), [`iter_in`](Self::iter_in) (and
+/// `range_in`, `prefix_in`), [`put_in`](Self::put_in) and
 /// [`delete_in`](Self::delete_in) read and write other keyspaces in the
 /// same transaction: the commit applies the writes of every keyspace as
 /// one batch, and conflicts are per keyspace and key (a write of key `k`
@@ -118,7 +119,7 @@ pub struct Transaction {
     /// Other keyspaces' pending writes, by keyspace id.
     writes_in: BTreeMap<u32, (Keyspace, WriteSet)>,
     /// Other keyspaces' keys read, by keyspace id.
-    reads_in: Mutex<BTreeSet<(u32, Vec<u8>)>>,
+    reads_in: Mutex<BTreeMap<u32, Arc<ReadSet>>>,
 }
 
 impl Db {
@@ -131,7 +132,7 @@ impl Db {
             writes: WriteSet::default(),
             reads: ReadSet::default(),
             writes_in: BTreeMap::new(),
-            reads_in: Mutex::new(BTreeSet::new()),
+            reads_in: Mutex::new(BTreeMap::new()),
         }
     }
 }
@@ -262,7 +263,11 @@ impl Transaction {
             writes_in,
             reads_in,
         } = self;
-        let mut keyspace_keys = reads_in.into_inner();
+        let mut keyspace_keys: BTreeSet<(u32, Vec<u8>)> = reads_in
+            .into_inner()
+            .into_iter()
+            .flat_map(|(id, r)| r.keys().into_iter().map(move |k| (id, k)))
+            .collect();
         let no_writes = writes.is_empty() && writes_in.values().all(|(_, w)| w.is_empty());
         let no_reads = reads.len() == 0 && keyspace_keys.is_empty();
         if no_writes && (no_reads || inner.read_only) {
@@ -311,7 +316,7 @@ impl Transaction {
             return Ok(pending.map(<[u8]>::to_vec));
         }
         let value = self.snapshot.get_in(ks, key)?;
-        self.reads_in.lock().insert((ks.id(), key.to_vec()));
+        self.reads_of(ks).record(key);
         Ok(value)
     }
 
@@ -331,8 +336,60 @@ impl Transaction {
             return Ok(pending.map(Value::from));
         }
         let value = self.snapshot.get_pinned_in(ks, key)?;
-        self.reads_in.lock().insert((ks.id(), key.to_vec()));
+        self.reads_of(ks).record(key);
         Ok(value)
+    }
+
+    /// Every key of keyspace `ks` in order, as the transaction sees it
+    /// (its own writes there laid over its snapshot); the keys returned
+    /// from the snapshot join the read set, as with [`iter`](Self::iter).
+    ///
+    /// # Errors
+    ///
+    /// As [`Snapshot::get_in`], here and from the iterator's items.
+    pub fn iter_in(&self, ks: &Keyspace) -> Result<TxnIter<'_>> {
+        self.iter_range_in(ks, KeyRange::default())
+    }
+
+    /// The keys of keyspace `ks` in `range`, as the transaction sees them.
+    ///
+    /// # Errors
+    ///
+    /// As [`Transaction::iter_in`].
+    pub fn range_in<K: AsRef<[u8]>, R: RangeBounds<K>>(
+        &self,
+        ks: &Keyspace,
+        range: R,
+    ) -> Result<TxnIter<'_>> {
+        self.iter_range_in(ks, KeyRange::from_bounds(&range))
+    }
+
+    /// The keys of keyspace `ks` starting with `prefix`, as the
+    /// transaction sees them.
+    ///
+    /// # Errors
+    ///
+    /// As [`Transaction::iter_in`].
+    pub fn prefix_in(&self, ks: &Keyspace, prefix: impl AsRef<[u8]>) -> Result<TxnIter<'_>> {
+        self.iter_range_in(ks, KeyRange::prefix(prefix.as_ref()))
+    }
+
+    fn iter_range_in(&self, ks: &Keyspace, range: KeyRange) -> Result<TxnIter<'_>> {
+        if ks.id() == 0 {
+            ks.check_db(&self.inner)?;
+            return self.iter_range(range);
+        }
+        let snapshot = self.snapshot.range_in_keys(ks, range.clone())?;
+        let pending = match self.writes_in.get(&ks.id()) {
+            Some((_, w)) => w.range(&range),
+            None => None.into_iter().flatten(),
+        };
+        Ok(TxnIter::new_shared(snapshot, pending, self.reads_of(ks)))
+    }
+
+    /// Keyspace `ks`'s read set.
+    fn reads_of(&self, ks: &Keyspace) -> Arc<ReadSet> {
+        self.reads_in.lock().entry(ks.id()).or_default().clone()
     }
 
     fn pending_in(&self, ks: &Keyspace, key: &[u8]) -> Option<Option<&[u8]>> {
