@@ -148,6 +148,8 @@ impl Db {
             };
             inner.install(&mut st, edit)?;
             inner.bg_cv.notify_all();
+            // A flush of it waits for a keyspace that is gone now.
+            inner.done_cv.notify_all();
         }
         inner.delete_obsolete_files();
         Ok(())
