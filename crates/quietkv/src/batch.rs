@@ -8,7 +8,15 @@
 //! entry = kind: u8 (0 = Delete, 1 = Put, 2 = RangeDelete)
 //!         | varint32 key_len | key
 //!         [ | varint32 value_len | value ]   (Put and RangeDelete)
+//!       | 16: u8 | varint32 keyspace_id       (keyspace marker)
 //! ```
+//!
+//! A keyspace marker is not an operation (`count` does not include it and
+//! it takes no sequence number): the entries after it, up to the next
+//! marker, belong to keyspace `keyspace_id`; those before the first marker
+//! to the default keyspace (0). A batch that writes only the default
+//! keyspace has no marker, so it is encoded as before keyspaces existed;
+//! a build that does not know markers refuses one as an unknown kind.
 //!
 //! A RangeDelete entry deletes the user keys `[key, value)`: its key is
 //! the range's first key, its value the key after the range, which must
@@ -49,10 +57,25 @@ pub struct BatchEntry<'a> {
     pub value: &'a [u8],
 }
 
+/// The kind byte of a keyspace marker (see the module docs).
+const KEYSPACE_MARKER: u8 = 16;
+/// A marker's longest encoding.
+const MAX_MARKER_LEN: usize = 1 + MAX_LEN_U32;
+
 /// A group of writes, stored encoded so writing it to the WAL is a copy.
+///
+/// Writes to other keyspaces than the default one go in with
+/// [`put_in`](Self::put_in), [`delete_in`](Self::delete_in) and
+/// [`delete_range_in`](Self::delete_range_in); the batch is applied
+/// atomically across all the keyspaces it writes, also after a crash (it
+/// is one WAL record).
 #[derive(Clone, PartialEq, Eq)]
 pub struct WriteBatch {
     rep: Vec<u8>,
+    /// The keyspace the entries added next belong to without a marker.
+    scope: u32,
+    /// Whether the batch holds a keyspace marker.
+    keyspaces: bool,
 }
 
 impl Default for WriteBatch {
@@ -81,7 +104,11 @@ impl WriteBatch {
     pub fn with_capacity(bytes: usize) -> Self {
         let mut rep = Vec::with_capacity(BATCH_HEADER_LEN + bytes);
         rep.resize(BATCH_HEADER_LEN, 0);
-        WriteBatch { rep }
+        WriteBatch {
+            rep,
+            scope: 0,
+            keyspaces: false,
+        }
     }
 
     /// Adds a put of `key` = `value`.
@@ -93,8 +120,14 @@ impl WriteBatch {
     /// [`MAX_BATCH_LEN`]; the batch is then unchanged.
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         let (key, value) = (key.as_ref(), value.as_ref());
+        self.put_scoped(0, key, value)
+    }
+
+    /// Adds a put to keyspace `id`.
+    pub(crate) fn put_scoped(&mut self, id: u32, key: &[u8], value: &[u8]) -> Result<()> {
         check_key(key)?;
         check_value(value)?;
+        self.set_scope(id)?;
         let entry_len = 1 + MAX_LEN_U32 + key.len() + MAX_LEN_U32 + value.len();
         self.reserve_entry(entry_len)?;
         self.rep.push(ValueKind::Put as u8);
@@ -113,8 +146,13 @@ impl WriteBatch {
     /// `InvalidArgument` if the key is longer than [`MAX_KEY_LEN`] or the
     /// batch would grow past [`MAX_BATCH_LEN`]; the batch is then unchanged.
     pub fn delete(&mut self, key: impl AsRef<[u8]>) -> Result<()> {
-        let key = key.as_ref();
+        self.delete_scoped(0, key.as_ref())
+    }
+
+    /// Adds a delete of `key` in keyspace `id`.
+    pub(crate) fn delete_scoped(&mut self, id: u32, key: &[u8]) -> Result<()> {
         check_key(key)?;
+        self.set_scope(id)?;
         self.reserve_entry(1 + MAX_LEN_U32 + key.len())?;
         self.rep.push(ValueKind::Delete as u8);
         put_u32(&mut self.rep, key.len() as u32);
@@ -134,7 +172,11 @@ impl WriteBatch {
     /// if a key is longer than [`MAX_KEY_LEN`], or if the batch would grow
     /// past [`MAX_BATCH_LEN`]; the batch is then unchanged.
     pub fn delete_range(&mut self, begin: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
-        let (begin, end) = (begin.as_ref(), end.as_ref());
+        self.delete_range_scoped(0, begin.as_ref(), end.as_ref())
+    }
+
+    /// Adds a range delete in keyspace `id`.
+    pub(crate) fn delete_range_scoped(&mut self, id: u32, begin: &[u8], end: &[u8]) -> Result<()> {
         check_key(begin)?;
         check_key(end)?;
         if begin > end {
@@ -147,6 +189,7 @@ impl WriteBatch {
         if begin == end {
             return Ok(());
         }
+        self.set_scope(id)?;
         self.reserve_entry(1 + 2 * MAX_LEN_U32 + begin.len() + end.len())?;
         self.rep.push(ValueKind::RangeDelete as u8);
         put_u32(&mut self.rep, begin.len() as u32);
@@ -166,12 +209,43 @@ impl WriteBatch {
     /// batch is then unchanged.
     pub fn append(&mut self, other: &WriteBatch) -> Result<()> {
         let entries = &other.rep[BATCH_HEADER_LEN..];
-        self.reserve_entry(entries.len())?;
+        self.reserve_entry(entries.len() + MAX_MARKER_LEN)?;
         let count = self.count().checked_add(other.count());
         let count = count.ok_or_else(|| Error::invalid("write batch has too many entries"))?;
+        // `other` starts in the default keyspace.
+        self.set_scope(0)?;
         self.rep.extend_from_slice(entries);
         self.set_count(count);
+        self.scope = other.scope;
+        self.keyspaces |= other.keyspaces;
         Ok(())
+    }
+
+    /// Makes the entries added next belong to keyspace `id`, adding a
+    /// marker if the last ones belong to another.
+    #[inline]
+    fn set_scope(&mut self, id: u32) -> Result<()> {
+        if id == self.scope {
+            return Ok(());
+        }
+        self.add_marker(id)
+    }
+
+    #[cold]
+    fn add_marker(&mut self, id: u32) -> Result<()> {
+        self.reserve_entry(MAX_MARKER_LEN)?;
+        self.rep.push(KEYSPACE_MARKER);
+        put_u32(&mut self.rep, id);
+        self.scope = id;
+        self.keyspaces = true;
+        Ok(())
+    }
+
+    /// Whether some entry belongs to another keyspace than the default
+    /// one (the batch holds a keyspace marker).
+    #[inline]
+    pub(crate) fn has_keyspaces(&self) -> bool {
+        self.keyspaces
     }
 
     /// Number of operations.
@@ -189,6 +263,8 @@ impl WriteBatch {
     pub fn clear(&mut self) {
         self.rep.clear();
         self.rep.resize(BATCH_HEADER_LEN, 0);
+        self.scope = 0;
+        self.keyspaces = false;
     }
 
     /// Encoded size in bytes (what the WAL record will hold).
@@ -239,8 +315,19 @@ impl WriteBatch {
         }
         let mut rest = &data[BATCH_HEADER_LEN..];
         let mut found = 0u64;
+        let (mut scope, mut keyspaces) = (0, false);
         while !rest.is_empty() {
             let at = data.len() - rest.len();
+            if rest[0] == KEYSPACE_MARKER {
+                let (id, used) = varint::decode_u32(&rest[1..]).map_err(|e| {
+                    Error::corruption(format!(
+                        "write batch keyspace marker at byte {at}: bad keyspace id: {e}"
+                    ))
+                })?;
+                rest = &rest[1 + used..];
+                (scope, keyspaces) = (id, true);
+                continue;
+            }
             let (_, used) = parse_entry(rest).map_err(|what| {
                 Error::corruption(format!("write batch entry {found} at byte {at}: {what}"))
             })?;
@@ -252,14 +339,25 @@ impl WriteBatch {
                 "write batch header says {count} entries but it holds {found}"
             )));
         }
-        Ok(WriteBatch { rep: data.to_vec() })
+        Ok(WriteBatch {
+            rep: data.to_vec(),
+            scope,
+            keyspaces,
+        })
     }
 
-    /// The operations in the order they were added.
+    /// The operations in the order they were added, whatever keyspace
+    /// they belong to (see [`Self::iter_scoped`]).
     pub(crate) fn iter(&self) -> BatchIter<'_> {
         BatchIter {
             rest: &self.rep[BATCH_HEADER_LEN..],
+            keyspace: 0,
         }
+    }
+
+    /// The operations with the keyspace each belongs to.
+    pub(crate) fn iter_scoped(&self) -> ScopedIter<'_> {
+        ScopedIter(self.iter())
     }
 
     fn count(&self) -> u32 {
@@ -294,12 +392,51 @@ impl<'a> IntoIterator for &'a WriteBatch {
 /// Iterator over the operations of a [`WriteBatch`].
 pub struct BatchIter<'a> {
     rest: &'a [u8],
+    /// The keyspace of the entry returned last.
+    keyspace: u32,
+}
+
+/// Iterator over the operations of a [`WriteBatch`] and their keyspaces.
+pub(crate) struct ScopedIter<'a>(BatchIter<'a>);
+
+impl<'a> Iterator for ScopedIter<'a> {
+    type Item = (u32, BatchEntry<'a>);
+
+    fn next(&mut self) -> Option<(u32, BatchEntry<'a>)> {
+        let e = self.0.next()?;
+        Some((self.0.keyspace, e))
+    }
+}
+
+impl BatchIter<'_> {
+    /// Steps over the keyspace markers at the front, taking the last one's
+    /// keyspace. Out of line: a batch of the default keyspace has none.
+    #[cold]
+    fn skip_markers(&mut self) {
+        while self.rest.first() == Some(&KEYSPACE_MARKER) {
+            // Validated when built or decoded.
+            match varint::decode_u32(&self.rest[1..]) {
+                Ok((id, used)) => {
+                    self.keyspace = id;
+                    self.rest = &self.rest[1 + used..];
+                }
+                Err(_) => {
+                    debug_assert!(false, "write batch invariant broken");
+                    self.rest = &[];
+                }
+            }
+        }
+    }
 }
 
 impl<'a> Iterator for BatchIter<'a> {
     type Item = BatchEntry<'a>;
 
+    #[inline]
     fn next(&mut self) -> Option<BatchEntry<'a>> {
+        if self.rest.first() == Some(&KEYSPACE_MARKER) {
+            self.skip_markers();
+        }
         if self.rest.is_empty() {
             return None;
         }
@@ -522,6 +659,50 @@ mod tests {
         // Failed calls leave the batch untouched.
         assert_eq!(b.len(), 1);
         assert!(WriteBatch::decode(b.data()).is_ok());
+    }
+
+    #[test]
+    fn keyspace_markers_scope_entries_and_survive_append_and_decode() {
+        let mut b = WriteBatch::new();
+        b.put(b"d", b"0").unwrap();
+        b.put_scoped(3, b"k", b"3").unwrap();
+        b.delete_scoped(3, b"x").unwrap();
+        b.delete_range_scoped(7, b"a", b"c").unwrap();
+        assert!(b.has_keyspaces());
+        assert_eq!(b.len(), 4, "markers are not entries");
+        // A default-keyspace batch appended after it stays in the default
+        // keyspace.
+        let mut plain = WriteBatch::new();
+        plain.put(b"p", b"1").unwrap();
+        assert!(!plain.has_keyspaces());
+        let mut group = WriteBatch::new();
+        group.append(&b).unwrap();
+        group.append(&plain).unwrap();
+        group.put(b"q", b"2").unwrap();
+        let scoped = |b: &WriteBatch| -> Vec<(u32, Vec<u8>)> {
+            b.iter_scoped().map(|(k, e)| (k, e.key.to_vec())).collect()
+        };
+        let want: Vec<(u32, Vec<u8>)> = vec![
+            (0, b"d".to_vec()),
+            (3, b"k".to_vec()),
+            (3, b"x".to_vec()),
+            (7, b"a".to_vec()),
+            (0, b"p".to_vec()),
+            (0, b"q".to_vec()),
+        ];
+        assert_eq!(scoped(&group), want);
+        let back = WriteBatch::decode(group.data()).unwrap();
+        assert_eq!(scoped(&back), want);
+        assert!(back.has_keyspaces());
+        // Without a marker the encoding is the one before keyspaces.
+        assert_eq!(plain.data()[BATCH_HEADER_LEN], ValueKind::Put as u8);
+        // A marker whose id is cut off is corruption, not a panic.
+        let mut cut = WriteBatch::new().data().to_vec();
+        cut.extend_from_slice(&[KEYSPACE_MARKER, 0x80]);
+        assert_eq!(
+            WriteBatch::decode(&cut).unwrap_err().kind(),
+            ErrorKind::Corruption
+        );
     }
 
     #[test]

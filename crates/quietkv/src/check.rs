@@ -200,8 +200,11 @@ pub fn check_dir_with(dir: impl AsRef<Path>, opts: CheckOptions) -> Result<Check
     };
     let manifest = c.read_manifest(lost_current);
     if let Some(m) = &manifest {
-        c.report.live_tables = m.version.total_files() as u64;
-        for f in (0..crate::version::NUM_LEVELS).flat_map(|l| m.version.files(l)) {
+        c.report.live_tables = m.versions().map(|v| v.total_files() as u64).sum();
+        for f in m
+            .versions()
+            .flat_map(|v| (0..crate::version::NUM_LEVELS).flat_map(|l| v.files(l)))
+        {
             if tables.binary_search(&f.number).is_err() {
                 let path = filenames::table_path(dir, f.number);
                 c.problem(
@@ -243,7 +246,10 @@ pub fn check_dir_with(dir: impl AsRef<Path>, opts: CheckOptions) -> Result<Check
 
 /// What the manifest says.
 struct Manifest {
+    /// The default keyspace's tables.
     version: Version,
+    /// The other keyspaces' tables.
+    keyspaces: Vec<Version>,
     wals: WalSet,
     /// 0 when the manifest records none (not compared).
     db_id: u64,
@@ -252,11 +258,16 @@ struct Manifest {
 }
 
 impl Manifest {
+    /// Every keyspace's version, the default one first.
+    fn versions(&self) -> impl Iterator<Item = &Version> {
+        std::iter::once(&self.version).chain(&self.keyspaces)
+    }
+
     /// `Some(Some(meta))` for a live table, `Some(None)` for one the
     /// manifest does not name.
     fn live_table(&self, number: u64) -> Option<FileMeta> {
-        (0..crate::version::NUM_LEVELS)
-            .flat_map(|l| self.version.files(l))
+        self.versions()
+            .flat_map(|v| (0..crate::version::NUM_LEVELS).flat_map(|l| v.files(l)))
             .find(|f| f.number == number)
             .map(|f| (**f).clone())
     }
@@ -342,6 +353,9 @@ impl Checker<'_> {
         let mut wals = WalSet::default();
         let mut db_id = 0;
         let mut wals_have_identity = false;
+        // Keyspaces are replayed by recovery's own code.
+        let mut keyspaces = std::collections::BTreeMap::new();
+        let mut ks_state = crate::db::recovery::Recovered::default();
         loop {
             let record = match reader.read_record() {
                 Ok(Some(r)) => r,
@@ -352,8 +366,12 @@ impl Checker<'_> {
                 }
             };
             let offset = reader.last_record_offset();
-            let edit = match VersionEdit::decode(&record).and_then(|e| builder.apply(&e).map(|_| e))
-            {
+            let edit = match VersionEdit::decode(&record)
+                .and_then(|e| builder.apply(&e).map(|_| e))
+                .and_then(|e| {
+                    crate::db::recovery::apply_keyspaces(&e, &mut keyspaces, &mut ks_state)?;
+                    Ok(e)
+                }) {
                 Ok(e) => e,
                 Err(e) => {
                     let msg = format!("bad manifest edit: {}", e.message());
@@ -402,9 +420,24 @@ impl Checker<'_> {
             self.problem(path, None, "the manifest holds no complete edit".into());
             return None;
         }
+        let mut others = Vec::new();
+        for (id, (_, b, _)) in keyspaces {
+            match b.build() {
+                Ok(v) => others.push(v),
+                Err(e) => {
+                    let msg = format!(
+                        "manifest describes an invalid tree for keyspace {id}: {}",
+                        e.message()
+                    );
+                    self.problem(path, None, msg);
+                    return None;
+                }
+            }
+        }
         match builder.build() {
             Ok(version) => Some(Manifest {
                 version,
+                keyspaces: others,
                 wals,
                 db_id,
                 wals_have_identity,

@@ -619,19 +619,19 @@ pub fn batch(data: &[u8]) {
     expect_corruption(&decoded, "WriteBatch::decode");
     let Ok(b) = decoded else { return };
     let mut again = WriteBatch::new();
-    for e in &b {
+    for (ks, e) in b.iter_scoped() {
         match e.kind {
-            ValueKind::Put => again.put(e.key, e.value),
-            ValueKind::Delete => again.delete(e.key),
-            ValueKind::RangeDelete => again.delete_range(e.key, e.value),
+            ValueKind::Put => again.put_scoped(ks, e.key, e.value),
+            ValueKind::Delete => again.delete_scoped(ks, e.key),
+            ValueKind::RangeDelete => again.delete_range_scoped(ks, e.key, e.value),
         }
         .expect("a decoded entry can be re-added");
     }
     again.set_sequence(b.sequence());
     let back = WriteBatch::decode(again.data()).expect("a rebuilt batch decodes");
     assert!(
-        back.iter().eq(b.iter()),
-        "batch round trip changed the entries"
+        back.iter_scoped().eq(b.iter_scoped()),
+        "batch round trip changed the entries or their keyspaces"
     );
     assert_eq!((back.sequence(), back.len()), (b.sequence(), b.len()));
     if again.data().len() == data.len() {
@@ -657,6 +657,14 @@ pub fn version_edit(data: &[u8]) {
     expect_corruption(&applied, "applying an edit");
     if let Ok(v) = applied {
         check_version(&v);
+    }
+    for k in &e.keyspaces {
+        let mut b = VersionBuilder::new(&Version::new());
+        let applied = b.apply(&k.edit).and_then(|_| b.build());
+        expect_corruption(&applied, "applying a keyspace's part of an edit");
+        if let Ok(v) = applied {
+            check_version(&v);
+        }
     }
     let mut wals = WalSet::default();
     wals.apply(&e);
@@ -690,6 +698,10 @@ pub fn manifest(data: &[u8]) {
     expect_corruption(&replayed, "manifest replay");
     let Ok(r) = replayed else { return };
     check_version(&r.version);
+    for k in r.keyspaces.values() {
+        check_version(&k.version);
+        let _ = (k.log_number, &k.def.name);
+    }
     let _ = (r.next_file, r.last_seq, r.db_id, r.wals.required());
 }
 
@@ -866,6 +878,21 @@ fn write_seed_db(
     b.put(b"batch-a", b"1")?;
     b.delete(b"batch-b")?;
     b.delete_range(b"batch-c", b"batch-d")?;
+    if salt == 2 {
+        // Keyspaces: created, written across in one batch, flushed,
+        // dropped (manifest tags 13 to 17, WAL keyspace markers).
+        let ks = db.keyspace("events", crate::KeyspaceOptions::default().block_size(512))?;
+        let gone = db.keyspace("gone", crate::KeyspaceOptions::default())?;
+        b.put_in(&ks, b"ks-a", b"2")?;
+        b.delete_in(&gone, b"ks-b")?;
+        b.delete_range_in(&ks, &b"ks-c"[..]..&b"ks-d"[..])?;
+        ks.put(b"ks-e", b"3")?;
+        ks.flush()?;
+        gone.put(b"ks-f", b"4")?;
+        db.write(b, crate::WriteOptions { sync: true })?;
+        db.drop_keyspace("gone")?;
+        b = WriteBatch::new();
+    }
     db.write(b, crate::WriteOptions { sync: true })?;
     db.put(b"after-sync", b"tail")?;
     // No background compaction may delete a table while it is copied.

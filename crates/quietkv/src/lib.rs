@@ -72,6 +72,7 @@ mod filenames;
 pub mod fuzzing;
 mod iter;
 mod key;
+mod keyspace;
 mod lockfile;
 mod memtable;
 mod merge;
@@ -80,6 +81,7 @@ mod range_tombstone;
 mod record_log;
 mod repair;
 mod snapshot;
+mod snapshot_list;
 mod table;
 pub mod ttl;
 mod txn;
@@ -110,6 +112,7 @@ pub use db::{
     CompactionStats, Db, DbIter, DbStats, LevelCompactionStats, LevelStats, WriteStallStats,
 };
 pub use error::{Error, ErrorKind, Result};
+pub use keyspace::{Keyspace, KeyspaceOptions, KeyspaceStats, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME};
 pub use options::{IoPriority, Options, WriteOptions};
 /// The fault-injecting, crash-simulating file layer that
 /// [`Options::fault_layer`] takes, for tests of code built on quietkv.

@@ -223,6 +223,12 @@ options! {
     /// compressed and plain records alike, so this may change between
     /// runs. Default none.
     wal_compression: Compression = Compression::None;
+    /// How many bytes of sealed WALs may be kept for keyspaces whose
+    /// memtables still hold their data, before the keyspaces holding the
+    /// oldest one are flushed (checked at each WAL switch; only when the
+    /// database has keyspaces besides the default one, whose memtables fill
+    /// at their own pace). 0 = four memtables' worth. Default 0.
+    max_total_wal_size: u64 = 0;
     /// How much file space a WAL takes at a time: each WAL file is
     /// allocated with `fallocate` (its size included) this many bytes at a
     /// time from its first record on (a WAL that receives nothing takes no
@@ -483,6 +489,14 @@ impl Options {
             target_file_size: self.target_file_size,
             priority: self.compaction_priority,
             ..PickerOptions::default()
+        }
+    }
+
+    /// `max_total_wal_size` with 0 resolved.
+    pub(crate) fn resolved_max_total_wal_size(&self) -> u64 {
+        match self.max_total_wal_size {
+            0 => 4 * self.memtable_size as u64,
+            n => n,
         }
     }
 

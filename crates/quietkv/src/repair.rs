@@ -76,6 +76,7 @@
 //! during repair leaves the old files in place or in `lost/`; running
 //! repair again finishes the job.
 
+mod keyspaces;
 mod lost;
 mod manifest;
 mod tables;
@@ -283,6 +284,7 @@ pub fn repair_dir(dir: impl AsRef<Path>, opts: &RepairOptions) -> Result<RepairR
         )
         .with_file(dir));
     }
+    keyspaces::refuse_keyspaces(dir, &files.manifests, &files.wals)?;
     let env = IoEnv::open(dir, opts.db.io_options())?.with_fault_layer(opts.db.fault_layer.clone());
     let dir = env.dir().to_path_buf();
     Repair {

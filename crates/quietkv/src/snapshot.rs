@@ -1,59 +1,14 @@
 //! Snapshots: a sequence number that compaction must keep readable, and
 //! the read view a user holds at it.
 
-use std::collections::BTreeMap;
 use std::ops::RangeBounds;
-use std::sync::Arc;
 
-use parking_lot::Mutex;
-
-use crate::db::{DbIter, KeyRange, ReadView};
+use crate::db::iter::{DbIter, KeyRange};
+use crate::db::read_view::ReadView;
 use crate::error::Result;
 use crate::key::SeqNo;
+use crate::snapshot_list::Registration;
 use crate::value::Value;
-
-/// The registry of live snapshots, consulted by compaction.
-#[derive(Default)]
-pub(crate) struct SnapshotList {
-    live: Mutex<BTreeMap<SeqNo, usize>>,
-}
-
-impl SnapshotList {
-    pub(crate) fn acquire(self: &Arc<Self>, seq: SeqNo) -> Registration {
-        *self.live.lock().entry(seq).or_insert(0) += 1;
-        Registration {
-            seq,
-            list: self.clone(),
-        }
-    }
-
-    fn release(&self, seq: SeqNo) {
-        let mut live = self.live.lock();
-        if let Some(n) = live.get_mut(&seq) {
-            *n -= 1;
-            if *n == 0 {
-                live.remove(&seq);
-            }
-        }
-    }
-
-    /// Sequence numbers of live snapshots, ascending.
-    pub(crate) fn sequences(&self) -> Vec<SeqNo> {
-        self.live.lock().keys().copied().collect()
-    }
-}
-
-/// One entry in [`SnapshotList`], removed when dropped.
-pub(crate) struct Registration {
-    seq: SeqNo,
-    list: Arc<SnapshotList>,
-}
-
-impl Drop for Registration {
-    fn drop(&mut self) {
-        self.list.release(self.seq);
-    }
-}
 
 /// A consistent read view of a [`Db`](crate::Db), from
 /// [`Db::snapshot`](crate::Db::snapshot): reads through it see the
@@ -96,9 +51,14 @@ impl Snapshot {
         Snapshot { view, registration }
     }
 
+    /// What it reads the default keyspace through.
+    pub(crate) fn view(&self) -> &ReadView {
+        &self.view
+    }
+
     /// The sequence number the snapshot reads at.
     pub(crate) fn seq(&self) -> SeqNo {
-        self.registration.seq
+        self.registration.seq()
     }
 
     /// The keys of `range` as of the snapshot.
@@ -162,7 +122,7 @@ impl Clone for Snapshot {
     fn clone(&self) -> Self {
         Snapshot {
             view: self.view.clone(),
-            registration: self.registration.list.acquire(self.seq()),
+            registration: self.registration.acquire_again(),
         }
     }
 }

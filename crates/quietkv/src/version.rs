@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::key::{compare_internal, parse_internal_key, user_key, SeqNo};
+use crate::keyspace::def::KeyspaceDef;
 use crate::varint::{self, put_u64};
 
 /// Number of levels in the tree (L0 ..= L6).
@@ -111,6 +112,28 @@ pub struct VersionEdit {
     /// identity records: every WAL this manifest may have replayed starts
     /// with one, so a WAL without one is not this database's.
     pub wals_have_identity: bool,
+    /// Keyspaces dropped by this edit: their tables leave every version.
+    pub dropped_keyspaces: Vec<u32>,
+    /// The id the next created keyspace gets (ids are never reused, so a
+    /// WAL entry of a dropped keyspace is told from a damaged one).
+    pub next_keyspace_id: Option<u32>,
+    /// Changes to keyspaces other than the default one (whose tables are
+    /// the fields above, as before keyspaces existed), or to the default
+    /// keyspace's own log number.
+    pub keyspaces: Vec<KeyspaceEdit>,
+}
+
+/// The part of an edit that belongs to one keyspace: created here (with
+/// its definition), its own log number, and its table changes (the
+/// compact pointer and file fields of `edit`; its other fields are unused).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeyspaceEdit {
+    pub id: u32,
+    pub create: Option<KeyspaceDef>,
+    /// WALs older than this hold none of the keyspace's data that is not
+    /// in its tables.
+    pub log_number: Option<u64>,
+    pub edit: VersionEdit,
 }
 
 const TAG_LOG_NUMBER: u64 = 1;
@@ -128,6 +151,17 @@ const TAG_WALS_HAVE_IDENTITY: u64 = 11;
 /// their count. A build that does not know range tombstones refuses the
 /// manifest (unknown tag) instead of reading the table without them.
 const TAG_NEW_FILE_WITH_RANGE_DELETES: u64 = 12;
+/// Starts the part of the edit that belongs to keyspace `id`: the compact
+/// pointer, file, create and log number tags after it are that keyspace's.
+const TAG_KEYSPACE: u64 = 13;
+/// In a keyspace's part: it is created, with this definition.
+const TAG_CREATE_KEYSPACE: u64 = 14;
+/// Keyspace `id` is dropped (with all its tables).
+const TAG_DROP_KEYSPACE: u64 = 15;
+/// In a keyspace's part: its log number.
+const TAG_KEYSPACE_LOG_NUMBER: u64 = 16;
+/// The id the next created keyspace gets.
+const TAG_NEXT_KEYSPACE_ID: u64 = 17;
 
 fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     put_u64(out, b.len() as u64);
@@ -162,6 +196,11 @@ impl<'a> Reader<'a> {
             return Err(self.err(&format!("level {l} out of range in {what}")));
         }
         Ok(l as usize)
+    }
+
+    fn keyspace_id(&mut self, what: &str) -> Result<u32> {
+        let v = self.varint(what)?;
+        u32::try_from(v).map_err(|_| self.err(&format!("{what} {v} is out of range")))
     }
 
     fn bytes(&mut self, what: &str) -> Result<&'a [u8]> {
@@ -221,36 +260,7 @@ impl VersionEdit {
             put_u64(&mut out, TAG_LAST_SEQUENCE);
             put_u64(&mut out, v);
         }
-        for (level, key) in &self.compact_pointers {
-            put_u64(&mut out, TAG_COMPACT_POINTER);
-            put_u64(&mut out, *level as u64);
-            put_bytes(&mut out, key);
-        }
-        for (level, number) in &self.deleted_files {
-            put_u64(&mut out, TAG_DELETED_FILE);
-            put_u64(&mut out, *level as u64);
-            put_u64(&mut out, *number);
-        }
-        for (level, f) in &self.new_files {
-            let tag = if f.num_range_deletes > 0 {
-                TAG_NEW_FILE_WITH_RANGE_DELETES
-            } else {
-                TAG_NEW_FILE
-            };
-            put_u64(&mut out, tag);
-            put_u64(&mut out, *level as u64);
-            put_u64(&mut out, f.number);
-            put_u64(&mut out, f.size);
-            put_bytes(&mut out, &f.smallest);
-            put_bytes(&mut out, &f.largest);
-            put_u64(&mut out, f.smallest_seq);
-            put_u64(&mut out, f.largest_seq);
-            put_u64(&mut out, f.num_entries);
-            put_u64(&mut out, f.num_deletes);
-            if f.num_range_deletes > 0 {
-                put_u64(&mut out, f.num_range_deletes);
-            }
-        }
+        self.encode_files(&mut out);
         for (number, len) in &self.sealed_wals {
             put_u64(&mut out, TAG_SEALED_WAL);
             put_u64(&mut out, *number);
@@ -271,7 +281,84 @@ impl VersionEdit {
         if self.wals_have_identity {
             put_u64(&mut out, TAG_WALS_HAVE_IDENTITY);
         }
+        for id in &self.dropped_keyspaces {
+            put_u64(&mut out, TAG_DROP_KEYSPACE);
+            put_u64(&mut out, u64::from(*id));
+        }
+        if let Some(v) = self.next_keyspace_id {
+            put_u64(&mut out, TAG_NEXT_KEYSPACE_ID);
+            put_u64(&mut out, u64::from(v));
+        }
+        for k in &self.keyspaces {
+            put_u64(&mut out, TAG_KEYSPACE);
+            put_u64(&mut out, u64::from(k.id));
+            if let Some(def) = &k.create {
+                put_u64(&mut out, TAG_CREATE_KEYSPACE);
+                def.encode(&mut out);
+            }
+            if let Some(n) = k.log_number {
+                put_u64(&mut out, TAG_KEYSPACE_LOG_NUMBER);
+                put_u64(&mut out, n);
+            }
+            k.edit.encode_files(&mut out);
+        }
         out
+    }
+
+    /// The compact pointer and file tags, top level or a keyspace's.
+    fn encode_files(&self, out: &mut Vec<u8>) {
+        for (level, key) in &self.compact_pointers {
+            put_u64(out, TAG_COMPACT_POINTER);
+            put_u64(out, *level as u64);
+            put_bytes(out, key);
+        }
+        for (level, number) in &self.deleted_files {
+            put_u64(out, TAG_DELETED_FILE);
+            put_u64(out, *level as u64);
+            put_u64(out, *number);
+        }
+        for (level, f) in &self.new_files {
+            let tag = if f.num_range_deletes > 0 {
+                TAG_NEW_FILE_WITH_RANGE_DELETES
+            } else {
+                TAG_NEW_FILE
+            };
+            put_u64(out, tag);
+            put_u64(out, *level as u64);
+            put_u64(out, f.number);
+            put_u64(out, f.size);
+            put_bytes(out, &f.smallest);
+            put_bytes(out, &f.largest);
+            put_u64(out, f.smallest_seq);
+            put_u64(out, f.largest_seq);
+            put_u64(out, f.num_entries);
+            put_u64(out, f.num_deletes);
+            if f.num_range_deletes > 0 {
+                put_u64(out, f.num_range_deletes);
+            }
+        }
+    }
+
+    /// `edit`'s table changes as keyspace `id`'s: unchanged for the
+    /// default keyspace (id 0), whose tables are the top-level fields.
+    pub fn for_keyspace(id: u32, edit: VersionEdit) -> VersionEdit {
+        if id == 0 {
+            return edit;
+        }
+        VersionEdit {
+            keyspaces: vec![KeyspaceEdit {
+                id,
+                edit,
+                ..KeyspaceEdit::default()
+            }],
+            ..VersionEdit::default()
+        }
+    }
+
+    /// Keyspace `id`'s part of the edit, if it has one.
+    #[cfg(test)]
+    pub fn keyspace(&self, id: u32) -> Option<&KeyspaceEdit> {
+        self.keyspaces.iter().find(|k| k.id == id)
     }
 
     /// Parses an encoded edit. Unknown tags, truncated or inconsistent
@@ -285,6 +372,15 @@ impl VersionEdit {
             }
             *slot = Some(v);
             Ok(())
+        }
+        // The keyspace part the tags now belong to (an index into
+        // `e.keyspaces`); `None`: the top level.
+        let mut section: Option<usize> = None;
+        fn target(e: &mut VersionEdit, section: Option<usize>) -> &mut VersionEdit {
+            match section {
+                Some(i) => &mut e.keyspaces[i].edit,
+                None => e,
+            }
         }
         while !r.at_end() {
             let tag_pos = r.pos;
@@ -305,12 +401,12 @@ impl VersionEdit {
                 TAG_COMPACT_POINTER => {
                     let level = r.level("compact pointer")?;
                     let key = r.internal_key("compact pointer key")?;
-                    e.compact_pointers.push((level, key));
+                    target(&mut e, section).compact_pointers.push((level, key));
                 }
                 TAG_DELETED_FILE => {
                     let level = r.level("deleted file")?;
                     let number = r.varint("deleted file number")?;
-                    e.deleted_files.push((level, number));
+                    target(&mut e, section).deleted_files.push((level, number));
                 }
                 TAG_NEW_FILE | TAG_NEW_FILE_WITH_RANGE_DELETES => {
                     let level = r.level("new file")?;
@@ -346,7 +442,7 @@ impl VersionEdit {
                         num_range_deletes,
                     };
                     check_file_meta(&f).map_err(|e| e.with_offset(tag_pos as u64))?;
-                    e.new_files.push((level, f));
+                    target(&mut e, section).new_files.push((level, f));
                 }
                 TAG_SEALED_WAL => {
                     let number = r.varint("sealed WAL number")?;
@@ -370,6 +466,54 @@ impl VersionEdit {
                         return Err(r.err("duplicate WAL identity flag"));
                     }
                     e.wals_have_identity = true;
+                }
+                TAG_KEYSPACE => {
+                    let id = r.keyspace_id("keyspace id")?;
+                    if e.keyspaces.iter().any(|k| k.id == id) {
+                        return Err(r.err(&format!("keyspace {id} has two parts in one edit")));
+                    }
+                    e.keyspaces.push(KeyspaceEdit {
+                        id,
+                        ..KeyspaceEdit::default()
+                    });
+                    section = Some(e.keyspaces.len() - 1);
+                }
+                TAG_CREATE_KEYSPACE => {
+                    let Some(i) = section else {
+                        return Err(r.err("keyspace creation outside a keyspace part"));
+                    };
+                    let rest = r.buf.get(r.pos..).unwrap_or(&[]);
+                    let (def, used) = KeyspaceDef::decode(rest).map_err(|err| {
+                        let at = r.pos as u64 + err.offset().unwrap_or(0);
+                        Error::corruption(format!("version edit: {}", err.message()))
+                            .with_offset(at)
+                    })?;
+                    r.pos += used;
+                    let k = &mut e.keyspaces[i];
+                    if k.id == 0 || k.create.is_some() {
+                        return Err(r.err(&format!("keyspace {} cannot be created here", k.id)));
+                    }
+                    k.create = Some(def);
+                }
+                TAG_KEYSPACE_LOG_NUMBER => {
+                    let Some(i) = section else {
+                        return Err(r.err("keyspace log number outside a keyspace part"));
+                    };
+                    let v = r.varint("keyspace log number")?;
+                    set_once(&mut e.keyspaces[i].log_number, v, &r, "keyspace log number")?;
+                }
+                TAG_DROP_KEYSPACE => {
+                    let id = r.keyspace_id("dropped keyspace id")?;
+                    if id == 0 {
+                        return Err(r.err("the default keyspace cannot be dropped"));
+                    }
+                    e.dropped_keyspaces.push(id);
+                }
+                TAG_NEXT_KEYSPACE_ID => {
+                    let v = r.keyspace_id("next keyspace id")?;
+                    if e.next_keyspace_id.replace(v).is_some() {
+                        return Err(r.err("duplicate next keyspace id"));
+                    }
                 }
                 other => {
                     return Err(
@@ -704,6 +848,57 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn keyspace_parts_round_trip_and_misplaced_tags_are_corruption() {
+        let mut files = VersionEdit::new();
+        files.add_file(0, meta(12, "b", "c", 100));
+        files.delete_file(3, 4);
+        let mut e = VersionEdit::for_keyspace(5, files.clone());
+        e.keyspaces[0].log_number = Some(40);
+        e.keyspaces.push(KeyspaceEdit {
+            id: 6,
+            create: Some(KeyspaceDef {
+                name: "events".into(),
+                block_size: 8192,
+                bloom_bits_per_key: 0,
+                compression: crate::table::Compression::None,
+            }),
+            ..KeyspaceEdit::default()
+        });
+        e.dropped_keyspaces.push(2);
+        e.next_keyspace_id = Some(7);
+        e.add_file(1, meta(13, "x", "y", 10));
+        let enc = e.encode();
+        let back = VersionEdit::decode(&enc).unwrap();
+        assert_eq!(back, e);
+        // Top-level tables stay the default keyspace's.
+        assert_eq!(back.new_files.len(), 1);
+        assert_eq!(back.keyspace(5).unwrap().edit, files);
+        // The default keyspace's edits are unchanged by `for_keyspace`.
+        assert_eq!(VersionEdit::for_keyspace(0, files.clone()), files);
+
+        // A create or keyspace log number outside a part, a second part
+        // for one id, a drop of the default keyspace: corruption.
+        for bad in [
+            vec![TAG_KEYSPACE_LOG_NUMBER as u8, 1],
+            vec![TAG_CREATE_KEYSPACE as u8, 1, b'a', 0x80, 2, 0, 0],
+            vec![TAG_KEYSPACE as u8, 1, TAG_KEYSPACE as u8, 1],
+            vec![TAG_DROP_KEYSPACE as u8, 0],
+            vec![TAG_KEYSPACE as u8, 0xff, 0xff, 0xff, 0xff, 0x7f],
+        ] {
+            let err = VersionEdit::decode(&bad).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::Corruption, "{bad:?}: {err}");
+        }
+        // A truncated definition names what was expected.
+        let mut cut = Vec::new();
+        put_u64(&mut cut, TAG_KEYSPACE);
+        put_u64(&mut cut, 1);
+        put_u64(&mut cut, TAG_CREATE_KEYSPACE);
+        cut.extend_from_slice(&[3, b'a', b'b']);
+        let err = VersionEdit::decode(&cut).unwrap_err();
+        assert!(err.to_string().contains("name claims 3 bytes"), "{err}");
+    }
+
+    #[test]
     fn edit_round_trip_and_unknown_tag() {
         let mut e = VersionEdit {
             log_number: Some(7),
@@ -940,19 +1135,57 @@ pub(crate) mod tests {
             proptest::collection::vec((any::<u64>(), any::<u64>()), 0..3),
             proptest::option::of(any::<u64>()),
             proptest::option::of(any::<u64>()),
+            proptest::collection::vec(arb_keyspace_edit(), 0..3),
         )
-            .prop_map(|(a, b, c, cp, del, new, sealed, live, id)| VersionEdit {
-                log_number: a,
-                next_file_number: b,
-                last_sequence: c,
-                compact_pointers: cp,
-                deleted_files: del,
-                new_files: new,
-                sealed_wals: sealed,
-                live_wal: live,
-                db_id: id,
-                manifest_number: id.map(|i| i % 1000),
-                wals_have_identity: a.is_some_and(|n| n % 2 == 0),
+            .prop_map(
+                |(a, b, c, cp, del, new, sealed, live, id, ks)| VersionEdit {
+                    log_number: a,
+                    next_file_number: b,
+                    last_sequence: c,
+                    compact_pointers: cp,
+                    deleted_files: del,
+                    new_files: new,
+                    sealed_wals: sealed,
+                    live_wal: live,
+                    db_id: id,
+                    manifest_number: id.map(|i| i % 1000),
+                    wals_have_identity: a.is_some_and(|n| n % 2 == 0),
+                    dropped_keyspaces: ks.iter().map(|k| k.id.wrapping_add(9)).collect(),
+                    next_keyspace_id: b.map(|n| n as u32),
+                    // One part per id.
+                    keyspaces: ks
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, k)| KeyspaceEdit {
+                            id: i as u32 * 3 + 1,
+                            ..k
+                        })
+                        .collect(),
+                },
+            )
+    }
+
+    fn arb_keyspace_edit() -> impl Strategy<Value = KeyspaceEdit> {
+        (
+            proptest::option::of(("[a-z]{1,12}", 256u64..65536, 0u64..64)),
+            proptest::option::of(any::<u64>()),
+            proptest::collection::vec((0..NUM_LEVELS, any::<u64>()), 0..3),
+            proptest::collection::vec((0..NUM_LEVELS, arb_meta()), 0..3),
+        )
+            .prop_map(|(create, log, del, new)| KeyspaceEdit {
+                id: 0,
+                create: create.map(|(name, block_size, bloom)| KeyspaceDef {
+                    name,
+                    block_size,
+                    bloom_bits_per_key: bloom,
+                    compression: crate::table::Compression::Lz4,
+                }),
+                log_number: log,
+                edit: VersionEdit {
+                    deleted_files: del,
+                    new_files: new,
+                    ..VersionEdit::default()
+                },
             })
     }
 

@@ -299,6 +299,49 @@ fn fixture_v1_opens_reads_and_keeps_working() {
     );
 }
 
+/// A v1 database gets keyspaces: its data stays the default keyspace's,
+/// the new keyspaces and their data persist, and it still checks clean.
+#[test]
+fn fixture_v1_gets_keyspaces() {
+    let model = expected();
+    let d = copy_fixture();
+    let dir = d.path();
+    let db = Db::open(dir, Options::default()).unwrap();
+    assert_eq!(db.keyspace_names(), ["default"]);
+    let events = db
+        .keyspace("events", quietkv::KeyspaceOptions::default())
+        .unwrap();
+    let mut batch = WriteBatch::new();
+    batch.put_in(&events, key(1), b"e1").unwrap();
+    batch.put(key(1), b"d1").unwrap();
+    db.write(batch, WriteOptions { sync: true }).unwrap();
+    events.flush().unwrap();
+    events.put(key(2), b"e2").unwrap();
+    let mut model = model;
+    model.insert(key(1), Some(b"d1".to_vec()));
+    assert_contents(&db, &model, "with a keyspace");
+    drop(events);
+    db.close().unwrap();
+
+    let report = check_dir(dir).unwrap();
+    assert!(
+        report.is_ok(),
+        "check with keyspaces: {:?}",
+        report.problems
+    );
+    let db = Db::open(dir, Options::default()).unwrap();
+    assert_eq!(db.keyspace_names(), ["default", "events"]);
+    let events = db
+        .keyspace("events", quietkv::KeyspaceOptions::default())
+        .unwrap();
+    let got: Vec<_> = events.iter().unwrap().map(Result::unwrap).collect();
+    assert_eq!(
+        got,
+        vec![(key(1), b"e1".to_vec()), (key(2), b"e2".to_vec())]
+    );
+    assert_contents(&db, &model, "after reopening with a keyspace");
+}
+
 /// Writes the fixture; run once per format version, never to refresh one:
 ///
 /// ```text

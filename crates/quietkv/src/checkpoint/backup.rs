@@ -204,8 +204,8 @@ pub(crate) fn backup(capture: &Capture, root: &Path, opts: BackupOptions) -> Res
             shared: Vec::new(),
             own: Vec::new(),
         };
-        for level in 0..crate::version::NUM_LEVELS {
-            for f in capture.version.files(level) {
+        {
+            for f in &capture.files() {
                 let seqs = Some((f.smallest_seq, f.largest_seq));
                 let dest = table_path(&tables_dir, f.number);
                 let same = stored.get(&f.number).filter(|s| {
@@ -242,15 +242,15 @@ pub(crate) fn backup(capture: &Capture, root: &Path, opts: BackupOptions) -> Res
         }
         super::staging::sync_dir(&tables_dir)?;
         let mut edit = capture.snapshot.clone();
-        for (mem, number) in &capture.memtables {
+        for cm in &capture.memtables {
             let written = image::write_memtable(
                 &env,
                 &pdir,
-                mem,
+                &cm.mem,
                 capture.seq,
-                *number,
+                cm.number,
                 capture.db_id,
-                capture.table_options,
+                cm.table_options,
             )?;
             if let Some(m) = written {
                 let (size, crc) = checksum_file(&env, &table_path(&pdir, m.number))?;
@@ -262,7 +262,7 @@ pub(crate) fn backup(capture: &Capture, root: &Path, opts: BackupOptions) -> Res
                 });
                 info.tables_written += 1;
                 info.bytes_written += size;
-                edit.add_file(0, m);
+                cm.add_to(&mut edit, m);
             }
         }
         image::write_manifest(&env, &pdir, capture.manifest_number, &edit)?;

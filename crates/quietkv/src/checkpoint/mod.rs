@@ -91,16 +91,15 @@ pub(crate) struct Capture {
     pub source: Arc<IoEnv>,
     /// The source's I/O options, for the environments of the copy.
     pub io_options: IoOptions,
-    pub table_options: TableOptions,
     pub db_id: u64,
     /// The newest sequence number readers could see when it was taken.
     pub seq: SeqNo,
-    /// Held for as long as the capture lives, so the tables it names are
-    /// not deleted.
-    pub version: Arc<Version>,
+    /// Every keyspace's version, the default one first: held for as long
+    /// as the capture lives, so the tables they name are not deleted.
+    pub versions: Vec<Arc<Version>>,
     /// The memtables, oldest first, each with a file number reserved for
     /// its table.
-    pub memtables: Vec<(Arc<Memtable>, u64)>,
+    pub memtables: Vec<CapturedMemtable>,
     /// The number reserved for the copy's manifest.
     pub manifest_number: u64,
     /// The copy's manifest without the memtables' tables: the version, the
@@ -108,12 +107,37 @@ pub(crate) struct Capture {
     pub snapshot: VersionEdit,
 }
 
+/// A memtable of a capture, to be written as table `number` of its
+/// keyspace.
+pub(crate) struct CapturedMemtable {
+    pub keyspace: u32,
+    pub mem: Arc<Memtable>,
+    pub number: u64,
+    pub table_options: TableOptions,
+}
+
+impl CapturedMemtable {
+    /// Adds its table to the copy's manifest `edit`, in its keyspace.
+    pub fn add_to(&self, edit: &mut VersionEdit, meta: crate::version::FileMeta) {
+        match edit.keyspaces.iter_mut().find(|k| k.id == self.keyspace) {
+            Some(k) if self.keyspace != 0 => k.edit.add_file(0, meta),
+            _ => edit.add_file(0, meta),
+        }
+    }
+}
+
 impl Capture {
+    /// Every table of every keyspace.
+    fn files(&self) -> Vec<Arc<crate::version::FileMeta>> {
+        self.versions
+            .iter()
+            .flat_map(|v| (0..crate::version::NUM_LEVELS).flat_map(move |l| v.files(l).to_vec()))
+            .collect()
+    }
+
     /// The source tables the copy needs, with their sizes.
     fn tables(&self) -> Vec<(u64, u64)> {
-        (0..crate::version::NUM_LEVELS)
-            .flat_map(|l| self.version.files(l).iter().map(|f| (f.number, f.size)))
-            .collect()
+        self.files().iter().map(|f| (f.number, f.size)).collect()
     }
 
     fn source_table(&self, number: u64) -> PathBuf {
@@ -159,20 +183,20 @@ pub(crate) fn write_checkpoint(
         }
     }
     let mut edit = capture.snapshot.clone();
-    for (mem, number) in &capture.memtables {
+    for m in &capture.memtables {
         let written = image::write_memtable(
             &env,
             &dir,
-            mem,
+            &m.mem,
             capture.seq,
-            *number,
+            m.number,
             capture.db_id,
-            capture.table_options,
+            m.table_options,
         )?;
         if let Some(meta) = written {
             info.tables_written += 1;
             info.bytes_written += meta.size;
-            edit.add_file(0, meta);
+            m.add_to(&mut edit, meta);
         }
     }
     info.bytes_written += image::write_manifest(&env, &dir, capture.manifest_number, &edit)?;

@@ -22,21 +22,26 @@ use super::job::{CompactionJob, CompactionKind, CompactionReason};
 use super::output_cut::OutputCutter;
 use super::warm::{hot_blocks, HotProbe};
 use crate::cpu_yield::CpuYield;
-use crate::db::{meta_from, Inner};
+use crate::db::recovery::meta_from;
+use crate::db::state::Inner;
 use crate::error::{Error, Result};
 use crate::fileio::TableFile;
 use crate::filenames::table_path;
 use crate::iter::InternalIterator;
 use crate::key::user_key;
+use crate::keyspace::tree::TreeHandle;
 use crate::merge::MergingIterator;
 use crate::range_tombstone::OutputSplitter;
 use crate::table::{TableBuilder, TableReader};
-use crate::version::FileMeta;
+use crate::version::{FileMeta, VersionEdit};
 
 /// Runs `job` and installs its outputs; the bytes of new tables written.
 /// The caller registered the job as running and releases it afterwards,
 /// whatever the result.
-pub(crate) fn run_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<u64> {
+pub(crate) fn run_job(inner: &Arc<Inner>, keyspace: u32, job: &CompactionJob) -> Result<u64> {
+    let Some(tree) = inner.state.lock().tree(keyspace).map(|t| t.handle.clone()) else {
+        return Err(crate::db::install::dropped_error(keyspace));
+    };
     let t = Instant::now();
     let cpu0 = quietio::sys::thread_cpu_time();
     log::debug!(
@@ -48,7 +53,8 @@ pub(crate) fn run_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<u64> {
     );
     let result = if job.kind == CompactionKind::TrivialMove {
         let mut st = inner.state.lock();
-        let r = inner.install(&mut st, job.trivial_move_edit());
+        let edit = VersionEdit::for_keyspace(keyspace, job.trivial_move_edit());
+        let r = inner.install(&mut st, edit);
         if r.is_ok() {
             inner
                 .counters
@@ -56,13 +62,16 @@ pub(crate) fn run_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<u64> {
         }
         r.map(|()| 0)
     } else {
-        merge_job(inner, job).and_then(|(outputs, read, written)| {
+        merge_job(inner, &tree, job).and_then(|(outputs, read, written)| {
             let mut st = inner.state.lock();
             let numbers: Vec<u64> = outputs.iter().map(|m| m.number).collect();
-            let r = inner.install(&mut st, job.edit_for_outputs(outputs));
+            let edit = VersionEdit::for_keyspace(keyspace, job.edit_for_outputs(outputs));
+            let r = inner.install(&mut st, edit);
             // After a failed install the edit may be in the manifest all the
-            // same: the outputs stay protected until a reopen decides.
-            if r.is_ok() {
+            // same: the outputs stay protected until a reopen decides. Not
+            // when the keyspace was dropped meanwhile: that install failed
+            // before logging anything, and the outputs are nobody's.
+            if r.is_ok() || st.tree(keyspace).is_none() {
                 for n in numbers {
                     st.pending_outputs.remove(&n);
                 }
@@ -97,7 +106,11 @@ pub(crate) fn run_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<u64> {
 
 /// Merges the job's inputs into new tables at the output level. Returns
 /// the outputs (registered as pending) and the bytes read and written.
-fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, u64, u64)> {
+fn merge_job(
+    inner: &Arc<Inner>,
+    tree: &TreeHandle,
+    job: &CompactionJob,
+) -> Result<(Vec<FileMeta>, u64, u64)> {
     // A full compaction hurries (the caller waits for it) and replaces
     // everything at once, so its output is warmed; automatic work keeps
     // the device queue short while the tree keeps up (see the options).
@@ -172,7 +185,7 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
         job.is_bottommost,
     )
     .with_cpu_yield(CpuYield::every_micros(inner.opts.background_yield_micros))
-    .with_filter(inner.opts.compaction_filter.clone())
+    .with_filter(tree.filter())
     .with_range_tombstones(&range_dels);
     range_dels.retain(|t| it.keeps_range_tombstone(t));
     // Each output gets the parts of the kept tombstones over its own keys,
@@ -200,7 +213,7 @@ fn merge_job(inner: &Arc<Inner>, job: &CompactionJob) -> Result<(Vec<FileMeta>, 
         match file {
             Ok(file) => Ok((
                 number,
-                TableBuilder::new(TableFile(file), inner.opts.table_options())
+                TableBuilder::new(TableFile(file), tree.table_options)
                     .with_identity(number, inner.db_id),
             )),
             Err(e) => {

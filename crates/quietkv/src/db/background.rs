@@ -10,19 +10,20 @@ use std::time::Instant;
 use quietio::sys;
 
 use super::recovery::write_l0;
-use super::{Inner, ManualCompaction};
+use super::state::{Inner, ManualCompaction, State};
 use crate::compaction::job::CompactionJob;
 use crate::compaction::picker::{pick, pick_slice, SliceCursor};
 use crate::compaction::run::run_job;
 use crate::error::{Error, Result};
 use crate::filenames::table_path;
 use crate::options::IoPriority;
-use crate::version::VersionEdit;
+use crate::version::{FileMeta, KeyspaceEdit, VersionEdit};
 
+/// Work on one keyspace (by id).
 enum Work {
-    Flush,
-    Compact(CompactionJob),
-    Manual(CompactionJob),
+    Flush(u32),
+    Compact(u32, CompactionJob),
+    Manual(u32, CompactionJob),
 }
 
 /// What a background thread does.
@@ -54,9 +55,13 @@ pub(crate) fn run(inner: Arc<Inner>, role: Role) {
                 if st.bg_error.is_some() {
                     // Nothing runs after a background error; wait for close.
                 } else if role == Role::Flush {
-                    if !st.flushing && !st.imms.is_empty() {
-                        st.flushing = true;
-                        break Work::Flush;
+                    if let Some(t) = st
+                        .trees
+                        .iter_mut()
+                        .find(|t| !t.flushing && !t.imms.is_empty())
+                    {
+                        t.flushing = true;
+                        break Work::Flush(t.id());
                     }
                 } else if st
                     .manual
@@ -67,13 +72,20 @@ pub(crate) fn run(inner: Arc<Inner>, role: Role) {
                     // runs alone: it ignores the busy set.
                     if st.compactions_running == 0 {
                         let max = inner.opts.max_compaction_bytes;
-                        let version = st.version.clone();
+                        let id = st.manual.as_ref().expect("checked").keyspace;
+                        let Some(version) = st.tree(id).map(|t| t.version.clone()) else {
+                            let m = st.manual.as_mut().expect("checked");
+                            m.done = true;
+                            m.result = Some(Err(super::install::dropped_error(id)));
+                            inner.done_cv.notify_all();
+                            continue;
+                        };
                         let m = st.manual.as_mut().expect("checked");
                         match pick_slice(&version, &inner.popts, &mut m.cursor, max) {
                             Some(job) => {
-                                st.busy.register(&job);
+                                st.tree_mut(id).expect("checked").busy.register(&job);
                                 st.compactions_running += 1;
-                                break Work::Manual(job);
+                                break Work::Manual(id, job);
                             }
                             None => {
                                 let m = st.manual.as_mut().expect("checked");
@@ -84,23 +96,28 @@ pub(crate) fn run(inner: Arc<Inner>, role: Role) {
                             }
                         }
                     }
-                } else if let Some(job) = pick(&st.version, &inner.popts, &st.busy) {
-                    st.busy.register(&job);
+                } else if let Some((t, job)) = st
+                    .trees
+                    .iter_mut()
+                    .find_map(|t| pick(&t.version, &inner.popts, &t.busy).map(|j| (t, j)))
+                {
+                    t.busy.register(&job);
+                    let id = t.id();
                     st.compactions_running += 1;
-                    break Work::Compact(job);
+                    break Work::Compact(id, job);
                 }
                 inner.bg_cv.wait(&mut st);
             }
         };
         match work {
-            Work::Flush => flush_one(&inner),
-            Work::Compact(job) => {
-                let _ = compact(&inner, job);
+            Work::Flush(id) => flush_one(&inner, id),
+            Work::Compact(id, job) => {
+                let _ = compact(&inner, id, job);
             }
-            Work::Manual(job) => {
+            Work::Manual(id, job) => {
                 // One slice; the next pick finds the next one, or that the
                 // range is done.
-                let r = compact(&inner, job);
+                let r = compact(&inner, id, job);
                 if let Ok(written) = r {
                     inner.counters.record_manual_slice(written);
                 }
@@ -120,13 +137,20 @@ pub(crate) fn run(inner: Arc<Inner>, role: Role) {
 /// Runs `job` ([`run_job`]) and marks it finished, failed or not: its files
 /// are no longer busy, and a failure (other than the database closing)
 /// becomes the background error.
-fn compact(inner: &Arc<Inner>, job: CompactionJob) -> Result<u64> {
-    let result = run_job(inner, &job);
+fn compact(inner: &Arc<Inner>, id: u32, job: CompactionJob) -> Result<u64> {
+    let result = run_job(inner, id, &job);
     let mut st = inner.state.lock();
-    st.busy.release(&job);
+    let dropped = match st.tree_mut(id) {
+        Some(t) => {
+            t.busy.release(&job);
+            false
+        }
+        None => true,
+    };
     st.compactions_running -= 1;
     if let Err(e) = &result {
-        if !inner.shutting_down.load(Ordering::Acquire) {
+        // A keyspace dropped meanwhile is no failure of the database.
+        if !inner.shutting_down.load(Ordering::Acquire) && !dropped {
             inner.set_bg_error(&mut st, e);
         }
     }
@@ -134,20 +158,24 @@ fn compact(inner: &Arc<Inner>, job: CompactionJob) -> Result<u64> {
     result
 }
 
-/// Writes the oldest frozen memtable to an L0 table and installs it.
-fn flush_one(inner: &Arc<Inner>) {
-    let (mem, number, depth) = {
+/// Writes keyspace `id`'s oldest frozen memtable to an L0 table and
+/// installs it.
+fn flush_one(inner: &Arc<Inner>, id: u32) {
+    let (mem, number, depth, handle) = {
         let mut st = inner.state.lock();
         let depth = inner.background_depth(&st, false);
-        let mem = st
-            .imms
-            .front()
-            .expect("flush with a frozen memtable")
-            .mem
-            .clone();
+        // Dropped since it was picked (the lock was let go): nothing to do.
+        let Some(tree) = st.tree(id) else {
+            return;
+        };
+        let Some(oldest) = tree.imms.front() else {
+            return;
+        };
+        let mem = oldest.mem.clone();
+        let handle = tree.handle.clone();
         let number = st.new_file_number();
         st.pending_outputs.insert(number);
-        (mem, number, depth)
+        (mem, number, depth, handle)
     };
     let t = Instant::now();
     let cpu0 = quietio::sys::thread_cpu_time();
@@ -158,6 +186,7 @@ fn flush_one(inner: &Arc<Inner>) {
         &inner.env,
         &inner.dir,
         &inner.opts,
+        handle.table_options,
         &mem,
         &snapshots,
         number,
@@ -178,21 +207,21 @@ fn flush_one(inner: &Arc<Inner>) {
         Ok(meta)
     });
     let mut st = inner.state.lock();
-    st.flushing = false;
+    let Some(tree) = st.tree_mut(id) else {
+        // Dropped meanwhile: the table is nobody's, and obsolete.
+        st.pending_outputs.remove(&number);
+        inner.done_cv.notify_all();
+        return;
+    };
+    tree.flushing = false;
     // Written: whatever the install does, the table stays (see below).
     let installing = written.is_ok();
     let result = written.and_then(|meta| {
-        let mut edit = VersionEdit::new();
         let bytes = meta.as_ref().map_or(0, |m| m.size);
-        if let Some(meta) = meta {
-            edit.add_file(0, meta);
-        }
-        // The data of the frozen memtable is in a table now; the next
-        // memtable's WAL is the oldest one still needed.
-        let next_wal = st.imms.get(1).map(|i| i.wal_number).unwrap_or(st.mem_wal);
-        edit.log_number = Some(next_wal);
+        let edit = flush_edit(&st, id, meta);
         inner.install(&mut st, edit)?;
-        st.imms.pop_front();
+        let tree = st.tree_mut(id).expect("installed");
+        tree.imms.pop_front();
         inner.refresh_super_version(&mut st);
         let cpu = quietio::sys::thread_cpu_time().saturating_sub(cpu0);
         inner.counters.record_flush(bytes, t.elapsed(), cpu);
@@ -212,9 +241,45 @@ fn flush_one(inner: &Arc<Inner>) {
     inner.done_cv.notify_all();
 }
 
+/// The edit that installs keyspace `id`'s flushed oldest frozen memtable
+/// (as table `meta`, if it held anything): the keyspace needs the WALs
+/// from its next memtable's on, and the database the WALs from the oldest
+/// any keyspace needs. With the default keyspace alone, that is the edit
+/// written before keyspaces existed.
+fn flush_edit(st: &State, id: u32, meta: Option<FileMeta>) -> VersionEdit {
+    let mut files = VersionEdit::new();
+    if let Some(meta) = meta {
+        files.add_file(0, meta);
+    }
+    let mut edit = VersionEdit::for_keyspace(id, files);
+    let mut log = u64::MAX;
+    for t in &st.trees {
+        let needs = if t.id() == id {
+            let own = t.log_after_flush();
+            if id != 0 || st.trees.len() > 1 {
+                match edit.keyspaces.first_mut() {
+                    Some(k) => k.log_number = Some(own),
+                    None => edit.keyspaces.push(KeyspaceEdit {
+                        id,
+                        log_number: Some(own),
+                        ..KeyspaceEdit::default()
+                    }),
+                }
+            }
+            own
+        } else {
+            t.min_live_wal()
+        };
+        log = log.min(needs);
+    }
+    edit.log_number = Some(log);
+    edit
+}
+
 /// Asks the background threads for a manual compaction and waits for it.
 pub(crate) fn run_manual(
     inner: &Arc<Inner>,
+    keyspace: u32,
     begin: Option<Vec<u8>>,
     end: Option<Vec<u8>>,
 ) -> Result<()> {
@@ -225,6 +290,7 @@ pub(crate) fn run_manual(
         inner.done_cv.wait(&mut st);
     }
     st.manual = Some(ManualCompaction {
+        keyspace,
         cursor: SliceCursor::new(begin, end),
         done: false,
         result: None,

@@ -4,9 +4,10 @@
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
-use super::{Db, Inner};
+use super::state::Inner;
+use super::Db;
 use crate::checkpoint::backup::{BackupInfo, BackupOptions};
-use crate::checkpoint::{Capture, CheckpointInfo, CheckpointOptions};
+use crate::checkpoint::{Capture, CapturedMemtable, CheckpointInfo, CheckpointOptions};
 use crate::error::Result;
 use crate::wal::WalSet;
 use quietio::{ClassModes, IoClass};
@@ -96,20 +97,34 @@ impl Db {
 fn capture(inner: &Inner) -> Capture {
     let mut st = inner.state.lock();
     let seq = inner.visible_seq.load(Ordering::Acquire);
-    let sv = inner.super_version.read().clone();
+    let views: Vec<_> = st
+        .trees
+        .iter()
+        .map(|t| {
+            let sv = t.handle.super_version.read().clone();
+            (t.id(), sv, t.handle.table_options)
+        })
+        .collect();
     // Oldest first, so their tables are numbered in the order the data
     // was written, as flushes would number them.
-    let memtables: Vec<_> = sv
-        .imms
-        .iter()
-        .rev()
-        .chain(std::iter::once(&sv.mem))
-        .filter(|m| !m.is_empty())
-        .map(|m| (m.clone(), st.new_file_number()))
-        .collect();
+    let mut memtables = Vec::new();
+    for (id, sv, table_options) in &views {
+        for m in sv.imms.iter().rev().chain(std::iter::once(&sv.mem)) {
+            if !m.is_empty() {
+                memtables.push(CapturedMemtable {
+                    keyspace: *id,
+                    mem: m.clone(),
+                    number: st.new_file_number(),
+                    table_options: *table_options,
+                });
+            }
+        }
+    }
     let manifest_number = st.new_file_number();
     let mut snapshot = super::manifest::snapshot_edit(
-        &sv.version,
+        &views[0].1.version,
+        super::manifest::keyspace_parts(&st.trees),
+        st.next_keyspace_id,
         // The copy needs no WAL: the memtables' data becomes tables.
         &WalSet::default(),
         st.next_file,
@@ -122,12 +137,11 @@ fn capture(inner: &Inner) -> Capture {
     Capture {
         source: inner.env.clone(),
         io_options: copy_io_options(&inner.opts),
-        table_options: inner.opts.table_options(),
         db_id: inner.db_id,
         seq,
         // Held by the capture: a version a reader holds keeps its tables
         // (see `Inner::delete_obsolete_files`).
-        version: sv.version.clone(),
+        versions: views.iter().map(|(_, sv, _)| sv.version.clone()).collect(),
         memtables,
         manifest_number,
         snapshot,

@@ -4,23 +4,11 @@
 //! leader right before its group is written, so no other write can land
 //! between the check and the apply.
 
+use super::precondition::Precondition;
 use super::read_view;
-use super::Inner;
+use super::state::Inner;
 use crate::error::{Error, ErrorKind, Result};
 use crate::key::SeqNo;
-
-/// Keys that nobody may have written after `snapshot` for a write to go
-/// ahead.
-#[derive(Debug)]
-pub(crate) struct Precondition {
-    /// The sequence number the writer read at (its snapshot, kept
-    /// registered until the check is done so compaction keeps every newer
-    /// version of the keys).
-    pub snapshot: SeqNo,
-    /// Sorted, without duplicates (sorted keys read neighbouring blocks
-    /// one after the other).
-    pub keys: Vec<Vec<u8>>,
-}
 
 impl Precondition {
     /// `Conflict` naming the first key written after the snapshot; `Ok`
@@ -32,6 +20,26 @@ impl Precondition {
                 .map_err(|e| e.context("checking a transaction's keys for conflicts"))?;
             if let Some(seq) = latest.filter(|&s| s > self.snapshot) {
                 return Err(conflict_error(key, seq, self.snapshot));
+            }
+        }
+        if self.keyspace_keys.is_empty() {
+            return Ok(());
+        }
+        let handles: Vec<_> = {
+            let st = inner.state.lock();
+            st.trees.iter().map(|t| t.handle.clone()).collect()
+        };
+        for (id, key) in &self.keyspace_keys {
+            let Some(tree) = handles.iter().find(|h| h.id == *id) else {
+                return Err(Error::invalid(format!(
+                    "the transaction used keyspace {id}, which was dropped; nothing was applied"
+                )));
+            };
+            let latest = read_view::latest_seq(&tree.super_version, &inner.table_cache, key)
+                .map_err(|e| e.context("checking a transaction's keys for conflicts"))?;
+            if let Some(seq) = latest.filter(|&s| s > self.snapshot) {
+                return Err(conflict_error(key, seq, self.snapshot)
+                    .context(&format!("in keyspace {:?}", tree.name)));
             }
         }
         Ok(())

@@ -7,8 +7,8 @@
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
+use super::state::SuperVersion;
 use super::visible_iter::{DbIterator, DbRevIterator};
-use super::SuperVersion;
 use crate::compaction::CompactionFilter;
 use crate::error::Result;
 use crate::iter::InternalIterator;

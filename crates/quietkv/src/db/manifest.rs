@@ -17,27 +17,51 @@ use std::path::Path;
 
 use quietio::{IoClass, IoEnv};
 
-use super::recovery::set_current;
-use super::{Inner, State};
-use crate::error::Result;
+use super::state::{Inner, State};
+use crate::error::{Error, Result};
 use crate::fileio::LogFile;
-use crate::filenames::manifest_name;
+use crate::filenames::{manifest_name, CURRENT};
 use crate::key::SeqNo;
+use crate::keyspace::tree::Tree;
 use crate::record_log::LogWriter;
-use crate::version::{Version, VersionEdit, NUM_LEVELS};
+use crate::version::{KeyspaceEdit, Version, VersionEdit, NUM_LEVELS};
 use crate::wal::WalSet;
 
 /// One edit that, replayed alone, gives `version`, the WAL state `wals`,
 /// the file number and sequence counters and the database id: what a
 /// manifest must start with so a reopen from it finds (and verifies) the
 /// same tables and WALs as a reopen from the manifest it replaces.
+///
+/// `keyspaces` are the other keyspaces' parts ([`keyspace_parts`]); with
+/// none, and no keyspace ever created, the edit is the one written before
+/// keyspaces existed.
 pub(crate) fn snapshot_edit(
     version: &Version,
+    keyspaces: Vec<KeyspaceEdit>,
+    next_keyspace_id: u32,
     wals: &WalSet,
     next_file: u64,
     last_seq: SeqNo,
     db_id: u64,
 ) -> VersionEdit {
+    let mut edit = files_edit(version);
+    edit.keyspaces = keyspaces;
+    edit.next_keyspace_id = (next_keyspace_id > FIRST_KEYSPACE_ID).then_some(next_keyspace_id);
+    edit.log_number = Some(wals.log_number());
+    edit.live_wal = wals.live();
+    edit.sealed_wals = wals.sealed().collect();
+    edit.next_file_number = Some(next_file);
+    edit.last_sequence = Some(last_seq);
+    // 0: a database created before ids existed keeps having none.
+    edit.db_id = (db_id != 0).then_some(db_id);
+    edit
+}
+
+/// The id of the first keyspace created (0 is the default keyspace).
+pub(crate) const FIRST_KEYSPACE_ID: u32 = 1;
+
+/// An edit that adds every table of `version` and its compact pointers.
+pub(crate) fn files_edit(version: &Version) -> VersionEdit {
     let mut edit = VersionEdit::new();
     for level in 0..NUM_LEVELS {
         for f in version.files(level) {
@@ -47,14 +71,30 @@ pub(crate) fn snapshot_edit(
             edit.compact_pointers.push((level, p.to_vec()));
         }
     }
-    edit.log_number = Some(wals.log_number());
-    edit.live_wal = wals.live();
-    edit.sealed_wals = wals.sealed().collect();
-    edit.next_file_number = Some(next_file);
-    edit.last_sequence = Some(last_seq);
-    // 0: a database created before ids existed keeps having none.
-    edit.db_id = (db_id != 0).then_some(db_id);
     edit
+}
+
+/// What a snapshot records about the keyspaces of `trees` besides the
+/// default one's tables: each other keyspace's creation, log number and
+/// tables, and the default keyspace's own log number when there are
+/// others (alone, it is the database's).
+pub(crate) fn keyspace_parts(trees: &[Tree]) -> Vec<KeyspaceEdit> {
+    if trees.len() <= 1 {
+        return Vec::new();
+    }
+    trees
+        .iter()
+        .map(|t| KeyspaceEdit {
+            id: t.id(),
+            create: t.def.clone(),
+            log_number: Some(t.min_live_wal()),
+            edit: if t.id() == 0 {
+                VersionEdit::new()
+            } else {
+                files_edit(&t.version)
+            },
+        })
+        .collect()
 }
 
 /// Creates manifest `number` holding `snapshot` (stamped with the
@@ -123,7 +163,9 @@ pub(crate) fn maybe_rotate(inner: &Inner, st: &mut State) {
     }
     let number = st.new_file_number();
     let snapshot = snapshot_edit(
-        &st.version,
+        &st.default_tree().version,
+        keyspace_parts(&st.trees),
+        st.next_keyspace_id,
         &st.wals,
         st.next_file,
         inner.visible_seq.load(std::sync::atomic::Ordering::Acquire),
@@ -166,6 +208,19 @@ pub(crate) fn maybe_rotate(inner: &Inner, st: &mut State) {
     st.manifest = Some(writer);
     st.manifest_number = number;
     inner.counters.record_manifest_rotation();
+}
+
+/// Points CURRENT at a manifest: write a temporary file, sync it, rename
+/// it over CURRENT, sync the directory.
+pub(crate) fn set_current(env: &IoEnv, dir: &Path, manifest_number: u64) -> Result<()> {
+    let tmp = dir.join(format!("CURRENT.{manifest_number}.tmp"));
+    let mut w = env.create(&tmp, IoClass::Manifest)?;
+    w.write_all(format!("{}\n", manifest_name(manifest_number)).as_bytes())?;
+    w.finish(true)?;
+    env.rename(&tmp, &dir.join(CURRENT))
+        .map_err(|e| Error::io(e, "cannot install CURRENT").with_file(&tmp))?;
+    env.sync_dir()?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -213,7 +268,7 @@ mod tests {
             version = version.apply(e).unwrap();
             wals.apply(e);
         }
-        let snap = snapshot_edit(&version, &wals, 16, 900, 77);
+        let snap = snapshot_edit(&version, Vec::new(), FIRST_KEYSPACE_ID, &wals, 16, 900, 77);
         let decoded = VersionEdit::decode(&snap.encode()).unwrap();
         let rebuilt = Version::new().apply(&decoded).unwrap();
         let mut rebuilt_wals = WalSet::default();
@@ -237,7 +292,10 @@ mod tests {
         assert_eq!(decoded.next_file_number, Some(16));
         assert_eq!(decoded.last_sequence, Some(900));
         assert_eq!(decoded.db_id, Some(77));
-        assert_eq!(snapshot_edit(&version, &wals, 16, 900, 0).db_id, None);
+        assert_eq!(
+            snapshot_edit(&version, Vec::new(), FIRST_KEYSPACE_ID, &wals, 16, 900, 0).db_id,
+            None
+        );
     }
 
     #[test]

@@ -1,174 +1,51 @@
 //! The database: write path (group commit into WAL and memtable), read path
 //! (memtables, then tables level by level), versions and their installs,
 //! and the background threads that flush and compact.
+//!
+//! The state they share is in [`state`]; every file here that works on it
+//! imports it from there, and nothing outside this module imports this
+//! file's `Db` to reach it.
 
-mod background;
+pub(crate) mod background;
 mod checkpoint;
 mod conflict;
-mod estimates;
-mod iter;
+pub(crate) mod counters;
+pub(crate) mod estimates;
+pub(crate) mod install;
+pub(crate) mod iter;
 mod manifest;
-mod read_view;
-mod recovery;
+mod obsolete;
+pub(crate) mod precondition;
+pub(crate) mod read_view;
+pub(crate) mod recovery;
 #[cfg(feature = "fuzzing")]
 pub(crate) use recovery::replay_manifest;
-mod stats;
+pub(crate) mod state;
+pub(crate) mod stats;
 mod visible_iter;
-mod write;
+pub(crate) mod write;
 
-use std::collections::{HashSet, VecDeque};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Weak};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use parking_lot::{Condvar, Mutex, RwLock};
-use quietio::IoEnv;
-
-use crate::compaction::picker::{BusyFiles, PickerOptions, SliceCursor};
-use crate::compaction::pressure::{write_pressure, WriteStall};
 use crate::error::{Error, Result};
-use crate::fileio::LogFile;
-use crate::filenames::{self, FileKind};
 use crate::key::SeqNo;
-use crate::memtable::Memtable;
 use crate::options::Options;
-use crate::record_log::LogWriter;
-use crate::snapshot::{Snapshot, SnapshotList};
-use crate::table::TableCache;
+use crate::snapshot::Snapshot;
 use crate::value::Value;
-use crate::version::{Version, VersionEdit};
-use crate::wal::WalSet;
-pub(crate) use conflict::Precondition;
-pub(crate) use read_view::ReadView;
+use crate::version::VersionEdit;
+pub(crate) use precondition::Precondition;
+use state::{read_only_error, Inner};
 use std::ops::RangeBounds;
 pub(crate) use write::write_checked;
 
 pub use iter::DbIter;
 pub(crate) use iter::KeyRange;
-pub(crate) use recovery::{
-    check_manifest_number, meta_from, missing_wal, new_db_id, set_current, write_l0,
-};
+pub(crate) use manifest::set_current;
+pub(crate) use recovery::{check_manifest_number, meta_from, missing_wal, new_db_id, write_l0};
 pub use stats::{CompactionStats, DbStats, LevelCompactionStats, LevelStats, WriteStallStats};
-
-/// What readers need to see one consistent state: the memtables and the
-/// table version. Cloning the `Arc` is all a reader does under a lock.
-pub(crate) struct SuperVersion {
-    pub mem: Arc<Memtable>,
-    /// Frozen memtables, newest first.
-    pub imms: Vec<Arc<Memtable>>,
-    pub version: Arc<Version>,
-}
-
-/// A frozen memtable waiting for flush, with the WAL that holds its data.
-pub(crate) struct Immutable {
-    pub mem: Arc<Memtable>,
-    pub wal_number: u64,
-}
-
-/// A manual compaction asked for by `compact_all`/`compact_range`, run
-/// as slices (see `compaction::picker::pick_slice`).
-pub(crate) struct ManualCompaction {
-    pub cursor: SliceCursor,
-    pub done: bool,
-    pub result: Option<Result<()>>,
-}
-
-/// Mutable state guarded by `Inner::state`.
-pub(crate) struct State {
-    pub mem: Arc<Memtable>,
-    pub mem_wal: u64,
-    /// Oldest first.
-    pub imms: VecDeque<Immutable>,
-    pub version: Arc<Version>,
-    /// Versions handed to readers, to know which tables are still in use.
-    pub live_versions: Vec<Weak<Version>>,
-    /// `None` when opened read-only.
-    pub manifest: Option<LogWriter<LogFile>>,
-    pub manifest_number: u64,
-    /// Size of the snapshot the current manifest starts with (see
-    /// `manifest::maybe_rotate`).
-    pub manifest_snapshot_bytes: u64,
-    /// The WALs the manifest requires, kept up to date by `install` so a
-    /// rotated manifest can record them.
-    pub wals: WalSet,
-    pub next_file: u64,
-    pub busy: BusyFiles,
-    /// Tables being written and not yet installed.
-    pub pending_outputs: HashSet<u64>,
-    pub flushing: bool,
-    pub compactions_running: usize,
-    pub manual: Option<ManualCompaction>,
-    /// A failed background write or WAL write: the database stays readable
-    /// but refuses writes until reopened.
-    pub bg_error: Option<Error>,
-    /// Obsolete WAL files kept for reuse by the next WAL switches
-    /// (`Options::wal_recycle_count`), oldest first.
-    pub wal_pool: VecDeque<u64>,
-    /// The first WAL this process wrote: only WALs from it on are in the
-    /// recyclable format and may be kept.
-    pub first_own_wal: u64,
-}
-
-impl State {
-    pub fn new_file_number(&mut self) -> u64 {
-        let n = self.next_file;
-        self.next_file += 1;
-        n
-    }
-
-    /// WAL files older than this hold nothing that is not in a table.
-    pub fn min_live_wal(&self) -> u64 {
-        self.imms
-            .front()
-            .map(|i| i.wal_number)
-            .unwrap_or(self.mem_wal)
-    }
-}
-
-/// The WAL being appended to; only the write leader touches it.
-pub(crate) struct Wal {
-    pub writer: LogWriter<LogFile>,
-}
-
-pub(crate) struct Inner {
-    pub dir: PathBuf,
-    /// Recorded in every table written (0 for a database created before
-    /// ids existed; see `table::identity`).
-    pub db_id: u64,
-    pub opts: Options,
-    pub popts: PickerOptions,
-    pub env: Arc<IoEnv>,
-    /// Exclusive for a writer; shared (or none, when the directory has no
-    /// LOCK file) for a read-only open.
-    pub lock: Option<crate::lockfile::DirLock>,
-    /// Opened with [`Db::open_read_only`].
-    pub read_only: bool,
-    pub table_cache: Arc<TableCache>,
-    pub state: Mutex<State>,
-    /// Wakes background threads when there is work.
-    pub bg_cv: Condvar,
-    /// Wakes writers, flush and compaction waiters when work finishes.
-    pub done_cv: Condvar,
-    pub super_version: Arc<RwLock<Arc<SuperVersion>>>,
-    /// `None` when opened read-only.
-    pub wal: Mutex<Option<Wal>>,
-    pub writers: Mutex<VecDeque<Arc<write::Writer>>>,
-    /// The write leader's group batch (the WAL record it writes), kept
-    /// between groups so a write does not allocate one; only the current
-    /// leader locks it.
-    pub group_batch: Mutex<crate::batch::WriteBatch>,
-    pub snapshots: Arc<SnapshotList>,
-    /// The newest sequence number readers may see.
-    pub visible_seq: AtomicU64,
-    pub shutting_down: AtomicBool,
-    pub counters: stats::Counters,
-    pub compaction_open_files: Arc<AtomicUsize>,
-    /// Held while obsolete files are deleted: the flush and compaction
-    /// threads both delete after their work, and two listings at once
-    /// would each try to delete the same files.
-    pub deleting_obsolete: Mutex<()>,
-}
 
 /// An open database. `Send + Sync`: share it with an `Arc`. Dropping it
 /// waits for running background work and closes cleanly.
@@ -334,23 +211,9 @@ impl Db {
     /// key longer than [`MAX_KEY_LEN`](crate::MAX_KEY_LEN) (after `a..=b`
     /// adds a byte to `b`); otherwise as [`Db::put`].
     pub fn delete_range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<()> {
-        use std::ops::Bound;
-        let begin = match range.start_bound() {
-            Bound::Included(k) => k.as_ref().to_vec(),
-            Bound::Excluded(k) => crate::range_tombstone::successor(k.as_ref()),
-            Bound::Unbounded => Vec::new(),
-        };
-        let end =
-            match range.end_bound() {
-                Bound::Excluded(k) => k.as_ref().to_vec(),
-                Bound::Included(k) => crate::range_tombstone::successor(k.as_ref()),
-                Bound::Unbounded => return Err(Error::invalid(
-                    "delete_range needs an end key (an exclusive end past the last key to delete)",
-                )),
-            };
-        if begin == end {
+        let Some((begin, end)) = range_delete_bounds(&range)? else {
             return Ok(());
-        }
+        };
         let mut b = crate::batch::WriteBatch::with_capacity(begin.len() + end.len() + 16);
         b.delete_range(&begin, &end)?;
         self.write(b, crate::options::WriteOptions::default())
@@ -498,16 +361,7 @@ impl Db {
     /// later write returns that error until the database is reopened.
     pub fn flush(&self) -> Result<()> {
         write::write(&self.inner, crate::batch::WriteBatch::new(), false, true)?;
-        let mut st = self.inner.state.lock();
-        loop {
-            if let Some(e) = &st.bg_error {
-                return Err(e.clone());
-            }
-            if st.imms.is_empty() {
-                return Ok(());
-            }
-            self.inner.done_cv.wait(&mut st);
-        }
+        flush_wait(&self.inner, 0)
     }
 
     /// A full (major) compaction: every table of every level is merged into
@@ -532,6 +386,7 @@ impl Db {
         self.flush()?;
         background::run_manual(
             &self.inner,
+            0,
             begin.map(<[u8]>::to_vec),
             end.map(<[u8]>::to_vec),
         )
@@ -554,12 +409,14 @@ impl Db {
             if let Some(e) = &st.bg_error {
                 return Err(e.clone());
             }
-            let idle = st.imms.is_empty()
-                && !st.flushing
-                && st.compactions_running == 0
+            let idle = st.compactions_running == 0
                 && st.manual.is_none()
-                && crate::compaction::picker::pick(&st.version, &self.inner.popts, &st.busy)
-                    .is_none();
+                && st.trees.iter().all(|t| {
+                    t.imms.is_empty()
+                        && !t.flushing
+                        && crate::compaction::picker::pick(&t.version, &self.inner.popts, &t.busy)
+                            .is_none()
+                });
             if idle {
                 return Ok(());
             }
@@ -588,6 +445,14 @@ impl Db {
     }
 
     fn shutdown(&mut self) -> Result<()> {
+        let closed = self.stop_and_seal();
+        // Handles that outlive the database (keyspaces, transactions)
+        // must not keep another open out.
+        self.inner.lock.lock().take();
+        closed
+    }
+
+    fn stop_and_seal(&mut self) -> Result<()> {
         self.inner.shutting_down.store(true, Ordering::Release);
         {
             let _st = self.inner.state.lock();
@@ -612,7 +477,7 @@ impl Db {
         let (number, len) = {
             let mut wal = self.inner.wal.lock();
             let wal = wal.as_mut().ok_or_else(read_only_error)?;
-            (st.mem_wal, wal.writer.seal()?)
+            (st.live_wal, wal.writer.seal()?)
         };
         let mut edit = VersionEdit::new();
         edit.sealed_wals.push((number, len));
@@ -631,248 +496,48 @@ impl Db {
     }
 }
 
+/// The `[begin, end)` a range delete of `range` writes; `None` for an
+/// empty range.
+pub(crate) fn range_delete_bounds<K: AsRef<[u8]>, R: RangeBounds<K>>(
+    range: &R,
+) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    use std::ops::Bound;
+    let begin = match range.start_bound() {
+        Bound::Included(k) => k.as_ref().to_vec(),
+        Bound::Excluded(k) => crate::range_tombstone::successor(k.as_ref()),
+        Bound::Unbounded => Vec::new(),
+    };
+    let end = match range.end_bound() {
+        Bound::Excluded(k) => k.as_ref().to_vec(),
+        Bound::Included(k) => crate::range_tombstone::successor(k.as_ref()),
+        Bound::Unbounded => {
+            return Err(Error::invalid(
+                "delete_range needs an end key (an exclusive end past the last key to delete)",
+            ))
+        }
+    };
+    Ok((begin != end).then_some((begin, end)))
+}
+
+/// Waits until keyspace `id` has no frozen memtable left (or is gone).
+pub(crate) fn flush_wait(inner: &Inner, id: u32) -> Result<()> {
+    let mut st = inner.state.lock();
+    loop {
+        if let Some(e) = &st.bg_error {
+            return Err(e.clone());
+        }
+        if st.tree(id).is_none_or(|t| t.imms.is_empty()) {
+            return Ok(());
+        }
+        inner.done_cv.wait(&mut st);
+    }
+}
+
 impl Drop for Db {
     fn drop(&mut self) {
         if !self.threads.is_empty() || !self.inner.shutting_down.load(Ordering::Acquire) {
             if let Err(e) = self.shutdown() {
                 log::warn!("quietkv: closing {}: {e}", self.inner.dir.display());
-            }
-        }
-    }
-}
-
-/// A writer for new WAL `number` of database `db_id` in `file`, starting
-/// with the identity record that names both: compressed as the options say,
-/// and in the recyclable format when recycling is on (a WAL written
-/// otherwise may never be reused: its records do not name their log).
-///
-/// A recyclable WAL also keeps its allocation when it is closed: a later
-/// life then finds every block allocated (and, up to where an earlier life
-/// wrote, written), so steady writes neither allocate nor extend it. Its
-/// length in the manifest is what the reader goes by, not the file's.
-pub(crate) fn new_wal_writer(
-    opts: &Options,
-    mut file: LogFile,
-    number: u64,
-    db_id: u64,
-) -> LogWriter<LogFile> {
-    if opts.wal_recycle_count > 0 {
-        file.keep_allocation();
-    }
-    let w = LogWriter::new(file)
-        .with_compression(opts.wal_compression)
-        .defer_sync_marks()
-        .with_identity(db_id, number);
-    if opts.wal_recycle_count > 0 {
-        w.recyclable(number)
-    } else {
-        w
-    }
-}
-
-/// What every write-side operation of a read-only database returns.
-pub(crate) fn read_only_error() -> Error {
-    Error::new(
-        crate::ErrorKind::ReadOnly,
-        "the database was opened read-only",
-    )
-}
-
-impl Inner {
-    /// Handles to what reads consult, for the database and its snapshots.
-    pub(crate) fn read_view(&self) -> ReadView {
-        ReadView {
-            super_version: self.super_version.clone(),
-            table_cache: self.table_cache.clone(),
-            filter: self.opts.compaction_filter.clone(),
-        }
-    }
-
-    pub(crate) fn check_bg_error(&self, st: &State) -> Result<()> {
-        match &st.bg_error {
-            Some(e) => Err(Error::caused_by(
-                e.kind(),
-                "database refuses writes after an earlier failure",
-                e.clone(),
-            )),
-            None => Ok(()),
-        }
-    }
-
-    pub(crate) fn set_bg_error(&self, st: &mut State, e: &Error) {
-        if st.bg_error.is_none() {
-            log::error!(
-                "quietkv: {}: background error, writes are refused until reopen: {e}",
-                self.dir.display()
-            );
-            st.bg_error = Some(e.clone());
-        }
-        self.done_cv.notify_all();
-    }
-
-    /// Requests in flight per direct file of background work:
-    /// `io_depth` for what hurries (a full compaction, or anything while
-    /// writes are slowed or frozen memtables wait), else the short
-    /// `background_io_depth`, so user reads that miss the cache wait behind
-    /// little background I/O at the device.
-    pub(crate) fn background_depth(&self, st: &State, hurry: bool) -> usize {
-        let behind =
-            st.imms.len() > 1 || write_pressure(&st.version, &self.popts) != WriteStall::None;
-        if hurry || behind {
-            self.opts.io_depth
-        } else {
-            self.opts.background_io_depth
-        }
-    }
-
-    /// Checks that this process still holds the database's LOCK file (see
-    /// [`crate::lockfile`]); Busy if another process took it.
-    pub(crate) fn verify_lock(&self) -> Result<()> {
-        match &self.lock {
-            Some(lock) => lock.verify(),
-            None => Ok(()),
-        }
-    }
-
-    /// Publishes a new reader view of the current state.
-    pub(crate) fn refresh_super_version(&self, st: &mut State) {
-        let sv = SuperVersion {
-            mem: st.mem.clone(),
-            imms: st.imms.iter().rev().map(|i| i.mem.clone()).collect(),
-            version: st.version.clone(),
-        };
-        *self.super_version.write() = Arc::new(sv);
-    }
-
-    /// Logs `edit` to the manifest (synced) and makes it the current
-    /// version; rotates the manifest once it has grown past its limit.
-    pub(crate) fn install(&self, st: &mut State, mut edit: VersionEdit) -> Result<()> {
-        if let Err(e) = self.verify_lock() {
-            self.set_bg_error(st, &e);
-            return Err(e);
-        }
-        edit.next_file_number = Some(st.next_file);
-        edit.last_sequence = Some(self.visible_seq.load(Ordering::Acquire));
-        let next = st.version.apply(&edit)?;
-        if st.manifest.is_none() && !self.read_only {
-            // Closed after a failed manifest rotation (`manifest::maybe_rotate`).
-            self.check_bg_error(st)?;
-        }
-        let manifest = st.manifest.as_mut().ok_or_else(read_only_error)?;
-        let res = manifest
-            .add_record(&edit.encode())
-            .and_then(|_| manifest.sync());
-        if let Err(e) = res {
-            self.set_bg_error(st, &e);
-            return Err(e);
-        }
-        st.wals.apply(&edit);
-        let old = std::mem::replace(&mut st.version, Arc::new(next));
-        st.live_versions.retain(|w| w.strong_count() > 0);
-        st.live_versions.push(Arc::downgrade(&old));
-        self.refresh_super_version(st);
-        // The edit is durable: whatever rotation does, it stays installed.
-        manifest::maybe_rotate(self, st);
-        Ok(())
-    }
-
-    /// Whether obsolete WAL `number` is (now) kept for reuse instead of
-    /// deleted: recycling is on, the pool has room, and the file is one
-    /// this process wrote (so every record in it names its log) whose data
-    /// the manifest says is in tables.
-    fn keep_wal_for_reuse(&self, number: u64) -> bool {
-        let limit = self.opts.wal_recycle_count;
-        if limit == 0 {
-            return false;
-        }
-        let mut st = self.state.lock();
-        if st.wal_pool.contains(&number) {
-            return true;
-        }
-        if number < st.first_own_wal
-            || number >= st.wals.log_number()
-            || st.wal_pool.len() >= limit
-            || st.bg_error.is_some()
-            // Taken and renamed by a switch since the caller listed it
-            // (switches rename under the state lock held here).
-            || !filenames::wal_path(&self.dir, number).exists()
-        {
-            return false;
-        }
-        st.wal_pool.push_back(number);
-        true
-    }
-
-    /// A writer for new WAL `number` in `file`, in the recyclable format
-    /// when recycling is on.
-    pub(crate) fn wal_writer(&self, file: LogFile, number: u64) -> LogWriter<LogFile> {
-        new_wal_writer(&self.opts, file, number, self.db_id)
-    }
-
-    /// Deletes tables no version uses any more, WALs whose data is in
-    /// tables and old manifests. Files a reader or iterator still holds
-    /// (through an old version) are kept.
-    pub(crate) fn delete_obsolete_files(&self) {
-        self.remove_obsolete(false)
-    }
-
-    /// [`Inner::delete_obsolete_files`], and the temporary files a crash
-    /// left mid-install: only at open, when no install can be writing one.
-    pub(crate) fn delete_obsolete_files_at_open(&self) {
-        self.remove_obsolete(true)
-    }
-
-    fn remove_obsolete(&self, temporary_files_too: bool) {
-        let _one_at_a_time = self.deleting_obsolete.lock();
-        // The directory is listed after the lock is let go, while the
-        // flush and compaction threads go on creating files: a table
-        // numbered from `unallocated` on did not exist when `live` was
-        // taken, so it is not known to be obsolete.
-        let (live_tables, unallocated, min_wal, manifest_number) = {
-            let mut st = self.state.lock();
-            st.live_versions.retain(|w| w.strong_count() > 0);
-            let mut live: HashSet<u64> = st.pending_outputs.clone();
-            live.extend(st.version.all_file_numbers());
-            for v in st.live_versions.iter().filter_map(Weak::upgrade) {
-                live.extend(v.all_file_numbers());
-            }
-            (live, st.next_file, st.min_live_wal(), st.manifest_number)
-        };
-        let Ok(entries) = std::fs::read_dir(&self.dir) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(kind) = name.to_str().and_then(filenames::parse) else {
-                continue;
-            };
-            let obsolete = match kind {
-                FileKind::Table(n) => n < unallocated && !live_tables.contains(&n),
-                FileKind::Wal(n) => n < min_wal && !self.keep_wal_for_reuse(n),
-                // Only older ones: a newer one is a rotation in progress
-                // (this listing may race with it) or one whose CURRENT
-                // switch failed and might be in charge after a crash.
-                FileKind::Manifest(n) => n < manifest_number,
-                // At run time a manifest rotation (under the lock, in
-                // another thread) may be between writing one and renaming it.
-                FileKind::Temp => temporary_files_too,
-                FileKind::Current | FileKind::Lock => false,
-            };
-            if obsolete {
-                if let FileKind::Table(n) = kind {
-                    self.table_cache.evict(n);
-                }
-                if let Err(e) = self.env.remove_file(&entry.path()) {
-                    if matches!(kind, FileKind::Wal(_)) && e.kind() == std::io::ErrorKind::NotFound
-                    {
-                        // A kept WAL a switch took (renamed) since the listing.
-                        continue;
-                    }
-                    log::warn!(
-                        "quietkv: cannot delete obsolete {}: {e}",
-                        entry.path().display()
-                    );
-                }
             }
         }
     }

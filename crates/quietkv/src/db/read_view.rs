@@ -9,7 +9,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 
 use super::iter::{DbIter, KeyRange};
-use super::SuperVersion;
+use super::state::{Inner, SuperVersion};
 use crate::compaction::CompactionFilter;
 use crate::error::Result;
 use crate::key::{SeqNo, ValueKind};
@@ -210,4 +210,15 @@ pub(crate) fn iter_at(
 ) -> Result<DbIter> {
     let sv = super_version.read().clone();
     DbIter::new(sv, table_cache.clone(), seq, range, filter.clone())
+}
+
+impl Inner {
+    /// Handles to what reads consult, for the database and its snapshots.
+    pub(crate) fn read_view(&self) -> ReadView {
+        ReadView {
+            super_version: self.super_version.clone(),
+            table_cache: self.table_cache.clone(),
+            filter: self.opts.compaction_filter.clone(),
+        }
+    }
 }

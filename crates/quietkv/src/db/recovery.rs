@@ -1,33 +1,37 @@
 //! Opening a database: lock, manifest replay, WAL replay, and a fresh
 //! manifest and WAL to continue from.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Arc;
 
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Condvar, Mutex};
 use quietio::{IoClass, IoEnv};
 
-use super::{stats, Immutable, Inner, State, SuperVersion, Wal};
+use super::counters::Counters;
+use super::manifest::set_current;
+use super::manifest::FIRST_KEYSPACE_ID;
+use super::state::{Immutable, Inner, State, Wal};
 use crate::batch::WriteBatch;
 use crate::compaction::drop_rules::DropRules;
-use crate::compaction::picker::BusyFiles;
 use crate::creation::{self, Creation};
 use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::{LogFile, TableFile};
 use crate::filenames::{self, manifest_name, table_path, wal_path, FileKind, CURRENT};
 use crate::iter::InternalIterator;
 use crate::key::SeqNo;
+use crate::keyspace::def::KeyspaceDef;
+use crate::keyspace::tree::{new_handle, Tree};
 use crate::lockfile::DirLock;
 use crate::memtable::Memtable;
 use crate::options::Options;
 use crate::record_log::{LogReader, LogWriter, TailState};
-use crate::snapshot::SnapshotList;
+use crate::snapshot_list::SnapshotList;
 use crate::table::TableCache;
-use crate::table::{BlockCache, TableBuilder};
-use crate::version::{FileMeta, Version, VersionEdit};
+use crate::table::{BlockCache, TableBuilder, TableOptions};
+use crate::version::{FileMeta, KeyspaceEdit, Version, VersionBuilder, VersionEdit};
 use crate::wal::{RequiredWal, WalSet};
 
 pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
@@ -92,7 +96,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
             ..Recovered::default()
         }
     };
-    check_tables_present(&dir, &recovered.version)?;
+    check_tables_present(&dir, &recovered)?;
     // 0 for a database created before ids existed: it keeps having none
     // (its tables may record one its manifest lost, so a new one would
     // make them foreign), and its WALs' identity records name only the
@@ -107,37 +111,61 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
         .next_file
         .max(2)
         .max(wals.last().map_or(0, |n| n + 1));
-    let mut edit = VersionEdit::new();
-    let replayed = replay_wals(&env, &dir, &recovered, &wals, opts.memtable_size, |mem| {
-        let number = next_file;
-        next_file += 1;
-        if let Some(meta) = write_l0(&env, &dir, &opts, &mem, &[], number, db_id, opts.io_depth)? {
-            edit.add_file(0, meta);
-        }
-        Ok(())
-    })?;
-    let last_seq = replayed.last_seq;
-    next_file = next_file.max(replayed.next_file);
-    // The rest of the replayed data: its WALs are deleted once the new
-    // manifest is installed, so it must be in a table first.
-    if !replayed.mem.is_empty() {
-        let number = next_file;
-        next_file += 1;
+    // Each keyspace's new L0 tables.
+    let mut edits: BTreeMap<u32, VersionEdit> = BTreeMap::new();
+    let table_options = |id: u32| match recovered.keyspaces.get(&id) {
+        Some(k) => k.def.table_options(opts.table_options()),
+        None => opts.table_options(),
+    };
+    let mut write = |id: u32, mem: &Arc<Memtable>, next_file: &mut u64| -> Result<()> {
+        let number = *next_file;
+        *next_file += 1;
+        let topts = table_options(id);
         if let Some(meta) = write_l0(
             &env,
             &dir,
             &opts,
-            &replayed.mem,
+            topts,
+            mem,
             &[],
             number,
             db_id,
             opts.io_depth,
         )? {
-            edit.add_file(0, meta);
+            edits.entry(id).or_default().add_file(0, meta);
+        }
+        Ok(())
+    };
+    let replayed = replay_wals(
+        &env,
+        &dir,
+        &recovered,
+        &wals,
+        opts.memtable_size,
+        |id, mem| write(id, &mem, &mut next_file),
+    )?;
+    let last_seq = replayed.last_seq;
+    next_file = next_file.max(replayed.next_file);
+    // The rest of the replayed data: its WALs are deleted once the new
+    // manifest is installed, so it must be in a table first.
+    for (id, mem) in &replayed.mems {
+        if !mem.is_empty() {
+            write(*id, mem, &mut next_file)?;
         }
     }
-    let mut version = recovered.version;
-    version = version.apply(&edit)?;
+    let Recovered {
+        version,
+        keyspaces,
+        next_keyspace_id,
+        ..
+    } = recovered;
+    let empty = VersionEdit::new();
+    let version = version.apply(edits.get(&0).unwrap_or(&empty))?;
+    let mut others = Vec::new();
+    for (id, k) in keyspaces {
+        let v = k.version.apply(edits.get(&id).unwrap_or(&empty))?;
+        others.push((id, k.def, v));
+    }
 
     // A fresh manifest holding the whole version, then CURRENT, then the
     // new WAL: a crash at any point leaves either the old state or the new.
@@ -145,13 +173,42 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
     let manifest_number = next_file + 1;
     next_file += 2;
     let wals = WalSet::starting_at(wal_number);
-    let snapshot = super::manifest::snapshot_edit(&version, &wals, next_file, last_seq, db_id);
+    // Every keyspace needs the new WAL on only: the replayed data is in
+    // tables now.
+    let mut parts: Vec<KeyspaceEdit> = others
+        .iter()
+        .map(|(id, def, v)| KeyspaceEdit {
+            id: *id,
+            create: Some(def.clone()),
+            log_number: Some(wal_number),
+            edit: super::manifest::files_edit(v),
+        })
+        .collect();
+    if !parts.is_empty() {
+        parts.insert(
+            0,
+            KeyspaceEdit {
+                id: 0,
+                log_number: Some(wal_number),
+                ..KeyspaceEdit::default()
+            },
+        );
+    }
+    let snapshot = super::manifest::snapshot_edit(
+        &version,
+        parts,
+        next_keyspace_id,
+        &wals,
+        next_file,
+        last_seq,
+        db_id,
+    );
     let manifest = super::manifest::write_new(&env, &dir, manifest_number, &snapshot)?;
     let manifest_snapshot_bytes = manifest.bytes_written();
     let wal_file = LogFile::create_wal(&env, &wal_path(&dir, wal_number), opts.wal_segment_size)?;
     set_current(&env, &dir, manifest_number)?;
 
-    let wal = super::new_wal_writer(&opts, wal_file, wal_number, db_id);
+    let wal = super::state::new_wal_writer(&opts, wal_file, wal_number, db_id);
     let inner = build_inner(
         dir,
         opts,
@@ -164,8 +221,10 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
             wal_number,
         }),
         version,
+        others,
+        next_keyspace_id,
         db_id,
-        Arc::new(Memtable::new()),
+        BTreeMap::new(),
         next_file,
         last_seq,
     );
@@ -205,14 +264,26 @@ pub(crate) fn open_read_only(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
     );
     let dir = env.dir().to_path_buf();
     let recovered = read_manifest(&env, &dir)?;
-    check_tables_present(&dir, &recovered.version)?;
+    check_tables_present(&dir, &recovered)?;
     let wals = wals_to_replay(&dir, &recovered)?;
     let mut frozen = Vec::new();
-    let replayed = replay_wals(&env, &dir, &recovered, &wals, opts.memtable_size, |mem| {
-        frozen.push(mem);
-        Ok(())
-    })?;
+    let replayed = replay_wals(
+        &env,
+        &dir,
+        &recovered,
+        &wals,
+        opts.memtable_size,
+        |id, mem| {
+            frozen.push((id, mem));
+            Ok(())
+        },
+    )?;
     let next_file = recovered.next_file.max(replayed.next_file);
+    let others = recovered
+        .keyspaces
+        .into_iter()
+        .map(|(id, k)| (id, k.def, k.version))
+        .collect();
     let inner = build_inner(
         dir,
         opts,
@@ -220,16 +291,20 @@ pub(crate) fn open_read_only(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
         lock,
         None,
         recovered.version,
+        others,
+        recovered.next_keyspace_id,
         recovered.db_id,
-        replayed.mem,
+        replayed.mems,
         next_file,
         replayed.last_seq,
     );
     {
         // Full memtables from the replay stay in memory, as frozen ones.
         let mut st = inner.state.lock();
-        for mem in frozen {
-            st.imms.push_back(Immutable { mem, wal_number: 0 });
+        for (id, mem) in frozen {
+            if let Some(t) = st.tree_mut(id) {
+                t.imms.push_back(Immutable { mem, wal_number: 0 });
+            }
         }
         inner.refresh_super_version(&mut st);
     }
@@ -250,8 +325,10 @@ fn refuse_incomplete_copy(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-fn check_tables_present(dir: &Path, version: &Version) -> Result<()> {
-    for number in version.all_file_numbers() {
+fn check_tables_present(dir: &Path, recovered: &Recovered) -> Result<()> {
+    let versions =
+        std::iter::once(&recovered.version).chain(recovered.keyspaces.values().map(|k| &k.version));
+    for number in versions.flat_map(Version::all_file_numbers) {
         let p = table_path(dir, number);
         if !p.exists() {
             return Err(Error::corruption(format!(
@@ -265,8 +342,8 @@ fn check_tables_present(dir: &Path, version: &Version) -> Result<()> {
 
 /// What replaying the WALs left.
 struct Replayed {
-    /// The memtable holding the last records (may be empty).
-    mem: Arc<Memtable>,
+    /// Each keyspace's memtable holding its last records (may be empty).
+    mems: BTreeMap<u32, Arc<Memtable>>,
     last_seq: SeqNo,
     /// Larger than every WAL's number.
     next_file: u64,
@@ -293,18 +370,24 @@ fn wals_to_replay(dir: &Path, recovered: &Recovered) -> Result<Vec<u64>> {
 }
 
 /// Replays `wals` in order, each checked against what the manifest says
-/// about it (sealed ones strictly to their length). Each memtable that reaches `memtable_size` is handed
-/// to `full` and a new one started.
+/// about it (sealed ones strictly to their length), each entry into its
+/// keyspace's memtable unless the keyspace's log number says its tables
+/// already hold it, or the keyspace was dropped. Each memtable that reaches
+/// `memtable_size` is handed to `full` with its keyspace and a new one
+/// started.
 fn replay_wals(
     env: &IoEnv,
     dir: &Path,
     recovered: &Recovered,
     wals: &[u64],
     memtable_size: usize,
-    mut full: impl FnMut(Arc<Memtable>) -> Result<()>,
+    mut full: impl FnMut(u32, Arc<Memtable>) -> Result<()>,
 ) -> Result<Replayed> {
     let mut last_seq = recovered.last_seq;
-    let mut mem = Arc::new(Memtable::new());
+    let mut mems: BTreeMap<u32, Arc<Memtable>> = std::iter::once(0)
+        .chain(recovered.keyspaces.keys().copied())
+        .map(|id| (id, Arc::new(Memtable::new())))
+        .collect();
     for &n in wals {
         let path = wal_path(dir, n);
         let data = env
@@ -326,10 +409,42 @@ fn replay_wals(
             if batch.is_empty() {
                 continue;
             }
-            mem.insert_batch(&batch)?;
+            if !batch.has_keyspaces() {
+                if n >= recovered.log_number(0) {
+                    mems.get(&0)
+                        .expect("the default keyspace")
+                        .insert_batch(&batch)?;
+                }
+            } else {
+                let first = batch.sequence();
+                for (i, (id, e)) in batch.iter_scoped().enumerate() {
+                    let Some(mem) = mems.get(&id) else {
+                        if id < recovered.next_keyspace_id {
+                            // Dropped since: its writes go with it.
+                            continue;
+                        }
+                        return Err(Error::corruption(format!(
+                            "WAL record writes keyspace {id}, which the manifest never created \
+                             (the next keyspace id is {})",
+                            recovered.next_keyspace_id
+                        ))
+                        .with_file(&path)
+                        .with_offset(offset));
+                    };
+                    if n >= recovered.log_number(id) {
+                        mem.add(first + i as u64, e.kind, e.key, e.value)?;
+                    }
+                }
+            }
             last_seq = last_seq.max(batch.sequence() + batch.len() as u64 - 1);
-            if mem.approximate_bytes() >= memtable_size {
-                full(std::mem::replace(&mut mem, Arc::new(Memtable::new())))?;
+            let ids: Vec<u32> = mems
+                .iter()
+                .filter(|(_, m)| m.approximate_bytes() >= memtable_size)
+                .map(|(id, _)| *id)
+                .collect();
+            for id in ids {
+                let mem = mems.insert(id, Arc::new(Memtable::new())).expect("listed");
+                full(id, mem)?;
             }
         }
         match reader.tail() {
@@ -356,7 +471,7 @@ fn replay_wals(
         }
     }
     Ok(Replayed {
-        mem,
+        mems,
         last_seq,
         next_file: wals.last().map_or(0, |n| n + 1),
     })
@@ -378,8 +493,10 @@ fn build_inner(
     lock: Option<DirLock>,
     writable: Option<Writable>,
     version: Version,
+    keyspaces: Vec<(u32, KeyspaceDef, Version)>,
+    next_keyspace_id: u32,
     db_id: u64,
-    mem: Arc<Memtable>,
+    mut mems: BTreeMap<u32, Arc<Memtable>>,
     next_file: u64,
     last_seq: SeqNo,
 ) -> Arc<Inner> {
@@ -413,7 +530,10 @@ fn build_inner(
         block_cache,
         db_id,
     ));
-    let version = Arc::new(version);
+    let mut mem_of = |id: u32| {
+        mems.remove(&id)
+            .unwrap_or_else(|| Arc::new(Memtable::new()))
+    };
     let (manifest, manifest_number, wal, wal_number) = match writable {
         None => (None, 0, None, 0),
         Some(w) => (
@@ -423,34 +543,46 @@ fn build_inner(
             w.wal_number,
         ),
     };
-    let sv = SuperVersion {
-        mem: mem.clone(),
-        imms: Vec::new(),
-        version: version.clone(),
-    };
+    let default_handle = new_handle(
+        0,
+        crate::keyspace::def::DEFAULT_KEYSPACE.to_string(),
+        Arc::new(version),
+        mem_of(0),
+        opts.table_options(),
+        opts.compaction_filter.clone(),
+    );
+    let mut trees = vec![Tree::new(default_handle.clone(), None, wal_number)];
+    for (id, def, version) in keyspaces {
+        let handle = new_handle(
+            id,
+            def.name.clone(),
+            Arc::new(version),
+            mem_of(id),
+            def.table_options(opts.table_options()),
+            None,
+        );
+        trees.push(Tree::new(handle, Some(def), wal_number));
+    }
     Arc::new(Inner {
         popts: opts.picker_options(),
         dir: dir.clone(),
         db_id,
         opts,
         env,
-        lock,
+        lock: Mutex::new(lock),
         read_only: manifest.is_none(),
         table_cache,
         state: Mutex::new(State {
-            mem,
-            mem_wal: wal_number,
-            imms: VecDeque::new(),
-            version,
-            live_versions: Vec::new(),
+            trees,
+            retired_versions: Vec::new(),
+            next_keyspace_id,
+            live_wal: wal_number,
             manifest,
             manifest_number,
             manifest_snapshot_bytes: 0,
             wals: WalSet::default(),
             next_file,
-            busy: BusyFiles::new(),
             pending_outputs: HashSet::new(),
-            flushing: false,
             compactions_running: 0,
             manual: None,
             bg_error: None,
@@ -459,14 +591,15 @@ fn build_inner(
         }),
         bg_cv: Condvar::new(),
         done_cv: Condvar::new(),
-        super_version: Arc::new(RwLock::new(Arc::new(sv))),
+        super_version: default_handle.super_version.clone(),
+        default_handle,
         wal: Mutex::new(wal),
         writers: Mutex::new(VecDeque::new()),
         group_batch: Mutex::new(WriteBatch::new()),
         snapshots: Arc::new(SnapshotList::default()),
         visible_seq: AtomicU64::new(last_seq),
         shutting_down: AtomicBool::new(false),
-        counters: stats::Counters::default(),
+        counters: Counters::default(),
         compaction_open_files: Arc::new(AtomicUsize::new(0)),
         deleting_obsolete: Mutex::new(()),
     })
@@ -484,7 +617,6 @@ pub(crate) fn missing_wal(dir: &Path, wal: RequiredWal) -> Error {
     .with_file(wal_path(dir, wal.number))
 }
 
-#[derive(Default)]
 pub(crate) struct Recovered {
     pub(crate) version: Version,
     pub(crate) wals: WalSet,
@@ -496,9 +628,51 @@ pub(crate) struct Recovered {
     /// Whether every WAL the manifest may replay starts with an identity
     /// record (a manifest written since WALs carry them).
     pub(crate) wals_have_identity: bool,
+    /// The keyspaces besides the default one, by id.
+    pub(crate) keyspaces: BTreeMap<u32, RecoveredKeyspace>,
+    /// The default keyspace's own log number, recorded while there were
+    /// other keyspaces.
+    pub(crate) default_log: Option<u64>,
+    pub(crate) next_keyspace_id: u32,
+}
+
+/// A keyspace the manifest describes.
+pub(crate) struct RecoveredKeyspace {
+    pub(crate) def: KeyspaceDef,
+    pub(crate) version: Version,
+    pub(crate) log_number: Option<u64>,
+}
+
+impl Default for Recovered {
+    fn default() -> Self {
+        Recovered {
+            version: Version::new(),
+            wals: WalSet::default(),
+            next_file: 0,
+            last_seq: 0,
+            db_id: 0,
+            wals_have_identity: false,
+            keyspaces: BTreeMap::new(),
+            default_log: None,
+            next_keyspace_id: FIRST_KEYSPACE_ID,
+        }
+    }
 }
 
 impl Recovered {
+    /// WALs older than this hold none of keyspace `id`'s data that is not
+    /// in its tables. A keyspace's recorded log number may be older than
+    /// the database's (recorded while another keyspace held older WALs,
+    /// which are deleted since): the database's is then the one that holds.
+    pub(crate) fn log_number(&self, id: u32) -> u64 {
+        let own = if id == 0 {
+            self.default_log
+        } else {
+            self.keyspaces.get(&id).and_then(|k| k.log_number)
+        };
+        own.unwrap_or(0).max(self.wals.log_number())
+    }
+
     /// What the identity records of the WALs this manifest replays must say.
     pub(crate) fn identity_rule(&self) -> crate::record_log::IdentityRule {
         crate::record_log::IdentityRule {
@@ -547,12 +721,17 @@ fn read_manifest(env: &IoEnv, dir: &Path) -> Result<Recovered> {
 pub(crate) fn replay_manifest(path: &Path, data: &[u8]) -> Result<Recovered> {
     let mut reader = LogReader::new(path, data);
     let mut builder = crate::version::VersionBuilder::new(&Version::new());
+    let mut keyspaces: BTreeMap<u32, (KeyspaceDef, VersionBuilder, Option<u64>)> = BTreeMap::new();
     let mut r = Recovered::default();
     let mut edits = 0;
     while let Some(record) = reader.read_record()? {
         let offset = reader.last_record_offset();
         let edit = VersionEdit::decode(&record)
             .and_then(|e| builder.apply(&e).map(|_| e))
+            .and_then(|e| {
+                apply_keyspaces(&e, &mut keyspaces, &mut r)?;
+                Ok(e)
+            })
             .map_err(|e| {
                 e.context("bad manifest edit")
                     .with_file(path)
@@ -576,14 +755,94 @@ pub(crate) fn replay_manifest(path: &Path, data: &[u8]) -> Result<Recovered> {
     if edits == 0 {
         return Err(Error::corruption("the manifest holds no complete edit").with_file(path));
     }
-    r.version = builder.build().map_err(|e| {
+    let invalid = |e: Error| {
         Error::corruption(format!(
             "manifest describes an invalid tree: {}",
             e.message()
         ))
         .with_file(path)
-    })?;
+    };
+    r.version = builder.build().map_err(invalid)?;
+    for (id, (def, b, log_number)) in keyspaces {
+        let version = b
+            .build()
+            .map_err(|e| invalid(e.context(&format!("keyspace {id}"))))?;
+        r.keyspaces.insert(
+            id,
+            RecoveredKeyspace {
+                def,
+                version,
+                log_number,
+            },
+        );
+    }
     Ok(r)
+}
+
+/// Applies the keyspace parts of `e` (creations, drops, their tables and
+/// log numbers) to `keyspaces`, and its next keyspace id and the default
+/// keyspace's log number to `r`. An edit for a keyspace that does not
+/// exist, a creation of one that does, or an id at or past the next one
+/// is corruption.
+pub(crate) fn apply_keyspaces(
+    e: &VersionEdit,
+    keyspaces: &mut BTreeMap<u32, (KeyspaceDef, VersionBuilder, Option<u64>)>,
+    r: &mut Recovered,
+) -> Result<()> {
+    if let Some(n) = e.next_keyspace_id {
+        if n < r.next_keyspace_id {
+            return Err(Error::corruption(format!(
+                "next keyspace id goes back from {} to {n}",
+                r.next_keyspace_id
+            )));
+        }
+        r.next_keyspace_id = n;
+    }
+    for k in &e.keyspaces {
+        if k.id == 0 {
+            if k.create.is_some() || k.edit != VersionEdit::default() {
+                return Err(Error::corruption(
+                    "the default keyspace's part holds more than its log number",
+                ));
+            }
+            r.default_log = k.log_number.or(r.default_log);
+            continue;
+        }
+        if k.id >= r.next_keyspace_id {
+            return Err(Error::corruption(format!(
+                "keyspace {} is at or past the next keyspace id {}",
+                k.id, r.next_keyspace_id
+            )));
+        }
+        if let Some(def) = &k.create {
+            if keyspaces.contains_key(&k.id) || keyspaces.values().any(|(d, ..)| d.name == def.name)
+            {
+                return Err(Error::corruption(format!(
+                    "keyspace {} ({:?}) is created twice",
+                    k.id, def.name
+                )));
+            }
+            let b = VersionBuilder::new(&Version::new());
+            keyspaces.insert(k.id, (def.clone(), b, None));
+        }
+        let Some((_, b, log)) = keyspaces.get_mut(&k.id) else {
+            return Err(Error::corruption(format!(
+                "edit for keyspace {}, which does not exist",
+                k.id
+            )));
+        };
+        b.apply(&k.edit)
+            .map_err(|err| err.context(&format!("keyspace {}", k.id)))?;
+        *log = k.log_number.or(*log);
+    }
+    for &id in &e.dropped_keyspaces {
+        if keyspaces.remove(&id).is_none() {
+            return Err(Error::corruption(format!(
+                "drops keyspace {id}, which does not exist"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Corruption if the manifest at `path` records another number than its
@@ -601,19 +860,6 @@ pub(crate) fn check_manifest_number(path: &Path, recorded: u64) -> Result<()> {
     }
 }
 
-/// Points CURRENT at a manifest: write a temporary file, sync it, rename
-/// it over CURRENT, sync the directory.
-pub(crate) fn set_current(env: &IoEnv, dir: &Path, manifest_number: u64) -> Result<()> {
-    let tmp = dir.join(format!("CURRENT.{manifest_number}.tmp"));
-    let mut w = env.create(&tmp, IoClass::Manifest)?;
-    w.write_all(format!("{}\n", manifest_name(manifest_number)).as_bytes())?;
-    w.finish(true)?;
-    env.rename(&tmp, &dir.join(CURRENT))
-        .map_err(|e| Error::io(e, "cannot install CURRENT").with_file(&tmp))?;
-    env.sync_dir()?;
-    Ok(())
-}
-
 fn list(dir: &Path) -> Result<Vec<FileKind>> {
     let entries = fs::read_dir(dir)
         .map_err(|e| Error::io(e, "cannot list the database directory").with_file(dir))?;
@@ -626,17 +872,18 @@ fn list(dir: &Path) -> Result<Vec<FileKind>> {
 /// Writes a memtable as table `number` of database `db_id` (FlushWrite
 /// class, at most `depth` writes in flight), synced, and returns its
 /// metadata (None for an empty memtable).
-/// Writes the memtable `mem` as level-0 table `number`. Of each key's
-/// versions in the memtable the table keeps only those a reader can still
-/// see: the newest, and the newest below each live snapshot in `snapshots`
-/// (a memtable updated in place many times, as zipfian updates do, would
-/// otherwise write every overwritten version once more). Tombstones are
-/// kept: older versions of their keys may lie in tables below.
+/// Of each key's versions in the memtable the table keeps only those a
+/// reader can still see: the newest, and the newest below each live
+/// snapshot in `snapshots` (a memtable updated in place many times, as
+/// zipfian updates do, would otherwise write every overwritten version once
+/// more). Tombstones are kept: older versions of their keys may lie in
+/// tables below.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_l0(
     env: &IoEnv,
     dir: &Path,
     opts: &Options,
+    table_options: TableOptions,
     mem: &Arc<Memtable>,
     snapshots: &[SeqNo],
     number: u64,
@@ -650,7 +897,7 @@ pub(crate) fn write_l0(
     let result = (|| {
         let file = env.create_at_depth(&path, IoClass::FlushWrite, depth)?;
         let mut builder =
-            TableBuilder::new(TableFile(file), opts.table_options()).with_identity(number, db_id);
+            TableBuilder::new(TableFile(file), table_options).with_identity(number, db_id);
         let mut it = mem.iter();
         it.seek_to_first()?;
         let mut cpu_yield = crate::cpu_yield::CpuYield::every_micros(opts.background_yield_micros);

@@ -1,140 +1,13 @@
 //! Engine statistics: tree shape, compaction and flush work, write stalls,
 //! caches, and quietio's per-class I/O counters.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::Duration;
+use std::sync::atomic::Ordering::Relaxed;
 
 use quietio::{ClassStats, EffectiveMode, IoClass};
 
-use super::Inner;
+use super::state::Inner;
 use crate::block_cache::CacheStats;
 use crate::error::Error;
-
-#[derive(Default)]
-pub(crate) struct Counters {
-    writes: AtomicU64,
-    write_bytes: AtomicU64,
-    write_groups: AtomicU64,
-    write_batches: AtomicU64,
-    slowdowns: AtomicU64,
-    stops: AtomicU64,
-    stall_micros: AtomicU64,
-    flushes: AtomicU64,
-    flush_bytes: AtomicU64,
-    flush_micros: AtomicU64,
-    flush_cpu_micros: AtomicU64,
-    compactions: AtomicU64,
-    compaction_read: AtomicU64,
-    compaction_written: AtomicU64,
-    compaction_micros: AtomicU64,
-    compaction_cpu_micros: AtomicU64,
-    warmed_blocks: AtomicU64,
-    warmed_bytes: AtomicU64,
-    manual_slices: AtomicU64,
-    manual_peak_slice_bytes: AtomicU64,
-    manifest_rotations: AtomicU64,
-    wal_files_recycled: AtomicU64,
-    background_yields: AtomicU64,
-    /// Compaction work by output level.
-    into_level: [IntoLevel; crate::version::NUM_LEVELS],
-}
-
-/// Compaction work that ended in one level.
-#[derive(Default)]
-struct IntoLevel {
-    merges: AtomicU64,
-    read_from_above: AtomicU64,
-    read_from_level: AtomicU64,
-    written: AtomicU64,
-    moves: AtomicU64,
-    moved: AtomicU64,
-}
-
-impl Counters {
-    pub(crate) fn record_write(&self, entries: u64, bytes: u64, batches: u64) {
-        self.writes.fetch_add(entries, Relaxed);
-        self.write_bytes.fetch_add(bytes, Relaxed);
-        self.write_groups.fetch_add(1, Relaxed);
-        self.write_batches.fetch_add(batches, Relaxed);
-    }
-
-    pub(crate) fn record_stall(&self, stop: bool, took: Duration) {
-        if stop {
-            self.stops.fetch_add(1, Relaxed);
-        } else {
-            self.slowdowns.fetch_add(1, Relaxed);
-        }
-        self.stall_micros
-            .fetch_add(took.as_micros() as u64, Relaxed);
-    }
-
-    pub(crate) fn record_flush(&self, bytes: u64, took: Duration, cpu: Duration) {
-        self.flushes.fetch_add(1, Relaxed);
-        self.flush_cpu_micros
-            .fetch_add(cpu.as_micros() as u64, Relaxed);
-        self.flush_bytes.fetch_add(bytes, Relaxed);
-        self.flush_micros
-            .fetch_add(took.as_micros() as u64, Relaxed);
-    }
-
-    pub(crate) fn record_warming(&self, blocks: u64, bytes: u64) {
-        self.warmed_blocks.fetch_add(blocks, Relaxed);
-        self.warmed_bytes.fetch_add(bytes, Relaxed);
-    }
-
-    pub(crate) fn record_wal_recycled(&self) {
-        self.wal_files_recycled.fetch_add(1, Relaxed);
-    }
-
-    pub(crate) fn record_background_yields(&self, n: u64) {
-        self.background_yields.fetch_add(n, Relaxed);
-    }
-
-    pub(crate) fn record_manifest_rotation(&self) {
-        self.manifest_rotations.fetch_add(1, Relaxed);
-    }
-
-    /// A merge into `output_level` that read `from_above` bytes of input
-    /// tables from shallower levels and `from_level` bytes from the output
-    /// level itself (table sizes), and wrote `written` bytes.
-    pub(crate) fn record_merge_into(
-        &self,
-        output_level: usize,
-        from_above: u64,
-        from_level: u64,
-        written: u64,
-    ) {
-        let l = &self.into_level[output_level];
-        l.merges.fetch_add(1, Relaxed);
-        l.read_from_above.fetch_add(from_above, Relaxed);
-        l.read_from_level.fetch_add(from_level, Relaxed);
-        l.written.fetch_add(written, Relaxed);
-    }
-
-    /// A slice of a manual compaction installed, having written `bytes`
-    /// of new tables beside its inputs.
-    pub(crate) fn record_manual_slice(&self, bytes: u64) {
-        self.manual_slices.fetch_add(1, Relaxed);
-        self.manual_peak_slice_bytes.fetch_max(bytes, Relaxed);
-    }
-
-    /// A trivial move of `bytes` of tables into `output_level`.
-    pub(crate) fn record_move_into(&self, output_level: usize, bytes: u64) {
-        let l = &self.into_level[output_level];
-        l.moves.fetch_add(1, Relaxed);
-        l.moved.fetch_add(bytes, Relaxed);
-    }
-
-    pub(crate) fn record_compaction(&self, read: u64, written: u64, took: Duration, cpu: Duration) {
-        self.compactions.fetch_add(1, Relaxed);
-        self.compaction_cpu_micros
-            .fetch_add(cpu.as_micros() as u64, Relaxed);
-        self.compaction_read.fetch_add(read, Relaxed);
-        self.compaction_written.fetch_add(written, Relaxed);
-        self.compaction_micros
-            .fetch_add(took.as_micros() as u64, Relaxed);
-    }
-}
 
 /// One level of the tree.
 #[derive(Debug, Clone, Default)]
@@ -287,8 +160,8 @@ pub(crate) fn collect(inner: &Inner) -> DbStats {
         .map(|l| {
             let into = &c.into_level[l];
             LevelStats {
-                files: st.version.num_files(l),
-                bytes: st.version.level_bytes(l),
+                files: st.default_tree().version.num_files(l),
+                bytes: st.default_tree().version.level_bytes(l),
                 compaction_into: LevelCompactionStats {
                     merges: into.merges.load(Relaxed),
                     read_from_above_bytes: into.read_from_above.load(Relaxed),
@@ -307,8 +180,8 @@ pub(crate) fn collect(inner: &Inner) -> DbStats {
         write_bytes: c.write_bytes.load(Relaxed),
         write_groups: c.write_groups.load(Relaxed),
         write_batches: c.write_batches.load(Relaxed),
-        memtable_bytes: st.mem.approximate_bytes(),
-        immutable_memtables: st.imms.len(),
+        memtable_bytes: st.default_tree().mem.approximate_bytes(),
+        immutable_memtables: st.default_tree().imms.len(),
         flushes: c.flushes.load(Relaxed),
         flush_bytes: c.flush_bytes.load(Relaxed),
         flush_seconds: c.flush_micros.load(Relaxed) as f64 / 1e6,

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use super::conflict::Precondition;
-use super::{Immutable, Inner, State, Wal};
+use super::precondition::Precondition;
+use super::state::{Inner, State, Wal, Writer};
 use crate::batch::WriteBatch;
 use crate::compaction::pressure::{write_pressure, WriteStall};
 use crate::error::{Error, Result};
@@ -28,19 +28,6 @@ use crate::version::VersionEdit;
 /// delay a small synced write for long.
 const MAX_GROUP_BYTES: usize = 1 << 20;
 
-pub(crate) struct Writer {
-    batch: WriteBatch,
-    sync: bool,
-    /// Freeze the memtable even if it is not full (`flush`).
-    force_switch: bool,
-    /// Keys nobody may have written since a sequence number; `None` for
-    /// plain writes, which pay nothing else for transactions (boxed, so
-    /// their `Writer` grows by one pointer only).
-    check: Option<Box<Precondition>>,
-    result: Mutex<Option<Result<()>>>,
-    cv: Condvar,
-}
-
 pub(crate) fn write(
     inner: &Arc<Inner>,
     batch: WriteBatch,
@@ -49,12 +36,18 @@ pub(crate) fn write(
 ) -> Result<()> {
     if batch.is_empty() && !force_switch {
         return if inner.read_only {
-            Err(super::read_only_error())
+            Err(super::state::read_only_error())
         } else {
             Ok(())
         };
     }
-    submit(inner, batch, sync, force_switch, None)
+    submit(inner, batch, sync, force_switch.then_some(0), None)
+}
+
+/// Freezes keyspace `id`'s memtable (switching to a new WAL) so the flush
+/// thread writes it out; nothing to do if it is empty.
+pub(crate) fn switch_for_flush(inner: &Arc<Inner>, id: u32) -> Result<()> {
+    submit(inner, WriteBatch::new(), false, Some(id), None)
 }
 
 /// Writes `batch` only if `check` holds when it is applied; `Conflict`
@@ -66,7 +59,7 @@ pub(crate) fn write_checked(
     sync: bool,
     check: Precondition,
 ) -> Result<()> {
-    submit(inner, batch, sync, false, Some(Box::new(check)))
+    submit(inner, batch, sync, None, Some(Box::new(check)))
 }
 
 /// Queues the write and waits until a leader (this writer or another)
@@ -77,11 +70,11 @@ fn submit(
     inner: &Arc<Inner>,
     batch: WriteBatch,
     sync: bool,
-    force_switch: bool,
+    force_switch: Option<u32>,
     check: Option<Box<Precondition>>,
 ) -> Result<()> {
     if inner.read_only {
-        return Err(super::read_only_error());
+        return Err(super::state::read_only_error());
     }
     if inner.shutting_down.load(Ordering::Acquire) {
         return Err(Error::new(crate::ErrorKind::Closed, "database is closing"));
@@ -89,7 +82,8 @@ fn submit(
     let me = Arc::new(Writer {
         batch,
         sync,
-        force_switch,
+        force_switch: force_switch.is_some(),
+        force_keyspace: force_switch.unwrap_or(0),
         check,
         result: Mutex::new(None),
         cv: Condvar::new(),
@@ -139,7 +133,7 @@ fn submit(
 
 /// Does the leader's work; returns how many queued writers it served.
 fn lead(inner: &Arc<Inner>, me: &Arc<Writer>) -> Result<usize> {
-    let mem = make_room(inner, me.force_switch)?;
+    let mem = make_room(inner, me.force_switch.then_some(me.force_keyspace))?;
     if let Some(check) = &me.check {
         // The leader, so the state is settled; on a conflict only this
         // writer is answered and the next in line leads.
@@ -162,6 +156,10 @@ fn lead(inner: &Arc<Inner>, me: &Arc<Writer>) -> Result<usize> {
                     || w.force_switch
                     // Checked writes lead their own group (see above).
                     || w.check.is_some()
+                    // So does a batch that writes other keyspaces (see
+                    // `memtables_of`), and nobody joins it.
+                    || w.batch.has_keyspaces()
+                    || me.batch.has_keyspaces()
                     || (w.sync && !me.sync && !policy.syncs_every_write())
                     || bytes + w.batch.approximate_size() > MAX_GROUP_BYTES)
             {
@@ -198,10 +196,15 @@ fn write_group(
     let sync = policy.syncs_every_write() || group.iter().any(|w| w.sync);
     let first_seq = inner.visible_seq.load(Ordering::Acquire) + 1;
     merged.set_sequence(first_seq);
+    let scoped = if merged.has_keyspaces() {
+        Some(memtables_of(inner, merged)?)
+    } else {
+        None
+    };
 
     let written = {
         let mut wal = inner.wal.lock();
-        let wal = wal.as_mut().ok_or_else(super::read_only_error)?;
+        let wal = wal.as_mut().ok_or_else(super::state::read_only_error)?;
         wal.writer.add_record(merged.data()).and_then(|_| {
             if sync {
                 wal.writer.sync()
@@ -218,7 +221,10 @@ fn write_group(
         inner.set_bg_error(&mut st, &e);
         return Err(e);
     }
-    mem.insert_batch(merged)?;
+    match &scoped {
+        None => mem.insert_batch(merged)?,
+        Some(mems) => insert_scoped(mems, merged)?,
+    }
     let last = first_seq + merged.len() as u64 - 1;
     inner.visible_seq.store(last, Ordering::Release);
     inner.counters.record_write(
@@ -229,11 +235,63 @@ fn write_group(
     Ok(group.len())
 }
 
+/// The memtable of every keyspace `batch` writes, looked up before it is
+/// logged: a keyspace dropped since the batch was built fails the write
+/// (`InvalidArgument`) with nothing written. Such a batch is a group of
+/// its own, so the failure is only its writer's.
+fn memtables_of(inner: &Inner, batch: &WriteBatch) -> Result<Vec<(u32, Arc<Memtable>)>> {
+    let mut ids: Vec<u32> = batch.iter_scoped().map(|(id, _)| id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let st = inner.state.lock();
+    ids.into_iter()
+        .map(|id| match st.tree(id) {
+            Some(t) => Ok((id, t.mem.clone())),
+            None => Err(Error::invalid(format!(
+                "the write batch writes keyspace {id}, which was dropped; nothing was written"
+            ))),
+        })
+        .collect()
+}
+
+/// Inserts each entry of `batch` into its keyspace's memtable, the `i`th
+/// with sequence number `batch.sequence() + i`, as
+/// [`Memtable::insert_batch`] does for one keyspace.
+pub(crate) fn insert_scoped(mems: &[(u32, Arc<Memtable>)], batch: &WriteBatch) -> Result<()> {
+    let first = batch.sequence();
+    for (i, (id, e)) in batch.iter_scoped().enumerate() {
+        let Some((_, mem)) = mems.iter().find(|(m, _)| *m == id) else {
+            return Err(Error::invalid(format!("no memtable for keyspace {id}")));
+        };
+        mem.add(first + i as u64, e.kind, e.key, e.value)?;
+    }
+    Ok(())
+}
+
+/// The worst write pressure over the keyspaces: a keyspace whose flushes
+/// or compactions are behind slows or stops every writer, as the one tree
+/// did before keyspaces.
+#[inline]
+fn pressure(st: &State, inner: &Inner) -> WriteStall {
+    if let [only] = &st.trees[..] {
+        return write_pressure(&only.version, &inner.popts);
+    }
+    let mut worst = WriteStall::None;
+    for t in &st.trees {
+        match write_pressure(&t.version, &inner.popts) {
+            WriteStall::Stop => return WriteStall::Stop,
+            WriteStall::Slowdown => worst = WriteStall::Slowdown,
+            WriteStall::None => {}
+        }
+    }
+    worst
+}
+
 /// Makes sure the memtable has room, switching to a new one (and WAL) when
 /// it is full, and delays or stops the writer when flush or L0 compaction
 /// is behind. Returns the memtable to insert into.
-fn make_room(inner: &Arc<Inner>, force: bool) -> Result<Arc<Memtable>> {
-    let mut allow_delay = !force;
+fn make_room(inner: &Arc<Inner>, force: Option<u32>) -> Result<Arc<Memtable>> {
+    let mut allow_delay = force.is_none();
     let mut force = force;
     let mut st = inner.state.lock();
     loop {
@@ -241,7 +299,7 @@ fn make_room(inner: &Arc<Inner>, force: bool) -> Result<Arc<Memtable>> {
         if inner.shutting_down.load(Ordering::Acquire) {
             return Err(Error::new(crate::ErrorKind::Closed, "database is closing"));
         }
-        let pressure = write_pressure(&st.version, &inner.popts);
+        let pressure = pressure(&st, inner);
         if allow_delay && pressure == WriteStall::Slowdown {
             // One short delay per write spreads the slowdown over writers
             // instead of stopping one of them for long.
@@ -253,14 +311,19 @@ fn make_room(inner: &Arc<Inner>, force: bool) -> Result<Arc<Memtable>> {
             st = inner.state.lock();
             continue;
         }
-        let full = st.mem.approximate_bytes() >= inner.opts.memtable_size;
-        if !force && !full {
-            return Ok(st.mem.clone());
+        let limit = inner.opts.memtable_size;
+        let full = match &st.trees[..] {
+            [only] => only.mem.approximate_bytes() >= limit,
+            trees => trees.iter().any(|t| t.mem.approximate_bytes() >= limit),
+        };
+        // A forced switch of an empty (or dropped) keyspace has nothing to
+        // freeze.
+        let forced = force.filter(|&id| st.tree(id).is_some_and(|t| !t.mem.is_empty()));
+        if forced.is_none() && !full {
+            return Ok(st.default_tree().mem.clone());
         }
-        if force && st.mem.is_empty() {
-            return Ok(st.mem.clone());
-        }
-        if st.imms.len() >= inner.opts.max_immutable_memtables || pressure == WriteStall::Stop {
+        let max_imms = inner.opts.max_immutable_memtables;
+        if st.trees.iter().any(|t| t.imms.len() >= max_imms) || pressure == WriteStall::Stop {
             let t = Instant::now();
             inner.bg_cv.notify_all();
             inner.done_cv.wait_for(&mut st, Duration::from_millis(100));
@@ -287,7 +350,7 @@ fn make_room(inner: &Arc<Inner>, force: bool) -> Result<Arc<Memtable>> {
             writer: inner.wal_writer(file, number),
         };
         let Some(old) = inner.wal.lock().replace(new_wal) else {
-            return Err(super::read_only_error());
+            return Err(super::state::read_only_error());
         };
         let old_len = old.writer.bytes_written();
         if let Err(e) = old.writer.into_inner().finish(true) {
@@ -305,18 +368,48 @@ fn make_room(inner: &Arc<Inner>, force: bool) -> Result<Arc<Memtable>> {
         // WAL yet: a crash before this point leaves a kept file under
         // either name, whose records all name its old log.
         let mut edit = VersionEdit::new();
-        edit.sealed_wals.push((st.mem_wal, old_len));
+        edit.sealed_wals.push((st.live_wal, old_len));
         edit.live_wal = Some(number);
         inner.install(&mut st, edit)?;
-        let frozen = std::mem::replace(&mut st.mem, Arc::new(Memtable::new()));
-        let frozen_wal = std::mem::replace(&mut st.mem_wal, number);
-        st.imms.push_back(Immutable {
-            mem: frozen,
-            wal_number: frozen_wal,
-        });
+        st.live_wal = number;
+        for t in &mut st.trees {
+            if t.mem.is_empty() {
+                // Nothing of it is in the older WALs.
+                t.mem_wal = number;
+            } else if t.mem.approximate_bytes() >= limit || forced == Some(t.id()) {
+                t.freeze(number);
+            }
+        }
+        if st.trees.len() > 1 {
+            bound_wal_growth(inner, &mut st, number);
+        }
         inner.refresh_super_version(&mut st);
         inner.bg_cv.notify_all();
-        force = false;
+        force = None;
+    }
+}
+
+/// Keeps the WALs that must be kept within `Options::max_total_wal_size`
+/// when some keyspace is written rarely: its memtable, never full, would
+/// otherwise keep every WAL since its first write. Once the WALs still
+/// needed pass the limit, the keyspaces whose memtables hold data of the
+/// oldest one are frozen (and so flushed), letting it go. Called at a WAL
+/// switch, after the switch to WAL `live`.
+fn bound_wal_growth(inner: &Inner, st: &mut State, live: u64) {
+    let oldest = st.min_live_wal();
+    let kept: u64 = st
+        .wals
+        .sealed()
+        .filter(|&(n, _)| n >= oldest)
+        .map(|(_, len)| len)
+        .sum();
+    if kept <= inner.opts.resolved_max_total_wal_size() {
+        return;
+    }
+    for t in &mut st.trees {
+        if t.imms.is_empty() && !t.mem.is_empty() && t.mem_wal == oldest {
+            t.freeze(live);
+        }
     }
 }
 

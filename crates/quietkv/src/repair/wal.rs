@@ -227,6 +227,7 @@ impl<'a> Replay<'a> {
             self.env,
             self.dir,
             self.opts,
+            self.opts.table_options(),
             &mem,
             &[],
             number,

@@ -140,6 +140,7 @@ impl Db {
         let check = Precondition {
             snapshot: seq,
             keys: vec![key.to_vec()],
+            keyspace_keys: Vec::new(),
         };
         match write_checked(self.inner(), batch, false, check) {
             Ok(()) => Ok(true),

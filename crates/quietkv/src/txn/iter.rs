@@ -8,6 +8,8 @@ use std::cmp::Ordering;
 
 use super::read_set::ReadSet;
 use super::write_set::{Pending, PendingRange};
+use std::sync::Arc;
+
 use crate::db::DbIter;
 use crate::error::Result;
 
@@ -187,21 +189,44 @@ where
 /// iterator ends.
 pub struct TxnIter<'a> {
     merged: Overlay<DbIter, PendingRange<'a>>,
-    reads: &'a ReadSet,
+    reads: Reads<'a>,
+}
+
+/// The read set an iterator records into: the default keyspace's, or
+/// another keyspace's (kept in a map the transaction can grow while the
+/// iterator runs).
+enum Reads<'a> {
+    Borrowed(&'a ReadSet),
+    Shared(Arc<ReadSet>),
 }
 
 impl<'a> TxnIter<'a> {
     pub(crate) fn new(snapshot: DbIter, pending: PendingRange<'a>, reads: &'a ReadSet) -> Self {
         TxnIter {
             merged: Overlay::new(snapshot, pending),
-            reads,
+            reads: Reads::Borrowed(reads),
+        }
+    }
+
+    /// An iterator over another keyspace than the default one.
+    pub(crate) fn new_shared(
+        snapshot: DbIter,
+        pending: PendingRange<'a>,
+        reads: Arc<ReadSet>,
+    ) -> Self {
+        TxnIter {
+            merged: Overlay::new(snapshot, pending),
+            reads: Reads::Shared(reads),
         }
     }
 
     fn record(&self, item: Result<OverlayItem>) -> Result<(Vec<u8>, Vec<u8>)> {
         let (key, value, from_snapshot) = item?;
         if from_snapshot {
-            self.reads.record(&key);
+            match &self.reads {
+                Reads::Borrowed(r) => r.record(&key),
+                Reads::Shared(r) => r.record(&key),
+            }
         }
         Ok((key, value))
     }

@@ -9,12 +9,16 @@ mod iter;
 mod read_set;
 mod write_set;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+
+use parking_lot::Mutex;
 use std::ops::RangeBounds;
 use std::sync::Arc;
 
-use crate::db::{write_checked, Db, Inner, KeyRange, Precondition};
+use crate::db::state::Inner;
+use crate::db::{write_checked, Db, KeyRange, Precondition};
 use crate::error::Result;
+use crate::keyspace::Keyspace;
 use crate::options::WriteOptions;
 use crate::snapshot::Snapshot;
 use crate::value::Value;
@@ -98,14 +102,24 @@ use write_set::WriteSet;
 /// # Ok(())
 /// # }
 /// ```
-// Reads and writes are tracked by user key alone. Keyspaces, when they
-// come, key both sets by (keyspace, key) and give the read and write
-// methods a keyspace argument; the commit check stays the same.
+///
+/// # Keyspaces
+///
+/// [`get_in`](Self::get_in), [`iter_in`](Self::iter_in) (and
+/// `range_in`, `prefix_in`), [`put_in`](Self::put_in) and
+/// [`delete_in`](Self::delete_in) read and write other keyspaces in the
+/// same transaction: the commit applies the writes of every keyspace as
+/// one batch, and conflicts are per keyspace and key (a write of key `k`
+/// in one keyspace does not conflict with a read of `k` in another).
 pub struct Transaction {
     inner: Arc<Inner>,
     snapshot: Snapshot,
     writes: WriteSet,
     reads: ReadSet,
+    /// Other keyspaces' pending writes, by keyspace id.
+    writes_in: BTreeMap<u32, (Keyspace, WriteSet)>,
+    /// Other keyspaces' keys read, by keyspace id.
+    reads_in: Mutex<BTreeMap<u32, Arc<ReadSet>>>,
 }
 
 impl Db {
@@ -117,6 +131,8 @@ impl Db {
             snapshot: self.snapshot(),
             writes: WriteSet::default(),
             reads: ReadSet::default(),
+            writes_in: BTreeMap::new(),
+            reads_in: Mutex::new(BTreeMap::new()),
         }
     }
 }
@@ -244,23 +260,178 @@ impl Transaction {
             snapshot,
             writes,
             reads,
+            writes_in,
+            reads_in,
         } = self;
-        if writes.is_empty() && (reads.len() == 0 || inner.read_only) {
+        let mut keyspace_keys: BTreeSet<(u32, Vec<u8>)> = reads_in
+            .into_inner()
+            .into_iter()
+            .flat_map(|(id, r)| r.keys().into_iter().map(move |k| (id, k)))
+            .collect();
+        let no_writes = writes.is_empty() && writes_in.values().all(|(_, w)| w.is_empty());
+        let no_reads = reads.len() == 0 && keyspace_keys.is_empty();
+        if no_writes && (no_reads || inner.read_only) {
             // Nothing to check against: no reads, or nobody can write.
             return Ok(());
         }
-        let batch = writes.to_batch()?;
+        let mut batch = writes.to_batch()?;
+        for (id, (ks, w)) in &writes_in {
+            ks.live()?;
+            for (key, value) in w.iter() {
+                match value {
+                    Some(v) => batch.put_scoped(*id, key, v)?,
+                    None => batch.delete_scoped(*id, key)?,
+                }
+                keyspace_keys.insert((*id, key.clone()));
+            }
+        }
         let mut keys: BTreeSet<Vec<u8>> = reads.into_keys();
         keys.extend(writes.keys().cloned());
         let check = Precondition {
             snapshot: snapshot.seq(),
             keys: keys.into_iter().collect(),
+            keyspace_keys: keyspace_keys.into_iter().collect(),
         };
         let result = write_checked(&inner, batch, opts.sync, check);
         // The snapshot stays registered until the check is done, so
         // compaction could not drop a version newer than it.
         drop(snapshot);
         result
+    }
+
+    /// The value of `key` in keyspace `ks` as the transaction sees it: its
+    /// own write if it wrote the key there, else the value when it began.
+    /// The (keyspace, key) joins the read set.
+    ///
+    /// # Errors
+    ///
+    /// As [`Snapshot::get_in`].
+    pub fn get_in(&self, ks: &Keyspace, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        let key = key.as_ref();
+        if ks.id() == 0 {
+            ks.check_db(&self.inner)?;
+            return self.get(key);
+        }
+        if let Some(pending) = self.pending_in(ks, key) {
+            return Ok(pending.map(<[u8]>::to_vec));
+        }
+        let value = self.snapshot.get_in(ks, key)?;
+        self.reads_of(ks).record(key);
+        Ok(value)
+    }
+
+    /// [`get_in`](Self::get_in), with the value read in place where it
+    /// comes from the snapshot.
+    ///
+    /// # Errors
+    ///
+    /// As [`Snapshot::get_in`].
+    pub fn get_pinned_in(&self, ks: &Keyspace, key: impl AsRef<[u8]>) -> Result<Option<Value>> {
+        let key = key.as_ref();
+        if ks.id() == 0 {
+            ks.check_db(&self.inner)?;
+            return self.get_pinned(key);
+        }
+        if let Some(pending) = self.pending_in(ks, key) {
+            return Ok(pending.map(Value::from));
+        }
+        let value = self.snapshot.get_pinned_in(ks, key)?;
+        self.reads_of(ks).record(key);
+        Ok(value)
+    }
+
+    /// Every key of keyspace `ks` in order, as the transaction sees it
+    /// (its own writes there laid over its snapshot); the keys returned
+    /// from the snapshot join the read set, as with [`iter`](Self::iter).
+    ///
+    /// # Errors
+    ///
+    /// As [`Snapshot::get_in`], here and from the iterator's items.
+    pub fn iter_in(&self, ks: &Keyspace) -> Result<TxnIter<'_>> {
+        self.iter_range_in(ks, KeyRange::default())
+    }
+
+    /// The keys of keyspace `ks` in `range`, as the transaction sees them.
+    ///
+    /// # Errors
+    ///
+    /// As [`Transaction::iter_in`].
+    pub fn range_in<K: AsRef<[u8]>, R: RangeBounds<K>>(
+        &self,
+        ks: &Keyspace,
+        range: R,
+    ) -> Result<TxnIter<'_>> {
+        self.iter_range_in(ks, KeyRange::from_bounds(&range))
+    }
+
+    /// The keys of keyspace `ks` starting with `prefix`, as the
+    /// transaction sees them.
+    ///
+    /// # Errors
+    ///
+    /// As [`Transaction::iter_in`].
+    pub fn prefix_in(&self, ks: &Keyspace, prefix: impl AsRef<[u8]>) -> Result<TxnIter<'_>> {
+        self.iter_range_in(ks, KeyRange::prefix(prefix.as_ref()))
+    }
+
+    fn iter_range_in(&self, ks: &Keyspace, range: KeyRange) -> Result<TxnIter<'_>> {
+        if ks.id() == 0 {
+            ks.check_db(&self.inner)?;
+            return self.iter_range(range);
+        }
+        let snapshot = self.snapshot.range_in_keys(ks, range.clone())?;
+        let pending = match self.writes_in.get(&ks.id()) {
+            Some((_, w)) => w.range(&range),
+            None => None.into_iter().flatten(),
+        };
+        Ok(TxnIter::new_shared(snapshot, pending, self.reads_of(ks)))
+    }
+
+    /// Keyspace `ks`'s read set.
+    fn reads_of(&self, ks: &Keyspace) -> Arc<ReadSet> {
+        self.reads_in.lock().entry(ks.id()).or_default().clone()
+    }
+
+    fn pending_in(&self, ks: &Keyspace, key: &[u8]) -> Option<Option<&[u8]>> {
+        self.writes_in.get(&ks.id()).and_then(|(_, w)| w.get(key))
+    }
+
+    /// Sets `key` to `value` in keyspace `ks`; applied at commit.
+    ///
+    /// # Errors
+    ///
+    /// As [`Transaction::put`]; `InvalidArgument` if `ks` was dropped or
+    /// is another database's.
+    pub fn put_in(
+        &mut self,
+        ks: &Keyspace,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        ks.check_db(&self.inner)?;
+        ks.live()?;
+        if ks.id() == 0 {
+            return self.put(key, value);
+        }
+        let entry = self.writes_in.entry(ks.id());
+        let (_, w) = entry.or_insert_with(|| (ks.clone(), WriteSet::default()));
+        w.put(key.as_ref(), value.as_ref())
+    }
+
+    /// Deletes `key` in keyspace `ks`; applied at commit.
+    ///
+    /// # Errors
+    ///
+    /// As [`Transaction::put_in`].
+    pub fn delete_in(&mut self, ks: &Keyspace, key: impl AsRef<[u8]>) -> Result<()> {
+        ks.check_db(&self.inner)?;
+        ks.live()?;
+        if ks.id() == 0 {
+            return self.delete(key);
+        }
+        let entry = self.writes_in.entry(ks.id());
+        let (_, w) = entry.or_insert_with(|| (ks.clone(), WriteSet::default()));
+        w.delete(key.as_ref())
     }
 
     /// Discards the transaction and its writes (as dropping it does).

@@ -25,6 +25,11 @@ impl ReadSet {
         self.keys.lock().len()
     }
 
+    /// A copy of the keys (for a set an iterator may still share).
+    pub(crate) fn keys(&self) -> BTreeSet<Vec<u8>> {
+        self.keys.lock().clone()
+    }
+
     pub(crate) fn into_keys(self) -> BTreeSet<Vec<u8>> {
         self.keys.into_inner()
     }

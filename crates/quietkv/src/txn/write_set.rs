@@ -70,6 +70,11 @@ impl WriteSet {
         entries.into_iter().flatten()
     }
 
+    /// Every pending write, in key order.
+    pub(crate) fn iter(&self) -> btree_map::Iter<'_, Vec<u8>, Option<Vec<u8>>> {
+        self.entries.iter()
+    }
+
     /// Every pending write as one batch, in key order.
     ///
     /// # Errors

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::db::Inner;
+use crate::db::state::Inner;
 
 /// Runs until the database shuts down. A failed sync leaves the WAL in an
 /// unknown state, so it becomes the database's background error (writes are
