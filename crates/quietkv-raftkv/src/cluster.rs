@@ -13,7 +13,7 @@ use std::time::Duration;
 use quietkv_raft::NodeId;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tokio::signal::unix::{signal, SignalKind};
 
 #[derive(clap::Args, Debug)]
@@ -147,27 +147,7 @@ async fn start_node(
     addr: &str,
 ) -> Result<(Child, String), String> {
     let log = log_path(dir, id);
-    let log_file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log)
-        .map_err(|e| format!("opening {}: {e}", log.display()))?;
-    let mut command = Command::new(exe);
-    // SAFETY: the closure runs in the child between fork and exec, where
-    // only async-signal-safe calls are allowed: prctl(2) is one, and
-    // nothing here allocates or takes a lock.
-    unsafe {
-        command.pre_exec(|| {
-            // The node gets SIGTERM when the thread that spawned it ends:
-            // that is this launcher's main thread (`run` is driven by
-            // `block_on`), so no node outlives the launcher, even one
-            // killed with SIGKILL.
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    let mut command = crate::child::own_command(exe, &log)?;
     let mut child = command
         .arg("--id")
         .arg(id.to_string())
@@ -176,9 +156,6 @@ async fn start_node(
         .arg("--dir")
         .arg(dir.join(format!("node-{id}")))
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(log_file)
-        .kill_on_drop(true)
         .spawn()
         .map_err(|e| format!("starting node {id}: {e}"))?;
     let stdout = child

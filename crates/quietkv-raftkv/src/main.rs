@@ -7,6 +7,7 @@
 mod admin;
 mod app;
 mod bench_snapshot;
+mod child;
 mod cluster;
 mod error;
 mod kv;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use quietkv_bench::cgroup::interrupted;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::process::{Child, ChildStdin, ChildStdout};
 
 use super::spec::LeaderLine;
 
@@ -29,35 +29,6 @@ pub async fn bounded<T>(
         r = tokio::time::timeout(limit, fut) => r.map_err(|_| format!("{what}: not done within {limit:?}")),
         () = interrupt => Err(format!("{what}: interrupted")),
     }
-}
-
-/// A command running this binary, killed with the process that started it.
-fn own_command(exe: &Path, log: &Path) -> Result<Command, String> {
-    let log_file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)
-        .map_err(|e| format!("opening {}: {e}", log.display()))?;
-    let mut command = Command::new(exe);
-    // SAFETY: the closure runs in the child between fork and exec, where
-    // only async-signal-safe calls are allowed: prctl(2) is one, and
-    // nothing here allocates or takes a lock.
-    unsafe {
-        command.pre_exec(|| {
-            // SIGTERM when the thread that spawned it ends (the runtime's
-            // thread driving `block_on`): no child outlives the bench,
-            // even one killed with SIGKILL.
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    command
-        .stdout(Stdio::piped())
-        .stderr(log_file)
-        .kill_on_drop(true);
-    Ok(command)
 }
 
 /// Asks `child` to stop (SIGTERM), and kills it if it has not within
@@ -86,7 +57,7 @@ impl NodeProcess {
     /// Starts a node with `args` (its log in `log`) and waits for its
     /// address.
     pub async fn start(exe: &Path, args: &[String], log: &Path) -> Result<NodeProcess, String> {
-        let mut child = own_command(exe, log)?
+        let mut child = crate::child::own_command(exe, log)?
             .args(args)
             .stdin(Stdio::null())
             .spawn()
@@ -131,7 +102,7 @@ pub struct LeaderProcess {
 impl LeaderProcess {
     /// Starts the leader process, stopped at reading its spec.
     pub fn spawn(exe: &Path, log: &Path) -> Result<LeaderProcess, String> {
-        let mut child = own_command(exe, log)?
+        let mut child = crate::child::own_command(exe, log)?
             .arg(super::spec::LEADER_SUBCOMMAND)
             .stdin(Stdio::piped())
             .spawn()
