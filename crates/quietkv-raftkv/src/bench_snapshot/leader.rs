@@ -143,6 +143,9 @@ async fn serve() -> Result<(), String> {
                 PhaseReads {
                     phase: name2,
                     latency: LatencySummary::of(&r.latency),
+                    service: LatencySummary::of(&r.service),
+                    lateness: LatencySummary::of(&r.lateness),
+                    reader_run_delay_s: r.reader_run_delay_s,
                     scheduled: r.scheduled,
                     done: r.done,
                     errors: r.errors,

@@ -156,6 +156,19 @@ const METRICS: &[Metric] = &[
     ("stream read p50 (us)", |r| r.stream.reads.latency.p50),
     ("stream read p99 (us)", |r| r.stream.reads.latency.p99),
     ("stream read p99.9 (us)", |r| r.stream.reads.latency.p999),
+    ("baseline service p99 (us)", |r| {
+        r.baseline.reads.service.p99
+    }),
+    ("stream service p99 (us)", |r| r.stream.reads.service.p99),
+    ("baseline reader lateness p99 (us)", |r| {
+        r.baseline.reads.lateness.p99
+    }),
+    ("stream reader lateness p99 (us)", |r| {
+        r.stream.reads.lateness.p99
+    }),
+    ("stream readers' CPU wait (ms)", |r| {
+        r.stream.reads.reader_run_delay_s.unwrap_or(f64::NAN) * 1e3
+    }),
     ("baseline refaults", |r| r.baseline.refaults as f64),
     ("stream refaults", |r| r.stream.refaults as f64),
     ("stream major faults", |r| r.stream.major_faults as f64),
@@ -187,7 +200,12 @@ pub fn summarise(runs: &[Run], modes: &[String]) -> BTreeMap<String, BTreeMap<St
         let of_mode: Vec<&Run> = runs.iter().filter(|r| &r.mode == mode).collect();
         let mut metrics = BTreeMap::new();
         for (name, get) in METRICS {
-            let mut values: Vec<f64> = of_mode.iter().map(|r| get(r)).collect();
+            // A metric the kernel did not report is NaN: left out, not 0.
+            let mut values: Vec<f64> = of_mode
+                .iter()
+                .map(|r| get(r))
+                .filter(|v| !v.is_nan())
+                .collect();
             if let Some(s) = Spread::of(&mut values) {
                 metrics.insert(name.to_string(), s);
             }

@@ -65,6 +65,17 @@ pub struct PhaseReads {
     pub phase: String,
     /// Scheduled-to-completion latency, microseconds.
     pub latency: LatencySummary,
+    /// Issue-to-completion time, microseconds: the store's own share.
+    #[serde(default)]
+    pub service: LatencySummary,
+    /// Scheduled-to-issue time, microseconds: how late the reader threads
+    /// started each read (woken late, or busy with an earlier read).
+    #[serde(default)]
+    pub lateness: LatencySummary,
+    /// Seconds the reader threads were runnable but waited for a CPU, all
+    /// readers together (`None` where the kernel does not report it).
+    #[serde(default)]
+    pub reader_run_delay_s: Option<f64>,
     pub scheduled: u64,
     pub done: u64,
     pub errors: u64,
