@@ -37,3 +37,69 @@ pub fn own_command(exe: &Path, log: &Path) -> Result<Command, String> {
         .kill_on_drop(true);
     Ok(command)
 }
+
+/// Makes `command`'s process run only on `cpus` (its threads inherit it).
+/// An empty list leaves it where the scheduler puts it.
+pub fn pin_to_cpus(command: &mut Command, cpus: &[usize]) {
+    if cpus.is_empty() {
+        return;
+    }
+    // SAFETY: a cpu_set_t is plain data; all zeros is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &cpu in cpus {
+        if cpu < libc::CPU_SETSIZE as usize {
+            // SAFETY: `cpu` is below CPU_SETSIZE, so the bit is inside the set.
+            unsafe { libc::CPU_SET(cpu, &mut set) };
+        }
+    }
+    // SAFETY: sched_setaffinity(2) is a plain system call, safe between
+    // fork and exec; the set was built before the fork and is copied into
+    // the closure.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The CPUs a process started through `command` may run on, as the
+    /// kernel reports them to it.
+    fn allowed_cpus(cpus: &[usize]) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        let mut command = own_command(Path::new("/bin/sh"), &log).unwrap();
+        pin_to_cpus(&mut command, cpus);
+        command.args(["-c", "grep Cpus_allowed_list /proc/self/status"]);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let out = rt.block_on(async { command.output().await }).unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    }
+
+    #[test]
+    fn a_pinned_child_runs_only_on_its_cpus() {
+        assert!(
+            allowed_cpus(&[0]).ends_with("\t0"),
+            "{}",
+            allowed_cpus(&[0])
+        );
+        // Without a list it keeps what this process has.
+        let ours = std::fs::read_to_string("/proc/self/status").unwrap();
+        let ours = ours
+            .lines()
+            .find(|l| l.starts_with("Cpus_allowed_list"))
+            .unwrap()
+            .to_string();
+        assert_eq!(allowed_cpus(&[]), ours);
+    }
+}

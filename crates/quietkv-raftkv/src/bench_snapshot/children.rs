@@ -57,7 +57,20 @@ impl NodeProcess {
     /// Starts a node with `args` (its log in `log`) and waits for its
     /// address.
     pub async fn start(exe: &Path, args: &[String], log: &Path) -> Result<NodeProcess, String> {
-        let mut child = crate::child::own_command(exe, log)?
+        Self::start_on(exe, args, log, &[]).await
+    }
+
+    /// Starts a node with `args` (its log in `log`), on `cpus` only if
+    /// any are given, and waits for its address.
+    pub async fn start_on(
+        exe: &Path,
+        args: &[String],
+        log: &Path,
+        cpus: &[usize],
+    ) -> Result<NodeProcess, String> {
+        let mut command = crate::child::own_command(exe, log)?;
+        crate::child::pin_to_cpus(&mut command, cpus);
+        let mut child = command
             .args(args)
             .stdin(Stdio::null())
             .spawn()
@@ -100,9 +113,12 @@ pub struct LeaderProcess {
 }
 
 impl LeaderProcess {
-    /// Starts the leader process, stopped at reading its spec.
-    pub fn spawn(exe: &Path, log: &Path) -> Result<LeaderProcess, String> {
-        let mut child = crate::child::own_command(exe, log)?
+    /// Starts the leader process, stopped at reading its spec, on `cpus`
+    /// only if any are given.
+    pub fn spawn(exe: &Path, log: &Path, cpus: &[usize]) -> Result<LeaderProcess, String> {
+        let mut command = crate::child::own_command(exe, log)?;
+        crate::child::pin_to_cpus(&mut command, cpus);
+        let mut child = command
             .arg(super::spec::LEADER_SUBCOMMAND)
             .stdin(Stdio::piped())
             .spawn()

@@ -164,7 +164,7 @@ async fn serve() -> Result<(), String> {
                 .await
                 .map_err(|e| format!("ending phase {name}: {e}"))?
                 .map_err(|_| format!("the readers of phase {name} panicked"))?;
-            say(&LeaderLine::Phase(reads));
+            say(&LeaderLine::Phase(Box::new(reads)));
         } else if line == "quit" {
             break;
         } else {

@@ -66,6 +66,12 @@ pub struct BenchSnapshotArgs {
     /// Reader threads in the leader process.
     #[arg(long, default_value_t = 4)]
     pub readers: usize,
+    /// Run the joining node on this CPU alone and the leader on every
+    /// other one, as if the joiner were another machine: on one machine
+    /// the joiner's receiving and writing would otherwise take CPU from the
+    /// leader's readers. Default: no pinning.
+    #[arg(long)]
+    pub joiner_cpu: Option<usize>,
     /// Seconds of the baseline phase. Default 30 (--quick: 2).
     #[arg(long)]
     pub baseline_secs: Option<f64>,
@@ -124,6 +130,18 @@ fn plan(args: &BenchSnapshotArgs) -> Result<Plan, String> {
     if args.modes.is_empty() {
         return Err("--modes is empty".into());
     }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if let Some(c) = args.joiner_cpu {
+        if c >= cpus || cpus < 2 {
+            return Err(format!(
+                "--joiner-cpu {c}: this machine has CPUs 0..{cpus}, and the leader needs one left"
+            ));
+        }
+    }
+    let leader_cpus: Vec<usize> = match args.joiner_cpu {
+        Some(c) => (0..cpus).filter(|&x| x != c).collect(),
+        None => Vec::new(),
+    };
     let rate = args.rate.unwrap_or(if q { 500.0 } else { 2000.0 });
     if !(rate > 0.0 && rate.is_finite()) || args.readers == 0 {
         return Err("--rate and --readers must be positive".into());
@@ -144,6 +162,8 @@ fn plan(args: &BenchSnapshotArgs) -> Result<Plan, String> {
             repeats: args.repeats.unwrap_or(if q { 1 } else { 3 }).max(1),
             modes: args.modes.clone(),
             psi_source: String::new(),
+            joiner_cpu: args.joiner_cpu,
+            leader_cpus,
         },
         out: args.out.clone().unwrap_or_else(|| args.dir.join("report")),
         dir: args.dir.clone(),
@@ -306,7 +326,7 @@ async fn one_run(
         "memory.pressure of the leader's memory cgroup".to_string()
     };
     let leader_log = run_dir.join("leader.log");
-    let mut leader = LeaderProcess::spawn(exe, &leader_log)?;
+    let mut leader = LeaderProcess::spawn(exe, &leader_log, &setup.leader_cpus)?;
     let pid = leader.pid()?;
     confinement.add(pid)?;
     let anon = peak::AnonPeak::start(confinement.memory.dir());
@@ -360,7 +380,9 @@ async fn one_run(
         "--snapshot-chunk-bytes".into(),
         setup.chunk_bytes.to_string(),
     ];
-    let joiner = NodeProcess::start(exe, &joiner_args, &run_dir.join("joiner.log")).await?;
+    let joiner_cpus: Vec<usize> = setup.joiner_cpu.into_iter().collect();
+    let joiner =
+        NodeProcess::start_on(exe, &joiner_args, &run_dir.join("joiner.log"), &joiner_cpus).await?;
     let c_stream = confinement.counters()?;
     anon.take();
     leader
@@ -462,7 +484,7 @@ async fn catch_up(client: &reqwest::Client, leader: &str, joiner: &str) -> Resul
 
 async fn phase_reads(leader: &mut LeaderProcess, log: &Path) -> Result<spec::PhaseReads, String> {
     match leader.next("a phase's reads", ANSWER_WAIT, log).await? {
-        LeaderLine::Phase(p) => Ok(p),
+        LeaderLine::Phase(p) => Ok(*p),
         other => Err(format!("the leader answered {other:?}, not a phase")),
     }
 }

@@ -113,6 +113,11 @@ pub struct Setup {
     pub repeats: u32,
     pub modes: Vec<String>,
     pub psi_source: String,
+    /// The CPU the joining node was pinned to, and the leader's CPUs then.
+    #[serde(default)]
+    pub joiner_cpu: Option<usize>,
+    #[serde(default)]
+    pub leader_cpus: Vec<usize>,
 }
 
 /// A metric's median and range over the runs of one mode.
@@ -248,6 +253,13 @@ pub fn markdown(setup: &Setup, runs: &[Run], notes: &[String]) -> String {
         setup.repeats,
         setup.psi_source,
     );
+    if let Some(c) = setup.joiner_cpu {
+        let _ = writeln!(
+            md,
+            "CPUs: the joining node on CPU {c} alone, the leader on {:?}, as if the joiner were another machine.\n",
+            setup.leader_cpus
+        );
+    }
     let _ = write!(md, "| metric |");
     for m in &setup.modes {
         let _ = write!(md, " {m} |");

@@ -90,6 +90,6 @@ pub struct PhaseReads {
 #[serde(rename_all = "lowercase")]
 pub enum LeaderLine {
     Ready(Ready),
-    Phase(PhaseReads),
+    Phase(Box<PhaseReads>),
     Error(String),
 }
