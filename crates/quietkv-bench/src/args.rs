@@ -18,7 +18,9 @@ pub struct BenchArgs {
     pub experiment: Option<String>,
     /// Modes to compare, run in turn (A B C, A B C, ...): buffered, direct,
     /// dontcache, fadvise, write-direct, read-direct, both-direct, all-direct,
-    /// auto (the engine's defaults). Default: buffered,auto (E0:
+    /// auto (the engine's defaults), each with optional `+key=value` knobs
+    /// (docs/benchmark.md); `+ks=N` spreads quietkv's keys over N keyspaces
+    /// by key range (standard, E1, E2). Default: buffered,auto (E0:
     /// buffered,direct,dontcache; throughput: buffered,direct).
     #[arg(long, value_delimiter = ',')]
     pub modes: Option<Vec<String>>,

@@ -46,6 +46,19 @@ pub struct SourceSpec {
     pub compression: String,
     /// Built with buffered I/O, then `compact_all` + `wait_idle`.
     pub fully_compacted: bool,
+    /// Keyspaces the keys are spread over by key range (quietkv's
+    /// `+ks=N`); left out of the manifest when 1, so that sources built
+    /// before keyspaces were measured keep their hash.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub keyspaces: usize,
+}
+
+fn one() -> usize {
+    1
+}
+
+fn is_one(n: &usize) -> bool {
+    *n == 1
 }
 
 impl SourceSpec {
@@ -66,6 +79,7 @@ impl SourceSpec {
             bloom_bits_per_key: l.bloom_bits_per_key,
             compression: l.compression,
             fully_compacted: true,
+            keyspaces: 1,
         }
     }
 
@@ -176,6 +190,8 @@ pub fn build<E: BenchEngine>(
     let _ = std::fs::remove_dir_all(&tmp);
     let tuning = Tuning {
         layout: Some(spec.layout()),
+        // The keys written below: 0..keys.
+        key_span: Some(spec.keys),
         ..Tuning::engine_defaults()
     };
     let db = E::open(&tmp, buffered, &tuning)?;
@@ -284,7 +300,8 @@ pub fn prepare<E: BenchEngine>(
 /// Finds or builds the source database of the engine of `mode`, about
 /// `db_bytes` of `value_size` values, in `base` (see [`prepare`]): each
 /// engine builds its own from the same keys and values, with its
-/// [`BenchEngine::source_config`].
+/// [`BenchEngine::source_config_for`] the mode (its keys spread over as
+/// many keyspaces as the mode spreads them).
 pub fn prepare_source(
     mode: &EngineMode,
     base: &Path,
@@ -293,9 +310,12 @@ pub fn prepare_source(
     reuse: bool,
     progress: &dyn Fn(&str),
 ) -> Result<(PathBuf, Manifest, bool), String> {
-    dispatch!(mode, |_c: E| {
-        let spec = SourceSpec::new::<E>(db_bytes, value_size);
-        prepare::<E>(base, &spec, &E::source_config(), reuse, progress)
+    dispatch!(mode, |c: E| {
+        let spec = SourceSpec {
+            keyspaces: mode.keyspaces(),
+            ..SourceSpec::new::<E>(db_bytes, value_size)
+        };
+        prepare::<E>(base, &spec, &E::source_config_for(c), reuse, progress)
     })
 }
 
@@ -361,6 +381,17 @@ mod tests {
         assert_ne!(a.hash(), other.hash());
         let back: SourceSpec = serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
         assert_eq!(back, a);
+        // One keyspace reads as before keyspaces were measured; keys spread
+        // over four make another source.
+        assert!(!serde_json::to_string(&a).unwrap().contains("keyspaces"));
+        let spread = SourceSpec {
+            keyspaces: 4,
+            ..a.clone()
+        };
+        assert_ne!(a.hash(), spread.hash());
+        let back: SourceSpec =
+            serde_json::from_str(&serde_json::to_string(&spread).unwrap()).unwrap();
+        assert_eq!(back, spread);
     }
 
     #[test]

@@ -27,6 +27,8 @@ fn tuning<E: BenchEngine>(create: bool) -> Tuning {
         memtable_bytes: Some(64 << 10),
         background_threads: Some(1),
         background_rate_limit_mib: 0,
+        // The keys the tests write: 0..400.
+        key_span: Some(400),
     }
 }
 
@@ -203,6 +205,42 @@ fn quietkv_keeps_the_contract_with_its_source_configuration() {
 #[test]
 fn quietkv_keeps_the_contract_in_its_default_configuration() {
     contract::<QuietkvEngine>(&QuietkvConfig::parse("auto").unwrap());
+}
+
+/// With `+ks=4` the keys go to four keyspaces by key range (the default
+/// one and three named ones), each holding about a quarter of them, and
+/// the contract holds across them (batches spanning keyspaces, flush and
+/// full compaction of all, counters, close and reopen). A database cut
+/// another way is refused rather than read from the wrong keyspaces.
+#[test]
+fn quietkv_keeps_the_contract_with_its_keys_over_four_keyspaces() {
+    let config = QuietkvConfig::parse("auto+ks=4").unwrap();
+    contract::<QuietkvEngine>(&config);
+    let dir = scratch("spread");
+    let path = dir.path().join("db");
+    let db = QuietkvEngine::open(&path, &config, &tuning::<QuietkvEngine>(true)).unwrap();
+    fill(&db, 0..400, 1);
+    let names = db.db().keyspace_names();
+    assert_eq!(names.len(), 4, "{names:?}");
+    assert_eq!(names[0], quietkv::DEFAULT_KEYSPACE);
+    for name in &names {
+        let ks = db
+            .db()
+            .keyspace(name, quietkv::KeyspaceOptions::default())
+            .unwrap();
+        let len = ks.approximate_len();
+        assert!((90..=110).contains(&len), "{name}: {len} keys");
+    }
+    // The default keyspace holds the first part, the last one the end.
+    assert!(db.db().get(key(0)).unwrap().is_some());
+    assert!(db.db().get(key(399)).unwrap().is_none());
+    assert_eq!(version_of(&db, 399), Some(1));
+    db.close().unwrap();
+    let two = QuietkvConfig::parse("auto+ks=2").unwrap();
+    let e = QuietkvEngine::open(&path, &two, &tuning::<QuietkvEngine>(false))
+        .err()
+        .expect("a database cut in four is not read as two parts");
+    assert!(e.contains("keyspaces are"), "{e}");
 }
 
 #[test]

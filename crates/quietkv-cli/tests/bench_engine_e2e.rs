@@ -168,6 +168,38 @@ fn e1_then_e2_tiny_runs_reuse_the_source_and_clean_up() {
     common::assert_nothing_left(&dirs.scratch);
 }
 
+/// E2 with quietkv's keys spread over four keyspaces beside the default
+/// keyspace alone: each gets a source of its own (the spread one built
+/// with the same four keyspaces: the warm-up reads every hot key once and
+/// a key not found fails the run), the paced writer's batches span
+/// keyspaces, and both report their work.
+#[test]
+fn e2_tiny_run_spreads_quietkv_over_four_keyspaces_from_a_source_of_its_own() {
+    let dirs = common::bench_dirs();
+    let (res, pid) = bench(
+        &common::args(
+            "--experiment E2 --modes auto,auto+ks=4 --duration 2 --hot-keys 500 \
+             --write-rate 8 --memtable-mib 1",
+        ),
+        &dirs.scratch,
+        &dirs.out,
+    );
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(
+        stderr.matches("source: building").count(),
+        2,
+        "one source per keyspace count: {stderr}"
+    );
+    check_report(
+        &dirs.out,
+        "E2",
+        &["auto", "auto+ks=4"],
+        &["quietkv over 4 keyspaces: ", "write_mib_s"],
+    );
+    common::assert_no_cgroups_left(pid);
+    common::assert_nothing_left(&dirs.scratch);
+}
+
 #[test]
 fn e3_tiny_run_has_one_section_per_hot_set_and_says_where_it_stops_helping() {
     let dirs = common::bench_dirs();

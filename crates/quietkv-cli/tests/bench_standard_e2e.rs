@@ -146,6 +146,28 @@ fn standard_tiny_run_reports_every_workload_for_quietkv() {
     common::assert_nothing_left(&dirs.scratch);
 }
 
+/// quietkv with its keys spread over four keyspaces by key range runs
+/// every workload (each read checked against what was written, scans and
+/// seeks going on from one keyspace into the next) beside the default
+/// keyspace alone, and the report says what each keyspace got.
+#[test]
+fn standard_tiny_run_spreads_quietkv_over_four_keyspaces() {
+    let dirs = common::bench_dirs();
+    let (md, j) = tiny_standard(
+        "quietkv",
+        &["--modes", "auto,auto+ks=4"],
+        &dirs.scratch,
+        &dirs.out,
+    );
+    check(&md, &j, &["auto", "auto+ks=4"]);
+    assert!(md.contains("| figure | auto | auto+ks=4 |\n"), "{md}");
+    assert!(
+        md.contains("ks=4: 16 MiB each, 64 MiB in all"),
+        "the settings say what each keyspace gets:\n{md}"
+    );
+    common::assert_nothing_left(&dirs.scratch);
+}
+
 #[cfg(feature = "fjall")]
 #[test]
 fn standard_tiny_run_compares_quietkv_with_fjall() {

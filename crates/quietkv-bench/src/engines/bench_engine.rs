@@ -24,6 +24,11 @@ pub trait EngineConfig:
     /// What it does to the page cache in `dir` (choices the engine makes
     /// from a probe of the directory are resolved there).
     fn page_cache(&self, dir: &Path) -> PageCacheUse;
+    /// How many keyspaces (column families) it spreads the keys over; 1
+    /// for one key space.
+    fn keyspaces(&self) -> usize {
+        1
+    }
 }
 
 /// The shape of the tree on disk; part of a source database's identity.
@@ -56,6 +61,12 @@ pub struct Tuning {
     pub background_threads: Option<usize>,
     /// Background (compaction) I/O limit in MiB/s; 0 = unthrottled.
     pub background_rate_limit_mib: u64,
+    /// The workload's keys are [`crate::keys::key`]`(k)` for `k` below
+    /// this: a configuration that spreads the keys over keyspaces by key
+    /// range (quietkv's `+ks=N`) cuts these numbers into equal parts, so
+    /// each keyspace gets about as many keys. `None`: the experiment does
+    /// not say, and such a configuration is refused.
+    pub key_span: Option<u64>,
 }
 
 impl Tuning {
@@ -68,6 +79,7 @@ impl Tuning {
             memtable_bytes: None,
             background_threads: None,
             background_rate_limit_mib: 0,
+            key_span: None,
         }
     }
 }
@@ -144,6 +156,14 @@ pub trait BenchEngine: Sized + Send + Sync {
     /// The configuration source databases are built with (the page cache
     /// kept, the engine's plainest I/O).
     fn source_config() -> Self::Config;
+    /// The configuration the source database of runs of `config` is built
+    /// with: [`BenchEngine::source_config`], with the keys spread over
+    /// keyspaces as `config` spreads them, so that a run's copy holds each
+    /// key where the run looks for it.
+    fn source_config_for(config: &Self::Config) -> Self::Config {
+        let _ = config;
+        Self::source_config()
+    }
     /// Opens the database in `dir` with `config`.
     fn open(dir: &Path, config: &Self::Config, tuning: &Tuning) -> Result<Self, String>;
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, String>;

@@ -14,7 +14,8 @@
 //! fjall behind their Cargo features `rocksdb` and `fjall`).
 //!
 //! Files, each using only those listed before it: [`page_cache`],
-//! [`counters`], [`bench_engine`] (the trait), the engines ([`quietkv`],
+//! [`counters`], [`bench_engine`] (the trait), [`quietkv_spread`] (quietkv's
+//! keys over several keyspaces), the engines ([`quietkv`],
 //! `rocksdb` with [`rocksdb_names`] and [`rocksdb_stats`], `fjall` with
 //! [`thread_io`]), then [`mode`]. This file only lists them and re-exports
 //! their items.
@@ -26,6 +27,7 @@ pub mod fjall;
 pub mod mode;
 pub mod page_cache;
 pub mod quietkv;
+pub mod quietkv_spread;
 #[cfg(feature = "rocksdb")]
 pub mod rocksdb;
 pub mod rocksdb_names;

@@ -156,6 +156,11 @@ impl EngineMode {
         })
     }
 
+    /// See [`EngineConfig::keyspaces`].
+    pub fn keyspaces(&self) -> usize {
+        dispatch!(self, |c: E| c.keyspaces())
+    }
+
     /// See [`BenchEngine::immutable_file`].
     pub fn immutable_file(&self, rel: &str) -> bool {
         dispatch!(self, |_c: E| E::immutable_file(rel))

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::bench_engine::{Batch, BenchEngine, EngineConfig, Layout, ScanCount, Tuning};
 use super::counters::{Counters, HitsMisses, LevelWork};
 use super::page_cache::{CacheUse, Direction, PageCacheUse};
+use super::quietkv_spread::{KeyParts, Spread};
 
 fn buffered() -> String {
     "buffered".into()
@@ -55,7 +56,12 @@ pub struct QuietkvConfig {
 /// (`writeback_chunk_size`, 0 = off), `+slice=MiB`
 /// (`max_compaction_bytes`: a full compaction's slices), `+bgdepth=N`
 /// (`background_io_depth`), `+warmauto=0|1` (`warm_automatic_compactions`),
-/// `+flush=buffered|direct|auto` (the FlushWrite class's mode).
+/// `+flush=buffered|direct|auto` (the FlushWrite class's mode),
+/// `+ks=N` (the keys spread over N keyspaces by key range: the default
+/// keyspace and N - 1 named ones, each with a memtable of 1/N of the run's
+/// memtable budget, so that the memtables hold as much in all as with one
+/// keyspace; see [`super::quietkv_spread`]; 1, the default, is the default
+/// keyspace alone, exactly as without the knob).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuietkvKnobs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -89,7 +95,13 @@ pub struct QuietkvKnobs {
     /// The FlushWrite class's mode, as `+flush=buffered|direct|auto`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flush_mode: Option<String>,
+    /// Keyspaces the keys are spread over, as `+ks=N`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keyspaces: Option<usize>,
 }
+
+/// The most keyspaces `+ks=N` spreads the keys over.
+pub const MAX_SPREAD_KEYSPACES: usize = 64;
 
 fn compaction_priority(name: &str) -> Option<CompactionPriority> {
     match name {
@@ -138,6 +150,14 @@ impl QuietkvKnobs {
             },
             "slice" => self.slice_mib = Some(positive("slice (MiB)")? as u64),
             "bgdepth" => self.background_io_depth = Some(positive("bgdepth")?),
+            "ks" => match positive("ks")? {
+                n @ 1..=MAX_SPREAD_KEYSPACES => self.keyspaces = Some(n),
+                n => {
+                    return Err(format!(
+                        "ks must be 1 to {MAX_SPREAD_KEYSPACES} keyspaces, got {n}"
+                    ))
+                }
+            },
             "warmauto" => match value {
                 "0" => self.warm_automatic = Some(false),
                 "1" => self.warm_automatic = Some(true),
@@ -173,7 +193,7 @@ impl QuietkvKnobs {
             }
             other => {
                 return Err(format!(
-                    "unknown knob '{other}' (expected depth, wbuf, ra, nice, yield, pick, l0, wb, slice, bgdepth, warmauto or flush)"
+                    "unknown knob '{other}' (expected depth, wbuf, ra, nice, yield, pick, l0, wb, slice, bgdepth, warmauto, flush or ks)"
                 ))
             }
         }
@@ -264,7 +284,19 @@ impl QuietkvKnobs {
                 if w { "on" } else { "off" }
             ));
         }
+        let n = self.spread_keyspaces();
+        if n > 1 {
+            v.push(format!(
+                "{n} keyspaces by key range (the default + {}), each with a memtable of 1/{n} of the run's memtable budget",
+                n - 1
+            ));
+        }
         v
+    }
+
+    /// Keyspaces the keys are spread over (1: the default keyspace alone).
+    pub fn spread_keyspaces(&self) -> usize {
+        self.keyspaces.unwrap_or(1)
     }
 }
 
@@ -523,11 +555,19 @@ impl EngineConfig for QuietkvConfig {
         let env = quietio::IoEnv::open(dir, quietio::IoOptions::default()).ok();
         self.page_cache_with(&|c, m| env.as_ref()?.resolve_explicit(c, m).ok())
     }
+
+    fn keyspaces(&self) -> usize {
+        self.knobs.spread_keyspaces()
+    }
 }
 
 /// A quietkv database under test.
 pub struct QuietkvEngine {
     db: Db,
+    /// `+ks=N` with N > 1: the keyspaces the keys are spread over. `None`
+    /// (N = 1): every call goes to the default keyspace through `Db`'s own
+    /// methods, as before keyspaces were measured.
+    spread: Option<Spread>,
 }
 
 impl QuietkvEngine {
@@ -573,6 +613,13 @@ impl BenchEngine for QuietkvEngine {
         QuietkvConfig::parse("buffered").expect("a known mode")
     }
 
+    fn source_config_for(config: &QuietkvConfig) -> QuietkvConfig {
+        match config.knobs.spread_keyspaces() {
+            1 => Self::source_config(),
+            n => QuietkvConfig::parse(&format!("buffered+ks={n}")).expect("a known mode"),
+        }
+    }
+
     fn open(dir: &Path, config: &QuietkvConfig, tuning: &Tuning) -> Result<Self, String> {
         let mut o = config.options();
         if let Some(l) = &tuning.layout {
@@ -599,23 +646,54 @@ impl BenchEngine for QuietkvEngine {
         if let Some(m) = tuning.memtable_bytes {
             o.memtable_size = m.max(4096);
         }
+        let keyspaces = config.knobs.spread_keyspaces();
+        // Checked before the database is opened (or created).
+        let parts = if keyspaces > 1 {
+            let span = tuning.key_span.ok_or_else(|| {
+                format!(
+                    "mode {}: this experiment does not say over which key numbers its keys lie, so it cannot spread them over {keyspaces} keyspaces",
+                    config.name
+                )
+            })?;
+            // A memtable per keyspace: N of them hold as much as one did.
+            o.memtable_size = (o.memtable_size / keyspaces).max(4096);
+            Some(KeyParts::new(keyspaces, span).map_err(|e| format!("mode {}: {e}", config.name))?)
+        } else {
+            None
+        };
         // The counters tell page-cache hits of user reads (the default;
         // set so that it stays on for the benchmark).
         o.attribute_cache_hits = true;
         let db = Db::open(dir, o)
             .map_err(|e| format!("cannot open the database in {}: {e}", dir.display()))?;
-        Ok(QuietkvEngine { db })
+        let spread = match parts {
+            Some(parts) => Some(
+                Spread::open(&db, parts, tuning.create)
+                    .map_err(|e| format!("database in {}: {e}", dir.display()))?,
+            ),
+            None => None,
+        };
+        Ok(QuietkvEngine { db, spread })
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, String> {
+        if let Some(s) = &self.spread {
+            return s.get(key);
+        }
         self.db.get(key).map_err(err)
     }
 
     fn put(&self, key: &[u8], value: &[u8]) -> Result<(), String> {
+        if let Some(s) = &self.spread {
+            return s.put(key, value);
+        }
         self.db.put(key, value).map_err(err)
     }
 
     fn put_batch(&self, batch: &Batch) -> Result<(), String> {
+        if let Some(s) = &self.spread {
+            return s.put_batch(&self.db, batch);
+        }
         let mut b = WriteBatch::new();
         for (k, v) in batch.iter() {
             b.put(k, v).map_err(err)?;
@@ -628,6 +706,9 @@ impl BenchEngine for QuietkvEngine {
     /// A range iterator from `from`, read with borrowed entries (no copy
     /// per entry, as a user who only looks at the bytes would read them).
     fn seek_scan(&self, from: &[u8], n: usize) -> Result<usize, String> {
+        if let Some(s) = &self.spread {
+            return s.seek_scan(from, n);
+        }
         let mut it = self.db.range(from..).map_err(err)?;
         let mut read = 0;
         while read < n {
@@ -641,6 +722,9 @@ impl BenchEngine for QuietkvEngine {
     }
 
     fn scan_all(&self, reverse: bool) -> Result<ScanCount, String> {
+        if let Some(s) = &self.spread {
+            return s.scan_all(reverse);
+        }
         let mut it = self.db.iter().map_err(err)?;
         let mut c = ScanCount::default();
         loop {
@@ -658,10 +742,16 @@ impl BenchEngine for QuietkvEngine {
     }
 
     fn flush(&self) -> Result<(), String> {
+        if let Some(s) = &self.spread {
+            return s.flush();
+        }
         self.db.flush().map_err(err)
     }
 
     fn compact_all(&self) -> Result<(), String> {
+        if let Some(s) = &self.spread {
+            return s.compact_all();
+        }
         self.db.compact_all().map_err(err)
     }
 
@@ -670,7 +760,10 @@ impl BenchEngine for QuietkvEngine {
     }
 
     /// Compaction and flush bytes as quietio's I/O classes counted them
-    /// (what went through the files, whatever the mode).
+    /// (what went through the files, whatever the mode). quietkv keeps
+    /// every one of these counters per database, whichever keyspace did
+    /// the work, so with `+ks=N` they are already the sum over the
+    /// keyspaces.
     fn counters(&self) -> Counters {
         let s = self.db.stats();
         let u = class(&s, IoClass::UserRead);
@@ -894,6 +987,139 @@ mod tests {
         assert!(QuietkvConfig::parse_compaction_only("direct+depth=-1").is_err());
         let described = m.page_cache_with(&|_, _| None).also;
         assert!(described.iter().any(|a| a == "io_depth 8"), "{described:?}");
+    }
+
+    #[test]
+    fn ks_spreads_the_keys_and_one_keyspace_is_the_default() {
+        let m = QuietkvConfig::parse("auto+ks=4").unwrap();
+        assert_eq!(m.name, "auto+ks=4");
+        assert_eq!(m.knobs.keyspaces, Some(4));
+        assert_eq!(m.keyspaces(), 4);
+        let also = m.page_cache_with(&|_, _| None).also;
+        assert!(
+            also.iter()
+                .any(|a| a.starts_with("4 keyspaces by key range")),
+            "{also:?}"
+        );
+        // The knob changes no engine option by itself (the memtable is
+        // divided at open, where the run's budget is known).
+        assert_eq!(
+            format!("{:?}", m.options()),
+            format!("{:?}", QuietkvConfig::parse("auto").unwrap().options())
+        );
+        let plain = QuietkvConfig::parse("auto").unwrap();
+        assert_eq!((plain.knobs.keyspaces, plain.keyspaces()), (None, 1));
+        assert_eq!(QuietkvConfig::parse("auto+ks=1").unwrap().keyspaces(), 1);
+        for bad in ["auto+ks=0", "auto+ks=65", "auto+ks=x", "auto+ks=-2"] {
+            assert!(QuietkvConfig::parse(bad).is_err(), "{bad}");
+        }
+        // A source for a spread run is spread the same way.
+        let s = QuietkvEngine::source_config_for(&m);
+        assert_eq!((s.name.as_str(), s.keyspaces()), ("buffered+ks=4", 4));
+        assert_eq!(
+            QuietkvEngine::source_config_for(&plain),
+            QuietkvEngine::source_config()
+        );
+    }
+
+    /// Keys written over four keyspaces (batches that straddle their
+    /// bounds, part in tables and part in memtables) are each in the
+    /// keyspace of their part, and seeks and full scans read as a model
+    /// holding the same writes does, across the bounds.
+    #[test]
+    fn four_keyspaces_hold_their_parts_and_read_across_them() {
+        use std::collections::BTreeMap;
+        let dir = tempfile::tempdir().unwrap();
+        let config = QuietkvConfig::parse("auto+ks=4").unwrap();
+        let e = QuietkvEngine::open(
+            &dir.path().join("nospan"),
+            &config,
+            &Tuning::engine_defaults(),
+        )
+        .err()
+        .expect("no key span, no spread");
+        assert!(e.contains("cannot spread them over 4 keyspaces"), "{e}");
+        let tuning = Tuning {
+            key_span: Some(1000),
+            memtable_bytes: Some(64 << 10),
+            ..Tuning::engine_defaults()
+        };
+        let db = QuietkvEngine::open(&dir.path().join("db"), &config, &tuning).unwrap();
+        let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+        let numbers: Vec<u64> = (0..1000).step_by(3).collect();
+        let mut batch = Batch::new();
+        for round in 0..2 {
+            for chunk in numbers.chunks(37) {
+                batch.clear();
+                for &k in chunk {
+                    let v = format!("v{round}-{k}").into_bytes();
+                    batch.put(&crate::keys::key(k), &v);
+                    model.insert(crate::keys::key(k).to_vec(), v);
+                }
+                db.put_batch(&batch).unwrap();
+            }
+            if round == 0 {
+                db.flush().unwrap();
+            }
+            db.put(&crate::keys::key(500), b"single").unwrap();
+            model.insert(crate::keys::key(500).to_vec(), b"single".to_vec());
+        }
+        let parts = KeyParts::new(4, 1000).unwrap();
+        let names = db.db().keyspace_names();
+        assert_eq!(names, parts.keyspace_names());
+        for (i, name) in names.iter().enumerate() {
+            let ks = db
+                .db()
+                .keyspace(name, quietkv::KeyspaceOptions::default())
+                .unwrap();
+            let mut it = ks.iter().unwrap();
+            let mut n = 0;
+            while let Some(e) = it.next_ref() {
+                let (k, _) = e.unwrap();
+                assert_eq!(parts.part_of(k), i, "{k:?} in {name}");
+                n += 1;
+            }
+            assert!((70..=100).contains(&n), "{name}: {n} keys");
+        }
+        let check = |db: &QuietkvEngine| {
+            for (k, v) in &model {
+                assert_eq!(db.get(k).unwrap().as_ref(), Some(v), "{k:?}");
+            }
+            assert_eq!(db.get(&crate::keys::key(1)).unwrap(), None);
+            for from in (0..1010)
+                .step_by(7)
+                .chain([249, 250, 251, 499, 500, 749, 750])
+            {
+                let from = crate::keys::key(from);
+                for n in [1, 11, 100, 400] {
+                    let want = model.range(from.to_vec()..).take(n).count();
+                    assert_eq!(db.seek_scan(&from, n).unwrap(), want, "{from:?}, {n}");
+                }
+            }
+            let bytes: u64 = model.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
+            let want = ScanCount {
+                entries: model.len() as u64,
+                bytes,
+            };
+            assert_eq!(db.scan_all(false).unwrap(), want);
+            assert_eq!(db.scan_all(true).unwrap(), want);
+        };
+        check(&db);
+        db.compact_all().unwrap();
+        db.wait_idle().unwrap();
+        check(&db);
+        // Every keyspace was compacted into one bottom level of tables.
+        for name in &names {
+            let s = db
+                .db()
+                .keyspace(name, quietkv::KeyspaceOptions::default())
+                .unwrap()
+                .stats()
+                .unwrap();
+            let with_tables = s.levels.iter().filter(|l| l.files > 0).count();
+            assert_eq!(with_tables, 1, "{name}: {:?}", s.levels);
+        }
+        db.close().unwrap();
     }
 
     #[test]

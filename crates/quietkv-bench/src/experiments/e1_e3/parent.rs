@@ -110,19 +110,21 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
         dirs: Vec::new(),
         keep: args.keep_source,
     };
-    // One per engine and size: each engine's tree from the same keys and
-    // values in the same order.
-    let mut built: BTreeMap<(&str, u64), (PathBuf, Manifest, bool)> = BTreeMap::new();
+    // One per engine, size and keyspace count: each engine's tree from the
+    // same keys and values in the same order (spread over keyspaces as the
+    // mode spreads them, so a run finds each key where it looks).
+    let source_of = |mode: &EngineMode, db_bytes: u64| (mode.engine(), mode.keyspaces(), db_bytes);
+    let mut built: BTreeMap<(&str, usize, u64), (PathBuf, Manifest, bool)> = BTreeMap::new();
     for (_, p) in &plans {
         for mode in &modes {
-            if built.contains_key(&(mode.engine(), p.db_bytes)) {
+            if built.contains_key(&source_of(mode, p.db_bytes)) {
                 continue;
             }
             let reuse = args.reuse_source && !args.rebuild_source;
             let (dir, m, reused) =
                 source::prepare_source(mode, &base, p.db_bytes, VALUE_SIZE, reuse, &progress)?;
             sources.dirs.push(dir.clone());
-            built.insert((mode.engine(), p.db_bytes), (dir, m, reused));
+            built.insert(source_of(mode, p.db_bytes), (dir, m, reused));
         }
     }
 
@@ -168,7 +170,7 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
     for s in &sections {
         // The section's figures name the first engine's source; each run
         // copies its own engine's.
-        let (_, manifest, reused) = &built[&(modes[0].engine(), s.preset.db_bytes)];
+        let (_, manifest, reused) = &built[&source_of(&modes[0], s.preset.db_bytes)];
         let limit = (s.preset.memory_limit_mib > 0).then_some(s.preset.memory_limit_mib * MIB);
         let mut runner = Runner::new(RunnerOptions {
             memory_limit: limit,
@@ -211,7 +213,7 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
                 let mi = slot.mode;
                 let mode = &modes[mi];
                 let t = Instant::now();
-                let (src_dir, src_manifest, _) = &built[&(mode.engine(), s.preset.db_bytes)];
+                let (src_dir, src_manifest, _) = &built[&source_of(mode, s.preset.db_bytes)];
                 source::copy_to(src_dir, src_manifest, &run_db, &|f| mode.immutable_file(f))?;
                 let spec = runs.spec(mode, &names[mi], slot.repeat, &run_db);
                 let tag = slot.tag(&s.id, &names[mi]);
@@ -243,20 +245,31 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
             &engines_text,
             &runner,
         );
-        if crate::engines::engine_count(&modes) > 1 {
-            // Each engine's own source: the same keys and values in the
-            // same order, each fully compacted by its engine.
+        let sources_here = modes
+            .iter()
+            .map(|m| source_of(m, s.preset.db_bytes))
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
+        if sources_here > 1 {
+            // Each engine's own source (and one per spread over keyspaces):
+            // the same keys and values in the same order, each fully
+            // compacted by its engine.
             let mut seen = Vec::new();
             let mut per = Vec::new();
             for m in &modes {
-                if seen.contains(&m.engine()) {
+                let key = source_of(m, s.preset.db_bytes);
+                if seen.contains(&key) {
                     continue;
                 }
-                seen.push(m.engine());
-                let (dir, sm, reused) = &built[&(m.engine(), s.preset.db_bytes)];
+                seen.push(key);
+                let (dir, sm, reused) = &built[&key];
+                let name = match m.keyspaces() {
+                    1 => m.engine().to_string(),
+                    n => format!("{} over {n} keyspaces", m.engine()),
+                };
                 per.push(format!(
                     "{}: {} in {} files ({}, {})",
-                    m.engine(),
+                    name,
                     mib(sm.total_bytes),
                     sm.files.len(),
                     dir.display(),
@@ -270,7 +283,7 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
             header.push((
                 "Sources".into(),
                 format!(
-                    "one per engine, built from the same {} keys x {} B values in the same order and fully compacted: {}",
+                    "one per engine (and per spread over keyspaces), built from the same {} keys x {} B values in the same order and fully compacted: {}",
                     manifest.spec.keys,
                     manifest.spec.value_size,
                     per.join("; ")

@@ -96,6 +96,8 @@ fn run<E: BenchEngine + 'static>(
         memtable_bytes: Some(p.memtable_bytes),
         background_threads: Some(1),
         background_rate_limit_mib: p.throttle_mib,
+        // The source's keys: 0..keys.
+        key_span: Some(p.keys),
     };
     let db = Arc::new(
         E::open(&spec.dir, config, &tuning)

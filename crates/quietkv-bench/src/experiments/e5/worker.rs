@@ -156,6 +156,7 @@ pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String>
         memtable_bytes: None,
         background_threads: Some(1),
         background_rate_limit_mib: 0,
+        key_span: None,
     };
     let db = Arc::new(
         QuietkvEngine::open(&spec.dir, config, &tuning)

@@ -53,12 +53,15 @@ pub fn present_number(i: u64) -> u64 {
     2 * i
 }
 
+/// The key numbers YCSB's records are hashed over: 2^48.
+pub const YCSB_KEY_SPAN: u64 = 1 << 48;
+
 /// The YCSB key of record `i`: record numbers go through a fixed
 /// permutation of a 2^48 space, as YCSB hashes its key numbers
 /// (`insertorder=hashed`), so inserts land all over the key space and a
 /// scan from a record's key meets other records.
 pub fn ycsb_number(i: u64) -> u64 {
-    permute(i, 1 << 48)
+    permute(i, YCSB_KEY_SPAN)
 }
 
 /// YCSB's zipfian constant.

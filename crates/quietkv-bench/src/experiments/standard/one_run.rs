@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::dbbench::{self, Shape};
-use super::keygen::Workload;
+use super::keygen::{Workload, YCSB_KEY_SPAN};
 use super::phase::Phase;
 use super::ycsb::{self, YcsbState};
 use crate::cgroup::MemoryCgroup;
@@ -58,6 +58,7 @@ pub fn tuning<E: BenchEngine>() -> Tuning {
         memtable_bytes: Some(MEMTABLE_BYTES),
         background_threads: None,
         background_rate_limit_mib: 0,
+        key_span: None,
     }
 }
 
@@ -66,9 +67,16 @@ fn fresh(dir: &Path) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))
 }
 
-fn open<E: BenchEngine>(dir: &Path, config: &E::Config) -> Result<E, String> {
+/// A fresh database in `dir` for a workload whose key numbers lie below
+/// `key_span` (how a configuration that spreads keys over keyspaces cuts
+/// them).
+fn open<E: BenchEngine>(dir: &Path, config: &E::Config, key_span: u64) -> Result<E, String> {
     fresh(dir)?;
-    E::open(dir, config, &tuning::<E>())
+    let tuning = Tuning {
+        key_span: Some(key_span),
+        ..tuning::<E>()
+    };
+    E::open(dir, config, &tuning)
 }
 
 /// One run of `config` of engine `E`, reported as `mode`; `seed` is the
@@ -96,6 +104,9 @@ pub fn run_one<E: BenchEngine>(
         seed,
     };
     let tag = |what: &str| progress(&format!("{mode} #{repeat}: {what}"));
+    // db_bench's present keys are the even numbers below 2 x keys, its
+    // absent ones the odd numbers between them.
+    let dbbench_span = 2 * p.keys;
     // The whole process in a memory cgroup for the run: the page cache it
     // gets is the limit less its own memory. Left (and removed) on drop.
     let _cgroup = match p.memory_limit_bytes {
@@ -110,13 +121,13 @@ pub fn run_one<E: BenchEngine>(
 
     tag(&format!("fillseq {} keys", p.keys));
     let dir = base.join("fillseq");
-    let db = open::<E>(&dir, config)?;
+    let db = open::<E>(&dir, config, dbbench_span)?;
     phases.push(dbbench::fill(&db, &dir, &shape, false)?);
     db.close()?;
     let _ = std::fs::remove_dir_all(&dir);
 
     let dir = base.join("db");
-    let db = open::<E>(&dir, config)?;
+    let db = open::<E>(&dir, config, dbbench_span)?;
     tag(&format!("fillrandom {} keys", p.keys));
     phases.push(dbbench::fill(&db, &dir, &shape, true)?);
     tag("overwrite");
@@ -146,7 +157,7 @@ pub fn run_one<E: BenchEngine>(
 
     if p.ycsb_records > 0 {
         let dir = base.join("ycsb");
-        let db = open::<E>(&dir, config)?;
+        let db = open::<E>(&dir, config, YCSB_KEY_SPAN)?;
         let mut st = YcsbState::new(p.ycsb_records, shape.read_for, seed);
         tag(&format!("ycsb load {} records", p.ycsb_records));
         phases.push(ycsb::load(&db, &dir, &st)?);

@@ -71,18 +71,48 @@ pub fn standard_modes(args: &BenchArgs) -> Result<Vec<EngineMode>, String> {
     engine_modes(&a, &["auto"], &["buffered"])
 }
 
-/// What the header says every engine is given.
-fn settings_text() -> String {
+/// What the header says every engine is given, and what each keyspace
+/// gets in the modes that spread the keys over several.
+fn settings_text(modes: &[EngineMode]) -> String {
     let l = QuietkvEngine::bench_layout();
+    let mut spreads: Vec<usize> = modes
+        .iter()
+        .map(EngineMode::keyspaces)
+        .filter(|&n| n > 1)
+        .collect();
+    spreads.sort_unstable();
+    spreads.dedup();
+    let spread_text = if spreads.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " A quietkv mode `+ks=N` spreads the keys over N keyspaces of one database by key range (the default keyspace and N - 1 named ones; keyspace i holds the i-th of N equal parts of each workload's key numbers, so scans go on from one keyspace into the next), each keyspace with a memtable of 1/N of the budget ({}), one block cache, WAL and set of background threads for all; a batch across keyspaces is one atomic write.",
+            spreads
+                .iter()
+                .map(|n| {
+                    // As the engine divides it, in whole bytes.
+                    let each = (MEMTABLE_BYTES / n) as f64 / (1 << 20) as f64;
+                    let each = if each.fract() == 0.0 {
+                        format!("{each:.0}")
+                    } else {
+                        format!("{each:.1}")
+                    };
+                    format!("ks={n}: {each} MiB each, {} MiB in all", MEMTABLE_BYTES >> 20)
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        )
+    };
     format!(
         "Every engine: memtable (write buffer) {} MiB and block cache {} MiB (db_bench's), the bench's shared tree shape ({} MiB tables, L1 {} MiB, {} KiB blocks, {} bloom bits per key, no compression: the values are random), its own defaults otherwise (each engine's setup note below says what the bench sets beyond that). \
-         Durability, the same for all: WAL on, no sync per write; an acknowledged write survives a crash of the process, not of the machine (quietkv `wal_sync = none`; RocksDB default `WriteOptions`: WAL, `sync = false`; fjall: its journal handed to the OS at every write, `PersistMode::Buffer`).",
+         Durability, the same for all: WAL on, no sync per write; an acknowledged write survives a crash of the process, not of the machine (quietkv `wal_sync = none`; RocksDB default `WriteOptions`: WAL, `sync = false`; fjall: its journal handed to the OS at every write, `PersistMode::Buffer`).{}",
         MEMTABLE_BYTES >> 20,
         BLOCK_CACHE_BYTES >> 20,
         l.target_file_size >> 20,
         l.level_base_bytes >> 20,
         l.block_size >> 10,
-        l.bloom_bits_per_key
+        l.bloom_bits_per_key,
+        spread_text
     )
 }
 
@@ -168,7 +198,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         serde_json::to_string(&mach).unwrap_or_default(),
         engines_text(&modes),
         describe_modes(&scratch.0, &modes),
-        settings_text(),
+        settings_text(&modes),
         FIGURES_TEXT
     );
     let mut json_sections = Vec::new();
@@ -211,7 +241,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             "engine": m.engine(),
             "setup": dispatch!(m, |_c: E| E::setup_note()),
         })).collect::<Vec<_>>(),
-        "settings": settings_text(),
+        "settings": settings_text(&modes),
         "figures": FIGURES_TEXT,
         "repeats": args.repeats,
         "sections": json_sections,
@@ -236,6 +266,19 @@ mod tests {
         assert_eq!(Scale::parse("full").unwrap().memory_limit_mib, 1024);
         assert_eq!(ycsb_records(1_000_000, 100), 116_000_000 / 1040);
         assert_eq!(ycsb_records(10, 100), 100);
+    }
+
+    #[test]
+    fn the_settings_say_what_each_keyspace_gets() {
+        use crate::experiments::modes::parse_modes;
+        let plain = parse_modes(&["auto".into()]).unwrap();
+        assert!(!settings_text(&plain).contains("keyspace"));
+        let spread = parse_modes(&["auto".into(), "auto+ks=4".into(), "auto+ks=3".into()]).unwrap();
+        let t = settings_text(&spread);
+        assert!(
+            t.contains("ks=3: 21.3 MiB each, 64 MiB in all; ks=4: 16 MiB each, 64 MiB in all"),
+            "{t}"
+        );
     }
 
     #[test]
