@@ -8,7 +8,10 @@
 //! kept, `MISSING <file> (<bytes> bytes): <reason>` for every table or WAL
 //! the manifest names that is gone (with what that can mean),
 //! `SALVAGED <file>: ...` for every damaged table rewritten from its intact
-//! blocks, then the counts (`tables`, `wal`, `lost`) and the verdict
+//! blocks, `keyspace <id> <name>: <n> tables` for every keyspace of the
+//! repaired database when it has more than the default one (`ADOPTED` in
+//! front when no usable manifest recorded it, so it was recreated as
+//! `recovered-<id>`), then the counts (`tables`, `wal`, `lost`) and the verdict
 //! `repaired: <dir> ...`. Exit 0 when a consistent database was installed;
 //! 1 if the repair was refused (the database is in use, no database
 //! there) or stopped on a file it could not read (nothing changed); 2 if
@@ -72,6 +75,18 @@ pub fn run(dir: &Path) -> Result<ExitCode, Failure> {
             s.number, s.entries_kept, s.entries_lost, s.blocks_lost, s.reason
         )?;
     }
+    if report.keyspaces.len() > 1 {
+        for k in &report.keyspaces {
+            writeln!(
+                out,
+                "{}keyspace {} {:?}: {} tables",
+                if k.adopted { "ADOPTED " } else { "" },
+                k.id,
+                k.name,
+                k.tables
+            )?;
+        }
+    }
     writeln!(
         out,
         "tables: {} kept, {} salvaged, {} dropped, {} missing, {} merged into {} new, {} new from WALs ({} bytes in all)",
@@ -86,10 +101,11 @@ pub fn run(dir: &Path) -> Result<ExitCode, Failure> {
     )?;
     writeln!(
         out,
-        "wal: {} records salvaged ({} after damage), {} found in tables, {} damaged or not fitting, from {} files ({} older WALs not replayed, {} not this database's, {} missing)",
+        "wal: {} records salvaged ({} after damage), {} found in tables, {} entries of dropped keyspaces skipped, {} damaged or not fitting, from {} files ({} older WALs not replayed, {} not this database's, {} missing)",
         report.wal_records_salvaged,
         report.wal_records_after_damage,
         report.wal_records_in_tables,
+        report.wal_entries_of_dropped_keyspaces,
         report.wal_damage.len(),
         report.wal_files,
         report.wals_skipped.len(),

@@ -386,6 +386,55 @@ fn repair_salvages_around_a_damaged_wal_record() {
     assert_eq!(ok(&db, &["get", "wal0"]), "value0\n");
 }
 
+/// `repair` of a database with keyspaces that lost every manifest: each
+/// keyspace's data comes back in its own keyspace, listed, the ones whose
+/// name was lost as `ADOPTED`.
+#[test]
+fn repair_keeps_keyspaces_apart() {
+    let (_d, db) = new_db();
+    {
+        let d = quietkv::Db::open(&db, quietkv::Options::default()).unwrap();
+        let a = d
+            .keyspace("a", quietkv::KeyspaceOptions::default())
+            .unwrap();
+        d.put(b"k", b"default").unwrap();
+        a.put(b"k", b"in a").unwrap();
+        a.flush().unwrap();
+        a.put(b"wal", b"in a").unwrap();
+        drop(a);
+        d.close().unwrap();
+    }
+    // With its manifest, the keyspace keeps its name.
+    fs::remove_file(db.join("CURRENT")).unwrap();
+    let out = ok(&db, &["repair"]);
+    assert!(out.contains("\nkeyspace 1 \"a\": 2 tables\n"), "{out}");
+    assert!(out.ends_with("nothing was dropped)\n"), "{out}");
+    // Without any, it is adopted under a name that says so.
+    for e in fs::read_dir(&db).unwrap() {
+        let p = e.unwrap().path();
+        if p.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("MANIFEST-")
+        {
+            fs::remove_file(p).unwrap();
+        }
+    }
+    let out = ok(&db, &["repair"]);
+    assert!(
+        out.contains("\nADOPTED keyspace 1 \"recovered-1\": 1 tables\n"),
+        "{out}"
+    );
+    assert_eq!(ok(&db, &["get", "k"]), "default\n");
+    let d = quietkv::Db::open(&db, quietkv::Options::default()).unwrap();
+    let a = d
+        .keyspace("recovered-1", quietkv::KeyspaceOptions::default())
+        .unwrap();
+    assert_eq!(a.get(b"k").unwrap(), Some(b"in a".to_vec()));
+    assert_eq!(a.get(b"wal").unwrap(), Some(b"in a".to_vec()));
+    assert_eq!(d.get(b"wal").unwrap(), None);
+}
+
 #[test]
 fn check_refuses_a_database_in_use_unless_forced() {
     let (_d, db) = new_db();

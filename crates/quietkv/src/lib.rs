@@ -118,7 +118,9 @@ pub use options::{IoPriority, Options, WriteOptions};
 /// [`Options::fault_layer`] takes, for tests of code built on quietkv.
 pub use quietio::fault;
 pub use quietio::{AccessMode, ClassModes, ClassStats, EffectiveMode, IoClass, IoEngine};
-pub use repair::{repair_dir, Dropped, KeptTable, RepairOptions, RepairReport, SalvagedTable};
+pub use repair::{
+    repair_dir, Dropped, KeptTable, RepairOptions, RepairReport, RepairedKeyspace, SalvagedTable,
+};
 pub use snapshot::Snapshot;
 pub use table::Compression;
 pub use txn::{CasMismatch, Transaction, TxnIter};

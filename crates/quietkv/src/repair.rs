@@ -21,7 +21,9 @@
 //!    else the newest manifest with a usable edit (see [`manifest`]); a
 //!    manifest recording another database id than most tables do is
 //!    another database's and is passed over. It gives the tables' levels,
-//!    the WAL log number, the database id.
+//!    the WAL log number, the database id, and the keyspace catalogue:
+//!    every keyspace's id, name, table options, tables and log number, the
+//!    keyspaces dropped, the next keyspace id (see [`keyspaces`]).
 //! 3. Verifies every table fully (footer, index, properties, every data
 //!    block, key order, entry count, as `check` does). A table whose
 //!    properties name another file number (a copy or rename) or another
@@ -29,13 +31,27 @@
 //!    unreadable is dropped; one with damaged data blocks is *salvaged*:
 //!    its intact blocks are rewritten as a table with the same number (so
 //!    its place in the tree is unchanged; written under a temporary name
-//!    and renamed over it) and the damaged original kept in `lost/`.
-//! 4. Arranges the tables:
+//!    and renamed over it, with its keyspace's table options) and the
+//!    damaged original kept in `lost/`.
+//! 4. Gives every table its keyspace: the one the manifest names it in,
+//!    else the one the table records in its properties (a table without
+//!    one is the default keyspace's: tables of other keyspaces record it).
+//!    A table of a keyspace the manifest records as dropped is dropped
+//!    (its data must not come back). A table of a keyspace no usable
+//!    manifest records (none is usable, or the one used was cut short
+//!    before the keyspace was created) is never put into the default
+//!    keyspace: the keyspace is *adopted*, recreated under the name
+//!    `recovered-<id>` with the repair's table options and reported, so
+//!    its data stays readable under its own keys. (Tables of other
+//!    keyspaces written by builds before tables recorded their keyspace
+//!    carry no id: only a manifest that names them places them right.)
+//! 5. Arranges the tables of each keyspace:
 //!    * with a usable manifest whose tables are all present, the tables it
 //!      names keep their levels (its tree is consistent, so their order is
 //!      proven). A table it does not name is kept only if it is newer than
-//!      every table it names, by sequence numbers and by file number (a
-//!      flush whose edit was lost): alone it goes to level 0 as it is,
+//!      every table it names by file number, and than every table it names
+//!      in the same keyspace by sequence numbers (a flush whose edit was
+//!      lost): alone in its keyspace it goes to level 0 as it is,
 //!      several are merged (see below). Any other unnamed table is a
 //!      leftover the manifest superseded (an obsolete compaction input, an
 //!      uninstalled output) and is dropped: it could bring back deleted
@@ -44,32 +60,45 @@
 //!      later compaction whose edit is lost replaced them), the order of
 //!      tables from different levels cannot be known from their file
 //!      numbers (a compaction output has a higher number than newer
-//!      level-0 tables), so every intact table is merged into new,
-//!      non-overlapping level-0 tables ordered by internal key, each entry
-//!      kept once; the originals go to `lost/`. As in LevelDB, a leftover
-//!      obsolete table then contributes its entries;
+//!      level-0 tables), so the intact tables of each keyspace are merged
+//!      into new, non-overlapping level-0 tables of that keyspace ordered
+//!      by internal key, each entry kept once; the originals go to
+//!      `lost/`. As in LevelDB, a leftover obsolete table then contributes
+//!      its entries; with no usable manifest at all, so does a table of a
+//!      dropped keyspace that was not deleted yet (nothing else records
+//!      the drop): it comes back adopted;
 //!    * a table the manifest names that is missing from the directory is
 //!      reported with what the manifest knew of it (entries, deletes, key
 //!      range): its keys are lost, and keys it deleted may reappear with
 //!      older values.
-//! 5. Replays every WAL at or after the manifest's log number leniently
-//!    (records after a damaged one are salvaged; see [`wal`]) into new
-//!    level-0 tables. A WAL whose identity record names another database
-//!    or another file number (or, where the manifest says every WAL has
-//!    one, a WAL without one) is not this database's: it is never
+//! 6. Replays every WAL at or after the manifest's log number leniently
+//!    (records after a damaged one are salvaged; see [`wal`]), each entry
+//!    into new level-0 tables of its keyspace, and only from WALs at or
+//!    after that keyspace's own log number (older ones' entries are in its
+//!    tables). An entry of a dropped keyspace is skipped (and counted). An
+//!    entry of a keyspace the catalogue lacks is adopted as in step 4 when
+//!    the catalogue may be incomplete (no usable manifest, or one cut short
+//!    by damage); with an intact manifest it is damage, and its record
+//!    (a batch is kept whole or not at all) is reported as dropped, as
+//!    recovery would refuse it. A WAL whose identity record names another
+//!    database or another file number (or, where the manifest says every
+//!    WAL has one, a WAL without one) is not this database's: it is never
 //!    replayed, and kept in `lost/`. Entries whose sequence numbers are at
-//!    or below the newest kept table's are skipped only if a kept table
-//!    really holds them; otherwise the record does not fit the manifest
-//!    and is reported as dropped (replayed into level 0 it would hide
-//!    newer values). WALs older than the log number are not replayed
+//!    or below the newest of their keyspace's kept tables are skipped only
+//!    if one of those tables really holds them; otherwise the record does
+//!    not fit the manifest and is reported as dropped (replayed into level
+//!    0 it would hide newer values). WALs older than the log number are not replayed
 //!    (their writes are in tables; replaying them could bring back
 //!    compacted-away deletes). A WAL the manifest requires that is
 //!    missing, or is another database's, is reported as lost.
-//! 6. Writes a fresh manifest (every kept table, `next_file_number` and
-//!    `last_sequence` beyond everything seen, the old database id or a new
-//!    one, a new empty live WAL), then CURRENT (temporary file, sync,
-//!    rename, directory sync), then moves the old manifests, CURRENT, WALs
-//!    and dropped tables out of the directory into `lost/`.
+//! 7. Writes a fresh manifest (every kept table in its keyspace, every
+//!    keyspace with its name and table options and the new WAL as its log
+//!    number, the next keyspace id, `next_file_number` and `last_sequence`
+//!    beyond everything seen, the old database id or a new one, a new
+//!    empty live WAL), checked to replay as recovery replays it, then
+//!    CURRENT (temporary file, sync, rename, directory sync), then moves
+//!    the old manifests, CURRENT, WALs and dropped tables out of the
+//!    directory into `lost/`.
 //!
 //! Nothing is deleted: every replaced or dropped file is hard-linked into
 //! `DIR/lost/` before the repair changes anything (see [`lost`]). A crash
@@ -82,7 +111,7 @@ mod manifest;
 mod tables;
 mod wal;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -96,7 +125,7 @@ use crate::key::SeqNo;
 use crate::options::Options;
 use crate::range_tombstone::RangeTombstone;
 use crate::record_log::LogWriter;
-use crate::table::TableProperties;
+use crate::table::{TableOptions, TableProperties};
 use crate::version::{FileMeta, VersionEdit, NUM_LEVELS};
 
 /// How to repair.
@@ -144,6 +173,9 @@ impl Dropped {
 pub struct KeptTable {
     /// The table's file number.
     pub number: u64,
+    /// The id of the keyspace it belongs to (0: the default keyspace; see
+    /// [`RepairReport::keyspaces`]).
+    pub keyspace: u32,
     /// Its level in the repaired database (`None`: merged into the new
     /// tables listed in [`RepairReport::merged_into`]).
     pub level: Option<usize>,
@@ -158,6 +190,8 @@ pub struct KeptTable {
 pub struct SalvagedTable {
     /// The table's file number.
     pub number: u64,
+    /// The id of the keyspace it belongs to.
+    pub keyspace: u32,
     /// Its level in the repaired database, as for [`KeptTable::level`].
     pub level: Option<usize>,
     /// Entries read from intact blocks and kept.
@@ -168,6 +202,23 @@ pub struct SalvagedTable {
     pub blocks_lost: u64,
     /// The damage found, with the file offset when known.
     pub reason: String,
+}
+
+/// A keyspace of the repaired database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepairedKeyspace {
+    /// Its id (0: the default keyspace).
+    pub id: u32,
+    /// Its name in the repaired database.
+    pub name: String,
+    /// `true`: no usable manifest records it, yet tables or WAL records
+    /// name its id, so it was recreated under the name `recovered-<id>`
+    /// with the repair's table options (its own name and options were
+    /// lost with the manifest). Its data is there; copy it where it
+    /// belongs.
+    pub adopted: bool,
+    /// Tables it holds in the repaired database.
+    pub tables: usize,
 }
 
 /// What [`repair_dir`] did.
@@ -184,8 +235,12 @@ pub struct RepairReport {
     pub manifest_edits: u64,
     /// The first part of the manifest that could not be used.
     pub manifest_damage: Option<Dropped>,
-    /// Why CURRENT or other manifests were not used.
+    /// Why CURRENT or other manifests were not used, and where the
+    /// keyspace catalogue could not come from a manifest.
     pub manifest_notes: Vec<String>,
+    /// Every keyspace of the repaired database, the default one first;
+    /// each holds the tables and WAL entries that belong to it.
+    pub keyspaces: Vec<RepairedKeyspace>,
     /// The database id the repaired database has.
     pub db_id: u64,
     /// Whether that id was recovered (from the manifest or the tables)
@@ -210,6 +265,9 @@ pub struct RepairReport {
     pub wal_records_after_damage: u64,
     /// WAL records whose entries were all already in a kept table.
     pub wal_records_in_tables: u64,
+    /// WAL entries of keyspaces the manifest records as dropped: not
+    /// replayed (they were dropped with their keyspace).
+    pub wal_entries_of_dropped_keyspaces: u64,
     /// WALs older than the manifest's log number, not replayed.
     pub wals_skipped: Vec<PathBuf>,
     /// Damaged or undecodable WAL regions, and records whose sequence
@@ -237,7 +295,8 @@ pub struct RepairReport {
 impl RepairReport {
     /// Whether anything was dropped or found missing (a table, part of
     /// one, a table or WAL the manifest names, WAL bytes, a whole WAL or a
-    /// manifest edit).
+    /// manifest edit), or a keyspace's name and options (an adopted
+    /// keyspace).
     pub fn lost_anything(&self) -> bool {
         !self.tables_dropped.is_empty()
             || !self.tables_salvaged.is_empty()
@@ -246,6 +305,7 @@ impl RepairReport {
             || !self.wals_dropped.is_empty()
             || !self.wals_missing.is_empty()
             || self.manifest_damage.is_some()
+            || self.keyspaces.iter().any(|k| k.adopted)
     }
 }
 
@@ -284,7 +344,6 @@ pub fn repair_dir(dir: impl AsRef<Path>, opts: &RepairOptions) -> Result<RepairR
         )
         .with_file(dir));
     }
-    keyspaces::refuse_keyspaces(dir, &files.manifests, &files.wals)?;
     let env = IoEnv::open(dir, opts.db.io_options())?.with_fault_layer(opts.db.fault_layer.clone());
     let dir = env.dir().to_path_buf();
     Repair {
@@ -369,6 +428,22 @@ enum Scanned {
     },
 }
 
+/// A table the repaired database lists: its keyspace and level.
+pub(super) struct Kept {
+    pub keyspace: u32,
+    pub level: usize,
+    pub meta: FileMeta,
+}
+
+/// A table the manifest does not name that is newer than every table it
+/// names: kept.
+struct Orphan {
+    number: u64,
+    size: u64,
+    props: TableProperties,
+    range_dels: Vec<RangeTombstone>,
+}
+
 struct Repair<'a> {
     env: &'a IoEnv,
     dir: &'a Path,
@@ -420,20 +495,25 @@ impl Repair<'_> {
         };
         self.report.db_id = db_id;
         self.report.db_id_recovered = recovered;
+        let mut cat = keyspaces::Catalogue::new(old.as_ref());
 
-        // Tables: (level, meta) of everything the new manifest will list.
-        let mut kept: Vec<(usize, FileMeta)> = Vec::new();
-        let mut to_merge: Vec<u64> = Vec::new();
+        // Tables: everything the new manifest will list.
+        let mut kept: Vec<Kept> = Vec::new();
+        // Per keyspace, tables whose order is unknown, to merge.
+        let mut to_merge: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
         let mut max_seq_seen: SeqNo = old.as_ref().map_or(0, |m| m.last_seq);
-        let named: HashMap<u64, (usize, FileMeta)> = old
+        // Every table the manifest names: number -> (keyspace, level, meta).
+        let named: HashMap<u64, (u32, usize, FileMeta)> = old
             .as_ref()
             .map(|m| {
-                (0..NUM_LEVELS)
-                    .flat_map(|l| {
-                        m.version
-                            .files(l)
-                            .iter()
-                            .map(move |f| (f.number, (l, (**f).clone())))
+                std::iter::once((0, &m.version))
+                    .chain(m.keyspaces.iter().map(|(&id, k)| (id, &k.version)))
+                    .flat_map(|(id, v)| {
+                        (0..NUM_LEVELS).flat_map(move |l| {
+                            v.files(l)
+                                .iter()
+                                .map(move |f| (f.number, (id, l, (**f).clone())))
+                        })
                     })
                     .collect()
             })
@@ -450,7 +530,7 @@ impl Repair<'_> {
         missing.sort_unstable();
         let placed = old.is_some() && missing.is_empty();
         for n in &missing {
-            let (level, meta) = &named[n];
+            let (_, level, meta) = &named[n];
             self.report
                 .tables_missing
                 .push(missing_table(self.dir, *level, meta));
@@ -463,22 +543,32 @@ impl Repair<'_> {
             ));
         }
         // A table the manifest does not name is only kept if it is newer
-        // than every table it names, by sequence numbers and by file
-        // number: an output of a flush whose edit was lost. (The manifest's
-        // last_sequence cannot serve: a memtable switch records it before
-        // the data is flushed.)
-        let named_seq = named
-            .values()
-            .map(|(_, f)| f.largest_seq)
-            .max()
-            .unwrap_or(0);
+        // than every table it names, by file number, and than every table
+        // it names in the same keyspace, by sequence numbers: an output of
+        // a flush whose edit was lost. (The manifest's last_sequence cannot
+        // serve: a memtable switch records it before the data is flushed.
+        // Another keyspace's tables cannot either: a keyspace written
+        // rarely flushes old sequence numbers after others flushed newer
+        // ones.)
+        let mut named_seq: HashMap<u32, SeqNo> = HashMap::new();
+        for (ks, _, f) in named.values() {
+            let s = named_seq.entry(*ks).or_default();
+            *s = (*s).max(f.largest_seq);
+        }
         let named_number = named.keys().copied().max().unwrap_or(0);
-        let mut newer_orphans: Vec<(u64, u64, TableProperties, Vec<RangeTombstone>)> = Vec::new();
+        let mut newer_orphans: BTreeMap<u32, Vec<Orphan>> = BTreeMap::new();
         for (n, scan) in scanned {
             let path = table_path(self.dir, n);
             let props = match &scan {
                 Scanned::Intact { props, .. } | Scanned::Damaged { props, .. } => Some(props),
                 Scanned::Unreadable { .. } => None,
+            };
+            // Its keyspace: the manifest's if it names the table, else the
+            // one the table records (0 for a table of the default keyspace,
+            // or written before tables recorded it).
+            let ks = match named.get(&n) {
+                Some((ks, ..)) => *ks,
+                None => props.map_or(0, |p| p.keyspace_id),
             };
             if let Some(p) = props {
                 max_seq_seen = max_seq_seen.max(p.largest_seq);
@@ -486,10 +576,17 @@ impl Repair<'_> {
                     self.drop_table(&path, why)?;
                     continue;
                 }
+                if cat.owner(ks) == keyspaces::Owner::Dropped {
+                    self.drop_table(
+                        &path,
+                        format!("a table of keyspace {ks}, which the manifest records as dropped: its data must not come back"),
+                    )?;
+                    continue;
+                }
             }
             let level = if placed {
                 match named.get(&n) {
-                    Some((l, _)) => Some(*l),
+                    Some((_, l, _)) => Some(*l),
                     None => {
                         match scan {
                             Scanned::Intact {
@@ -497,10 +594,16 @@ impl Repair<'_> {
                                 props,
                                 range_dels,
                             } if (props.num_entries > 0 || props.num_range_deletes > 0)
-                                && props.smallest_seq > named_seq
+                                && props.smallest_seq
+                                    > named_seq.get(&ks).copied().unwrap_or(0)
                                 && n > named_number =>
                             {
-                                newer_orphans.push((n, size, props, range_dels));
+                                newer_orphans.entry(ks).or_default().push(Orphan {
+                                    number: n,
+                                    size,
+                                    props,
+                                    range_dels,
+                                });
                             }
                             _ => self.drop_table(
                                 &path,
@@ -521,65 +624,112 @@ impl Repair<'_> {
                 } => {
                     self.report.tables_kept.push(KeptTable {
                         number: n,
+                        keyspace: ks,
                         level,
                         entries: props.num_entries,
                         bytes: size,
                     });
                     match level {
-                        Some(l) => kept.push((l, meta_of(n, size, &props, &range_dels))),
-                        None => to_merge.push(n),
+                        Some(l) => kept.push(Kept {
+                            keyspace: ks,
+                            level: l,
+                            meta: meta_of(n, size, &props, &range_dels),
+                        }),
+                        None => to_merge.entry(ks).or_default().push(n),
                     }
                 }
                 Scanned::Damaged { props: _, why } => {
-                    if let Some(meta) = self.salvage(n, level, why, db_id)? {
+                    let topts = cat.table_options(ks, self.opts);
+                    if let Some(meta) = self.salvage(n, ks, level, why, topts, db_id)? {
                         match level {
-                            Some(l) => kept.push((l, meta)),
-                            None => to_merge.push(n),
+                            Some(l) => kept.push(Kept {
+                                keyspace: ks,
+                                level: l,
+                                meta,
+                            }),
+                            None => to_merge.entry(ks).or_default().push(n),
                         }
                     }
                 }
                 Scanned::Unreadable { why } => self.drop_table(&path, why)?,
             }
         }
-        // Several tables newer than the manifest: their relative order is
-        // not proven by their numbers (one may be a compaction output), so
-        // they are merged; one alone goes to level 0 as it is.
-        let alone = newer_orphans.len() == 1;
-        for (n, size, props, range_dels) in newer_orphans {
-            self.report.tables_kept.push(KeptTable {
-                number: n,
-                level: alone.then_some(0),
-                entries: props.num_entries,
-                bytes: size,
-            });
-            if alone {
-                kept.push((0, meta_of(n, size, &props, &range_dels)));
-            } else {
-                to_merge.push(n);
+        // Several tables of a keyspace newer than the manifest: their
+        // relative order is not proven by their numbers (one may be a
+        // compaction output), so they are merged; one alone goes to level 0
+        // as it is.
+        for (ks, orphans) in newer_orphans {
+            let alone = orphans.len() == 1;
+            for o in orphans {
+                self.report.tables_kept.push(KeptTable {
+                    number: o.number,
+                    keyspace: ks,
+                    level: alone.then_some(0),
+                    entries: o.props.num_entries,
+                    bytes: o.size,
+                });
+                if alone {
+                    kept.push(Kept {
+                        keyspace: ks,
+                        level: 0,
+                        meta: meta_of(o.number, o.size, &o.props, &o.range_dels),
+                    });
+                } else {
+                    to_merge.entry(ks).or_default().push(o.number);
+                }
             }
         }
-        if !to_merge.is_empty() {
-            for &n in &to_merge {
+        // Keyspaces of kept tables that no usable manifest records.
+        let unknown: BTreeSet<u32> = kept
+            .iter()
+            .map(|k| k.keyspace)
+            .chain(to_merge.keys().copied())
+            .filter(|&ks| cat.owner(ks) == keyspaces::Owner::Unknown)
+            .collect();
+        for ks in unknown {
+            let name = cat.adopt(ks, self.opts)?;
+            self.report.manifest_notes.push(format!(
+                "tables of keyspace {ks}, which no usable manifest records, were kept in a keyspace recreated as {name:?}"
+            ));
+        }
+        for (ks, inputs) in &to_merge {
+            for &n in inputs {
                 self.lost.move_later(&table_path(self.dir, n))?;
             }
             let merged = tables::merge(
                 self.env,
                 self.dir,
                 self.opts,
-                &to_merge,
+                cat.table_options(*ks, self.opts),
+                inputs,
                 &mut self.next_file,
                 db_id,
             )?;
-            self.report.merged_into = merged.iter().map(|m| m.number).collect();
-            kept.extend(merged.into_iter().map(|m| (0, m)));
+            self.report
+                .merged_into
+                .extend(merged.iter().map(|m| m.number));
+            kept.extend(merged.into_iter().map(|meta| Kept {
+                keyspace: *ks,
+                level: 0,
+                meta,
+            }));
         }
 
-        // WALs: everything newer than the kept tables.
-        let covered_seq = kept.iter().map(|(_, m)| m.largest_seq).max().unwrap_or(0);
+        // WALs: everything newer than each keyspace's kept tables.
+        let mut covered: BTreeMap<u32, SeqNo> = BTreeMap::new();
+        for k in &kept {
+            let s = covered.entry(k.keyspace).or_default();
+            *s = (*s).max(k.meta.largest_seq);
+        }
         let rule = crate::record_log::IdentityRule {
             db_id,
             required: old.as_ref().is_some_and(|m| m.wals_have_identity),
         };
+        // With no usable manifest, or one cut short by damage, the
+        // catalogue may lack a keyspace created later: its WAL entries are
+        // adopted. An intact manifest knows every keyspace, so an unknown
+        // id in a WAL is damage (as recovery says).
+        let adopt = old.as_ref().is_none_or(|m| m.damage.is_some());
         let mut in_tables = wal::KeptTables::new(self.env, self.dir, &kept);
         let mut next_file = self.next_file;
         let mut replay = wal::Replay::new(
@@ -587,8 +737,10 @@ impl Repair<'_> {
             self.dir,
             self.opts,
             db_id,
-            covered_seq,
             &mut next_file,
+            &cat,
+            &covered,
+            adopt,
         );
         let mut dropped_wals = Vec::new();
         for &n in &files.wals {
@@ -639,14 +791,40 @@ impl Repair<'_> {
         }
         let wal_seq = replay.last_seq;
         let wal_tables = std::mem::take(&mut replay.tables);
+        let adopted = std::mem::take(&mut replay.adopted);
+        self.report.wal_entries_of_dropped_keyspaces = replay.dropped_entries;
         drop(replay);
+        for ks in adopted {
+            let name = cat.adopt(ks, self.opts)?;
+            self.report.manifest_notes.push(format!(
+                "WAL records write keyspace {ks}, which no usable manifest records: they were replayed into a keyspace recreated as {name:?}"
+            ));
+        }
         self.next_file = next_file;
-        self.report.wal_tables = wal_tables.iter().map(|m| m.number).collect();
-        kept.extend(wal_tables.into_iter().map(|m| (0, m)));
+        self.report.wal_tables = wal_tables.iter().map(|(_, m)| m.number).collect();
+        kept.extend(wal_tables.into_iter().map(|(keyspace, meta)| Kept {
+            keyspace,
+            level: 0,
+            meta,
+        }));
 
-        let last_seq = max_seq_seen.max(covered_seq).max(wal_seq);
-        self.install(&kept, files, last_seq, db_id)?;
-        self.report.table_bytes = kept.iter().map(|(_, m)| m.size).sum();
+        let last_seq = max_seq_seen.max(wal_seq);
+        let last_seq = kept.iter().fold(last_seq, |s, k| s.max(k.meta.largest_seq));
+        self.install(&kept, &cat, files, last_seq, db_id)?;
+        self.report.keyspaces = std::iter::once((0, crate::keyspace::DEFAULT_KEYSPACE, false))
+            .chain(
+                cat.keyspaces
+                    .iter()
+                    .map(|(&id, k)| (id, k.def.name.as_str(), k.adopted)),
+            )
+            .map(|(id, name, adopted)| RepairedKeyspace {
+                id,
+                name: name.to_string(),
+                adopted,
+                tables: kept.iter().filter(|k| k.keyspace == id).count(),
+            })
+            .collect();
+        self.report.table_bytes = kept.iter().map(|k| k.meta.size).sum();
         self.report.last_sequence = last_seq;
         self.report.moved_to_lost = std::mem::take(&mut self.lost.kept);
         Ok(self.report)
@@ -694,13 +872,15 @@ impl Repair<'_> {
     fn salvage(
         &mut self,
         n: u64,
+        keyspace: u32,
         level: Option<usize>,
         why: String,
+        table_options: TableOptions,
         db_id: u64,
     ) -> Result<Option<FileMeta>> {
         let path = table_path(self.dir, n);
         let copy = self.lost.preserve(&path)?;
-        let s = match tables::salvage(self.env, self.dir, self.opts, &copy, n, db_id) {
+        let s = match tables::salvage(self.env, self.dir, table_options, &copy, n, db_id) {
             Ok(s) => s,
             Err(e) => {
                 let bytes = fs::metadata(&copy).map_or(0, |m| m.len());
@@ -723,6 +903,7 @@ impl Repair<'_> {
         };
         self.report.tables_salvaged.push(SalvagedTable {
             number: n,
+            keyspace,
             level,
             entries_kept: meta.num_entries,
             entries_lost: s.entries_expected.saturating_sub(meta.num_entries),
@@ -736,7 +917,8 @@ impl Repair<'_> {
     /// the old state into `lost/`.
     fn install(
         &mut self,
-        kept: &[(usize, FileMeta)],
+        kept: &[Kept],
+        cat: &keyspaces::Catalogue,
         files: &Files,
         last_seq: SeqNo,
         db_id: u64,
@@ -745,9 +927,18 @@ impl Repair<'_> {
         let manifest_number = self.next_file + 1;
         self.next_file += 2;
         let mut edit = VersionEdit::new();
-        for (level, meta) in kept {
-            edit.add_file(*level, meta.clone());
+        let mut others: BTreeMap<u32, Vec<(usize, FileMeta)>> = BTreeMap::new();
+        for k in kept {
+            if k.keyspace == 0 {
+                edit.add_file(k.level, k.meta.clone());
+            } else {
+                others
+                    .entry(k.keyspace)
+                    .or_default()
+                    .push((k.level, k.meta.clone()));
+            }
         }
+        (edit.keyspaces, edit.next_keyspace_id) = cat.parts(&others, wal_number);
         edit.log_number = Some(wal_number);
         edit.live_wal = Some(wal_number);
         edit.next_file_number = Some(self.next_file);
@@ -755,8 +946,13 @@ impl Repair<'_> {
         edit.db_id = Some(db_id);
         edit.manifest_number = Some(manifest_number);
         edit.wals_have_identity = true;
-        // The tree must be one recovery accepts before anything is replaced.
-        crate::version::Version::new().apply(&edit).map_err(|e| {
+        // The manifest must be one recovery accepts (every keyspace's tree
+        // valid) before anything is replaced.
+        let manifest_path = self.dir.join(manifest_name(manifest_number));
+        let mut image = LogWriter::new(Vec::new());
+        image.add_record(&edit.encode())?;
+        image.sync()?;
+        crate::db::recovery::replay_manifest(&manifest_path, &image.into_inner()).map_err(|e| {
             Error::caused_by(
                 ErrorKind::Corruption,
                 "repair could not arrange the kept tables into a valid tree",
@@ -773,7 +969,6 @@ impl Repair<'_> {
             self.lost.preserve(&self.dir.join(CURRENT))?;
         }
 
-        let manifest_path = self.dir.join(manifest_name(manifest_number));
         let mut manifest = LogWriter::new(LogFile::Seq(
             self.env.create(&manifest_path, IoClass::Manifest)?,
         ));

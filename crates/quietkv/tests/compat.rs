@@ -342,6 +342,33 @@ fn fixture_v1_gets_keyspaces() {
     assert_contents(&db, &model, "after reopening with a keyspace");
 }
 
+/// A v1 database (written before keyspaces and before tables recorded
+/// one) repairs as before: CURRENT lost, the manifest places its tables in
+/// the default keyspace, the WAL is replayed into it, nothing is adopted
+/// or dropped, and it reads the same.
+#[test]
+fn fixture_v1_repairs_into_the_default_keyspace() {
+    let model = expected();
+    let d = copy_fixture();
+    let dir = d.path();
+    std::fs::remove_file(dir.join("CURRENT")).unwrap();
+    let r = quietkv::repair_dir(dir, &quietkv::RepairOptions::default()).unwrap();
+    assert!(r.manifest.is_some(), "{r:?}");
+    assert!(!r.lost_anything(), "{r:?}");
+    assert_eq!(r.keyspaces.len(), 1, "{r:?}");
+    assert_eq!(
+        (r.keyspaces[0].id, r.keyspaces[0].name.as_str()),
+        (0, "default")
+    );
+    assert!(r.tables_kept.len() >= 4 && r.tables_kept.iter().all(|t| t.keyspace == 0));
+    assert_eq!(r.wal_records_salvaged, 12, "{r:?}");
+    let report = check_dir(dir).unwrap();
+    assert!(report.is_ok(), "check after repair: {:?}", report.problems);
+    let db = Db::open(dir, Options::default()).unwrap();
+    assert_eq!(db.keyspace_names(), ["default"]);
+    assert_contents(&db, &model, "after repair");
+}
+
 /// Writes the fixture; run once per format version, never to refresh one:
 ///
 /// ```text

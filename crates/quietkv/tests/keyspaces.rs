@@ -502,37 +502,6 @@ fn a_keyspace_compaction_filter_applies_to_that_keyspace_only() {
 }
 
 #[test]
-fn repair_refuses_a_database_with_keyspaces_and_changes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    {
-        let db = Db::open(dir.path(), small()).unwrap();
-        let a = db.keyspace("a", KeyspaceOptions::default()).unwrap();
-        a.put(b"k", b"v").unwrap();
-        a.flush().unwrap();
-        db.put(b"d", b"v").unwrap();
-    }
-    let listing = |dir: &Path| {
-        let mut v: Vec<_> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| {
-                let e = e.unwrap();
-                (e.file_name(), std::fs::read(e.path()).unwrap_or_default())
-            })
-            .collect();
-        v.sort();
-        v
-    };
-    let before = listing(dir.path());
-    let e = quietkv::repair_dir(dir.path(), &quietkv::RepairOptions::default()).unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
-    assert!(e.to_string().contains("keyspaces"), "{e}");
-    assert_eq!(listing(dir.path()), before);
-    let db = Db::open(dir.path(), small()).unwrap();
-    let a = db.keyspace("a", KeyspaceOptions::default()).unwrap();
-    assert_eq!(a.get(b"k").unwrap(), Some(b"v".to_vec()));
-}
-
-#[test]
 fn backups_hold_every_keyspace_and_restore_them() {
     let dir = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();

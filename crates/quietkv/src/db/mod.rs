@@ -43,7 +43,7 @@ pub(crate) use write::write_checked;
 
 pub use iter::DbIter;
 pub(crate) use iter::KeyRange;
-pub(crate) use manifest::set_current;
+pub(crate) use manifest::{set_current, FIRST_KEYSPACE_ID};
 pub(crate) use recovery::{check_manifest_number, meta_from, missing_wal, new_db_id, write_l0};
 pub use stats::{CompactionStats, DbStats, LevelCompactionStats, LevelStats, WriteStallStats};
 

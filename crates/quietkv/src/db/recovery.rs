@@ -113,9 +113,12 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
         .max(wals.last().map_or(0, |n| n + 1));
     // Each keyspace's new L0 tables.
     let mut edits: BTreeMap<u32, VersionEdit> = BTreeMap::new();
-    let table_options = |id: u32| match recovered.keyspaces.get(&id) {
-        Some(k) => k.def.table_options(opts.table_options()),
-        None => opts.table_options(),
+    let table_options = |id: u32| TableOptions {
+        keyspace_id: id,
+        ..match recovered.keyspaces.get(&id) {
+            Some(k) => k.def.table_options(opts.table_options()),
+            None => opts.table_options(),
+        }
     };
     let mut write = |id: u32, mem: &Arc<Memtable>, next_file: &mut u64| -> Result<()> {
         let number = *next_file;

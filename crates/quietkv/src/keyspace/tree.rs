@@ -154,7 +154,11 @@ pub(crate) fn new_handle(
         name,
         super_version: Arc::new(RwLock::new(Arc::new(sv))),
         filter: RwLock::new(filter),
-        table_options,
+        // Every table of the keyspace records it (see `TableProperties`).
+        table_options: TableOptions {
+            keyspace_id: id,
+            ..table_options
+        },
         dropped: AtomicBool::new(false),
     })
 }

@@ -5,16 +5,21 @@
 //! deltas, so nothing after the first bad one can be used. The manifest
 //! CURRENT names is preferred; if CURRENT is missing, unreadable or names a
 //! manifest that yields no edit, the other manifests are tried newest first.
+//! The usable edits also give the keyspace catalogue: each keyspace's id,
+//! name, table options, tables and log number, and the next keyspace id.
 
+use std::collections::BTreeMap;
 use std::io::ErrorKind as IoErrorKind;
 use std::path::{Path, PathBuf};
 
 use quietio::IoEnv;
 
 use super::Dropped;
+use crate::db::recovery::{apply_keyspaces, Recovered, RecoveredKeyspace};
 use crate::error::{Error, Result};
 use crate::filenames::{self, manifest_name, FileKind, CURRENT};
 use crate::key::SeqNo;
+use crate::keyspace::def::KeyspaceDef;
 use crate::record_log::salvage::{salvage_records, Salvaged};
 use crate::table::identity::db_id_after_edit;
 use crate::version::{Version, VersionBuilder, VersionEdit};
@@ -36,6 +41,47 @@ pub(super) struct OldManifest {
     pub wals_have_identity: bool,
     /// The first edit that could not be used, if any.
     pub damage: Option<Dropped>,
+    /// The keyspaces besides the default one the usable edits leave.
+    pub keyspaces: BTreeMap<u32, RecoveredKeyspace>,
+    /// The default keyspace's own log number, if recorded.
+    pub default_log: Option<u64>,
+    /// The id the next created keyspace gets: an id below it missing from
+    /// `keyspaces` is a dropped keyspace.
+    pub next_keyspace_id: u32,
+}
+
+/// The tree the usable edits build, for every keyspace.
+struct Trees {
+    default: VersionBuilder,
+    keyspaces: BTreeMap<u32, (KeyspaceDef, VersionBuilder, Option<u64>)>,
+    /// Only its keyspace fields (next keyspace id, default log number) are
+    /// used.
+    catalogue: Recovered,
+}
+
+impl Trees {
+    fn new() -> Trees {
+        Trees {
+            default: VersionBuilder::new(&Version::new()),
+            keyspaces: BTreeMap::new(),
+            catalogue: Recovered::default(),
+        }
+    }
+
+    /// Applies `e` as recovery does; on error the trees are half updated
+    /// and must be rebuilt.
+    fn apply(&mut self, e: &VersionEdit) -> Result<()> {
+        self.default.apply(e)?;
+        apply_keyspaces(e, &mut self.keyspaces, &mut self.catalogue)
+    }
+
+    fn replay(edits: &[VersionEdit]) -> Result<Trees> {
+        let mut t = Trees::new();
+        for e in edits {
+            t.apply(e)?;
+        }
+        Ok(t)
+    }
 }
 
 /// The best manifest to guide the repair, and why others were passed over.
@@ -121,8 +167,11 @@ fn read_prefix(path: &Path, data: &[u8]) -> std::result::Result<OldManifest, Str
         wals: WalSet::default(),
         wals_have_identity: false,
         damage: None,
+        keyspaces: BTreeMap::new(),
+        default_log: None,
+        next_keyspace_id: 0,
     };
-    let mut builder = VersionBuilder::new(&Version::new());
+    let mut trees = Trees::new();
     let mut applied: Vec<VersionEdit> = Vec::new();
     for item in salvage_records(data, None) {
         let problem = match item {
@@ -156,7 +205,7 @@ fn read_prefix(path: &Path, data: &[u8]) -> std::result::Result<OldManifest, Str
                     if let Some(named) = e.manifest_number {
                         crate::db::check_manifest_number(path, named)?;
                     }
-                    builder.apply(&e)?;
+                    trees.apply(&e)?;
                     Ok((e, id))
                 });
                 match result {
@@ -186,15 +235,11 @@ fn read_prefix(path: &Path, data: &[u8]) -> std::result::Result<OldManifest, Str
                 }
             }
         };
-        // A failed apply leaves the builder half-updated: rebuild it from
+        // A failed apply leaves the trees half-updated: rebuild them from
         // the edits that applied.
         m.damage = Some(problem);
-        builder = VersionBuilder::new(&Version::new());
-        for e in &applied {
-            builder
-                .apply(e)
-                .map_err(|e| format!("edits that applied once no longer apply: {e}"))?;
-        }
+        trees = Trees::replay(&applied)
+            .map_err(|e| format!("edits that applied once no longer apply: {e}"))?;
         break;
     }
     if m.edits == 0 {
@@ -207,9 +252,23 @@ fn read_prefix(path: &Path, data: &[u8]) -> std::result::Result<OldManifest, Str
             None => "no edit".to_string(),
         });
     }
-    m.version = builder
-        .build()
-        .map_err(|e| format!("its edits describe an invalid tree: {}", e.message()))?;
+    let invalid = |e: Error| format!("its edits describe an invalid tree: {}", e.message());
+    m.version = trees.default.build().map_err(invalid)?;
+    for (id, (def, b, log_number)) in trees.keyspaces {
+        let version = b
+            .build()
+            .map_err(|e| invalid(e.context(&format!("keyspace {id}"))))?;
+        m.keyspaces.insert(
+            id,
+            RecoveredKeyspace {
+                def,
+                version,
+                log_number,
+            },
+        );
+    }
+    m.default_log = trees.catalogue.default_log;
+    m.next_keyspace_id = trees.catalogue.next_keyspace_id;
     Ok(m)
 }
 
@@ -280,6 +339,67 @@ mod tests {
         );
         let damage = m.damage.unwrap();
         assert_eq!(damage.offset, Some(offsets[1]));
+    }
+
+    /// The keyspaces the usable edits leave: created, dropped, and the
+    /// ones created after the damage unknown.
+    #[test]
+    fn the_prefix_gives_the_keyspace_catalogue() {
+        use crate::version::KeyspaceEdit;
+        let d = tempfile::tempdir().unwrap();
+        let def = |name: &str| KeyspaceDef {
+            name: name.into(),
+            block_size: 1024,
+            bloom_bits_per_key: 0,
+            compression: crate::table::Compression::None,
+        };
+        let mut first = edits().remove(0);
+        first.next_keyspace_id = Some(3);
+        let mut files = VersionEdit::new();
+        files.add_file(1, meta(9, "a", "c", 100));
+        first.keyspaces = vec![
+            KeyspaceEdit {
+                id: 0,
+                log_number: Some(4),
+                ..KeyspaceEdit::default()
+            },
+            KeyspaceEdit {
+                id: 1,
+                create: Some(def("a")),
+                log_number: Some(3),
+                edit: files,
+            },
+            KeyspaceEdit {
+                id: 2,
+                create: Some(def("b")),
+                ..KeyspaceEdit::default()
+            },
+        ];
+        let drop_b = VersionEdit {
+            dropped_keyspaces: vec![2],
+            ..Default::default()
+        };
+        let create_c = VersionEdit {
+            next_keyspace_id: Some(4),
+            keyspaces: vec![KeyspaceEdit {
+                id: 3,
+                create: Some(def("a keyspace created after the damage")),
+                ..KeyspaceEdit::default()
+            }],
+            ..Default::default()
+        };
+        let offsets = write_manifest(d.path(), 3, &[first, drop_b, create_c]);
+        damage_record(d.path(), 3, offsets[2]);
+        let (m, _) = read_best(d.path(), &[3]);
+        let m = m.unwrap();
+        assert_eq!(m.edits, 2);
+        assert!(m.damage.is_some());
+        assert_eq!((m.next_keyspace_id, m.default_log), (3, Some(4)));
+        assert_eq!(m.keyspaces.keys().copied().collect::<Vec<_>>(), [1]);
+        let a = &m.keyspaces[&1];
+        assert_eq!((a.def.name.as_str(), a.log_number), ("a", Some(3)));
+        assert_eq!(a.version.all_file_numbers(), vec![9]);
+        assert_eq!(m.version.all_file_numbers(), vec![5]);
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! Writing tables during a repair: salvaging the intact blocks of a damaged
 //! table, and merging tables whose levels are unknown into one sorted run.
+//! Each is written with its keyspace's table options, which record the
+//! keyspace in the table.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,7 +18,7 @@ use crate::merge::MergingIterator;
 use crate::options::Options;
 use crate::range_tombstone::OutputSplitter;
 use crate::table::block::BlockIter;
-use crate::table::{RandomSource, TableBuilder, TableReader};
+use crate::table::{RandomSource, TableBuilder, TableOptions, TableReader};
 use crate::version::FileMeta;
 
 /// One table being written, with the file removed again if it fails.
@@ -29,10 +31,15 @@ struct Output {
 impl Output {
     /// Table `number`, written at `path` (its final name, or a temporary
     /// one the caller renames).
-    fn create(env: &IoEnv, path: &Path, opts: &Options, number: u64, db_id: u64) -> Result<Output> {
+    fn create(
+        env: &IoEnv,
+        path: &Path,
+        opts: TableOptions,
+        number: u64,
+        db_id: u64,
+    ) -> Result<Output> {
         let file = env.create(path, IoClass::FlushWrite)?;
-        let builder =
-            TableBuilder::new(TableFile(file), opts.table_options()).with_identity(number, db_id);
+        let builder = TableBuilder::new(TableFile(file), opts).with_identity(number, db_id);
         Ok(Output {
             number,
             path: path.to_path_buf(),
@@ -64,7 +71,8 @@ pub(super) struct Salvage {
 }
 
 /// Rewrites the readable data blocks of the damaged table at `src` (the
-/// copy kept in `lost/`) as table `number` of database `db_id`: written
+/// copy kept in `lost/`) as table `number` of database `db_id`, with
+/// `opts` (its keyspace's table options): written
 /// under a temporary name and renamed over the damaged file, so a crash
 /// leaves one or the other under the table's name. A block is
 /// kept whole or not at all: its checksum covers it whole, and its keys must
@@ -73,7 +81,7 @@ pub(super) struct Salvage {
 pub(super) fn salvage(
     env: &IoEnv,
     dir: &Path,
-    opts: &Options,
+    opts: TableOptions,
     src: &Path,
     number: u64,
     db_id: u64,
@@ -155,15 +163,17 @@ fn read_block(
     Ok(entries)
 }
 
-/// Merges intact tables into new tables numbered from `*next_file` (each up
-/// to about `target_file_size`, split only between user keys so they do
-/// not overlap) and returns their metadata, in key order. An internal key
+/// Merges intact tables of one keyspace into new tables of it (written with
+/// `table_options`) numbered from `*next_file` (each up to about
+/// `target_file_size`, split only between user keys so they do not overlap)
+/// and returns their metadata, in key order. An internal key
 /// found in several inputs (a table and its copy, or a compaction's input
 /// and output) is written once.
 pub(super) fn merge(
     env: &IoEnv,
     dir: &Path,
     opts: &Options,
+    table_options: TableOptions,
     inputs: &[u64],
     next_file: &mut u64,
     db_id: u64,
@@ -205,7 +215,13 @@ pub(super) fn merge(
         }
         if out.is_none() {
             let path = table_path(dir, *next_file);
-            out = Some(Output::create(env, &path, opts, *next_file, db_id)?);
+            out = Some(Output::create(
+                env,
+                &path,
+                table_options,
+                *next_file,
+                db_id,
+            )?);
             *next_file += 1;
         }
         out.as_mut()
@@ -218,7 +234,13 @@ pub(super) fn merge(
     }
     if out.is_none() && !splitter.is_empty() {
         let path = table_path(dir, *next_file);
-        out = Some(Output::create(env, &path, opts, *next_file, db_id)?);
+        out = Some(Output::create(
+            env,
+            &path,
+            table_options,
+            *next_file,
+            db_id,
+        )?);
         *next_file += 1;
     }
     if let Some(mut o) = out {

@@ -5,16 +5,22 @@
 //! [`crate::record_log::salvage`]): repair keeps the most data, at the price that
 //! the result may miss a write in the middle of the history (the damaged
 //! record) while keeping later ones. Each record is a whole write batch, so
-//! batches stay atomic. Entries whose sequence number is at most
-//! `covered_seq` (the newest sequence of the tables kept) are already in a
-//! table, since tables only ever hold data of WALs older than the live
-//! ones, and are skipped so that no entry is stored twice.
+//! batches stay atomic. Each entry goes to its keyspace's new level-0
+//! tables. An entry in a WAL older than its keyspace's log number is in
+//! that keyspace's tables already; one whose sequence number is at most
+//! the newest of its keyspace's kept tables must be in one of them (tables
+//! only ever hold data of WALs older than the live ones); both are skipped
+//! so that no entry is stored twice. An entry of a dropped keyspace is
+//! skipped; one of a keyspace nobody records is adopted or reported (see
+//! [`super::keyspaces`]).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
 use quietio::IoEnv;
 
+use super::keyspaces::{Catalogue, Owner};
 use super::{Dropped, RepairReport};
 use crate::batch::WriteBatch;
 use crate::check::FileSource;
@@ -25,7 +31,7 @@ use crate::memtable::Memtable;
 use crate::options::Options;
 use crate::record_log::salvage::{salvage_records, Salvaged};
 use crate::record_log::IdentityRule;
-use crate::table::TableReader;
+use crate::table::{TableOptions, TableReader};
 use crate::version::FileMeta;
 
 pub(super) struct Replay<'a> {
@@ -33,33 +39,76 @@ pub(super) struct Replay<'a> {
     pub dir: &'a Path,
     pub opts: &'a Options,
     pub db_id: u64,
-    pub covered_seq: SeqNo,
     pub next_file: &'a mut u64,
     /// Largest sequence number seen in any intact record.
     pub last_seq: SeqNo,
-    pub tables: Vec<FileMeta>,
+    /// The new tables, each with its keyspace.
+    pub tables: Vec<(u32, FileMeta)>,
+    /// Keyspaces no usable manifest records that WAL entries were
+    /// replayed into: the caller adds them to the catalogue.
+    pub adopted: BTreeSet<u32>,
+    /// Entries of dropped keyspaces, skipped.
+    pub dropped_entries: u64,
+    targets: BTreeMap<u32, Target>,
+    /// Ids below this that are no target were dropped.
+    dropped_below: u32,
+    /// Whether an id that is no target and not dropped is adopted (the
+    /// catalogue may be incomplete) rather than damage.
+    adopt: bool,
+}
+
+/// Where one keyspace's entries go.
+struct Target {
     mem: Arc<Memtable>,
+    /// WALs below this hold none of its data that is not in its tables.
+    log_number: u64,
+    /// The newest sequence number of its kept tables.
+    covered_seq: SeqNo,
+    table_options: TableOptions,
 }
 
 impl<'a> Replay<'a> {
+    /// Replays into the keyspaces of `cat`, skipping in each what its kept
+    /// tables hold (`covered`: the newest sequence number of each
+    /// keyspace's kept tables). `adopt`: whether an id `cat` does not
+    /// know (and does not record as dropped) is adopted rather than
+    /// damage.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         env: &'a IoEnv,
         dir: &'a Path,
         opts: &'a Options,
         db_id: u64,
-        covered_seq: SeqNo,
         next_file: &'a mut u64,
+        cat: &Catalogue,
+        covered: &BTreeMap<u32, SeqNo>,
+        adopt: bool,
     ) -> Self {
+        let targets = std::iter::once(0)
+            .chain(cat.keyspaces.keys().copied())
+            .map(|id| {
+                let t = Target {
+                    mem: Arc::new(Memtable::new()),
+                    log_number: cat.log_number(id),
+                    covered_seq: covered.get(&id).copied().unwrap_or(0),
+                    table_options: cat.table_options(id, opts),
+                };
+                (id, t)
+            })
+            .collect();
         Replay {
             env,
             dir,
             opts,
             db_id,
-            covered_seq,
             next_file,
             last_seq: 0,
             tables: Vec::new(),
-            mem: Arc::new(Memtable::new()),
+            adopted: BTreeSet::new(),
+            dropped_entries: 0,
+            targets,
+            dropped_below: if cat.from_manifest { cat.next_id } else { 0 },
+            adopt,
         }
     }
 
@@ -169,7 +218,7 @@ impl<'a> Replay<'a> {
                             .push(Dropped::at(&path, offset, len, reason));
                         continue;
                     }
-                    match self.add(&batch, in_tables)? {
+                    match self.add(number, &batch, in_tables)? {
                         Fit::Added => {
                             report.wal_records_salvaged += 1;
                             if damage_before {
@@ -177,10 +226,23 @@ impl<'a> Replay<'a> {
                             }
                         }
                         Fit::InTables => report.wal_records_in_tables += 1,
-                        Fit::Misfit { seq } => {
+                        Fit::Dropped => {}
+                        Fit::Misfit {
+                            seq,
+                            keyspace,
+                            covered,
+                        } => {
                             let reason = format!(
-                                "record's sequence number {seq} is at or below the newest kept table's ({}), yet no kept table holds its entry: it does not fit the manifest, and replayed into level 0 it would hide newer values",
-                                self.covered_seq
+                                "record's sequence number {seq} (keyspace {keyspace}) is at or below the newest of its keyspace's kept tables ({covered}), yet none of them holds its entry: it does not fit the manifest, and replayed into level 0 it would hide newer values"
+                            );
+                            report
+                                .wal_damage
+                                .push(Dropped::at(&path, offset, record_len, reason));
+                        }
+                        Fit::UnknownKeyspace { keyspace } => {
+                            let reason = format!(
+                                "record writes keyspace {keyspace}, which the manifest never created (its next keyspace id is {}): not replayed, as recovery would refuse it",
+                                self.dropped_below
                             );
                             report
                                 .wal_damage
@@ -193,41 +255,116 @@ impl<'a> Replay<'a> {
         Ok(None)
     }
 
-    /// Adds the batch's entries not already in a table. An entry at or
-    /// below `covered_seq` must be in a kept table; if one is not, nothing
-    /// of the batch is added.
-    fn add(&mut self, batch: &WriteBatch, in_tables: &mut KeptTables<'_>) -> Result<Fit> {
-        for (i, e) in batch.iter().enumerate() {
-            let seq = batch.sequence() + i as u64;
-            self.last_seq = self.last_seq.max(seq);
-            if seq <= self.covered_seq && !in_tables.holds(e.key, seq, e.kind, e.value)? {
-                return Ok(Fit::Misfit { seq });
-            }
+    /// Whom keyspace `id`'s entries go to.
+    fn owner(&self, id: u32) -> Owner {
+        if self.targets.contains_key(&id) {
+            Owner::Live
+        } else if id < self.dropped_below {
+            Owner::Dropped
+        } else {
+            Owner::Unknown
         }
-        let mut added = false;
-        for (i, e) in batch.iter().enumerate() {
-            let seq = batch.sequence() + i as u64;
-            if seq <= self.covered_seq {
-                continue;
-            }
-            self.mem.add(seq, e.kind, e.key, e.value)?;
-            added = true;
-        }
-        if self.mem.approximate_bytes() >= self.opts.memtable_size {
-            self.flush()?;
-        }
-        Ok(if added { Fit::Added } else { Fit::InTables })
     }
 
-    /// Writes what is left in memory as a table.
+    /// Adds the entries of the batch (read from WAL `wal`) not already in
+    /// a table, each to its keyspace. Every entry is checked before any
+    /// is added, so the batch stays atomic: an entry at or below the
+    /// newest sequence number of its keyspace's kept tables must be in one
+    /// of them, and an entry of a keyspace nobody records must be adopted;
+    /// otherwise nothing of the batch is added.
+    fn add(&mut self, wal: u64, batch: &WriteBatch, in_tables: &mut KeptTables<'_>) -> Result<Fit> {
+        let first = batch.sequence();
+        for (i, (id, e)) in batch.iter_scoped().enumerate() {
+            let seq = first + i as u64;
+            self.last_seq = self.last_seq.max(seq);
+            match self.owner(id) {
+                Owner::Live => {
+                    let t = &self.targets[&id];
+                    if wal >= t.log_number
+                        && seq <= t.covered_seq
+                        && !in_tables.holds(id, e.key, seq, e.kind, e.value)?
+                    {
+                        return Ok(Fit::Misfit {
+                            seq,
+                            keyspace: id,
+                            covered: t.covered_seq,
+                        });
+                    }
+                }
+                Owner::Dropped => {}
+                Owner::Unknown if self.adopt => {}
+                Owner::Unknown => return Ok(Fit::UnknownKeyspace { keyspace: id }),
+            }
+        }
+        let (mut added, mut held) = (false, false);
+        for (i, (id, e)) in batch.iter_scoped().enumerate() {
+            let seq = first + i as u64;
+            match self.owner(id) {
+                Owner::Live => {}
+                Owner::Dropped => {
+                    self.dropped_entries += 1;
+                    continue;
+                }
+                Owner::Unknown => {
+                    self.adopted.insert(id);
+                    let t = Target {
+                        mem: Arc::new(Memtable::new()),
+                        log_number: 0,
+                        covered_seq: 0,
+                        table_options: TableOptions {
+                            keyspace_id: id,
+                            ..self.opts.table_options()
+                        },
+                    };
+                    self.targets.insert(id, t);
+                }
+            }
+            let t = &self.targets[&id];
+            if wal < t.log_number || seq <= t.covered_seq {
+                held = true;
+                continue;
+            }
+            t.mem.add(seq, e.kind, e.key, e.value)?;
+            added = true;
+        }
+        let full: Vec<u32> = self
+            .targets
+            .iter()
+            .filter(|(_, t)| t.mem.approximate_bytes() >= self.opts.memtable_size)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in full {
+            self.flush_one(id)?;
+        }
+        Ok(if added {
+            Fit::Added
+        } else if held {
+            Fit::InTables
+        } else {
+            Fit::Dropped
+        })
+    }
+
+    /// Writes what is left in memory as tables.
     pub fn flush(&mut self) -> Result<()> {
-        let mem = std::mem::replace(&mut self.mem, Arc::new(Memtable::new()));
+        let ids: Vec<u32> = self.targets.keys().copied().collect();
+        for id in ids {
+            self.flush_one(id)?;
+        }
+        Ok(())
+    }
+
+    /// Writes keyspace `id`'s memtable as a table of that keyspace.
+    fn flush_one(&mut self, id: u32) -> Result<()> {
+        let t = self.targets.get_mut(&id).expect("a target");
+        let mem = std::mem::replace(&mut t.mem, Arc::new(Memtable::new()));
+        let table_options = t.table_options;
         let number = *self.next_file;
         if let Some(meta) = crate::db::write_l0(
             self.env,
             self.dir,
             self.opts,
-            self.opts.table_options(),
+            table_options,
             &mem,
             &[],
             number,
@@ -235,7 +372,7 @@ impl<'a> Replay<'a> {
             self.opts.io_depth,
         )? {
             *self.next_file += 1;
-            self.tables.push(meta);
+            self.tables.push((id, meta));
         }
         Ok(())
     }
@@ -245,35 +382,57 @@ impl<'a> Replay<'a> {
 enum Fit {
     /// Some of its entries were new and went into the memtable.
     Added,
-    /// Every entry is already in a kept table.
+    /// Nothing was new: its entries are in kept tables (or of dropped
+    /// keyspaces).
     InTables,
-    /// The entry at `seq` is at or below the kept tables' newest sequence
-    /// number, yet no kept table holds it.
-    Misfit { seq: SeqNo },
+    /// Every entry is of a dropped keyspace.
+    Dropped,
+    /// The entry at `seq` of `keyspace` is at or below the newest sequence
+    /// number of that keyspace's kept tables (`covered`), yet none of them
+    /// holds it.
+    Misfit {
+        seq: SeqNo,
+        keyspace: u32,
+        covered: SeqNo,
+    },
+    /// An entry of a keyspace the manifest never created.
+    UnknownKeyspace { keyspace: u32 },
 }
 
 /// The tables a repair keeps, opened on demand to ask whether they hold a
 /// WAL entry.
 pub(super) struct KeptTables<'a> {
-    tables: Vec<(FileMeta, Option<Arc<TableReader>>)>,
+    /// Each with its keyspace.
+    tables: Vec<(u32, FileMeta, Option<Arc<TableReader>>)>,
     dir: &'a Path,
     env: &'a IoEnv,
 }
 
 impl<'a> KeptTables<'a> {
-    pub(super) fn new(env: &'a IoEnv, dir: &'a Path, kept: &[(usize, FileMeta)]) -> Self {
+    pub(super) fn new(env: &'a IoEnv, dir: &'a Path, kept: &[super::Kept]) -> Self {
         KeptTables {
-            tables: kept.iter().map(|(_, m)| (m.clone(), None)).collect(),
+            tables: kept
+                .iter()
+                .map(|k| (k.keyspace, k.meta.clone(), None))
+                .collect(),
             dir,
             env,
         }
     }
 
-    /// Whether a kept table holds `key` with this kind and value as of
-    /// `seq` (the entry itself, or an older one that reads the same).
-    fn holds(&mut self, key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) -> Result<bool> {
-        for (meta, reader) in &mut self.tables {
-            if !meta.contains_user_key(key) || meta.smallest_seq > seq {
+    /// Whether a kept table of keyspace `ks` holds `key` with this kind and
+    /// value as of `seq` (the entry itself, or an older one that reads the
+    /// same).
+    fn holds(
+        &mut self,
+        ks: u32,
+        key: &[u8],
+        seq: SeqNo,
+        kind: ValueKind,
+        value: &[u8],
+    ) -> Result<bool> {
+        for (id, meta, reader) in &mut self.tables {
+            if *id != ks || !meta.contains_user_key(key) || meta.smallest_seq > seq {
                 continue;
             }
             if reader.is_none() {
@@ -337,6 +496,94 @@ mod tests {
     use super::*;
     use crate::record_log::LogWriter;
 
+    /// Entries go to their keyspaces, from WALs at or after each one's log
+    /// number; a dropped keyspace's are skipped, and a record writing a
+    /// keyspace an intact manifest never created is damage.
+    #[test]
+    fn entries_go_to_their_keyspace_as_the_catalogue_says() {
+        use super::super::keyspaces::Entry;
+        use crate::keyspace::def::KeyspaceDef;
+        let d = tempfile::tempdir().unwrap();
+        let env = IoEnv::open(d.path(), Options::default().io_options()).unwrap();
+        let wal = |batches: Vec<WriteBatch>| {
+            let mut w = LogWriter::new(Vec::new());
+            for b in batches {
+                w.add_record(b.data()).unwrap();
+            }
+            w.into_inner()
+        };
+        let batch = |seq: u64, puts: &[(u32, &[u8])]| {
+            let mut b = WriteBatch::new();
+            for (id, k) in puts {
+                b.put_scoped(*id, k, b"v").unwrap();
+            }
+            b.set_sequence(seq);
+            b
+        };
+        // Keyspace 1 lives (its data in WALs before 8 is in its tables);
+        // 2 was dropped; 5 was never created.
+        let mut cat = Catalogue::new(None);
+        cat.keyspaces.insert(
+            1,
+            Entry {
+                def: KeyspaceDef {
+                    name: "a".into(),
+                    block_size: 1024,
+                    bloom_bits_per_key: 0,
+                    compression: crate::table::Compression::None,
+                },
+                adopted: false,
+                log_number: 8,
+            },
+        );
+        cat.next_id = 3;
+        cat.from_manifest = true;
+        let opts = Options::default();
+        let mut next = 20;
+        let mut report = RepairReport::default();
+        let mut kept = KeptTables::new(&env, d.path(), &[]);
+        let mut replay = Replay::new(
+            &env,
+            d.path(),
+            &opts,
+            1,
+            &mut next,
+            &cat,
+            &BTreeMap::new(),
+            false,
+        );
+        let rule = IdentityRule {
+            db_id: 1,
+            required: false,
+        };
+        let seven = wal(vec![
+            batch(1, &[(0, b"d"), (1, b"a-old"), (2, b"dropped")]),
+            batch(4, &[(0, b"d2"), (5, b"never-created")]),
+        ]);
+        let nine = wal(vec![batch(6, &[(1, b"a-new"), (2, b"dropped2")])]);
+        for (n, data) in [(7, &seven), (9, &nine)] {
+            assert_eq!(
+                replay.wal(n, data, rule, &mut kept, &mut report).unwrap(),
+                None
+            );
+        }
+        replay.flush().unwrap();
+        assert_eq!(report.wal_damage.len(), 1, "{:?}", report.wal_damage);
+        assert!(report.wal_damage[0].reason.contains("keyspace 5"));
+        assert_eq!(replay.dropped_entries, 2);
+        assert_eq!(report.wal_records_salvaged, 2);
+        assert_eq!(replay.last_seq, 7);
+        let tables: Vec<(u32, u64)> = replay
+            .tables
+            .iter()
+            .map(|(id, m)| (*id, m.num_entries))
+            .collect();
+        // "d" in the default keyspace; only "a-new" in keyspace 1.
+        assert_eq!(tables, [(0, 1), (1, 1)]);
+        let a = &replay.tables[1].1;
+        assert_eq!(a.smallest_user_key(), b"a-new");
+    }
+
     /// A record that passes its checksums but carries sequence numbers
     /// past the largest is dropped and reported, not a failed repair.
     #[test]
@@ -356,7 +603,17 @@ mod tests {
         let mut next = 10;
         let mut report = RepairReport::default();
         let mut kept = KeptTables::new(&env, d.path(), &[]);
-        let mut replay = Replay::new(&env, d.path(), &opts, 1, 0, &mut next);
+        let cat = Catalogue::new(None);
+        let mut replay = Replay::new(
+            &env,
+            d.path(),
+            &opts,
+            1,
+            &mut next,
+            &cat,
+            &BTreeMap::new(),
+            true,
+        );
         let rule = IdentityRule {
             db_id: 1,
             required: false,
@@ -373,6 +630,7 @@ mod tests {
         assert_eq!(replay.tables.len(), 1);
         // a, d and the newer z: the older z is overwritten, and a table
         // keeps only what a reader can see.
-        assert_eq!(replay.tables[0].num_entries, 3);
+        assert_eq!(replay.tables[0].0, 0);
+        assert_eq!(replay.tables[0].1.num_entries, 3);
     }
 }

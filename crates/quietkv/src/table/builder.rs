@@ -29,6 +29,9 @@ pub struct TableOptions {
     pub bloom_bits_per_key: usize,
     /// zstd level when `compression` is Zstd (clamped to 1..=22; 1..=3 is the sane range).
     pub zstd_level: i32,
+    /// The keyspace the table belongs to, recorded in its properties (0:
+    /// the default keyspace, which records nothing).
+    pub keyspace_id: u32,
 }
 
 impl Default for TableOptions {
@@ -38,6 +41,7 @@ impl Default for TableOptions {
             compression: Compression::None,
             bloom_bits_per_key: 10,
             zstd_level: 1,
+            keyspace_id: 0,
         }
     }
 }
@@ -88,6 +92,7 @@ impl<S: TableSink> TableBuilder<S> {
             compression: opts.compression,
             bloom_bits_per_key: opts.bloom_bits_per_key.min(64),
             zstd_level: opts.zstd_level.clamp(1, 22),
+            keyspace_id: opts.keyspace_id,
         };
         TableBuilder {
             sink,
@@ -98,7 +103,10 @@ impl<S: TableSink> TableBuilder<S> {
             bloom: (opts.bloom_bits_per_key > 0)
                 .then(|| BloomBuilder::new(opts.bloom_bits_per_key)),
             last_key: Vec::new(),
-            props: TableProperties::default(),
+            props: TableProperties {
+                keyspace_id: opts.keyspace_id,
+                ..TableProperties::default()
+            },
             range_dels: Vec::new(),
             failed: false,
         }

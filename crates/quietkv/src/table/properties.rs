@@ -5,10 +5,16 @@
 //! raw_key_bytes, raw_value_bytes, data_size, smallest_seq, largest_seq,
 //! then length-prefixed smallest_key and largest_key, then varint
 //! file_number and fixed 8-byte LE db_id (the table's identity, see
-//! [`crate::table::identity`]). Decoders ignore trailing bytes so later
+//! [`crate::table::identity`]), then the optional range-tombstone fields,
+//! then the optional keyspace id. Decoders ignore trailing bytes so later
 //! versions may append fields; a table written before the identity fields
 //! existed decodes with both as 0 (unknown). The id has a fixed width so
 //! that tables with the same content have the same size in every database.
+//!
+//! The keyspace id lets `repair` put a table back into its keyspace when
+//! the manifest that listed it is lost. Only tables of keyspaces other than
+//! the default one carry it (a table without it is the default keyspace's,
+//! which is right for every table written before keyspaces existed).
 
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
@@ -42,6 +48,9 @@ pub struct TableProperties {
     pub range_del_size: u64,
     /// Range tombstones in that block (not counted in `num_entries`).
     pub num_range_deletes: u64,
+    /// The keyspace the table belongs to (0: the default keyspace, or a
+    /// table written before tables recorded their keyspace).
+    pub keyspace_id: u32,
 }
 
 impl TableProperties {
@@ -65,9 +74,11 @@ impl TableProperties {
         }
         put_u64(&mut out, self.file_number);
         out.extend_from_slice(&self.db_id.to_le_bytes());
-        // Only tables with range tombstones carry the three fields, so a
-        // table without any is byte for byte what older builds write.
-        if self.range_del_size > 0 {
+        // Only tables with range tombstones (or of another keyspace than
+        // the default one, whose id follows them) carry the three fields,
+        // so a default keyspace's table without any is byte for byte what
+        // older builds write.
+        if self.range_del_size > 0 || self.keyspace_id != 0 {
             for v in [
                 self.range_del_offset,
                 self.range_del_size,
@@ -75,6 +86,9 @@ impl TableProperties {
             ] {
                 put_u64(&mut out, v);
             }
+        }
+        if self.keyspace_id != 0 {
+            put_u64(&mut out, u64::from(self.keyspace_id));
         }
         out
     }
@@ -103,6 +117,14 @@ impl TableProperties {
             p.range_del_offset = d.varint()?;
             p.range_del_size = d.varint()?;
             p.num_range_deletes = d.varint()?;
+        }
+        if !d.is_empty() {
+            let id = d.varint()?;
+            p.keyspace_id = u32::try_from(id).map_err(|_| {
+                Error::corruption(format!(
+                    "table properties name keyspace {id}, past the largest keyspace id"
+                ))
+            })?;
         }
         // No block is all three zero; a block has a size and a count.
         if (p.range_del_size == 0) != (p.num_range_deletes == 0)
@@ -165,10 +187,25 @@ mod tests {
         for n in enc.len() + 1..enc2.len() {
             assert!(TableProperties::decode(&enc2[..n]).is_err(), "{n}");
         }
-        // Fields a later version appends are ignored.
-        let mut longer = enc2.clone();
-        longer.extend_from_slice(&[1, 2, 3]);
-        assert_eq!(TableProperties::decode(&longer).unwrap(), with_dels);
+        // A table of another keyspace than the default one: its id after
+        // the range-tombstone fields (written as zeros when it has none).
+        for base in [&p, &with_dels] {
+            let in_ks = TableProperties {
+                keyspace_id: 7,
+                ..base.clone()
+            };
+            let enc3 = in_ks.encode();
+            assert_eq!(TableProperties::decode(&enc3).unwrap(), in_ks);
+            assert_eq!(*enc3.last().unwrap(), 7);
+            // Fields a later version appends are ignored.
+            let mut longer = enc3.clone();
+            longer.extend_from_slice(&[1, 2, 3]);
+            assert_eq!(TableProperties::decode(&longer).unwrap(), in_ks);
+        }
+        let mut past = with_dels.encode();
+        past.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x7f]);
+        let e = TableProperties::decode(&past).unwrap_err();
+        assert!(e.to_string().contains("largest keyspace id"), "{e}");
         // A count without a block (or the reverse) is damage, and so is an
         // offset of no block.
         let bad = TableProperties {

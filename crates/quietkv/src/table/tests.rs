@@ -693,7 +693,7 @@ proptest! {
         bloom in prop::sample::select(vec![0usize, 1, 10]),
         probes in prop::collection::vec((prop::collection::vec(prop::sample::select(b"abc\0\xff".to_vec()), 0..6), 0u64..60), 40),
     ) {
-        let o = TableOptions { block_size, compression: c, bloom_bits_per_key: bloom, zstd_level: 2 };
+        let o = TableOptions { block_size, compression: c, bloom_bits_per_key: bloom, zstd_level: 2, keyspace_id: 0 };
         let (bytes, _) = build(&entries, o);
         let cache = Arc::new(BlockCache::with_shard_bits(2048, 1));
         let t = open(&bytes, Some(cache.clone())).unwrap();
