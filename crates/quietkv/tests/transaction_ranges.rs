@@ -126,10 +126,19 @@ fn an_iterator_dropped_early_covers_only_what_it_returned() {
         assert_eq!(it.next().unwrap().unwrap().0, b"k3");
     };
     assert!(!conflicts_after(&db, forward, b"k4"));
-    assert!(!conflicts_after(&db, forward, b"k3\0"), "right after the last key returned");
+    assert!(
+        !conflicts_after(&db, forward, b"k3\0"),
+        "right after the last key returned"
+    );
     assert!(conflicts_after(&db, forward, b"k2"));
-    assert!(conflicts_after(&db, forward, b"k3"), "the last key returned");
-    assert!(conflicts_after(&db, forward, b"k0"), "the range's first key");
+    assert!(
+        conflicts_after(&db, forward, b"k3"),
+        "the last key returned"
+    );
+    assert!(
+        conflicts_after(&db, forward, b"k0"),
+        "the range's first key"
+    );
     assert!(!conflicts_after(&db, forward, b"k"), "before the range");
 
     // Backward, stopped after k7: from k7 on is covered.
@@ -139,9 +148,15 @@ fn an_iterator_dropped_early_covers_only_what_it_returned() {
         assert_eq!(it.next_back().unwrap().unwrap().0, b"k7");
     };
     assert!(!conflicts_after(&db, backward, b"k6"));
-    assert!(!conflicts_after(&db, backward, b"k99"), "the range's (excluded) end");
+    assert!(
+        !conflicts_after(&db, backward, b"k99"),
+        "the range's (excluded) end"
+    );
     assert!(conflicts_after(&db, backward, b"k8"));
-    assert!(conflicts_after(&db, backward, b"k7"), "the last key returned");
+    assert!(
+        conflicts_after(&db, backward, b"k7"),
+        "the last key returned"
+    );
     assert!(conflicts_after(&db, backward, b"k989"));
 
     // From both ends, stopped before they met: the middle is not covered.
@@ -195,7 +210,10 @@ fn deletes_and_range_deletes_inside_a_scanned_range_conflict() {
     db.delete_range(&b"e"[..]..&b"z"[..]).unwrap();
     let err = txn.commit().unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Conflict);
-    assert!(err.to_string().contains("range delete of [\"e\", \"z\")"), "{err}");
+    assert!(
+        err.to_string().contains("range delete of [\"e\", \"z\")"),
+        "{err}"
+    );
     db.put(b"x", b"1").unwrap();
 
     // One that ends where the scanned range starts, or starts where it
@@ -418,16 +436,15 @@ fn other() -> impl Strategy<Value = Other> {
 /// The half-open key ranges a scan covered, by the model: up to the last
 /// key from the front, from the last key from the back, or all of it once
 /// either end ran out.
-fn model_covered(
-    visible: &BTreeMap<Vec<u8>, Vec<u8>>,
-    op: &ScanOp,
-) -> Vec<(Vec<u8>, Vec<u8>)> {
+fn model_covered(visible: &BTreeMap<Vec<u8>, Vec<u8>>, op: &ScanOp) -> Vec<(Vec<u8>, Vec<u8>)> {
     let (lo, hi) = (key(op.lo), key(op.hi));
     if lo >= hi {
         return Vec::new();
     }
-    let mut left: std::collections::VecDeque<Vec<u8>> =
-        visible.range(lo.clone()..hi.clone()).map(|(k, _)| k.clone()).collect();
+    let mut left: std::collections::VecDeque<Vec<u8>> = visible
+        .range(lo.clone()..hi.clone())
+        .map(|(k, _)| k.clone())
+        .collect();
     let (mut front, mut back) = (None, None);
     for step in &op.steps {
         let got = match step {

@@ -86,11 +86,7 @@ fn in_memtable(
 
 /// The files of `level` whose key range (which includes their range
 /// tombstones) meets `range`.
-fn files_in(
-    sv: &SuperVersion,
-    level: usize,
-    range: &KeyRange,
-) -> Vec<Arc<FileMeta>> {
+fn files_in(sv: &SuperVersion, level: usize, range: &KeyRange) -> Vec<Arc<FileMeta>> {
     // `overlaps` takes an inclusive end: a file that starts exactly at the
     // range's (exclusive) end is read needlessly but finds nothing.
     if level == 0 {

@@ -133,7 +133,10 @@ mod tests {
 
         let mut back = Scan::new(KeyRange::default());
         back.returned(false, b"x");
-        assert_eq!(back.covered(), vec![KeyRange::new(Some(b"x".to_vec()), None)]);
+        assert_eq!(
+            back.covered(),
+            vec![KeyRange::new(Some(b"x".to_vec()), None)]
+        );
     }
 
     #[test]
