@@ -85,6 +85,36 @@ impl KeyRange {
     pub(crate) fn is_empty(&self) -> bool {
         matches!((&self.lower, &self.upper), (Some(l), Some(u)) if l >= u)
     }
+
+    /// `[lower, upper)` (`None`: unbounded on that side).
+    pub(crate) fn new(lower: Option<Vec<u8>>, upper: Option<Vec<u8>>) -> Self {
+        KeyRange { lower, upper }
+    }
+
+    /// The part of the range at or before `key`: from the range's start
+    /// through `key` itself.
+    pub(crate) fn through(&self, key: &[u8]) -> KeyRange {
+        KeyRange {
+            lower: self.lower.clone(),
+            upper: Some(successor(key)),
+        }
+    }
+
+    /// The part of the range at or after `key`: from `key` itself to the
+    /// range's end.
+    pub(crate) fn starting_at(&self, key: &[u8]) -> KeyRange {
+        KeyRange {
+            lower: Some(key.to_vec()),
+            upper: self.upper.clone(),
+        }
+    }
+
+    /// Whether `key` is in the range.
+    #[cfg(test)]
+    pub(crate) fn contains(&self, key: &[u8]) -> bool {
+        self.lower.as_deref().is_none_or(|l| l <= key)
+            && self.upper.as_deref().is_none_or(|u| key < u)
+    }
 }
 
 /// Every range tombstone that may delete a key of `range` at `seq`, from
@@ -503,5 +533,19 @@ mod tests {
         );
         assert_eq!(KeyRange::prefix(b"\xff"), r(Some(b"\xff"), None));
         assert_eq!(KeyRange::prefix(b""), r(Some(b""), None));
+    }
+
+    #[test]
+    fn the_parts_before_and_after_a_key_include_the_key() {
+        let range = r(Some(b"b"), Some(b"f"));
+        let head = range.through(b"c");
+        assert_eq!(head, r(Some(b"b"), Some(b"c\0")));
+        assert!(head.contains(b"c") && !head.contains(b"c\0") && !head.contains(b"a"));
+        let tail = range.starting_at(b"c");
+        assert_eq!(tail, r(Some(b"c"), Some(b"f")));
+        assert!(tail.contains(b"c") && !tail.contains(b"bz") && !tail.contains(b"f"));
+        assert!(KeyRange::default().contains(b""));
+        assert_eq!(KeyRange::default().through(b"x"), r(None, Some(b"x\0")));
+        assert_eq!(KeyRange::default().starting_at(b"x"), r(Some(b"x"), None));
     }
 }

@@ -16,6 +16,7 @@ pub(crate) mod iter;
 mod manifest;
 mod obsolete;
 pub(crate) mod precondition;
+mod range_writes;
 pub(crate) mod read_view;
 pub(crate) mod recovery;
 #[cfg(feature = "fuzzing")]

@@ -19,7 +19,7 @@ mod arena;
 mod iter;
 mod skiplist;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -67,6 +67,10 @@ pub struct Memtable {
     num_range_dels: AtomicUsize,
     /// Bytes of the range tombstones' keys.
     range_del_bytes: AtomicUsize,
+    /// The highest sequence number of any entry (0 when empty), so a
+    /// transaction's commit can skip a memtable written to only before its
+    /// snapshot.
+    largest_seq: AtomicU64,
 }
 
 // SAFETY: the bytes a memtable hands out (keys and values in its arena)
@@ -100,6 +104,7 @@ impl Memtable {
             range_dels: RwLock::new(Vec::new()),
             num_range_dels: AtomicUsize::new(0),
             range_del_bytes: AtomicUsize::new(0),
+            largest_seq: AtomicU64::new(0),
         }
     }
 
@@ -151,6 +156,7 @@ impl Memtable {
             ValueKind::RangeDelete => self.add_range_del(user_key, value, seq),
             _ => self.list.insert(user_key, pack_trailer(seq, kind), value),
         }
+        self.largest_seq.fetch_max(seq, Ordering::Release);
         Ok(())
     }
 
@@ -179,7 +185,15 @@ impl Memtable {
                 _ => self.list.insert(e.key, pack_trailer(seq, e.kind), e.value),
             }
         }
+        self.largest_seq
+            .fetch_max(first + (count - 1), Ordering::Release);
         Ok(())
+    }
+
+    /// The highest sequence number of any entry, point or range tombstone
+    /// (0 when empty). A batch's entries count once `insert_batch` returns.
+    pub fn largest_seq(&self) -> SeqNo {
+        self.largest_seq.load(Ordering::Acquire)
     }
 
     /// The newest entry for `user_key` with sequence number <= `snapshot`:
@@ -313,6 +327,23 @@ mod tests {
         assert_eq!(m.get(b"", MAX_SEQ), None);
         assert_eq!(m.get(b"aa", MAX_SEQ), None);
         assert_eq!(m.get(b"d", MAX_SEQ), None);
+    }
+
+    #[test]
+    fn largest_seq_is_the_newest_entry_of_any_kind() {
+        let m = Memtable::new();
+        assert_eq!(m.largest_seq(), 0);
+        let mut b = WriteBatch::new();
+        b.put(b"a", b"1").unwrap();
+        b.delete_range(b"b", b"c").unwrap();
+        b.set_sequence(20);
+        m.insert_batch(&b).unwrap();
+        assert_eq!(m.largest_seq(), 21, "the range delete is the batch's last");
+        // Recovery may add entries out of order: the highest stays.
+        m.add(7, ValueKind::Put, b"z", b"").unwrap();
+        assert_eq!(m.largest_seq(), 21);
+        m.add(30, ValueKind::RangeDelete, b"x", b"y").unwrap();
+        assert_eq!(m.largest_seq(), 30);
     }
 
     #[test]

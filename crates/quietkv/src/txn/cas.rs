@@ -141,6 +141,7 @@ impl Db {
             snapshot: seq,
             keys: vec![key.to_vec()],
             keyspace_keys: Vec::new(),
+            ranges: Vec::new(),
         };
         match write_checked(self.inner(), batch, false, check) {
             Ok(()) => Ok(true),

@@ -1,16 +1,17 @@
 //! Reading through a transaction: its pending writes laid over its
 //! snapshot. [`Overlay`] merges the two sorted streams (a pending write
 //! replaces the snapshot's value of its key; a pending delete hides it) from
-//! either end; [`TxnIter`] is the public iterator, which also records the
-//! keys the snapshot supplied in the transaction's read set.
+//! either end; [`TxnIter`] is the public iterator, which also records in
+//! the transaction's read set the keys the snapshot supplied and the part
+//! of its range it covered.
 
 use std::cmp::Ordering;
 
-use super::read_set::ReadSet;
+use super::read_set::{ReadSet, ScanId};
 use super::write_set::{Pending, PendingRange};
 use std::sync::Arc;
 
-use crate::db::DbIter;
+use crate::db::{DbIter, KeyRange};
 use crate::error::Result;
 
 /// A double-ended iterator with one item of look-ahead at each end. An
@@ -183,13 +184,23 @@ where
 ///
 /// Double-ended like [`DbIter`]: `rev()` walks backwards, and `next` and
 /// `next_back` can be mixed. Every key it returns from the snapshot joins
-/// the transaction's read set, so the commit fails if that key was written
-/// since. It borrows the transaction, so the transaction cannot write while
-/// it exists. A read error is yielded as an `Err` item, after which the
-/// iterator ends.
+/// the transaction's read set, and so does the part of its range it
+/// covered: from the start of the range through the last key `next`
+/// returned, and from the last key `next_back` returned to the end of the
+/// range, or the whole range once it returned `None`. The commit fails if
+/// any of those keys, or any key in that part of the range, was written
+/// since the transaction began; a key beyond where the iterator stopped is
+/// not covered. It borrows the transaction, so the transaction cannot write
+/// while it exists. A read error is yielded as an `Err` item, after which
+/// the iterator ends (covering only what it returned before).
 pub struct TxnIter<'a> {
     merged: Overlay<DbIter, PendingRange<'a>>,
     reads: Reads<'a>,
+    /// This iterator's entry in the read set's scans.
+    scan: ScanId,
+    /// A read error ended the iteration: the `None`s after it do not mean
+    /// the range was read to its end.
+    failed: bool,
 }
 
 /// The read set an iterator records into: the default keyspace's, or
@@ -200,35 +211,76 @@ enum Reads<'a> {
     Shared(Arc<ReadSet>),
 }
 
-impl<'a> TxnIter<'a> {
-    pub(crate) fn new(snapshot: DbIter, pending: PendingRange<'a>, reads: &'a ReadSet) -> Self {
-        TxnIter {
-            merged: Overlay::new(snapshot, pending),
-            reads: Reads::Borrowed(reads),
+impl Reads<'_> {
+    fn set(&self) -> &ReadSet {
+        match self {
+            Reads::Borrowed(r) => r,
+            Reads::Shared(r) => r,
         }
     }
+}
 
-    /// An iterator over another keyspace than the default one.
+impl<'a> TxnIter<'a> {
+    /// An iterator over `range` of the default keyspace.
+    pub(crate) fn new(
+        snapshot: DbIter,
+        pending: PendingRange<'a>,
+        reads: &'a ReadSet,
+        range: KeyRange,
+    ) -> Self {
+        Self::with_reads(snapshot, pending, Reads::Borrowed(reads), range)
+    }
+
+    /// An iterator over `range` of another keyspace than the default one.
     pub(crate) fn new_shared(
         snapshot: DbIter,
         pending: PendingRange<'a>,
         reads: Arc<ReadSet>,
+        range: KeyRange,
     ) -> Self {
+        Self::with_reads(snapshot, pending, Reads::Shared(reads), range)
+    }
+
+    fn with_reads(
+        snapshot: DbIter,
+        pending: PendingRange<'a>,
+        reads: Reads<'a>,
+        range: KeyRange,
+    ) -> Self {
+        let scan = reads.set().start_scan(range);
         TxnIter {
             merged: Overlay::new(snapshot, pending),
-            reads: Reads::Shared(reads),
+            reads,
+            scan,
+            failed: false,
         }
     }
 
-    fn record(&self, item: Result<OverlayItem>) -> Result<(Vec<u8>, Vec<u8>)> {
-        let (key, value, from_snapshot) = item?;
-        if from_snapshot {
-            match &self.reads {
-                Reads::Borrowed(r) => r.record(&key),
-                Reads::Shared(r) => r.record(&key),
+    /// Records what the step from the front (`forward`) or the back
+    /// yielded, and hands it on.
+    fn record(
+        &mut self,
+        forward: bool,
+        item: Option<Result<OverlayItem>>,
+    ) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+        match item {
+            None => {
+                if !self.failed {
+                    self.reads.set().ran_out(self.scan);
+                }
+                None
+            }
+            Some(Err(e)) => {
+                self.failed = true;
+                Some(Err(e))
+            }
+            Some(Ok((key, value, from_snapshot))) => {
+                self.reads
+                    .set()
+                    .returned(self.scan, forward, &key, from_snapshot);
+                Some(Ok((key, value)))
             }
         }
-        Ok((key, value))
     }
 }
 
@@ -236,15 +288,15 @@ impl Iterator for TxnIter<'_> {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let item = self.merged.next()?;
-        Some(self.record(item))
+        let item = self.merged.next();
+        self.record(true, item)
     }
 }
 
 impl DoubleEndedIterator for TxnIter<'_> {
     fn next_back(&mut self) -> Option<Self::Item> {
-        let item = self.merged.next_back()?;
-        Some(self.record(item))
+        let item = self.merged.next_back();
+        self.record(false, item)
     }
 }
 

@@ -1,12 +1,13 @@
 //! Optimistic transactions with snapshot isolation: a [`Transaction`]
 //! reads its snapshot with its own writes laid over, and its commit
-//! applies every write as one batch only if nobody wrote a key it read or
-//! wrote since the snapshot. Compare-and-swap is built on the same check
-//! (see `cas`).
+//! applies every write as one batch only if nobody wrote, since the
+//! snapshot, a key it read or wrote or any key in a range its iterators
+//! covered. Compare-and-swap is built on the same check (see `cas`).
 
 mod cas;
 mod iter;
 mod read_set;
+mod scanned;
 mod write_set;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -41,23 +42,41 @@ use write_set::WriteSet;
 ///
 /// The commit fails with [`ErrorKind::Conflict`](crate::ErrorKind::Conflict)
 /// if, since the transaction began, anyone (another transaction, a plain
-/// [`Db::put`], [`Db::write`] or [`Db::compare_and_swap`]) wrote a key the
-/// transaction
+/// [`Db::put`], [`Db::delete`], [`Db::delete_range`], [`Db::write`] or
+/// [`Db::compare_and_swap`]) wrote
 ///
-/// - read with `get` (found or not),
-/// - received from one of its iterators (keys the iterator only passed
-///   over, or that did not exist, are not tracked: a key inserted into a
-///   scanned range, a *phantom*, is not a conflict), or
-/// - wrote itself.
+/// - a key the transaction read with `get` (found or not),
+/// - a key the transaction wrote itself, or
+/// - any key in the part of a range that one of its iterators covered,
+///   whether the key existed at the snapshot or not: a key inserted into a
+///   scanned range (a *phantom*), deleted from it or range-deleted over it
+///   is a conflict.
 ///
-/// (The keys are kept in memory until the transaction ends, so a long scan
-/// in a transaction costs memory for each key it returned.)
+/// An iterator covers its range from the start through the last key
+/// `next` returned (that key included), and from the last key `next_back`
+/// returned through the end; once it has returned `None` it covers its
+/// whole range (for [`prefix`](Self::prefix), every key with the prefix).
+/// An iterator dropped early covers only what it returned: a key written
+/// beyond where it stopped is no conflict, nor is one in another keyspace
+/// than the one it read. The transaction's own writes in a covered range
+/// are no conflict with themselves.
+///
+/// (The keys read are kept in memory until the transaction ends, so a long
+/// scan costs memory for each key it returned from the snapshot; a covered
+/// range costs its two ends. At commit each covered range is read again in
+/// the memtables and tables that hold a write newer than the snapshot,
+/// every version in the range there, while writers behind the commit wait:
+/// cheap when little was written since, proportional to the size of the
+/// range in the newer sources otherwise.)
 ///
 /// The check and the apply happen together in the write path, so no write
 /// lands in between. On a conflict nothing is applied; run the whole
 /// transaction again (a new one sees the newer state). Two transactions that
 /// each read `x` and `y` and write one of them cannot both commit, so write
-/// skew on keys read is prevented.
+/// skew on keys read is prevented; and as a scan's range is checked too,
+/// so is write skew through a phantom: two transactions that each count the
+/// keys with a prefix and insert one if there are fewer than `n` cannot
+/// both commit, so the prefix never ends up with more than `n`.
 ///
 /// Dropping a transaction (or [`rollback`](Self::rollback)) discards its
 /// writes. It is `Send` and owns what it reads through, like a
@@ -99,6 +118,16 @@ use write_set::WriteSet;
 /// db.put(b"bob", b"100")?;
 /// assert_eq!(txn.commit().unwrap_err().kind(), ErrorKind::Conflict);
 /// assert_eq!(db.get(b"carol")?, None); // nothing applied
+///
+/// // So does a key inserted into a range the transaction scanned.
+/// db.put(b"session:u1:a", b"")?;
+/// let mut txn = db.transaction();
+/// let sessions = txn.prefix(b"session:u1:")?.count();
+/// if sessions < 2 {
+///     txn.put(b"session:u1:b", b"")?;
+/// }
+/// db.put(b"session:u1:c", b"")?; // someone else got in first
+/// assert_eq!(txn.commit().unwrap_err().kind(), ErrorKind::Conflict);
 /// # Ok(())
 /// # }
 /// ```
@@ -110,7 +139,8 @@ use write_set::WriteSet;
 /// [`delete_in`](Self::delete_in) read and write other keyspaces in the
 /// same transaction: the commit applies the writes of every keyspace as
 /// one batch, and conflicts are per keyspace and key (a write of key `k`
-/// in one keyspace does not conflict with a read of `k` in another).
+/// in one keyspace does not conflict with a read of `k` in another, nor
+/// with a scan over `k` in another).
 pub struct Transaction {
     inner: Arc<Inner>,
     snapshot: Snapshot,
@@ -204,11 +234,8 @@ impl Transaction {
 
     fn iter_range(&self, range: KeyRange) -> Result<TxnIter<'_>> {
         let snapshot = self.snapshot.iter_range(range.clone())?;
-        Ok(TxnIter::new(
-            snapshot,
-            self.writes.range(&range),
-            &self.reads,
-        ))
+        let pending = self.writes.range(&range);
+        Ok(TxnIter::new(snapshot, pending, &self.reads, range))
     }
 
     /// Sets `key` to `value` in the transaction; applied at commit.
@@ -237,9 +264,11 @@ impl Transaction {
     ///
     /// # Errors
     ///
-    /// [`Conflict`](crate::ErrorKind::Conflict), naming the key, if a key
-    /// the transaction read or wrote was written by anyone since it
-    /// began; nothing is applied. `InvalidArgument` if its writes together
+    /// [`Conflict`](crate::ErrorKind::Conflict), naming the key (and the
+    /// range scanned, for a key in one), if a key the transaction read or
+    /// wrote, or a key in a range its iterators covered (see
+    /// [`Transaction`]), was written by anyone since it began; nothing is
+    /// applied. `InvalidArgument` if its writes together
     /// exceed [`MAX_BATCH_LEN`](crate::MAX_BATCH_LEN); `ReadOnly` if it
     /// writes to a database opened read-only; `Closed` if the database was
     /// closed; otherwise as [`Db::write`] (and as [`Db::get`] for the
@@ -263,13 +292,17 @@ impl Transaction {
             writes_in,
             reads_in,
         } = self;
-        let mut keyspace_keys: BTreeSet<(u32, Vec<u8>)> = reads_in
-            .into_inner()
-            .into_iter()
-            .flat_map(|(id, r)| r.keys().into_iter().map(move |k| (id, k)))
-            .collect();
+        let (read_keys, scanned) = reads.into_parts();
+        let mut ranges: Vec<(u32, KeyRange)> = scanned.into_iter().map(|r| (0, r)).collect();
+        let mut keyspace_keys: BTreeSet<(u32, Vec<u8>)> = BTreeSet::new();
+        // By keyspace id, so the ranges come out sorted by keyspace too.
+        for (id, r) in reads_in.into_inner() {
+            let (keys, scanned) = r.parts();
+            keyspace_keys.extend(keys.into_iter().map(|k| (id, k)));
+            ranges.extend(scanned.into_iter().map(|r| (id, r)));
+        }
         let no_writes = writes.is_empty() && writes_in.values().all(|(_, w)| w.is_empty());
-        let no_reads = reads.len() == 0 && keyspace_keys.is_empty();
+        let no_reads = read_keys.is_empty() && keyspace_keys.is_empty() && ranges.is_empty();
         if no_writes && (no_reads || inner.read_only) {
             // Nothing to check against: no reads, or nobody can write.
             return Ok(());
@@ -285,12 +318,13 @@ impl Transaction {
                 keyspace_keys.insert((*id, key.clone()));
             }
         }
-        let mut keys: BTreeSet<Vec<u8>> = reads.into_keys();
+        let mut keys: BTreeSet<Vec<u8>> = read_keys;
         keys.extend(writes.keys().cloned());
         let check = Precondition {
             snapshot: snapshot.seq(),
             keys: keys.into_iter().collect(),
             keyspace_keys: keyspace_keys.into_iter().collect(),
+            ranges,
         };
         let result = write_checked(&inner, batch, opts.sync, check);
         // The snapshot stays registered until the check is done, so
@@ -342,7 +376,8 @@ impl Transaction {
 
     /// Every key of keyspace `ks` in order, as the transaction sees it
     /// (its own writes there laid over its snapshot); the keys returned
-    /// from the snapshot join the read set, as with [`iter`](Self::iter).
+    /// from the snapshot and the part of `ks` covered join the read set,
+    /// as with [`iter`](Self::iter).
     ///
     /// # Errors
     ///
@@ -384,7 +419,12 @@ impl Transaction {
             Some((_, w)) => w.range(&range),
             None => None.into_iter().flatten(),
         };
-        Ok(TxnIter::new_shared(snapshot, pending, self.reads_of(ks)))
+        Ok(TxnIter::new_shared(
+            snapshot,
+            pending,
+            self.reads_of(ks),
+            range,
+        ))
     }
 
     /// Keyspace `ks`'s read set.
