@@ -55,7 +55,9 @@ pub struct QuietkvConfig {
 /// (`writeback_chunk_size`, 0 = off), `+slice=MiB`
 /// (`max_compaction_bytes`: a full compaction's slices), `+bgdepth=N`
 /// (`background_io_depth`), `+warmauto=0|1` (`warm_automatic_compactions`),
-/// `+flush=buffered|direct|auto` (the FlushWrite class's mode).
+/// `+flush=buffered|direct|auto` (the FlushWrite class's mode),
+/// `+small=PCT` (`small_database_share` in percent; 0 = `auto` always
+/// writes tables past the page cache).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuietkvKnobs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -89,6 +91,9 @@ pub struct QuietkvKnobs {
     /// The FlushWrite class's mode, as `+flush=buffered|direct|auto`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flush_mode: Option<String>,
+    /// `small_database_share` in percent, as `+small=PCT`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub small_database_percent: Option<u8>,
 }
 
 fn compaction_priority(name: &str) -> Option<CompactionPriority> {
@@ -151,6 +156,10 @@ impl QuietkvKnobs {
                     ))
                 }
             },
+            "small" => match number("small (percent)")? {
+                n @ 0..=90 => self.small_database_percent = Some(n as u8),
+                n => return Err(format!("small must be 0..=90 percent, got {n}")),
+            },
             "wb" => match number("wb (KiB)")? {
                 n @ 0..=1_048_576 => self.writeback_kib = Some(n as u64),
                 n => return Err(format!("wb must be 0..=1048576 KiB, got {n}")),
@@ -173,7 +182,7 @@ impl QuietkvKnobs {
             }
             other => {
                 return Err(format!(
-                    "unknown knob '{other}' (expected depth, wbuf, ra, nice, yield, pick, l0, wb, slice, bgdepth, warmauto or flush)"
+                    "unknown knob '{other}' (expected depth, wbuf, ra, nice, yield, pick, l0, wb, slice, bgdepth, warmauto, flush or small)"
                 ))
             }
         }
@@ -219,6 +228,9 @@ impl QuietkvKnobs {
         if let Some(w) = self.warm_automatic {
             o.warm_automatic_compactions = w;
         }
+        if let Some(p) = self.small_database_percent {
+            o.small_database_share = f64::from(p) / 100.0;
+        }
     }
 
     /// What the report should say these knobs change.
@@ -257,6 +269,9 @@ impl QuietkvKnobs {
         }
         if let Some(d) = self.background_io_depth {
             v.push(format!("background_io_depth {d}"));
+        }
+        if let Some(p) = self.small_database_percent {
+            v.push(format!("small_database_share {p}%"));
         }
         if let Some(w) = self.warm_automatic {
             v.push(format!(
@@ -429,7 +444,25 @@ impl QuietkvConfig {
                     _ => CacheUse::Unknown,
                 },
             };
+            let small_share = self
+                .knobs
+                .small_database_percent
+                .map_or(Options::default().small_database_share, |p| {
+                    f64::from(p) / 100.0
+                });
+            let writes_tables = matches!(class, IoClass::CompactionWrite | IoClass::FlushWrite);
             let label = match (requested, effective) {
+                (AccessMode::Auto, Some(e))
+                    if writes_tables
+                        && small_share > 0.0
+                        && !matches!(e, quietio::EffectiveMode::Buffered) =>
+                {
+                    format!(
+                        "auto ({} here; buffered while the tables fit in {:.0}% of the memory)",
+                        e.name(),
+                        small_share * 100.0
+                    )
+                }
                 (AccessMode::Auto, Some(e)) => format!("auto ({} here)", e.name()),
                 _ => requested.name().to_string(),
             };
