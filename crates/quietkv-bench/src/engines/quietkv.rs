@@ -777,6 +777,13 @@ mod tests {
             .page_cache_with(&probe);
         assert_eq!(
             auto.describe(),
+            "compaction read auto (direct here) / compaction+flush write auto (direct here; buffered while the tables fit in 25% of the memory) / user read auto (buffered here)"
+        );
+        let never_small = QuietkvConfig::parse("auto+small=0")
+            .unwrap()
+            .page_cache_with(&probe);
+        assert_eq!(
+            never_small.describe(),
             "compaction read auto (direct here) / compaction+flush write auto (direct here) / user read auto (buffered here)"
         );
         assert_eq!(auto.compaction_reads.effect, CacheUse::Bypassed);
