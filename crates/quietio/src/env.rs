@@ -437,7 +437,20 @@ impl IoEnv {
     /// [`create`](Self::create) with at most `depth` writes in flight (see
     /// [`open_sequential_at_depth`](Self::open_sequential_at_depth)).
     pub fn create_at_depth(&self, path: &Path, class: IoClass, depth: usize) -> Result<SeqWriter> {
-        let mut cfg = self.writer_config(path, class, None)?;
+        self.create_at_depth_in(path, class, depth, None)
+    }
+
+    /// [`create_at_depth`](Self::create_at_depth) in `mode` instead of the
+    /// class's resolved mode when one is given (resolved and counted as for
+    /// [`create_with_mode`](Self::create_with_mode)).
+    pub fn create_at_depth_in(
+        &self,
+        path: &Path,
+        class: IoClass,
+        depth: usize,
+        mode: Option<AccessMode>,
+    ) -> Result<SeqWriter> {
+        let mut cfg = self.writer_config(path, class, mode)?;
         cfg.io_depth = depth.clamp(1, cfg.io_depth.max(1));
         SeqWriter::create(path, cfg)
     }

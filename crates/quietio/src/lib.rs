@@ -133,7 +133,7 @@ pub use device::{measure_device, DeviceSpeed};
 pub use env::{sync_dir, IoEnv, IoOptions, MAX_IO_DEPTH};
 pub use error::{Error, ErrorKind, Result};
 pub use file::{FileConfig, MmapWriter, PositionalFile, RandomReader, SeqReader, SeqWriter};
-pub use memlimit::{memory_limit, memory_limit_from, MemoryLimit};
+pub use memlimit::{memory_limit, memory_limit_from, usable_memory, MemoryLimit};
 pub use probe::{
     known_bad_direct_writes, probe, probe_read_only, probe_uncached, Capabilities, DirectCaps,
     DontCacheCaps, FallocateCaps,

@@ -160,6 +160,22 @@ pub fn memory_limit() -> Option<MemoryLimit> {
     memory_limit_from(&read("/proc/self/cgroup"), &read("/proc/self/mountinfo"))
 }
 
+/// The memory this process may use: its cgroup's limit where one is set,
+/// else the machine's physical memory; `None` if neither can be read.
+pub fn usable_memory() -> Option<u64> {
+    if let Some(l) = memory_limit() {
+        return Some(l.bytes);
+    }
+    // SAFETY: sysconf only reads system configuration values.
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    (pages > 0 && page > 0).then(|| pages as u64 * page as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -245,5 +261,22 @@ mod tests {
             memory_limit_from(HYBRID_CGROUP, &mi).unwrap().bytes,
             2 << 30
         );
+    }
+
+    #[test]
+    fn usable_memory_is_the_cgroup_limit_or_the_machine_memory() {
+        let usable = usable_memory().expect("sysconf reports the physical memory");
+        match memory_limit() {
+            Some(l) => assert_eq!(usable, l.bytes),
+            None => {
+                let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+                let kib: u64 = meminfo
+                    .lines()
+                    .find_map(|l| l.strip_prefix("MemTotal:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+                    .expect("MemTotal in /proc/meminfo");
+                assert_eq!(usable, kib * 1024);
+            }
+        }
     }
 }

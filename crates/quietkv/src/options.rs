@@ -187,6 +187,18 @@ options! {
     /// Access mode per I/O class; all `auto` by default (compaction and
     /// flush direct where the probe allows, everything else buffered).
     io_modes: ClassModes = ClassModes::default();
+    /// While the database's tables (every keyspace's) and the table being
+    /// written together take at most this share of the memory the process
+    /// may use (its cgroup's memory limit, else the machine's memory),
+    /// flushes and compactions whose class is left at `auto` write their
+    /// new tables through the page cache, as `buffered` does, instead of
+    /// past it. A database that small fits in memory beside everything
+    /// else: caching what it writes evicts nothing another reader needs,
+    /// and the reads that follow find the new tables in memory instead of
+    /// going to the device. Past the share `auto` writes past the cache
+    /// again. 0 = never (`auto` always writes tables past the cache).
+    /// Default 0.25; at most 0.9.
+    small_database_share: f64 = 0.25;
     /// Count page-cache hits and misses of user reads. Default true.
     attribute_cache_hits: bool = true;
     /// Before installing the output of a full compaction (`compact_all`,
@@ -369,6 +381,12 @@ impl Options {
             return bad(format!(
                 "block_cache_limit_share must be between 0 and 0.9, got {}",
                 self.block_cache_limit_share
+            ));
+        }
+        if !(0.0..=0.9).contains(&self.small_database_share) {
+            return bad(format!(
+                "small_database_share must be between 0 and 0.9, got {}",
+                self.small_database_share
             ));
         }
         if self.max_open_tables < 16 {
@@ -674,6 +692,13 @@ mod tests {
                     ..Default::default()
                 },
                 "priority",
+            ),
+            (
+                Options {
+                    small_database_share: 1.5,
+                    ..Default::default()
+                },
+                "small_database_share",
             ),
             (
                 Options {

@@ -599,7 +599,6 @@ impl Version {
         self.levels[level].iter().map(|f| f.size).sum()
     }
 
-    #[cfg(test)]
     pub fn total_bytes(&self) -> u64 {
         (0..NUM_LEVELS).map(|l| self.level_bytes(l)).sum()
     }

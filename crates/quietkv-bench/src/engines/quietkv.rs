@@ -61,7 +61,9 @@ pub struct QuietkvConfig {
 /// keyspace and N - 1 named ones, each with a memtable of 1/N of the run's
 /// memtable budget, so that the memtables hold as much in all as with one
 /// keyspace; see [`super::quietkv_spread`]; 1, the default, is the default
-/// keyspace alone, exactly as without the knob).
+/// keyspace alone, exactly as without the knob),
+/// `+small=PCT` (`small_database_share` in percent; 0 = `auto` always
+/// writes tables past the page cache).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuietkvKnobs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -98,6 +100,9 @@ pub struct QuietkvKnobs {
     /// Keyspaces the keys are spread over, as `+ks=N`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keyspaces: Option<usize>,
+    /// `small_database_share` in percent, as `+small=PCT`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub small_database_percent: Option<u8>,
 }
 
 /// The most keyspaces `+ks=N` spreads the keys over.
@@ -171,6 +176,10 @@ impl QuietkvKnobs {
                     ))
                 }
             },
+            "small" => match number("small (percent)")? {
+                n @ 0..=90 => self.small_database_percent = Some(n as u8),
+                n => return Err(format!("small must be 0..=90 percent, got {n}")),
+            },
             "wb" => match number("wb (KiB)")? {
                 n @ 0..=1_048_576 => self.writeback_kib = Some(n as u64),
                 n => return Err(format!("wb must be 0..=1048576 KiB, got {n}")),
@@ -193,7 +202,7 @@ impl QuietkvKnobs {
             }
             other => {
                 return Err(format!(
-                    "unknown knob '{other}' (expected depth, wbuf, ra, nice, yield, pick, l0, wb, slice, bgdepth, warmauto, flush or ks)"
+                    "unknown knob '{other}' (expected depth, wbuf, ra, nice, yield, pick, l0, wb, slice, bgdepth, warmauto, flush, small or ks)"
                 ))
             }
         }
@@ -239,6 +248,9 @@ impl QuietkvKnobs {
         if let Some(w) = self.warm_automatic {
             o.warm_automatic_compactions = w;
         }
+        if let Some(p) = self.small_database_percent {
+            o.small_database_share = f64::from(p) / 100.0;
+        }
     }
 
     /// What the report should say these knobs change.
@@ -277,6 +289,9 @@ impl QuietkvKnobs {
         }
         if let Some(d) = self.background_io_depth {
             v.push(format!("background_io_depth {d}"));
+        }
+        if let Some(p) = self.small_database_percent {
+            v.push(format!("small_database_share {p}%"));
         }
         if let Some(w) = self.warm_automatic {
             v.push(format!(
@@ -461,7 +476,25 @@ impl QuietkvConfig {
                     _ => CacheUse::Unknown,
                 },
             };
+            let small_share = self
+                .knobs
+                .small_database_percent
+                .map_or(Options::default().small_database_share, |p| {
+                    f64::from(p) / 100.0
+                });
+            let writes_tables = matches!(class, IoClass::CompactionWrite | IoClass::FlushWrite);
             let label = match (requested, effective) {
+                (AccessMode::Auto, Some(e))
+                    if writes_tables
+                        && small_share > 0.0
+                        && !matches!(e, quietio::EffectiveMode::Buffered) =>
+                {
+                    format!(
+                        "auto ({} here; buffered while the tables fit in {:.0}% of the memory)",
+                        e.name(),
+                        small_share * 100.0
+                    )
+                }
                 (AccessMode::Auto, Some(e)) => format!("auto ({} here)", e.name()),
                 _ => requested.name().to_string(),
             };
@@ -837,6 +870,13 @@ mod tests {
             .page_cache_with(&probe);
         assert_eq!(
             auto.describe(),
+            "compaction read auto (direct here) / compaction+flush write auto (direct here; buffered while the tables fit in 25% of the memory) / user read auto (buffered here)"
+        );
+        let never_small = QuietkvConfig::parse("auto+small=0")
+            .unwrap()
+            .page_cache_with(&probe);
+        assert_eq!(
+            never_small.describe(),
             "compaction read auto (direct here) / compaction+flush write auto (direct here) / user read auto (buffered here)"
         );
         assert_eq!(auto.compaction_reads.effect, CacheUse::Bypassed);

@@ -24,6 +24,7 @@ use super::warm::{hot_blocks, HotProbe};
 use crate::cpu_yield::CpuYield;
 use crate::db::recovery::meta_from;
 use crate::db::state::Inner;
+use crate::db::table_write_mode::table_write_mode;
 use crate::error::{Error, Result};
 use crate::fileio::TableFile;
 use crate::filenames::table_path;
@@ -115,9 +116,31 @@ fn merge_job(
     // everything at once, so its output is warmed; automatic work keeps
     // the device queue short while the tree keeps up (see the options).
     let manual = job.reason == CompactionReason::Manual;
-    let depth = inner.background_depth(&inner.state.lock(), manual);
-    let warm =
-        inner.opts.warm_compaction_output && (manual || inner.opts.warm_automatic_compactions);
+    let memory = quietio::usable_memory();
+    let (depth, mode) = {
+        let st = inner.state.lock();
+        // The inputs stay cached beside the outputs until they are deleted.
+        let input_bytes: u64 = job
+            .inputs
+            .iter()
+            .flat_map(|(_, f)| f.iter())
+            .map(|f| f.size)
+            .sum();
+        let mode = table_write_mode(
+            &inner.opts,
+            &inner.env,
+            IoClass::CompactionWrite,
+            st.table_bytes(),
+            input_bytes,
+            memory,
+        );
+        (inner.background_depth(&st, manual), mode)
+    };
+    // Outputs written through the page cache are already where buffered
+    // user reads look: nothing to warm.
+    let warm = mode.is_none()
+        && inner.opts.warm_compaction_output
+        && (manual || inner.opts.warm_automatic_compactions);
     // Children newest first: L0 tables by descending number, then deeper
     // levels, each (sorted, non-overlapping) level as one lazy iterator.
     let mut children: Vec<Box<dyn InternalIterator + Send>> = Vec::new();
@@ -205,10 +228,11 @@ fn merge_job(
             st.pending_outputs.insert(n);
             n
         };
-        let file = inner.env.create_at_depth(
+        let file = inner.env.create_at_depth_in(
             &table_path(&inner.dir, number),
             IoClass::CompactionWrite,
             depth,
+            mode,
         );
         match file {
             Ok(file) => Ok((
@@ -270,6 +294,9 @@ fn merge_job(
         let mut opened = Vec::with_capacity(outputs.len());
         for out in &outputs {
             opened.extend(inner.table_cache.open_output(out)?);
+            if mode.is_some() {
+                inner.counters.record_small_database_cached_table();
+            }
         }
         if let Some(hot) = &hot {
             warm_outputs(inner, &opened, hot)?;

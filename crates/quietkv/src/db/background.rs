@@ -7,10 +7,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use quietio::sys;
+use quietio::{sys, IoClass};
 
 use super::recovery::write_l0;
 use super::state::{Inner, ManualCompaction, State};
+use super::table_write_mode::table_write_mode;
 use crate::compaction::job::CompactionJob;
 use crate::compaction::picker::{pick, pick_slice, SliceCursor};
 use crate::compaction::run::run_job;
@@ -161,7 +162,9 @@ fn compact(inner: &Arc<Inner>, id: u32, job: CompactionJob) -> Result<u64> {
 /// Writes keyspace `id`'s oldest frozen memtable to an L0 table and
 /// installs it.
 fn flush_one(inner: &Arc<Inner>, id: u32) {
-    let (mem, number, depth, handle) = {
+    // Read outside the state lock: a few small files under /proc and /sys.
+    let memory = quietio::usable_memory();
+    let (mem, number, depth, handle, mode) = {
         let mut st = inner.state.lock();
         let depth = inner.background_depth(&st, false);
         // Dropped since it was picked (the lock was let go): nothing to do.
@@ -175,7 +178,15 @@ fn flush_one(inner: &Arc<Inner>, id: u32) {
         let handle = tree.handle.clone();
         let number = st.new_file_number();
         st.pending_outputs.insert(number);
-        (mem, number, depth, handle)
+        let mode = table_write_mode(
+            &inner.opts,
+            &inner.env,
+            IoClass::FlushWrite,
+            st.table_bytes(),
+            mem.approximate_bytes() as u64,
+            memory,
+        );
+        (mem, number, depth, handle, mode)
     };
     let t = Instant::now();
     let cpu0 = quietio::sys::thread_cpu_time();
@@ -192,6 +203,7 @@ fn flush_one(inner: &Arc<Inner>, id: u32) {
         number,
         inner.db_id,
         depth,
+        mode,
     )
     .and_then(|meta| {
         // Opened here, not by the first read to reach it (see
@@ -202,6 +214,9 @@ fn flush_one(inner: &Arc<Inner>, id: u32) {
                 inner.table_cache.evict(m.number);
                 let _ = inner.env.remove_file(&table_path(&inner.dir, m.number));
                 return Err(e);
+            }
+            if mode.is_some() {
+                inner.counters.record_small_database_cached_table();
             }
         }
         Ok(meta)

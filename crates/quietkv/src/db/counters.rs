@@ -29,6 +29,7 @@ pub(crate) struct Counters {
     pub(super) manifest_rotations: AtomicU64,
     pub(super) wal_files_recycled: AtomicU64,
     pub(super) background_yields: AtomicU64,
+    pub(super) small_database_cached_tables: AtomicU64,
     /// Compaction work by output level.
     pub(super) into_level: [IntoLevel; crate::version::NUM_LEVELS],
 }
@@ -74,6 +75,10 @@ impl Counters {
     pub(crate) fn record_warming(&self, blocks: u64, bytes: u64) {
         self.warmed_blocks.fetch_add(blocks, Relaxed);
         self.warmed_bytes.fetch_add(bytes, Relaxed);
+    }
+
+    pub(crate) fn record_small_database_cached_table(&self) {
+        self.small_database_cached_tables.fetch_add(1, Relaxed);
     }
 
     pub(crate) fn record_wal_recycled(&self) {

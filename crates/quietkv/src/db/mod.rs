@@ -23,6 +23,7 @@ pub(crate) mod recovery;
 pub(crate) use recovery::replay_manifest;
 pub(crate) mod state;
 pub(crate) mod stats;
+pub(crate) mod table_write_mode;
 mod visible_iter;
 pub(crate) mod write;
 

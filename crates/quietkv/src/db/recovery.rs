@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
-use quietio::{IoClass, IoEnv};
+use quietio::{AccessMode, IoClass, IoEnv};
 
 use super::counters::Counters;
 use super::manifest::set_current;
@@ -134,6 +134,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<Inner>> {
             number,
             db_id,
             opts.io_depth,
+            None,
         )? {
             edits.entry(id).or_default().add_file(0, meta);
         }
@@ -873,8 +874,8 @@ fn list(dir: &Path) -> Result<Vec<FileKind>> {
 }
 
 /// Writes a memtable as table `number` of database `db_id` (FlushWrite
-/// class, at most `depth` writes in flight), synced, and returns its
-/// metadata (None for an empty memtable).
+/// class, in `mode` if given, else the class's; at most `depth` writes in
+/// flight), synced, and returns its metadata (None for an empty memtable).
 /// Of each key's versions in the memtable the table keeps only those a
 /// reader can still see: the newest, and the newest below each live
 /// snapshot in `snapshots` (a memtable updated in place many times, as
@@ -892,13 +893,14 @@ pub(crate) fn write_l0(
     number: u64,
     db_id: u64,
     depth: usize,
+    mode: Option<AccessMode>,
 ) -> Result<Option<FileMeta>> {
     if mem.is_empty() {
         return Ok(None);
     }
     let path = table_path(dir, number);
     let result = (|| {
-        let file = env.create_at_depth(&path, IoClass::FlushWrite, depth)?;
+        let file = env.create_at_depth_in(&path, IoClass::FlushWrite, depth, mode)?;
         let mut builder =
             TableBuilder::new(TableFile(file), table_options).with_identity(number, db_id);
         let mut it = mem.iter();

@@ -75,6 +75,11 @@ pub(crate) struct State {
 }
 
 impl State {
+    /// Bytes of every keyspace's live tables.
+    pub fn table_bytes(&self) -> u64 {
+        self.trees.iter().map(|t| t.version.total_bytes()).sum()
+    }
+
     pub fn new_file_number(&mut self) -> u64 {
         let n = self.next_file;
         self.next_file += 1;

@@ -151,6 +151,11 @@ pub struct DbStats {
     /// (`Options::background_yield_micros`; flushes yield too, uncounted;
     /// since open).
     pub background_yields: u64,
+    /// Tables that flushes and compactions wrote through the page cache
+    /// although their class is `auto` and resolved to a mode that bypasses
+    /// it, because the database was small (`Options::small_database_share`;
+    /// since open).
+    pub small_database_cached_tables: u64,
 }
 
 pub(crate) fn collect(inner: &Inner) -> DbStats {
@@ -217,5 +222,6 @@ pub(crate) fn collect(inner: &Inner) -> DbStats {
         wal_files_recycled: c.wal_files_recycled.load(Relaxed),
         wal_files_kept: st.wal_pool.len(),
         background_yields: c.background_yields.load(Relaxed),
+        small_database_cached_tables: c.small_database_cached_tables.load(Relaxed),
     }
 }

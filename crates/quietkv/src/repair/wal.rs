@@ -370,6 +370,7 @@ impl<'a> Replay<'a> {
             number,
             self.db_id,
             self.opts.io_depth,
+            None,
         )? {
             *self.next_file += 1;
             self.tables.push((id, meta));
