@@ -2,6 +2,8 @@
 //! an idle keyspace, transactions across keyspaces, and a model test of
 //! batches across keyspaces with flushes, compactions and reopens.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -99,18 +101,7 @@ fn dropped_keyspaces_are_gone_with_their_tables_and_handles_refuse_calls() {
         a.put(i.to_be_bytes(), [7u8; 100]).unwrap();
     }
     a.flush().unwrap();
-    let tables = |dir: &Path| {
-        std::fs::read_dir(dir)
-            .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .unwrap()
-                    .file_name()
-                    .to_string_lossy()
-                    .ends_with(".sst")
-            })
-            .count()
-    };
+    let tables = |dir: &Path| common::tables(dir).len();
     assert_eq!(tables(dir.path()), 1);
     let it = a.iter().unwrap();
     db.drop_keyspace("a").unwrap();
@@ -511,22 +502,11 @@ fn repair_refuses_a_database_with_keyspaces_and_changes_nothing() {
         a.flush().unwrap();
         db.put(b"d", b"v").unwrap();
     }
-    let listing = |dir: &Path| {
-        let mut v: Vec<_> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| {
-                let e = e.unwrap();
-                (e.file_name(), std::fs::read(e.path()).unwrap_or_default())
-            })
-            .collect();
-        v.sort();
-        v
-    };
-    let before = listing(dir.path());
+    let before = common::listing(dir.path());
     let e = quietkv::repair_dir(dir.path(), &quietkv::RepairOptions::default()).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
     assert!(e.to_string().contains("keyspaces"), "{e}");
-    assert_eq!(listing(dir.path()), before);
+    assert_eq!(common::listing(dir.path()), before);
     let db = Db::open(dir.path(), small()).unwrap();
     let a = db.keyspace("a", KeyspaceOptions::default()).unwrap();
     assert_eq!(a.get(b"k").unwrap(), Some(b"v".to_vec()));
