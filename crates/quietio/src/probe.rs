@@ -323,6 +323,61 @@ fn unsupported_direct(reason: String) -> DirectCaps {
     }
 }
 
+/// A file opened with O_DIRECT and the alignment its transfers need.
+struct OpenDirect {
+    file: File,
+    mem_align: usize,
+    offset_align: usize,
+    align_source: &'static str,
+}
+
+/// Opens `path` with O_DIRECT, for reading and, when `write`, writing, once
+/// [`direct_alignment`] has found the alignment; or why direct I/O cannot
+/// work there. Both probes start here, so they refuse for the same reasons
+/// in the same words.
+fn open_direct(
+    path: &Path,
+    buffered: &File,
+    filesystem: &str,
+    logical_block_size: Option<u64>,
+    write: bool,
+) -> std::result::Result<OpenDirect, String> {
+    let (mem_align, offset_align, align_source) =
+        direct_alignment(buffered, filesystem, logical_block_size)?;
+    let file = OpenOptions::new()
+        .read(true)
+        .write(write)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+        .map_err(|e| format!("{filesystem} rejects O_DIRECT at open ({})", errno_name(&e)))?;
+    Ok(OpenDirect {
+        file,
+        mem_align,
+        offset_align,
+        align_source,
+    })
+}
+
+impl OpenDirect {
+    /// The size of the probe's one aligned transfer.
+    fn block(&self) -> usize {
+        self.offset_align.max(self.mem_align).max(512)
+    }
+
+    /// What a probe whose aligned transfers worked reports.
+    fn caps(&self, writes_supported: bool, write_reason: Option<String>) -> DirectCaps {
+        DirectCaps {
+            supported: true,
+            reason: None,
+            writes_supported,
+            write_reason,
+            mem_align: self.mem_align,
+            offset_align: self.offset_align,
+            align_source: self.align_source.into(),
+        }
+    }
+}
+
 /// O_DIRECT on an existing file, reading only: it opens and an aligned read
 /// at offset 0 succeeds.
 fn probe_direct_read(
@@ -331,43 +386,20 @@ fn probe_direct_read(
     filesystem: &str,
     logical_block_size: Option<u64>,
 ) -> DirectCaps {
-    let (mem_align, offset_align, align_source) =
-        match direct_alignment(buffered, filesystem, logical_block_size) {
-            Ok(a) => a,
-            Err(why) => return unsupported_direct(why),
-        };
-    let direct_file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) => {
-            return unsupported_direct(format!(
-                "{filesystem} rejects O_DIRECT at open ({})",
-                errno_name(&e)
-            ))
-        }
+    let direct = match open_direct(path, buffered, filesystem, logical_block_size, false) {
+        Ok(d) => d,
+        Err(why) => return unsupported_direct(why),
     };
-    let block = offset_align.max(mem_align).max(512);
-    let read = AlignedBuf::new(block, mem_align.max(1).next_power_of_two())
+    let read = AlignedBuf::new(direct.block(), direct.mem_align.max(1).next_power_of_two())
         .map_err(|e| e.to_string())
         .and_then(|mut buf| {
-            sys::pread(direct_file.as_raw_fd(), buf.full_mut(), 0)
+            sys::pread(direct.file.as_raw_fd(), buf.full_mut(), 0)
                 .map_err(|e| format!("an aligned O_DIRECT read failed ({})", errno_name(&e)))
         });
     if let Err(why) = read {
         return unsupported_direct(format!("{filesystem}: {why}"));
     }
-    DirectCaps {
-        supported: true,
-        reason: None,
-        writes_supported: false,
-        write_reason: None,
-        mem_align,
-        offset_align,
-        align_source: align_source.into(),
-    }
+    direct.caps(false, None)
 }
 
 fn probe_direct(
@@ -377,39 +409,22 @@ fn probe_direct(
     kernel: &str,
     logical_block_size: Option<u64>,
 ) -> DirectCaps {
-    let unsupported = unsupported_direct;
-    let (mem_align, offset_align, align_source) =
-        match direct_alignment(buffered, filesystem, logical_block_size) {
-            Ok(a) => a,
-            Err(why) => return unsupported(why),
-        };
-
-    let direct_file = match OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) => {
-            return unsupported(format!(
-                "{filesystem} rejects O_DIRECT at open ({})",
-                errno_name(&e)
-            ))
-        }
+    let direct = match open_direct(path, buffered, filesystem, logical_block_size, true) {
+        Ok(d) => d,
+        Err(why) => return unsupported_direct(why),
     };
     // Some file systems accept the flag at open and fail only at the first
     // I/O, so an aligned write and read-back must really succeed.
-    let block = offset_align.max(mem_align).max(512);
+    let block = direct.block();
     let check = || -> std::result::Result<(), String> {
-        let mut buf =
-            AlignedBuf::for_direct_io(block, mem_align, offset_align).map_err(|e| e.to_string())?;
+        let mut buf = AlignedBuf::for_direct_io(block, direct.mem_align, direct.offset_align)
+            .map_err(|e| e.to_string())?;
         for (i, b) in buf.full_mut().iter_mut().enumerate() {
             *b = (i % 251) as u8;
         }
         buf.set_len(block);
-        note_direct_io(buf.full().as_ptr(), block, offset_align);
-        let n = sys::pwrite(direct_file.as_raw_fd(), buf.as_slice(), 0)
+        note_direct_io(buf.full().as_ptr(), block, direct.offset_align);
+        let n = sys::pwrite(direct.file.as_raw_fd(), buf.as_slice(), 0)
             .map_err(|e| format!("an aligned O_DIRECT write failed ({})", errno_name(&e)))?;
         if n != block {
             return Err(format!(
@@ -418,8 +433,8 @@ fn probe_direct(
         }
         let expected = buf.as_slice().to_vec();
         buf.full_mut().fill(0);
-        note_direct_io(buf.full().as_ptr(), block, offset_align);
-        let n = sys::pread(direct_file.as_raw_fd(), buf.full_mut(), 0)
+        note_direct_io(buf.full().as_ptr(), block, direct.offset_align);
+        let n = sys::pread(direct.file.as_raw_fd(), buf.full_mut(), 0)
             .map_err(|e| format!("an aligned O_DIRECT read failed ({})", errno_name(&e)))?;
         if n != block || buf.full()[..block] != expected[..] {
             return Err("an O_DIRECT read did not return what was written".into());
@@ -427,21 +442,13 @@ fn probe_direct(
         Ok(())
     };
     if let Err(reason) = check() {
-        return unsupported(format!("{filesystem}: {reason}"));
+        return unsupported_direct(format!("{filesystem}: {reason}"));
     }
     let (writes_supported, write_reason) = match known_bad_direct_writes(filesystem, kernel) {
         Some(why) => (false, Some(why)),
         None => (true, None),
     };
-    DirectCaps {
-        supported: true,
-        reason: None,
-        writes_supported,
-        write_reason,
-        mem_align,
-        offset_align,
-        align_source: align_source.into(),
-    }
+    direct.caps(writes_supported, write_reason)
 }
 
 /// ext4 on Linux 6.1.64 and 6.1.65 corrupts data written with O_DIRECT

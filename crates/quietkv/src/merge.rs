@@ -326,12 +326,14 @@ pub(crate) mod tests {
             .collect()
     }
 
-    /// Model read of the whole key space at `snap` from a list of entries.
-    pub(crate) fn model_read(
+    /// For each user key below `ub`, its newest entry at or below `snap`
+    /// (sequence number, kind, value), whatever its kind: what a model
+    /// reader starts from before it applies deletes.
+    pub(crate) fn model_newest(
         entries: &[Entry],
         snap: SeqNo,
         ub: Option<&[u8]>,
-    ) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    ) -> BTreeMap<Vec<u8>, (SeqNo, ValueKind, Vec<u8>)> {
         let mut newest: BTreeMap<Vec<u8>, (SeqNo, ValueKind, Vec<u8>)> = BTreeMap::new();
         for (k, v) in entries {
             let p = parse_internal_key(k).unwrap();
@@ -346,6 +348,15 @@ pub(crate) mod tests {
             }
         }
         newest
+    }
+
+    /// Model read of the whole key space at `snap` from a list of entries.
+    pub(crate) fn model_read(
+        entries: &[Entry],
+        snap: SeqNo,
+        ub: Option<&[u8]>,
+    ) -> BTreeMap<Vec<u8>, Vec<u8>> {
+        model_newest(entries, snap, ub)
             .into_iter()
             .filter(|(_, (_, kind, _))| *kind == ValueKind::Put)
             .map(|(k, (_, _, v))| (k, v))

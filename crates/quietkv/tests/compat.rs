@@ -9,9 +9,12 @@
 //!
 //! `write_fixture` (ignored) is the generator; see the fixture's README.md.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use common::listing;
 use quietkv::{check_dir, Compression, Db, Options, WriteBatch, WriteOptions};
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/v1");
@@ -202,19 +205,6 @@ fn copy_fixture() -> tempfile::TempDir {
     }
     assert!(copied > 0, "the v1 fixture is empty");
     d
-}
-
-/// Every file of `dir` with its contents, sorted by name.
-fn listing(dir: &Path) -> Vec<(std::ffi::OsString, Vec<u8>)> {
-    let mut v: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            (e.file_name(), std::fs::read(e.path()).unwrap())
-        })
-        .collect();
-    v.sort();
-    v
 }
 
 fn assert_contents(db: &Db, model: &BTreeMap<Vec<u8>, Option<Vec<u8>>>, when: &str) {

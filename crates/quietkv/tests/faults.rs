@@ -13,7 +13,7 @@ mod small_fs;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use common::{dir, files_with};
+use common::{copy_without_lock, dir, files_with};
 use quietkv::{Db, ErrorKind, Options, WriteOptions};
 use small_fs::SmallFs;
 
@@ -259,17 +259,6 @@ fn lost_current_is_refused_instead_of_starting_over() {
     assert_eq!(files_with(d.path(), ".sst").len(), 1);
 }
 
-/// Copies a database directory (without LOCK) as a restarted process would
-/// find it after `std::mem::forget` stood in for a crash.
-fn copy_db(from: &Path, to: &Path) {
-    for f in fs::read_dir(from).unwrap() {
-        let f = f.unwrap().path();
-        if f.file_name().unwrap() != "LOCK" {
-            fs::copy(&f, to.join(f.file_name().unwrap())).unwrap();
-        }
-    }
-}
-
 /// Opens `d` and checks the outcome is either a Corruption error naming a
 /// file, or every one of the `n` acknowledged keys with its right value.
 /// Returns whether it was an error.
@@ -321,7 +310,7 @@ fn no_flipped_byte_truncation_or_deletion_of_a_closed_wal_loses_acknowledged_wri
         .collect();
     for &pos in &positions {
         let d = dir();
-        copy_db(src.path(), d.path());
+        copy_without_lock(src.path(), d.path());
         let mut bytes = image.clone();
         bytes[pos] ^= 0x01;
         fs::write(d.path().join(&name), &bytes).unwrap();
@@ -333,7 +322,7 @@ fn no_flipped_byte_truncation_or_deletion_of_a_closed_wal_loses_acknowledged_wri
     assert_eq!(detected, positions.len());
     for cut in [0, 7, record * 10, image.len() - 1] {
         let d = dir();
-        copy_db(src.path(), d.path());
+        copy_without_lock(src.path(), d.path());
         fs::write(d.path().join(&name), &image[..cut]).unwrap();
         assert!(corruption_or_all_present(
             d.path(),
@@ -342,7 +331,7 @@ fn no_flipped_byte_truncation_or_deletion_of_a_closed_wal_loses_acknowledged_wri
         ));
     }
     let d = dir();
-    copy_db(src.path(), d.path());
+    copy_without_lock(src.path(), d.path());
     fs::remove_file(d.path().join(&name)).unwrap();
     assert!(corruption_or_all_present(d.path(), 1000, "deleted WAL"));
 }
@@ -370,7 +359,7 @@ fn damage_in_the_last_synced_record_after_a_crash_is_corruption() {
     let name = wal.file_name().unwrap().to_owned();
     // The last synced record (key 18), damaged.
     let d = dir();
-    copy_db(src.path(), d.path());
+    copy_without_lock(src.path(), d.path());
     fs::write(d.path().join(&name), damage_value_of(&image, 18)).unwrap();
     let e = Db::open(d.path(), Options::default()).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
@@ -379,7 +368,7 @@ fn damage_in_the_last_synced_record_after_a_crash_is_corruption() {
     // The unsynced last record (key 19), damaged: dropped as a torn tail,
     // everything synced is there.
     let d = dir();
-    copy_db(src.path(), d.path());
+    copy_without_lock(src.path(), d.path());
     fs::write(d.path().join(&name), damage_value_of(&image, 19)).unwrap();
     let db = Db::open(d.path(), Options::default()).unwrap();
     for i in 0..19 {

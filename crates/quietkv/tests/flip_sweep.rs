@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
-use common::dir;
+use common::{copy_without_lock, dir};
 use quietkv::{check_dir, Db, ErrorKind, Options, WriteOptions};
 
 fn key(i: u32) -> Vec<u8> {
@@ -128,15 +128,6 @@ fn outcome(d: &Path, model: &BTreeMap<Vec<u8>, Vec<u8>>) -> Result<bool, String>
     Ok(detected)
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    for f in fs::read_dir(from).unwrap() {
-        let f = f.unwrap().path();
-        if f.file_name().unwrap() != "LOCK" {
-            fs::copy(&f, to.join(f.file_name().unwrap())).unwrap();
-        }
-    }
-}
-
 #[test]
 fn every_flipped_byte_is_detected_or_harmless() {
     let src = dir();
@@ -169,7 +160,7 @@ fn every_flipped_byte_is_detected_or_harmless() {
         let tally = tallies.entry(kind).or_default();
         for pos in positions {
             let d = dir();
-            copy_dir(src.path(), d.path());
+            copy_without_lock(src.path(), d.path());
             let mut bytes = image.clone();
             bytes[pos] ^= 0x01 << (pos % 8);
             fs::write(d.path().join(&name), &bytes).unwrap();

@@ -5,7 +5,9 @@
 //! keyspace being dropped either whole or gone (and after the drop was
 //! acknowledged, gone, its tables deleted at open).
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -145,24 +147,11 @@ fn check_image(img: &Image) -> Result<(), String> {
                 .sum::<usize>()
         })
         .sum();
-    let on_disk = tables(&img.dir);
+    let on_disk = common::tables(&img.dir).len();
     if on_disk != live {
         return Err(format!("{on_disk} tables on disk, {live} live"));
     }
     Ok(())
-}
-
-fn tables(dir: &Path) -> usize {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .ends_with(".sst")
-        })
-        .count()
 }
 
 #[test]

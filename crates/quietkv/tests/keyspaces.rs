@@ -2,6 +2,8 @@
 //! an idle keyspace, transactions across keyspaces, and a model test of
 //! batches across keyspaces with flushes, compactions and reopens.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -99,18 +101,7 @@ fn dropped_keyspaces_are_gone_with_their_tables_and_handles_refuse_calls() {
         a.put(i.to_be_bytes(), [7u8; 100]).unwrap();
     }
     a.flush().unwrap();
-    let tables = |dir: &Path| {
-        std::fs::read_dir(dir)
-            .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .unwrap()
-                    .file_name()
-                    .to_string_lossy()
-                    .ends_with(".sst")
-            })
-            .count()
-    };
+    let tables = |dir: &Path| common::tables(dir).len();
     assert_eq!(tables(dir.path()), 1);
     let it = a.iter().unwrap();
     db.drop_keyspace("a").unwrap();

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use common::{dir, files_with};
+use common::{copy_without_lock, dir, files_with};
 use quietkv::{check_dir, Db, ErrorKind, Options, WriteBatch, WriteOptions};
 
 fn key(i: u32) -> Vec<u8> {
@@ -50,15 +50,6 @@ fn manifests(dir: &Path) -> Vec<PathBuf> {
 
 fn current(dir: &Path) -> String {
     fs::read_to_string(dir.join("CURRENT")).unwrap()
-}
-
-fn copy_db(from: &Path, to: &Path) {
-    for f in fs::read_dir(from).unwrap() {
-        let f = f.unwrap().path();
-        if f.file_name().unwrap() != "LOCK" {
-            fs::copy(&f, to.join(f.file_name().unwrap())).unwrap();
-        }
-    }
 }
 
 fn assert_matches_model(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, what: &str) {
@@ -246,7 +237,7 @@ fn image_right_after_a_rotation(src: &Path) -> (tempfile::TempDir, u32) {
             continue;
         }
         let copy = dir();
-        copy_db(src, copy.path());
+        copy_without_lock(src, copy.path());
         // A manifest holding one edit is a rotation's snapshot alone.
         let report = check_dir(copy.path()).unwrap();
         assert!(report.is_ok(), "{:?}", report.problems);
@@ -264,7 +255,7 @@ fn a_rotated_manifest_still_requires_the_live_wal() {
     let (image, n) = image_right_after_a_rotation(src.path());
     // Untouched, the image opens with every key.
     let check = dir();
-    copy_db(image.path(), check.path());
+    copy_without_lock(image.path(), check.path());
     let db = Db::open(check.path(), options(1024)).unwrap();
     for i in 0..n {
         assert_eq!(db.get(key(i)).unwrap(), Some(value(i, 0)), "key {i}");
@@ -362,7 +353,7 @@ fn a_wal_sealed_into_a_rotated_manifest_is_still_verified() {
     let name = wal.file_name().unwrap().to_owned();
     for cut in [0, image.len() / 2, image.len() - 1] {
         let d = dir();
-        copy_db(src.path(), d.path());
+        copy_without_lock(src.path(), d.path());
         fs::write(d.path().join(&name), &image[..cut]).unwrap();
         assert!(
             corruption_or_all_present(d.path(), &keys, &format!("cut at {cut}")),
@@ -370,7 +361,7 @@ fn a_wal_sealed_into_a_rotated_manifest_is_still_verified() {
         );
     }
     let d = dir();
-    copy_db(src.path(), d.path());
+    copy_without_lock(src.path(), d.path());
     fs::remove_file(d.path().join(&name)).unwrap();
     assert!(corruption_or_all_present(d.path(), &keys, "deleted WAL"));
     assert!(!corruption_or_all_present(src.path(), &keys, "untouched"));

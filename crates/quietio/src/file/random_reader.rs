@@ -115,15 +115,7 @@ impl RandomReader {
         let mut v = vec![0u8; len];
         let n = self.read_at_counted(offset, &mut v, false)?;
         if n < len {
-            return Err(Error::io(
-                std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
-                format!(
-                    "read of {len} bytes past end of file ({} bytes long)",
-                    self.len
-                ),
-            )
-            .with_file(&self.path)
-            .with_offset(offset));
+            return Err(self.past_end(offset, len));
         }
         Ok(v)
     }
@@ -160,18 +152,23 @@ impl RandomReader {
     pub fn read_exact_at(&self, offset: u64, out: &mut [u8]) -> Result<()> {
         let n = self.read_at(offset, out)?;
         if n < out.len() {
-            return Err(Error::io(
-                std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
-                format!(
-                    "read of {} bytes past end of file ({} bytes long)",
-                    out.len(),
-                    self.len
-                ),
-            )
-            .with_file(&self.path)
-            .with_offset(offset));
+            return Err(self.past_end(offset, out.len()));
         }
         Ok(())
+    }
+
+    /// The error of an exact read of `len` bytes at `offset` that the end
+    /// of the file cut short.
+    fn past_end(&self, offset: u64, len: usize) -> Error {
+        Error::io(
+            std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
+            format!(
+                "read of {len} bytes past end of file ({} bytes long)",
+                self.len
+            ),
+        )
+        .with_file(&self.path)
+        .with_offset(offset)
     }
 
     /// Reads exactly `len` bytes at `offset` into a new vector.

@@ -311,7 +311,7 @@ mod tests {
     use super::*;
     use crate::iter::VecIterator;
     use crate::key::{parse_internal_key, InternalKey, MAX_SEQ};
-    use crate::merge::tests::{arb_history, history_entries, ik, model_read, sorted};
+    use crate::merge::tests::{arb_history, history_entries, ik, model_newest, model_read, sorted};
     use proptest::prelude::*;
     use std::collections::BTreeMap;
 
@@ -460,20 +460,7 @@ mod tests {
         tombstones: &[RangeTombstone],
         r: SeqNo,
     ) -> BTreeMap<Vec<u8>, Vec<u8>> {
-        let mut newest: BTreeMap<Vec<u8>, (SeqNo, ValueKind, Vec<u8>)> = BTreeMap::new();
-        for (k, v) in entries {
-            let p = parse_internal_key(k).unwrap();
-            if p.seq > r {
-                continue;
-            }
-            let e = newest
-                .entry(p.user_key.to_vec())
-                .or_insert((p.seq, p.kind, v.clone()));
-            if p.seq > e.0 {
-                *e = (p.seq, p.kind, v.clone());
-            }
-        }
-        newest
+        model_newest(entries, r, None)
             .into_iter()
             .filter(|(k, (s, kind, _))| {
                 *kind == ValueKind::Put

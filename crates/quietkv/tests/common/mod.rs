@@ -40,3 +40,33 @@ pub fn files_with(dir: &Path, suffix: &str) -> Vec<PathBuf> {
     v.sort();
     v
 }
+
+/// Copies every file of a database directory but its LOCK into `to`, an
+/// existing directory: what a restarted process finds after a crash
+/// (`std::mem::forget` standing in for one), or a copy to damage on
+/// purpose while the original stays as it was.
+#[allow(dead_code)]
+pub fn copy_without_lock(from: &Path, to: &Path) {
+    for f in std::fs::read_dir(from).unwrap() {
+        let f = f.unwrap().path();
+        if f.file_name().unwrap() != "LOCK" {
+            std::fs::copy(&f, to.join(f.file_name().unwrap())).unwrap();
+        }
+    }
+}
+
+/// Every entry of `dir` with its contents (empty for one that cannot be
+/// read as a file), sorted by name: equal listings mean nothing in the
+/// directory changed.
+#[allow(dead_code)]
+pub fn listing(dir: &Path) -> Vec<(std::ffi::OsString, Vec<u8>)> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (e.file_name(), std::fs::read(e.path()).unwrap_or_default())
+        })
+        .collect();
+    v.sort();
+    v
+}

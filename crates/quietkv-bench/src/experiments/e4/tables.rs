@@ -5,20 +5,11 @@
 use super::config::{Fs, WalConfig};
 use super::one_run::{DeviceFigures, Params, Run};
 use crate::cpu::CpuSource;
+use crate::report::stat_of;
 
 /// Median, min and max of `v` (zeros when it is empty).
-fn median_min_max(mut v: Vec<f64>) -> (f64, f64, f64) {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n == 0 {
-        return (0.0, 0.0, 0.0);
-    }
-    let med = if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    };
-    (med, v[0], v[n - 1])
+fn median_min_max(v: Vec<f64>) -> (f64, f64, f64) {
+    stat_of(v).map_or((0.0, 0.0, 0.0), |s| (s.median, s.min, s.max))
 }
 
 /// The report's table: one row per configuration, median (min..max) over

@@ -6,20 +6,15 @@
 use super::one_run::{Params, Run};
 use crate::cpu::CpuSource;
 use crate::report::peers::engine_of;
+use crate::report::stat_of;
 use crate::report::verdict::{
     judge, not_same_work_line, ModeFigures, SectionFigures, SectionJudgement, Standing, Work,
 };
 
 /// Median, min and max of `v`, which is not empty.
-fn median(mut v: Vec<f64>) -> (f64, f64, f64) {
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    let med = if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    };
-    (med, v[0], v[n - 1])
+fn median(v: Vec<f64>) -> (f64, f64, f64) {
+    let s = stat_of(v).expect("a metric of at least one run");
+    (s.median, s.min, s.max)
 }
 
 /// The same-work rule applied to `compact_all`: a mode whose compaction
