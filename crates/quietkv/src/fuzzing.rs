@@ -694,15 +694,46 @@ pub fn manifest(data: &[u8]) {
     if fix_checksums(flags) {
         reseal_log(&mut img);
     }
-    let replayed = crate::db::replay_manifest(Path::new("MANIFEST-000001"), &img);
+    let replayed = replay_manifest_image(&img);
     expect_corruption(&replayed, "manifest replay");
     let Ok(r) = replayed else { return };
     check_version(&r.version);
-    for k in r.keyspaces.values() {
+    // What recovery opens must be a catalogue it can serve: ids of created
+    // keyspaces below the next id (never reused), and no two keyspaces of
+    // one name (a lookup by name would pick one of them at random).
+    let mut names = std::collections::BTreeSet::new();
+    for (id, k) in &r.keyspaces {
         check_version(&k.version);
-        let _ = (k.log_number, &k.def.name);
+        assert!(
+            *id != 0 && *id < r.next_keyspace_id,
+            "keyspace id {id} with next id {}",
+            r.next_keyspace_id
+        );
+        assert!(
+            names.insert(&k.def.name),
+            "two keyspaces named {:?}",
+            k.def.name
+        );
+        let _ = k.log_number;
     }
+    let _ = r.default_log;
     let _ = (r.next_file, r.last_seq, r.db_id, r.wals.required());
+}
+
+/// Replays a manifest image with recovery's code. Recovery checks that a
+/// manifest names itself, so the image is read under the name its first
+/// record gives: a real manifest of any number then gets past that check
+/// into its edits (keyspaces included), while a mutated later record that
+/// names another manifest is still caught.
+fn replay_manifest_image(img: &[u8]) -> Result<crate::db::recovery::Recovered> {
+    let number = LogReader::new("fuzz.manifest", img)
+        .next()
+        .and_then(|r| r.ok())
+        .and_then(|rec| VersionEdit::decode(&rec).ok())
+        .and_then(|e| e.manifest_number)
+        .unwrap_or(1);
+    let path = filenames::manifest_name(number);
+    crate::db::replay_manifest(Path::new(&path), img)
 }
 
 // ----------------------------------------------------------------- CURRENT
@@ -790,7 +821,134 @@ pub fn seed_corpora(scratch: &Path) -> Result<Vec<(&'static str, Vec<u8>)>> {
     out.push(("wal", [&[4u8][..], &recycled].concat()));
     let sealed = (new_len as u16).to_le_bytes();
     out.push(("wal", [&[6u8][..], &sealed, &recycled].concat()));
-    Ok(spread(out, MAX_SEEDS_PER_TARGET))
+    let mut out = spread(out, MAX_SEEDS_PER_TARGET);
+    // Kept apart from the spread: a keyspace record is rare among the
+    // databases' records, and spreading could leave every one of them out.
+    out.extend(keyspace_seed_corpora(&scratch.join("keyspaces"))?);
+    Ok(out)
+}
+
+/// Seeds holding the keyspace parts of the format, cut from a database
+/// that creates keyspaces, writes across them in single batches, flushes
+/// them and drops one: the WAL with cross-keyspace batches (`wal`) and
+/// those batches (`batch`, keyspace markers), the edits that create, drop,
+/// flush into keyspaces or move their log numbers (`version_edit`, manifest
+/// tags 13 to 17), the whole manifest (`manifest`), and the tables of a
+/// keyspace other than the default one, whose properties end with its id
+/// (`table`, `properties`, `index`). `scratch` is an empty directory to
+/// build the database in.
+pub fn keyspace_seed_corpora(scratch: &Path) -> Result<Vec<(&'static str, Vec<u8>)>> {
+    let opts = crate::Options {
+        memtable_size: 4096,
+        block_size: 256,
+        compression: Compression::None,
+        ..crate::Options::default()
+    };
+    let db = crate::Db::open(scratch, opts)?;
+    for i in 0..20u32 {
+        db.put(format!("default{i:03}").as_bytes(), b"d")?;
+    }
+    let events = db.keyspace("events", crate::KeyspaceOptions::default().block_size(512))?;
+    let metrics = db.keyspace("metrics", crate::KeyspaceOptions::default())?;
+    let gone = db.keyspace("gone", crate::KeyspaceOptions::default())?;
+    // Batches spanning the default keyspace and three others, each one WAL
+    // record with keyspace markers between the runs of entries.
+    for round in 0..4u32 {
+        let mut b = WriteBatch::new();
+        b.put(format!("default-r{round}").as_bytes(), b"1")?;
+        for i in 0..6u32 {
+            let key = format!("ev{:03}", i * 5 + round);
+            b.put_in(
+                &events,
+                key.as_bytes(),
+                format!("event {round} {i}").as_bytes(),
+            )?;
+        }
+        b.put_in(&metrics, format!("m{round}").as_bytes(), b"42")?;
+        b.delete_in(&gone, format!("g{round}").as_bytes())?;
+        b.delete_range_in(&events, &b"ev000"[..]..&b"ev002"[..])?;
+        // Back to the default keyspace after the others.
+        b.delete(format!("default{round:03}").as_bytes())?;
+        db.write(
+            b,
+            crate::WriteOptions {
+                sync: round % 2 == 1,
+            },
+        )?;
+    }
+    gone.put(b"g-last", b"x")?;
+    // The WAL as it is now holds every cross-keyspace batch: flushing next
+    // may retire it.
+    db.wait_idle()?;
+    let wals: Vec<Vec<u8>> = snapshot_dir(scratch)?
+        .into_iter()
+        .filter(|(name, _)| matches!(filenames::parse(name), Some(FileKind::Wal(_))))
+        .map(|(_, bytes)| bytes)
+        .collect();
+    events.flush()?;
+    metrics.flush()?;
+    db.drop_keyspace("gone")?;
+    let mut b = WriteBatch::new();
+    b.put_in(&metrics, b"after-drop", b"1")?;
+    b.put(b"default-after-drop", b"2")?;
+    db.write(b, crate::WriteOptions { sync: true })?;
+    db.flush()?;
+    db.wait_idle()?;
+    let files = snapshot_dir(scratch)?;
+    db.close()?;
+
+    let mut out = Vec::new();
+    for img in wals {
+        // A WAL file is made longer than its records up front; the seed is
+        // the records (a few hundred bytes), not the zeroes after them.
+        let mut reader = LogReader::new("seed.log", &img[..]);
+        while let Ok(Some(_)) = reader.read_record() {}
+        let img = &img[..(reader.valid_len() as usize).min(img.len())];
+        let sealed = (img.len() as u16).to_le_bytes();
+        out.push(("wal", [&[0u8][..], img].concat()));
+        out.push(("wal", [&[2u8][..], &sealed, img].concat()));
+        for rec in LogReader::new("seed.log", img).flatten() {
+            let spans =
+                WriteBatch::decode(&rec).is_ok_and(|b| b.iter_scoped().any(|(ks, _)| ks != 0));
+            if spans {
+                out.push(("batch", rec.to_vec()));
+            }
+        }
+    }
+    for (name, bytes) in files {
+        match filenames::parse(&name) {
+            Some(FileKind::Table(_)) => {
+                let mut pieces = Vec::new();
+                table_seeds(&bytes, &mut pieces);
+                let of_keyspace = pieces.iter().any(|(t, p)| {
+                    *t == "properties"
+                        && TableProperties::decode(p).is_ok_and(|p| p.keyspace_id != 0)
+                });
+                if of_keyspace {
+                    out.extend(
+                        pieces
+                            .into_iter()
+                            .filter(|(t, _)| matches!(*t, "table" | "properties" | "index")),
+                    );
+                }
+            }
+            Some(FileKind::Manifest(_)) => {
+                out.push(("manifest", [&[0u8][..], &bytes].concat()));
+                for rec in LogReader::new("seed.log", &bytes[..]).flatten() {
+                    let of_keyspaces = VersionEdit::decode(&rec).is_ok_and(|e| {
+                        !e.keyspaces.is_empty()
+                            || !e.dropped_keyspaces.is_empty()
+                            || e.next_keyspace_id.is_some()
+                    });
+                    if of_keyspaces {
+                        out.push(("version_edit", rec.to_vec()));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
 }
 
 /// A recycled WAL: log [`FUZZ_LOG_NUMBER`]'s records written over a longer
@@ -911,8 +1069,13 @@ fn snapshot_dir(dir: &Path) -> Result<Vec<(String, Vec<u8>)>> {
     for entry in rd {
         let entry = entry.map_err(|e| crate::Error::io(e, "cannot list").with_file(dir))?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        let bytes = std::fs::read(entry.path())
-            .map_err(|e| crate::Error::io(e, "cannot read").with_file(entry.path()))?;
+        let bytes = match std::fs::read(entry.path()) {
+            Ok(bytes) => bytes,
+            // A retired WAL may be deleted (or renamed for reuse) while the
+            // directory is copied: it is no longer part of the database.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(crate::Error::io(e, "cannot read").with_file(entry.path())),
+        };
         files.push((name, bytes));
     }
     files.sort();
@@ -1013,6 +1176,80 @@ mod tests {
                 assert!(r.is_ok(), "{name} panicked on {input:?}");
             }
         }
+    }
+
+    /// The keyspace seeds reach the keyspace code of each parser, rather
+    /// than failing before it (a harness or seed that stops early would
+    /// leave the fuzzer mutating bytes no keyspace code ever reads).
+    #[test]
+    fn keyspace_seeds_reach_the_keyspace_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let seeds = keyspace_seed_corpora(dir.path()).unwrap();
+        let of = |t: &str| -> Vec<&Vec<u8>> {
+            seeds
+                .iter()
+                .filter(|(n, _)| *n == t)
+                .map(|(_, b)| b)
+                .collect()
+        };
+        for (name, bytes) in &seeds {
+            let f = TARGETS.iter().find(|(n, _)| n == name).unwrap().1;
+            f(bytes);
+        }
+        // Batches spanning keyspaces, in the WAL read back whole.
+        assert!(!of("wal").is_empty());
+        for w in of("wal") {
+            // Small, and its sealed length fits the two bytes it is given.
+            assert!(w.len() < 4096, "a {} byte WAL seed", w.len());
+            let img = if w[0] & 2 != 0 { &w[3..] } else { &w[1..] };
+            let spanning = LogReader::new("w", img)
+                .flatten()
+                .filter(|r| {
+                    WriteBatch::decode(r).is_ok_and(|b| b.iter_scoped().any(|(k, _)| k != 0))
+                })
+                .count();
+            assert!(spanning >= 4, "{spanning} keyspace batches in a WAL seed");
+        }
+        let spans: Vec<usize> = of("batch")
+            .iter()
+            .map(|b| {
+                let b = WriteBatch::decode(b).unwrap();
+                assert!(b.iter_scoped().any(|(k, _)| k != 0));
+                let ids: std::collections::BTreeSet<u32> =
+                    b.iter_scoped().map(|(k, _)| k).collect();
+                ids.len()
+            })
+            .collect();
+        assert!(spans.iter().filter(|&&n| n >= 4).count() >= 4, "{spans:?}");
+        // Edits creating, dropping and flushing into keyspaces.
+        let edits: Vec<VersionEdit> = of("version_edit")
+            .iter()
+            .map(|b| VersionEdit::decode(b).unwrap())
+            .collect();
+        assert!(edits
+            .iter()
+            .any(|e| e.keyspaces.iter().any(|k| k.create.is_some())));
+        assert!(edits.iter().any(|e| !e.dropped_keyspaces.is_empty()));
+        assert!(edits
+            .iter()
+            .any(|e| e.keyspaces.iter().any(|k| !k.edit.new_files.is_empty())));
+        // The manifest replays to the keyspaces left: the dropped one gone.
+        let manifests = of("manifest");
+        assert!(!manifests.is_empty());
+        for m in manifests {
+            let r = replay_manifest_image(&m[1..]).unwrap();
+            let mut names: Vec<&str> = r.keyspaces.values().map(|k| &k.def.name[..]).collect();
+            names.sort();
+            assert_eq!(names, ["events", "metrics"]);
+            assert!(r.keyspaces.values().all(|k| k.version.total_files() > 0));
+        }
+        // Tables of a keyspace: their properties carry its id.
+        let props = of("properties");
+        assert!(!props.is_empty());
+        for p in props {
+            assert_ne!(TableProperties::decode(p).unwrap().keyspace_id, 0);
+        }
+        assert!(!of("table").is_empty());
     }
 
     #[test]
