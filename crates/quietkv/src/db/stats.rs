@@ -92,7 +92,10 @@ pub struct WriteStallStats {
 /// [`Db::stats`](crate::Db::stats).
 #[derive(Debug, Clone)]
 pub struct DbStats {
-    /// Each level, L0 first.
+    /// Each level of the default keyspace, L0 first (another keyspace's
+    /// levels and memtables are in its [`Keyspace::stats`](crate::Keyspace::stats));
+    /// the work counters below (writes, flushes, compaction, stalls, I/O)
+    /// cover every keyspace, as they share the threads and the files.
     pub levels: Vec<LevelStats>,
     /// The newest sequence number written.
     pub last_sequence: u64,
@@ -105,9 +108,9 @@ pub struct DbStats {
     pub write_groups: u64,
     /// Batches written (see `write_groups`).
     pub write_batches: u64,
-    /// Bytes in the active memtable.
+    /// Bytes in the default keyspace's active memtable.
     pub memtable_bytes: usize,
-    /// Frozen memtables waiting for flush.
+    /// The default keyspace's frozen memtables waiting for flush.
     pub immutable_memtables: usize,
     /// Memtables flushed to tables.
     pub flushes: u64,
