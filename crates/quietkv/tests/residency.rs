@@ -8,22 +8,12 @@ mod skip;
 
 use std::path::{Path, PathBuf};
 
-use common::tables;
+use common::{cached_fraction, new_tables, tables};
 
 use quietkv::{AccessMode, Db, IoClass, Options};
 
 const KEYS: u64 = 40_000; // x 4 KiB values = about 160 MiB
 const VALUE: usize = 4096;
-
-fn cached_fraction(files: &[PathBuf]) -> f64 {
-    let (mut cached, mut total) = (0, 0);
-    for f in files {
-        let r = quietio::residency(f).unwrap();
-        cached += r.cached;
-        total += r.total_pages;
-    }
-    cached as f64 / total.max(1) as f64
-}
 
 fn compact_and_measure(mode: AccessMode) -> f64 {
     let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
@@ -54,10 +44,7 @@ fn compact_and_measure(mode: AccessMode) -> f64 {
         before.iter().all(|t| !t.exists()),
         "inputs of compact_all still on disk"
     );
-    let after: Vec<PathBuf> = tables(d.path())
-        .into_iter()
-        .filter(|t| !before.contains(t))
-        .collect();
+    let after = new_tables(d.path(), &before);
     assert!(!after.is_empty());
     let fraction = cached_fraction(&after);
     assert_eq!(db.iter().unwrap().count() as u64, KEYS);

@@ -8,23 +8,13 @@ mod common;
 #[path = "support/skip.rs"]
 mod skip;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use common::tables;
+use common::{cached_fraction, new_tables, tables};
 
 use quietkv::{Db, EffectiveMode, IoClass, Options};
 
 const VALUE: usize = 1024;
-
-fn cached_fraction(files: &[PathBuf]) -> f64 {
-    let (mut cached, mut total) = (0, 0);
-    for f in files {
-        let r = quietio::residency(f).unwrap();
-        cached += r.cached;
-        total += r.total_pages;
-    }
-    cached as f64 / total.max(1) as f64
-}
 
 /// A directory where `auto` resolves flush and compaction writes to a mode
 /// that bypasses the page cache, or `None` after a skip.
@@ -86,10 +76,7 @@ fn a_small_database_writes_its_tables_through_the_page_cache() {
     // The full compaction's outputs too, and there is nothing to warm.
     evict_all(d.path());
     db.compact_all().unwrap();
-    let outputs: Vec<PathBuf> = tables(d.path())
-        .into_iter()
-        .filter(|t| !flushed.contains(t))
-        .collect();
+    let outputs = new_tables(d.path(), &flushed);
     assert!(!outputs.is_empty());
     let after_compaction = cached_fraction(&outputs);
     assert!(
@@ -115,10 +102,7 @@ fn with_no_small_database_share_auto_writes_tables_past_the_page_cache() {
         "tables written past the cache are {fraction} cached"
     );
     db.compact_all().unwrap();
-    let outputs: Vec<PathBuf> = tables(d.path())
-        .into_iter()
-        .filter(|t| !flushed.contains(t))
-        .collect();
+    let outputs = new_tables(d.path(), &flushed);
     assert!(!outputs.is_empty());
     let fraction = cached_fraction(&outputs);
     assert!(

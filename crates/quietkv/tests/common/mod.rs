@@ -12,6 +12,27 @@ pub fn tables(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The share of `files`' pages that are in the page cache now.
+#[allow(dead_code)]
+pub fn cached_fraction(files: &[PathBuf]) -> f64 {
+    let (mut cached, mut total) = (0, 0);
+    for f in files {
+        let r = quietio::residency(f).unwrap();
+        cached += r.cached;
+        total += r.total_pages;
+    }
+    cached as f64 / total.max(1) as f64
+}
+
+/// The tables of `dir` that are not among `before`.
+#[allow(dead_code)]
+pub fn new_tables(dir: &Path, before: &[PathBuf]) -> Vec<PathBuf> {
+    tables(dir)
+        .into_iter()
+        .filter(|t| !before.contains(t))
+        .collect()
+}
+
 /// A fresh directory under the target's scratch space.
 #[allow(dead_code)]
 pub fn dir() -> tempfile::TempDir {
