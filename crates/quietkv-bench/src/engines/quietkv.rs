@@ -742,16 +742,7 @@ impl BenchEngine for QuietkvEngine {
         if let Some(s) = &self.spread {
             return s.seek_scan(from, n);
         }
-        let mut it = self.db.range(from..).map_err(err)?;
-        let mut read = 0;
-        while read < n {
-            match it.next_ref() {
-                Some(Ok(_)) => read += 1,
-                Some(Err(e)) => return Err(format!("scan from a key: {e}")),
-                None => break,
-            }
-        }
-        Ok(read)
+        super::quietkv_spread::read_up_to(&mut self.db.range(from..).map_err(err)?, n)
     }
 
     fn scan_all(&self, reverse: bool) -> Result<ScanCount, String> {

@@ -11,7 +11,7 @@
 //! is what a user who splits data over N keyspaces runs. (N named keyspaces
 //! would leave the default one empty beside them: N + 1 trees, one idle.)
 
-use quietkv::{Db, Keyspace, KeyspaceOptions, WriteBatch, WriteOptions};
+use quietkv::{Db, DbIter, Keyspace, KeyspaceOptions, WriteBatch, WriteOptions};
 
 use super::bench_engine::{Batch, ScanCount};
 use crate::keys::{key, KEY_SIZE};
@@ -157,14 +157,7 @@ impl Spread {
             } else {
                 ks.iter()
             };
-            let mut it = it.map_err(err)?;
-            while read < n {
-                match it.next_ref() {
-                    Some(Ok(_)) => read += 1,
-                    Some(Err(e)) => return Err(format!("scan from a key: {e}")),
-                    None => break,
-                }
-            }
+            read += read_up_to(&mut it.map_err(err)?, n - read)?;
         }
         Ok(read)
     }
@@ -211,6 +204,20 @@ impl Spread {
                 .map_err(|e| format!("full compaction of {}: {e}", ks.name()))
         })
     }
+}
+
+/// Reads up to `n` entries of `it` in place; the number read (fewer when
+/// it ends first).
+pub(super) fn read_up_to(it: &mut DbIter, n: usize) -> Result<usize, String> {
+    let mut read = 0;
+    while read < n {
+        match it.next_ref() {
+            Some(Ok(_)) => read += 1,
+            Some(Err(e)) => return Err(format!("scan from a key: {e}")),
+            None => break,
+        }
+    }
+    Ok(read)
 }
 
 #[cfg(test)]
