@@ -749,20 +749,10 @@ impl BenchEngine for QuietkvEngine {
         if let Some(s) = &self.spread {
             return s.scan_all(reverse);
         }
-        let mut it = self.db.iter().map_err(err)?;
         let mut c = ScanCount::default();
-        loop {
-            let item = if reverse {
-                it.next_back_ref()
-            } else {
-                it.next_ref()
-            };
-            match item {
-                Some(Ok((k, v))) => c.add(k, v),
-                Some(Err(e)) => return Err(format!("full scan: {e}")),
-                None => return Ok(c),
-            }
-        }
+        super::quietkv_spread::scan_into(&mut self.db.iter().map_err(err)?, reverse, &mut c)
+            .map_err(|e| format!("full scan: {e}"))?;
+        Ok(c)
     }
 
     fn flush(&self) -> Result<(), String> {

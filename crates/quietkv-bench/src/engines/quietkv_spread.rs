@@ -172,19 +172,8 @@ impl Spread {
             self.spaces.iter().collect()
         };
         for ks in order {
-            let mut it = ks.iter().map_err(err)?;
-            loop {
-                let item = if reverse {
-                    it.next_back_ref()
-                } else {
-                    it.next_ref()
-                };
-                match item {
-                    Some(Ok((k, v))) => c.add(k, v),
-                    Some(Err(e)) => return Err(format!("full scan of {}: {e}", ks.name())),
-                    None => break,
-                }
-            }
+            scan_into(&mut ks.iter().map_err(err)?, reverse, &mut c)
+                .map_err(|e| format!("full scan of {}: {e}", ks.name()))?;
         }
         Ok(c)
     }
@@ -203,6 +192,22 @@ impl Spread {
             ks.compact_all()
                 .map_err(|e| format!("full compaction of {}: {e}", ks.name()))
         })
+    }
+}
+
+/// Counts every entry of `it` into `c`, front to back or back to front.
+pub(super) fn scan_into(it: &mut DbIter, reverse: bool, c: &mut ScanCount) -> quietkv::Result<()> {
+    loop {
+        let item = if reverse {
+            it.next_back_ref()
+        } else {
+            it.next_ref()
+        };
+        match item {
+            Some(Ok((k, v))) => c.add(k, v),
+            Some(Err(e)) => return Err(e),
+            None => return Ok(()),
+        }
     }
 }
 
