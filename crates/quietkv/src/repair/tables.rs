@@ -195,6 +195,17 @@ pub(super) fn merge(
     let mut metas = Vec::new();
     let mut out: Option<Output> = None;
     let mut prev: Vec<u8> = Vec::new();
+    let new_output = |next_file: &mut u64| -> Result<Output> {
+        let o = Output::create(
+            env,
+            &table_path(dir, *next_file),
+            table_options,
+            *next_file,
+            db_id,
+        )?;
+        *next_file += 1;
+        Ok(o)
+    };
     while it.valid() {
         let key = it.key();
         if !prev.is_empty() && key == prev.as_slice() {
@@ -214,15 +225,7 @@ pub(super) fn merge(
             }
         }
         if out.is_none() {
-            let path = table_path(dir, *next_file);
-            out = Some(Output::create(
-                env,
-                &path,
-                table_options,
-                *next_file,
-                db_id,
-            )?);
-            *next_file += 1;
+            out = Some(new_output(next_file)?);
         }
         out.as_mut()
             .expect("output just created")
@@ -233,15 +236,7 @@ pub(super) fn merge(
         it.next()?;
     }
     if out.is_none() && !splitter.is_empty() {
-        let path = table_path(dir, *next_file);
-        out = Some(Output::create(
-            env,
-            &path,
-            table_options,
-            *next_file,
-            db_id,
-        )?);
-        *next_file += 1;
+        out = Some(new_output(next_file)?);
     }
     if let Some(mut o) = out {
         for t in splitter.rest() {
