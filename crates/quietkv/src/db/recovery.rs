@@ -1,7 +1,7 @@
 //! Opening a database: lock, manifest replay, WAL replay, and a fresh
 //! manifest and WAL to continue from.
 
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
@@ -638,6 +638,9 @@ pub(crate) struct Recovered {
     /// other keyspaces.
     pub(crate) default_log: Option<u64>,
     pub(crate) next_keyspace_id: u32,
+    /// Ids of keyspaces this manifest dropped: ids are never reused, so a
+    /// later edit creating one of them again is corruption.
+    pub(crate) dropped_keyspaces: BTreeSet<u32>,
 }
 
 /// A keyspace the manifest describes.
@@ -659,6 +662,7 @@ impl Default for Recovered {
             keyspaces: BTreeMap::new(),
             default_log: None,
             next_keyspace_id: FIRST_KEYSPACE_ID,
+            dropped_keyspaces: BTreeSet::new(),
         }
     }
 }
@@ -786,8 +790,8 @@ pub(crate) fn replay_manifest(path: &Path, data: &[u8]) -> Result<Recovered> {
 /// Applies the keyspace parts of `e` (creations, drops, their tables and
 /// log numbers) to `keyspaces`, and its next keyspace id and the default
 /// keyspace's log number to `r`. An edit for a keyspace that does not
-/// exist, a creation of one that does, or an id at or past the next one
-/// is corruption.
+/// exist, a creation of one that does or was dropped (ids are never
+/// reused), or an id at or past the next one is corruption.
 pub(crate) fn apply_keyspaces(
     e: &VersionEdit,
     keyspaces: &mut BTreeMap<u32, (KeyspaceDef, VersionBuilder, Option<u64>)>,
@@ -819,6 +823,12 @@ pub(crate) fn apply_keyspaces(
             )));
         }
         if let Some(def) = &k.create {
+            if r.dropped_keyspaces.contains(&k.id) {
+                return Err(Error::corruption(format!(
+                    "keyspace {} ({:?}) is created again after it was dropped (ids are never reused)",
+                    k.id, def.name
+                )));
+            }
             if keyspaces.contains_key(&k.id) || keyspaces.values().any(|(d, ..)| d.name == def.name)
             {
                 return Err(Error::corruption(format!(
@@ -845,6 +855,7 @@ pub(crate) fn apply_keyspaces(
                 "drops keyspace {id}, which does not exist"
             )));
         }
+        r.dropped_keyspaces.insert(id);
     }
     Ok(())
 }
@@ -957,5 +968,62 @@ pub(crate) fn new_db_id() -> Result<u64> {
         if id != 0 {
             return Ok(id);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn create(id: u32, name: &str) -> VersionEdit {
+        VersionEdit {
+            next_keyspace_id: Some(id + 1),
+            keyspaces: vec![KeyspaceEdit {
+                id,
+                create: Some(KeyspaceDef {
+                    name: name.into(),
+                    block_size: 4096,
+                    bloom_bits_per_key: 10,
+                    compression: crate::table::Compression::None,
+                }),
+                ..KeyspaceEdit::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    fn drop(id: u32) -> VersionEdit {
+        VersionEdit {
+            dropped_keyspaces: vec![id],
+            ..Default::default()
+        }
+    }
+
+    fn replay(edits: &[VersionEdit]) -> Result<Recovered> {
+        let mut keyspaces = BTreeMap::new();
+        let mut r = Recovered::default();
+        for e in edits {
+            apply_keyspaces(e, &mut keyspaces, &mut r)?;
+        }
+        Ok(r)
+    }
+
+    /// Ids are never reused: a dropped keyspace's id is known only as
+    /// dropped, so its WAL entries are skipped, not replayed into a new
+    /// keyspace. A manifest that creates one again was not written by us.
+    #[test]
+    fn a_dropped_keyspace_id_created_again_is_corruption() {
+        let mut recreate = create(1, "again");
+        recreate.next_keyspace_id = None;
+        let err = replay(&[create(1, "sessions"), create(2, "users"), drop(1), recreate])
+            .err()
+            .expect("re-creating dropped id 1 must be refused");
+        assert_eq!(err.kind(), ErrorKind::Corruption);
+        assert!(err.message().contains("created again after it was dropped"), "{err}");
+
+        // A new id, and the dropped keyspace's name under it, are fine.
+        let r = replay(&[create(1, "sessions"), drop(1), create(2, "sessions")]).unwrap();
+        assert_eq!(r.dropped_keyspaces.iter().copied().collect::<Vec<_>>(), [1]);
+        assert_eq!(r.next_keyspace_id, 3);
     }
 }
