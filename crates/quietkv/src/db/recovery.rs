@@ -1019,7 +1019,10 @@ mod tests {
             .err()
             .expect("re-creating dropped id 1 must be refused");
         assert_eq!(err.kind(), ErrorKind::Corruption);
-        assert!(err.message().contains("created again after it was dropped"), "{err}");
+        assert!(
+            err.message().contains("created again after it was dropped"),
+            "{err}"
+        );
 
         // A new id, and the dropped keyspace's name under it, are fine.
         let r = replay(&[create(1, "sessions"), drop(1), create(2, "sessions")]).unwrap();
