@@ -17,6 +17,13 @@ use crate::app::App;
 use crate::network::Network;
 use crate::routes;
 
+/// The largest piece a snapshot is sent in unless `--snapshot-chunk-bytes`
+/// says otherwise. Each piece is copied into and out of the sockets in one
+/// go, and on a leader serving reads from the same CPUs those copies hold
+/// the readers up: 512 KiB pieces gave the leader's reads half the p99 of
+/// 4 MiB ones, for a stream half again as long.
+pub const DEFAULT_SNAPSHOT_CHUNK_BYTES: u64 = 512 << 10;
+
 #[derive(clap::Args, Debug, Clone)]
 pub struct NodeArgs {
     /// This node's id in the cluster (any number, unique in the cluster).
@@ -36,7 +43,7 @@ pub struct NodeArgs {
     pub snapshot_every: u64,
     /// The largest piece a snapshot is sent in, bytes (each piece one
     /// request, its bytes as they are): at most 8 MiB.
-    #[arg(long, default_value_t = 512 << 10, value_parser = clap::value_parser!(u64).range(1..=8 << 20))]
+    #[arg(long, default_value_t = DEFAULT_SNAPSHOT_CHUNK_BYTES, value_parser = clap::value_parser!(u64).range(1..=8 << 20))]
     pub snapshot_chunk_bytes: u64,
     /// Leader heartbeat interval, milliseconds. openraft also gives each
     /// append-entries RPC this long, the follower's synced write included:

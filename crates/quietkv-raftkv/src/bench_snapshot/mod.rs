@@ -80,8 +80,8 @@ pub struct BenchSnapshotArgs {
     #[arg(long)]
     pub stream_cap_secs: Option<f64>,
     /// The largest piece openraft sends a snapshot in, bytes (up to
-    /// 8 MiB).
-    #[arg(long, default_value_t = 4 << 20, value_parser = clap::value_parser!(u64).range(4096..=8 << 20))]
+    /// 8 MiB). Default: a node's own default, 512 KiB.
+    #[arg(long, default_value_t = crate::node::DEFAULT_SNAPSHOT_CHUNK_BYTES, value_parser = clap::value_parser!(u64).range(4096..=8 << 20))]
     pub chunk_bytes: u64,
     /// Rounds; each runs every mode once, in turn.
     #[arg(long)]
