@@ -35,6 +35,7 @@
 //! reason about whole.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -98,9 +99,45 @@ impl List {
     };
 }
 
+/// Hashes a block's key in its shard's map. The key is a table id and an
+/// offset the database chose itself, not input someone could pick to make
+/// keys collide, so the standard library's SipHash (built to resist that)
+/// protects nothing here, and it cost more than the rest of a cache lookup.
+/// The result is [`mix`] rotated: its top bits chose the shard, so they are
+/// the same for every key of one map, and the map compares its hashes'
+/// top bits first.
+#[derive(Default)]
+struct BlockKeyHasher {
+    words: [u64; 2],
+    written: usize,
+}
+
+impl Hasher for BlockKeyHasher {
+    fn write_u64(&mut self, v: u64) {
+        match self.written {
+            0 | 1 => self.words[self.written] = v,
+            // Not reached for a `CacheKey`; folds further words in.
+            _ => self.words[1] = mix(self.words[1], v),
+        }
+        self.written += 1;
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        mix(self.words[0], self.words[1]).rotate_left(32)
+    }
+}
+
 /// One shard: a slab of nodes in two LRU lists (probation, protected).
 struct Shard<V> {
-    map: HashMap<CacheKey, usize>,
+    map: HashMap<CacheKey, usize, BuildHasherDefault<BlockKeyHasher>>,
     nodes: Vec<Node<V>>,
     free: Vec<usize>,
     probation: List,
@@ -112,7 +149,7 @@ struct Shard<V> {
 impl<V> Shard<V> {
     fn new(capacity: usize) -> Self {
         Shard {
-            map: HashMap::new(),
+            map: HashMap::default(),
             nodes: Vec::new(),
             free: Vec::new(),
             probation: List::EMPTY,
@@ -463,6 +500,43 @@ impl<V> Cache<V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The map's hash must spread the keys one shard holds (which all share
+    /// the top bits of `mix`) over both the bits the map compares first
+    /// (the top 7) and the ones that pick a bucket (the low ones).
+    #[test]
+    fn block_keys_of_one_shard_hash_apart() {
+        use std::hash::{BuildHasher, BuildHasherDefault};
+        let build = BuildHasherDefault::<BlockKeyHasher>::default();
+        let shard_bits = 6;
+        let mut top = std::collections::HashSet::new();
+        let mut low = std::collections::HashSet::new();
+        let mut keys = 0;
+        for table in 1..=20u64 {
+            for block in 0..20_000u64 {
+                let key: CacheKey = (table, block * 4096);
+                if mix(key.0, key.1) >> (64 - shard_bits) != 5 {
+                    continue;
+                }
+                let h = build.hash_one(key);
+                top.insert(h >> 57);
+                low.insert(h & 1023);
+                keys += 1;
+            }
+        }
+        assert!(keys > 5_000, "{keys} keys in the shard");
+        assert_eq!(
+            top.len(),
+            128,
+            "top 7 bits take {} of 128 values",
+            top.len()
+        );
+        assert!(
+            low.len() > 1000,
+            "low 10 bits take {} of 1024 values",
+            low.len()
+        );
+    }
 
     #[test]
     fn lru_order_and_byte_bound() {
