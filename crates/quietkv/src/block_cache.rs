@@ -102,7 +102,8 @@ impl List {
 /// Hashes a block's key in its shard's map. The key is a table id and an
 /// offset the database chose itself, not input someone could pick to make
 /// keys collide, so the standard library's SipHash (built to resist that)
-/// protects nothing here, and it cost more than the rest of a cache lookup.
+/// protects nothing here, and it cost about as much as the rest of a cache
+/// lookup.
 /// The result is [`mix`] rotated: its top bits chose the shard, so they are
 /// the same for every key of one map, and the map compares its hashes'
 /// top bits first.
