@@ -219,6 +219,14 @@ options! {
     /// (read p99 4.1 ms with it, 1.1 ms without); with a hot set packed in
     /// one key range, which one compaction replaces at once, it helped.
     warm_automatic_compactions: bool = false;
+    /// Bytes of hot output blocks warming keeps in flight (handed to
+    /// kernel readahead, not yet read back) before it waits for the oldest.
+    /// Warming's reads sit on the device's queue ahead of any user read
+    /// that misses the cache meanwhile: with an 8 GiB database, a 400 MiB
+    /// scattered hot set in 1 GiB of memory and a full compaction held to
+    /// 700 MiB/s, a 64 MiB window had read p99 at 3.7 ms, 1 MiB at 1.4 ms,
+    /// for the same blocks warmed. At least 4 KiB. Default 1 MiB.
+    warm_window_bytes: u64 = 1 << 20;
     /// Size past which the manifest is rewritten as one snapshot of the
     /// current state (a new file, switched to through CURRENT), so a
     /// long-lived database's manifest stays small. At least 1 KiB.
@@ -387,6 +395,12 @@ impl Options {
             return bad(format!(
                 "small_database_share must be between 0 and 0.9, got {}",
                 self.small_database_share
+            ));
+        }
+        if self.warm_window_bytes < 4096 {
+            return bad(format!(
+                "warm_window_bytes must be at least 4096, got {}",
+                self.warm_window_bytes
             ));
         }
         if self.max_open_tables < 16 {
@@ -713,6 +727,13 @@ mod tests {
                     ..Default::default()
                 },
                 "max_manifest_size",
+            ),
+            (
+                Options {
+                    warm_window_bytes: 4095,
+                    ..Default::default()
+                },
+                "warm_window_bytes",
             ),
         ];
         for (o, needle) in cases {

@@ -56,6 +56,7 @@ pub struct QuietkvConfig {
 /// (`writeback_chunk_size`, 0 = off), `+slice=MiB`
 /// (`max_compaction_bytes`: a full compaction's slices), `+bgdepth=N`
 /// (`background_io_depth`), `+warmauto=0|1` (`warm_automatic_compactions`),
+/// `+warmwin=KiB` (`warm_window_bytes`),
 /// `+flush=buffered|direct|auto` (the FlushWrite class's mode),
 /// `+ks=N` (the keys spread over N keyspaces by key range: the default
 /// keyspace and N - 1 named ones, each with a memtable of 1/N of the run's
@@ -94,6 +95,9 @@ pub struct QuietkvKnobs {
     /// `warm_automatic_compactions`, as `+warmauto=0|1`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warm_automatic: Option<bool>,
+    /// `warm_window_bytes` in KiB, as `+warmwin=KiB`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm_window_kib: Option<u64>,
     /// The FlushWrite class's mode, as `+flush=buffered|direct|auto`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flush_mode: Option<String>,
@@ -155,6 +159,10 @@ impl QuietkvKnobs {
             },
             "slice" => self.slice_mib = Some(positive("slice (MiB)")? as u64),
             "bgdepth" => self.background_io_depth = Some(positive("bgdepth")?),
+            "warmwin" => match number("warmwin (KiB)")? {
+                n @ 4..=4_194_304 => self.warm_window_kib = Some(n as u64),
+                n => return Err(format!("warmwin must be 4..=4194304 KiB, got {n}")),
+            },
             "ks" => match positive("ks")? {
                 n @ 1..=MAX_SPREAD_KEYSPACES => self.keyspaces = Some(n),
                 n => {
@@ -202,7 +210,7 @@ impl QuietkvKnobs {
             }
             other => {
                 return Err(format!(
-                    "unknown knob '{other}' (expected depth, wbuf, ra, nice, yield, pick, l0, wb, slice, bgdepth, warmauto, flush, small or ks)"
+                    "unknown knob '{other}' (expected depth, wbuf, ra, nice, yield, pick, l0, wb, slice, bgdepth, warmauto, warmwin, flush, small or ks)"
                 ))
             }
         }
@@ -248,6 +256,9 @@ impl QuietkvKnobs {
         if let Some(w) = self.warm_automatic {
             o.warm_automatic_compactions = w;
         }
+        if let Some(k) = self.warm_window_kib {
+            o.warm_window_bytes = k << 10;
+        }
         if let Some(p) = self.small_database_percent {
             o.small_database_share = f64::from(p) / 100.0;
         }
@@ -289,6 +300,9 @@ impl QuietkvKnobs {
         }
         if let Some(d) = self.background_io_depth {
             v.push(format!("background_io_depth {d}"));
+        }
+        if let Some(k) = self.warm_window_kib {
+            v.push(format!("warm_window_bytes {k} KiB"));
         }
         if let Some(p) = self.small_database_percent {
             v.push(format!("small_database_share {p}%"));
@@ -981,6 +995,10 @@ mod tests {
         let late = QuietkvConfig::parse("auto+l0=20/36").unwrap().options();
         assert_eq!((late.l0_slowdown_trigger, late.l0_stop_trigger), (20, 36));
         assert_eq!(plain.l0_slowdown_trigger, d.l0_slowdown_trigger);
+        let ww = QuietkvConfig::parse("auto+warmwin=512").unwrap().options();
+        assert_eq!(ww.warm_window_bytes, 512 << 10);
+        assert_eq!(plain.warm_window_bytes, d.warm_window_bytes);
+        assert!(QuietkvConfig::parse("auto+warmwin=2").is_err());
         let wb = QuietkvConfig::parse("auto+wb=0").unwrap().options();
         assert_eq!(wb.writeback_chunk_size, 0);
         assert_eq!(plain.writeback_chunk_size, d.writeback_chunk_size);

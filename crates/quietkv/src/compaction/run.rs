@@ -324,12 +324,6 @@ fn merge_job(
     Ok((outputs, read, written))
 }
 
-/// Hot ranges handed to readahead but not yet waited for, at most: enough to
-/// keep the device busy, without asking the kernel for a whole large
-/// compaction's hot set at once (in a tight cgroup, early readahead could be
-/// reclaimed before it is read back).
-const WARM_WINDOW_BYTES: u64 = 64 << 20;
-
 /// Puts the output blocks that hold keys which were hot in the inputs where
 /// user reads will look for them, before the outputs are installed (see
 /// [`super::warm`]): kernel readahead, waited for, for buffered user reads;
@@ -341,7 +335,11 @@ fn warm_outputs(inner: &Arc<Inner>, tables: &[Arc<TableReader>], hot: &HotProbe)
         return Ok(());
     }
     // The ranges of several outputs are in flight at once, so they overlap
-    // on the device; the oldest is waited for once the window is full.
+    // on the device; the oldest is waited for once the window
+    // (`warm_window_bytes`) is full. Never the whole hot set of a large
+    // compaction at once: in a tight cgroup, early readahead could be
+    // reclaimed before it is read back.
+    let window = inner.opts.warm_window_bytes;
     let wait = |table: &TableReader, offset: u64, len: u64| -> Result<()> {
         if inner.shutting_down.load(Ordering::Acquire) {
             return Err(Error::new(
@@ -364,7 +362,7 @@ fn warm_outputs(inner: &Arc<Inner>, tables: &[Arc<TableReader>], hot: &HotProbe)
             in_flight.push_back((table, offset, len));
             outstanding += len;
         }
-        while outstanding > WARM_WINDOW_BYTES {
+        while outstanding > window {
             let Some((t, offset, len)) = in_flight.pop_front() else {
                 break;
             };
