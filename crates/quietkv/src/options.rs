@@ -224,8 +224,8 @@ options! {
     /// Warming's reads sit on the device's queue ahead of any user read
     /// that misses the cache meanwhile: with an 8 GiB database, a 400 MiB
     /// scattered hot set in 1 GiB of memory and a full compaction held to
-    /// 700 MiB/s, a 64 MiB window had read p99 at 3.7 ms, 1 MiB at 1.4 ms,
-    /// for the same blocks warmed. At least 4 KiB. Default 1 MiB.
+    /// 700 MiB/s, a 64 MiB window had read p99 at 3.7 ms, 1 MiB at 1.4 to
+    /// 1.6 ms, for the same blocks warmed. At least 4 KiB. Default 1 MiB.
     warm_window_bytes: u64 = 1 << 20;
     /// Size past which the manifest is rewritten as one snapshot of the
     /// current state (a new file, switched to through CURRENT), so a
