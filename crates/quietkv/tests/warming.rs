@@ -240,3 +240,19 @@ fn scattered_hot_keys_warm_their_own_blocks_only() {
         warm.warmed_blocks
     );
 }
+
+#[test]
+fn scattered_hot_keys_warm_their_own_blocks_only_with_buffered_reads() {
+    // The same through the page cache, which answers per page: each 4 KiB
+    // value's block is a few bytes longer than a page, so a hot block's
+    // last page is the first of the cold block after it. Residency alone
+    // would warm both; the blocks user reads fetched say which was hot.
+    let Some(warm) = run(true, AccessMode::Buffered, 0, 4) else {
+        return;
+    };
+    assert!(
+        (HOT * 9 / 10..=HOT * 11 / 10).contains(&warm.warmed_blocks),
+        "warmed {} blocks for {HOT} scattered hot keys",
+        warm.warmed_blocks
+    );
+}

@@ -47,7 +47,7 @@ pub(crate) fn open_compaction_input(
     open_files.fetch_add(2, Ordering::Relaxed);
     let mut scanner = TableScanner::new(table, Box::new(ScanSource(seq)));
     if let Some(h) = hot {
-        scanner.note_hot_blocks(h.clone());
+        scanner.note_hot_blocks(h.clone(), h.user_reads(meta.number));
     }
     Ok(CountedScanner {
         scanner,

@@ -146,7 +146,10 @@ fn merge_job(
     let mut children: Vec<Box<dyn InternalIterator + Send>> = Vec::new();
     let hot = warm.then(|| {
         let cache = inner.table_cache.block_cache();
-        HotProbe::new(cache.is_enabled().then(|| Arc::clone(cache)))
+        HotProbe::new(
+            cache.is_enabled().then(|| Arc::clone(cache)),
+            Some(Arc::clone(&inner.table_cache)),
+        )
     });
     // Residency says "hot" only for tables not written through the cache.
     let bypassed = |class| {

@@ -9,7 +9,9 @@
 //! So, when warming is on, the compaction notes the key range of every input
 //! data block that was hot - in the block cache, or (for an input read with
 //! O_DIRECT, whose own reads cannot have put it there) in the page cache just
-//! before the compaction read it. Before the output is installed, each
+//! before the compaction read it and fetched by a user read since the table
+//! was opened (a page holds parts of two blocks, so residency alone would
+//! also count the cold neighbours of hot blocks). Before the output is installed, each
 //! output data block overlapping a hot range is read once through the user
 //! read path, which puts it where user reads will look for it: with
 //! buffered user reads, every hot range of every output is first handed to
@@ -23,7 +25,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::key::user_key;
-use crate::table::BlockCache;
+use crate::table::user_reads::UserReadMarks;
+use crate::table::{BlockCache, TableCache};
 
 /// Inclusive user-key ranges of hot input blocks.
 #[derive(Debug, Default)]
@@ -94,6 +97,10 @@ pub struct HotProbe {
     pub ranges: Arc<Mutex<HotRanges>>,
     /// The user reads' block cache, if any.
     pub block_cache: Option<Arc<BlockCache>>,
+    /// The user reads' table readers, which know which blocks they
+    /// fetched: a block found in the page cache is hot only if a user read
+    /// fetched it (see [`crate::table::user_reads`]).
+    pub table_cache: Option<Arc<TableCache>>,
     /// Whether page-cache residency of this input means "hot". Not for a
     /// table written through the page cache: a buffered flush or
     /// compaction left it all resident, used or not.
@@ -101,12 +108,21 @@ pub struct HotProbe {
 }
 
 impl HotProbe {
-    pub fn new(block_cache: Option<Arc<BlockCache>>) -> Self {
+    pub fn new(block_cache: Option<Arc<BlockCache>>, table_cache: Option<Arc<TableCache>>) -> Self {
         HotProbe {
             ranges: Arc::new(Mutex::new(HotRanges::default())),
             block_cache,
+            table_cache,
             page_cache: false,
         }
+    }
+
+    /// The blocks of table `number` user reads fetched, if its user reader
+    /// is open. Without a record (a table not read since the database
+    /// opened, or closed to stay within `max_open_tables`) page-cache
+    /// residency alone decides.
+    pub fn user_reads(&self, number: u64) -> Option<Arc<UserReadMarks>> {
+        self.table_cache.as_ref()?.user_reads(number)
     }
 
     /// The same probe, with page-cache residency counting or not.

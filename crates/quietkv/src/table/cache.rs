@@ -21,6 +21,7 @@ use crate::block_cache::Cache;
 use crate::error::Result;
 use crate::fileio::TableSource;
 use crate::filenames::table_path;
+use crate::table::user_reads::UserReadMarks;
 use crate::table::{BlockCache, ExpectedTable, TableReader};
 use crate::version::FileMeta;
 
@@ -135,6 +136,15 @@ impl TableCache {
     pub fn evict(&self, number: u64) {
         self.readers.erase_table(number);
         self.blocks.erase_table(number);
+    }
+
+    /// The data blocks user reads have fetched from table `number`, if it
+    /// is open for user reads (a table closed to stay within
+    /// `max_open_tables`, or never read, has no record).
+    pub fn user_reads(&self, number: u64) -> Option<Arc<UserReadMarks>> {
+        self.readers
+            .get(number, 0)
+            .map(|r| Arc::clone(r.user_reads()))
     }
 
     /// Table readers currently open.

@@ -36,6 +36,7 @@ pub mod properties;
 pub mod reader;
 pub mod scanner;
 pub mod source;
+pub mod user_reads;
 
 #[cfg(test)]
 mod tests;

@@ -15,6 +15,7 @@ use crate::table::format::{decode_block, BlockHandle, Footer, BLOCK_TRAILER_LEN,
 use crate::table::identity::ExpectedTable;
 use crate::table::properties::TableProperties;
 use crate::table::source::RandomSource;
+use crate::table::user_reads::UserReadMarks;
 
 /// One index entry: the last internal key of a data block and its handle.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,6 +44,9 @@ pub struct TableReader {
     /// keys (empty for most tables); read at open, like the index.
     range_dels: Vec<RangeTombstone>,
     file_size: u64,
+    /// Data blocks user reads have fetched through this reader (see
+    /// [`crate::table::user_reads`]).
+    user_reads: Arc<UserReadMarks>,
     _pin: Option<Reservation<Block>>,
 }
 
@@ -148,7 +152,9 @@ impl TableReader {
         .unwrap_or(footer_at);
         let index = Self::parse_index(index_block, data_end, &props)
             .map_err(at(&path, footer.index.offset))?;
+        let user_reads = Arc::new(UserReadMarks::new(index.len()));
         let pinned = index_and_filter_bytes(&index, filter.as_ref())
+            + user_reads.size()
             + range_dels
                 .iter()
                 .map(|t| std::mem::size_of::<RangeTombstone>() + t.begin.len() + t.end.len())
@@ -164,6 +170,7 @@ impl TableReader {
             props,
             range_dels,
             file_size,
+            user_reads,
             _pin: pin,
         })
     }
@@ -309,6 +316,11 @@ impl TableReader {
         Ok(index)
     }
 
+    /// The data blocks user reads have fetched through this reader.
+    pub fn user_reads(&self) -> &Arc<UserReadMarks> {
+        &self.user_reads
+    }
+
     pub fn table_id(&self) -> u64 {
         self.table_id
     }
@@ -404,9 +416,11 @@ impl TableReader {
         Ok(())
     }
 
-    /// Reads data block `idx` through the block cache (filling it).
+    /// Reads data block `idx` through the block cache (filling it), for a
+    /// user read or iterator.
     fn read_data_block(&self, idx: usize) -> Result<Arc<Block>> {
         let handle = self.handle(idx)?;
+        self.user_reads.mark(idx);
         if let Some(cache) = &self.cache {
             if let Some(b) = cache.get(self.table_id, handle.offset) {
                 return Ok(b);

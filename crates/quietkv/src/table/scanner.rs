@@ -15,6 +15,7 @@ use crate::table::block::Block;
 use crate::table::block::BlockIter;
 use crate::table::reader::{BlockFetch, TableReader, TwoLevel};
 use crate::table::source::SeqSource;
+use crate::table::user_reads::UserReadMarks;
 
 struct SeqFetch {
     source: Box<dyn SeqSource>,
@@ -26,6 +27,10 @@ struct SeqFetch {
     last: Option<(usize, Arc<Block>)>,
     /// Notes the key ranges of blocks that were hot, when warming is on.
     hot: Option<HotProbe>,
+    /// The blocks user reads fetched from this table, when known: a block
+    /// in the page cache that no user read fetched is there only because
+    /// it shares a page with one that was.
+    user_reads: Option<Arc<UserReadMarks>>,
 }
 
 impl BlockFetch for SeqFetch {
@@ -63,8 +68,9 @@ impl BlockFetch for SeqFetch {
             if self.next_idx > idx {
                 let b = Arc::new(table.parse_data_block(handle, disk)?);
                 if let Some(hot) = &self.hot {
+                    let fetched = self.user_reads.as_ref().is_none_or(|m| m.is_marked(idx));
                     if hot.in_block_cache(table.table_id(), handle.offset)
-                        || self.source.was_cached(handle.offset, handle.size)
+                        || (fetched && self.source.was_cached(handle.offset, handle.size))
                     {
                         // A block may begin with older versions of the
                         // previous block's last user key; reads of that key
@@ -114,14 +120,19 @@ impl TableScanner {
                     pos: 0,
                     last: None,
                     hot: None,
+                    user_reads: None,
                 },
             ),
         }
     }
 
-    /// Notes hot blocks into `probe` as they are read (see [`crate::compaction::warm`]).
-    pub fn note_hot_blocks(&mut self, probe: HotProbe) {
-        self.inner.fetch_mut().hot = Some(probe);
+    /// Notes hot blocks into `probe` as they are read (see
+    /// [`crate::compaction::warm`]); `user_reads`, when known, says which
+    /// blocks user reads fetched.
+    pub fn note_hot_blocks(&mut self, probe: HotProbe, user_reads: Option<Arc<UserReadMarks>>) {
+        let fetch = self.inner.fetch_mut();
+        fetch.hot = Some(probe);
+        fetch.user_reads = user_reads;
     }
 
     /// Index of the data block the scanner is in.
