@@ -221,6 +221,19 @@ fn merge_job(
     it.seek_to_first()?;
 
     let mut outputs: Vec<FileMeta> = Vec::new();
+    // Each output is opened for user reads as soon as it is written, so
+    // no user read waits for its index and filter after the install (see
+    // `TableCache::open_ahead`). One at a time, as they come: opening a
+    // slice's outputs together at its end read all their indexes in one
+    // burst, and user reads that missed the cache queued behind it.
+    let mut opened: Vec<Arc<TableReader>> = Vec::new();
+    let open_ahead = |out: &FileMeta, opened: &mut Vec<Arc<TableReader>>| -> Result<()> {
+        opened.extend(inner.table_cache.open_output(out)?);
+        if mode.is_some() {
+            inner.counters.record_small_database_cached_table();
+        }
+        Ok(())
+    };
     let mut current: Option<(u64, TableBuilder<TableFile>)> = None;
     let mut last_user_key: Vec<u8> = Vec::new();
     let mut cutter = OutputCutter::new(&job.grandparent_bounds, job.max_output_file_size);
@@ -270,6 +283,7 @@ fn merge_job(
                     builder.add_range_tombstone(&t)?;
                 }
                 outputs.push(finish_output(number, builder)?);
+                open_ahead(outputs.last().expect("just pushed"), &mut opened)?;
             }
             if current.is_none() {
                 current = Some(new_output()?);
@@ -290,17 +304,9 @@ fn merge_job(
                 builder.add_range_tombstone(&t)?;
             }
             outputs.push(finish_output(number, builder)?);
+            open_ahead(outputs.last().expect("just pushed"), &mut opened)?;
         }
         inner.env.sync_dir()?;
-        // Before install, so no user read waits for an output's index and
-        // filter (see `TableCache::open_ahead`).
-        let mut opened = Vec::with_capacity(outputs.len());
-        for out in &outputs {
-            opened.extend(inner.table_cache.open_output(out)?);
-            if mode.is_some() {
-                inner.counters.record_small_database_cached_table();
-            }
-        }
         if let Some(hot) = &hot {
             warm_outputs(inner, &opened, hot)?;
         }
@@ -359,18 +365,31 @@ fn warm_outputs(inner: &Arc<Inner>, tables: &[Arc<TableReader>], hot: &HotProbe)
             table.index().iter().map(|e| e.last_key.as_slice()),
             &mut ranges,
         );
-        let warming = table.start_warming(&idxs)?;
-        inner.counters.record_warming(warming.blocks, warming.bytes);
-        for (offset, len) in warming.in_flight {
-            in_flight.push_back((table, offset, len));
-            outstanding += len;
-        }
-        while outstanding > window {
-            let Some((t, offset, len)) = in_flight.pop_front() else {
-                break;
-            };
-            wait(t, offset, len)?;
-            outstanding -= len;
+        // A table's hot blocks go to readahead a window at a time too: one
+        // table of a large compaction can hold thousands of scattered hot
+        // blocks, each its own device request, and a user read that misses
+        // the cache queues behind every one in flight.
+        let mut rest = idxs.as_slice();
+        while !rest.is_empty() {
+            let index = table.index();
+            let sizes = rest
+                .iter()
+                .map(|&i| index.get(i).map_or(0, |e| e.handle.size));
+            let n = blocks_within(sizes, window);
+            let warming = table.start_warming(&rest[..n])?;
+            rest = &rest[n..];
+            inner.counters.record_warming(warming.blocks, warming.bytes);
+            for (offset, len) in warming.in_flight {
+                in_flight.push_back((table, offset, len));
+                outstanding += len;
+            }
+            while outstanding > window {
+                let Some((t, offset, len)) = in_flight.pop_front() else {
+                    break;
+                };
+                wait(t, offset, len)?;
+                outstanding -= len;
+            }
         }
     }
     for (t, offset, len) in in_flight {
@@ -379,8 +398,39 @@ fn warm_outputs(inner: &Arc<Inner>, tables: &[Arc<TableReader>], hot: &HotProbe)
     Ok(())
 }
 
+/// How many blocks of the given sizes, from the first, fit in `window`
+/// bytes; at least one, however large.
+fn blocks_within(sizes: impl IntoIterator<Item = u64>, window: u64) -> usize {
+    let mut bytes = 0u64;
+    let n = sizes
+        .into_iter()
+        .take_while(|&size| {
+            bytes = bytes.saturating_add(size);
+            bytes <= window
+        })
+        .count();
+    n.max(1)
+}
+
 fn finish_output(number: u64, builder: TableBuilder<TableFile>) -> Result<FileMeta> {
     let (summary, sink) = builder.finish()?;
     sink.0.finish(true)?;
     Ok(meta_from(number, &summary))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::blocks_within;
+
+    #[test]
+    fn warming_hands_readahead_a_window_of_blocks_at_a_time() {
+        // Blocks of a 4 KiB value are a few bytes longer than a page.
+        let sizes = [4_100u64; 10];
+        assert_eq!(blocks_within(sizes, 16 << 10), 3);
+        assert_eq!(blocks_within(sizes, 1 << 20), 10);
+        assert_eq!(blocks_within(sizes, 4_100), 1);
+        // A block larger than the window still goes, alone.
+        assert_eq!(blocks_within([1 << 20, 4_100], 64 << 10), 1);
+        assert_eq!(blocks_within([u64::MAX, 1], 4096), 1);
+    }
 }
