@@ -249,11 +249,18 @@ impl Inner {
     /// writes are slowed or frozen memtables wait), else the short
     /// `background_io_depth`, so user reads that miss the cache wait behind
     /// little background I/O at the device.
+    ///
+    /// A full compaction held to a rate limit does not hurry: the limit,
+    /// not the depth, sets its pace, and more requests in flight only make
+    /// its bursts deeper (after each pause the limiter lets 100 ms of
+    /// budget go at once). With an 8 GiB database held to 700 MiB/s,
+    /// depth 4 had read p99.9 at 6.5 ms, depth 1 at 1.6 ms (3 runs each).
     pub(crate) fn background_depth(&self, st: &State, hurry: bool) -> usize {
         let behind = st.trees.iter().any(|t| {
             t.imms.len() > 1 || write_pressure(&t.version, &self.popts) != WriteStall::None
         });
-        if hurry || behind {
+        let limited = self.env.rate_limiter().bytes_per_sec() > 0;
+        if wants_full_depth(hurry, behind, limited) {
             self.opts.io_depth
         } else {
             self.opts.background_io_depth
@@ -280,5 +287,29 @@ impl Inner {
     /// when recycling is on.
     pub(crate) fn wal_writer(&self, file: LogFile, number: u64) -> LogWriter<LogFile> {
         new_wal_writer(&self.opts, file, number, self.db_id)
+    }
+}
+
+/// Whether background work gets `io_depth` requests in flight rather than
+/// `background_io_depth` (see [`Inner::background_depth`]): when the tree
+/// is behind the writes, always; a full compaction, only when no rate
+/// limit sets its pace.
+fn wants_full_depth(hurry: bool, behind: bool, rate_limited: bool) -> bool {
+    behind || (hurry && !rate_limited)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wants_full_depth;
+
+    #[test]
+    fn a_rate_limited_full_compaction_keeps_the_short_depth() {
+        // A full compaction hurries unless a rate limit paces it.
+        assert!(wants_full_depth(true, false, false));
+        assert!(!wants_full_depth(true, false, true));
+        // Falling behind the writes hurries whatever the limit.
+        assert!(wants_full_depth(false, true, true));
+        assert!(wants_full_depth(true, true, true));
+        assert!(!wants_full_depth(false, false, false));
     }
 }
