@@ -276,10 +276,10 @@ pub fn index(data: &[u8]) {
         assert!(e.handle.size >= BLOCK_TRAILER_LEN as u64);
         next = e.handle.end().expect("bounded handle");
         assert!(next <= data_end);
-        parse_internal_key(&e.last_key).expect("index keys are internal keys");
+        parse_internal_key(e.last_key).expect("index keys are internal keys");
         if i > 0 {
             assert_eq!(
-                compare_internal(&index[i - 1].last_key, &e.last_key),
+                compare_internal(index.last_key(i - 1), e.last_key),
                 Ordering::Less
             );
         }

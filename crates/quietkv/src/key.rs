@@ -73,6 +73,47 @@ pub fn seek_key(user_key: &[u8], snapshot: SeqNo) -> Vec<u8> {
     make_internal_key(user_key, snapshot, ValueKind::MAX)
 }
 
+/// How long a point read's seek key may be and still stay on the stack:
+/// user keys up to 56 bytes, which covers most keys people use.
+const INLINE_SEEK_KEY: usize = 64;
+
+/// The key a point read seeks to in a table (see [`seek_key`]), built
+/// without a heap allocation for short user keys: a get probes one table
+/// per level, and each probe would otherwise allocate and free its own.
+pub struct SeekKey {
+    inline: [u8; INLINE_SEEK_KEY],
+    len: usize,
+    /// Used only for a user key too long for `inline`.
+    heap: Vec<u8>,
+}
+
+impl SeekKey {
+    pub fn new(user_key: &[u8], snapshot: SeqNo) -> SeekKey {
+        let len = user_key.len() + TRAILER_LEN;
+        let trailer = pack_trailer(snapshot, ValueKind::MAX).to_le_bytes();
+        let mut key = SeekKey {
+            inline: [0; INLINE_SEEK_KEY],
+            len,
+            heap: Vec::new(),
+        };
+        if len <= INLINE_SEEK_KEY {
+            key.inline[..user_key.len()].copy_from_slice(user_key);
+            key.inline[user_key.len()..len].copy_from_slice(&trailer);
+        } else {
+            key.heap = seek_key(user_key, snapshot);
+        }
+        key
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        if self.len <= INLINE_SEEK_KEY {
+            &self.inline[..self.len]
+        } else {
+            &self.heap
+        }
+    }
+}
+
 /// Parses an internal key; bytes from disk that are too short or carry an
 /// unknown kind are corruption, never a panic.
 pub fn parse_internal_key(ikey: &[u8]) -> Result<ParsedKey<'_>> {
@@ -182,6 +223,23 @@ mod tests {
         let old = make_internal_key(b"k", 5, ValueKind::Put);
         let new = make_internal_key(b"k", 9, ValueKind::Delete);
         assert_eq!(compare_internal(&new, &old), Ordering::Less);
+        for len in [
+            0,
+            1,
+            16,
+            INLINE_SEEK_KEY - TRAILER_LEN,
+            INLINE_SEEK_KEY - TRAILER_LEN + 1,
+            300,
+        ] {
+            let user_key: Vec<u8> = (0..len).map(|i| i as u8).collect();
+            for snapshot in [0, 7, MAX_SEQ] {
+                assert_eq!(
+                    SeekKey::new(&user_key, snapshot).as_slice(),
+                    &seek_key(&user_key, snapshot)[..],
+                    "user key of {len} bytes at {snapshot}"
+                );
+            }
+        }
         let seek = seek_key(b"k", 9);
         assert_ne!(compare_internal(&seek, &new), Ordering::Greater);
         let seek = seek_key(b"k", 6);

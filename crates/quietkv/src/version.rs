@@ -674,23 +674,26 @@ impl Version {
     }
 
     /// Files that may hold `ukey`, in search order: overlapping L0 files
-    /// newest first, then at most one file per deeper level.
-    pub fn files_for_get(&self, ukey: &[u8]) -> Vec<(usize, Arc<FileMeta>)> {
-        let mut out: Vec<(usize, Arc<FileMeta>)> = self.levels[0]
+    /// newest first, then at most one file per deeper level. Lazy, and
+    /// borrowing: a point read usually stops at the first table that holds
+    /// its key, so deeper levels are not searched and nothing is allocated.
+    pub fn files_for_get<'a>(
+        &'a self,
+        ukey: &'a [u8],
+    ) -> impl Iterator<Item = (usize, &'a Arc<FileMeta>)> + 'a {
+        let l0 = self.levels[0]
             .iter()
-            .filter(|f| f.contains_user_key(ukey))
-            .map(|f| (0, f.clone()))
-            .collect();
-        for level in 1..NUM_LEVELS {
+            .filter(move |f| f.contains_user_key(ukey))
+            .map(|f| (0, f));
+        let deeper = (1..NUM_LEVELS).filter_map(move |level| {
             let files = &self.levels[level];
             let i = files.partition_point(|f| f.largest_user_key() < ukey);
-            if let Some(f) = files.get(i) {
-                if f.smallest_user_key() <= ukey {
-                    out.push((level, f.clone()));
-                }
-            }
-        }
-        out
+            files
+                .get(i)
+                .filter(|f| f.smallest_user_key() <= ukey)
+                .map(|f| (level, f))
+        });
+        l0.chain(deeper)
     }
 
     /// Whether any file of a level deeper than `level` overlaps `[begin, end]`.
@@ -1055,19 +1058,11 @@ pub(crate) mod tests {
         );
         assert_eq!(numbers(&v.overlapping_files(2, None, None)), vec![5, 6, 7]);
 
-        let get: Vec<(usize, u64)> = v
-            .files_for_get(b"c")
-            .iter()
-            .map(|(l, f)| (*l, f.number))
-            .collect();
+        let get: Vec<(usize, u64)> = v.files_for_get(b"c").map(|(l, f)| (l, f.number)).collect();
         assert_eq!(get, vec![(0, 2), (0, 1), (2, 5)]);
-        let get: Vec<(usize, u64)> = v
-            .files_for_get(b"i")
-            .iter()
-            .map(|(l, f)| (*l, f.number))
-            .collect();
+        let get: Vec<(usize, u64)> = v.files_for_get(b"i").map(|(l, f)| (l, f.number)).collect();
         assert_eq!(get, vec![(2, 7)]);
-        assert!(v.files_for_get(b"k").is_empty());
+        assert!(v.files_for_get(b"k").next().is_none());
         assert!(v.has_overlap_below(0, Some(b"i"), Some(b"i")));
         assert!(!v.has_overlap_below(2, None, None));
     }

@@ -1105,7 +1105,6 @@ mod tests {
         for (&k, &seq) in model {
             let found = v
                 .files_for_get(&ukey(k))
-                .iter()
                 .find_map(|(_, f)| contents[&f.number].get(&k).copied());
             assert_eq!(found, Some(seq), "key {k}");
         }

@@ -361,10 +361,7 @@ fn warm_outputs(inner: &Arc<Inner>, tables: &[Arc<TableReader>], hot: &HotProbe)
     let mut in_flight: VecDeque<(&TableReader, u64, u64)> = VecDeque::new();
     let mut outstanding = 0u64;
     for table in tables {
-        let idxs = hot_blocks(
-            table.index().iter().map(|e| e.last_key.as_slice()),
-            &mut ranges,
-        );
+        let idxs = hot_blocks(table.index().iter().map(|e| e.last_key), &mut ranges);
         // A table's hot blocks go to readahead a window at a time too: one
         // table of a large compaction can hold thousands of scattered hot
         // blocks, each its own device request, and a user read that misses
@@ -372,9 +369,7 @@ fn warm_outputs(inner: &Arc<Inner>, tables: &[Arc<TableReader>], hot: &HotProbe)
         let mut rest = idxs.as_slice();
         while !rest.is_empty() {
             let index = table.index();
-            let sizes = rest
-                .iter()
-                .map(|&i| index.get(i).map_or(0, |e| e.handle.size));
+            let sizes = rest.iter().map(|&i| index.handle(i).map_or(0, |h| h.size));
             let n = blocks_within(sizes, window);
             let warming = table.start_warming(&rest[..n])?;
             rest = &rest[n..];

@@ -80,7 +80,7 @@ pub(crate) fn approximate_size_of(
             }
             let table = table_cache.get(&f)?;
             let from = lower.map_or(0, |l| offset_of(&table, l));
-            let to = upper.map_or(data_end(&table), |u| offset_of(&table, u));
+            let to = upper.map_or(table.index().data_end(), |u| offset_of(&table, u));
             bytes += to.saturating_sub(from);
         }
     }
@@ -91,14 +91,6 @@ pub(crate) fn approximate_size_of(
 /// block whose last key is at or after `key`; the end of the data if none.
 fn offset_of(table: &TableReader, key: &[u8]) -> u64 {
     let index = table.index();
-    let i = index.partition_point(|e| user_key(&e.last_key) < key);
-    index.get(i).map_or(data_end(table), |e| e.handle.offset)
-}
-
-/// The end of the table's last data block.
-fn data_end(table: &TableReader) -> u64 {
-    table
-        .index()
-        .last()
-        .map_or(0, |e| e.handle.offset + e.handle.size)
+    let i = index.partition_point(|last_key| user_key(last_key) < key);
+    index.handle(i).map_or(index.data_end(), |h| h.offset)
 }

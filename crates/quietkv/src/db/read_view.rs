@@ -164,7 +164,7 @@ fn newest_entry<'a>(
         }
     }
     for (_, file) in sv.version.files_for_get(key) {
-        let table = table_cache.get(&file)?;
+        let table = table_cache.get(file)?;
         tomb = tomb.max(table.range_del_seq(key, seq));
         if let Some((kind, found_seq, value)) = table.get_entry(key, seq)? {
             return Ok(Some((kind, found_seq, Found::Table(value), tomb)));
@@ -192,7 +192,7 @@ pub(crate) fn latest_seq(
         }
     }
     for (_, file) in sv.version.files_for_get(key) {
-        let table = table_cache.get(&file)?;
+        let table = table_cache.get(file)?;
         if let Some(seq) = table.latest_seq(key)? {
             return Ok(Some(seq));
         }

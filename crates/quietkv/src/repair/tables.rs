@@ -98,7 +98,7 @@ pub(super) fn salvage(
         for t in table.range_tombstones() {
             out.builder.add_range_tombstone(t)?;
         }
-        for entry in table.index() {
+        for entry in table.index().iter() {
             match read_block(&source, &table, entry.handle, &last) {
                 Ok(entries) => {
                     for (k, v) in &entries {

@@ -25,6 +25,7 @@
 //! [`TableCache`] keeps the readers of user reads open, bounded in number.
 
 pub mod block;
+pub mod block_index;
 pub mod builder;
 mod cache;
 pub mod filter;

@@ -7,22 +7,16 @@ use std::sync::Arc;
 use crate::block_cache::Reservation;
 use crate::error::{Error, ErrorKind, Result};
 use crate::iter::InternalIterator;
-use crate::key::{compare_internal, parse_internal_key, seek_key, SeqNo, ValueKind, MAX_SEQ};
+use crate::key::{compare_internal, parse_internal_key, SeekKey, SeqNo, ValueKind, MAX_SEQ};
 use crate::range_tombstone::{covering_seq, RangeTombstone};
 use crate::table::block::{Block, BlockCache, BlockIter, BlockValue};
+use crate::table::block_index::BlockIndex;
 use crate::table::filter::BloomFilter;
 use crate::table::format::{decode_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
 use crate::table::identity::ExpectedTable;
 use crate::table::properties::TableProperties;
 use crate::table::source::RandomSource;
 use crate::table::user_reads::UserReadMarks;
-
-/// One index entry: the last internal key of a data block and its handle.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IndexEntry {
-    pub last_key: Vec<u8>,
-    pub handle: BlockHandle,
-}
 
 /// An open table: footer, index, filter and properties live in memory;
 /// data blocks are read on demand (through the block cache if any).
@@ -37,7 +31,7 @@ pub struct TableReader {
     source: Arc<dyn RandomSource>,
     table_id: u64,
     cache: Option<Arc<BlockCache>>,
-    index: Vec<IndexEntry>,
+    index: BlockIndex,
     filter: Option<BloomFilter>,
     props: TableProperties,
     /// The table's range tombstones, in internal-key order of their first
@@ -73,12 +67,8 @@ fn at(path: &Path, offset: u64) -> impl Fn(Error) -> Error + '_ {
 }
 
 /// Heap and inline bytes of a parsed index and filter.
-fn index_and_filter_bytes(index: &[IndexEntry], filter: Option<&BloomFilter>) -> usize {
-    let entries: usize = index
-        .iter()
-        .map(|e| std::mem::size_of::<IndexEntry>() + e.last_key.capacity())
-        .sum();
-    entries + filter.map_or(0, |f| f.size())
+fn index_and_filter_bytes(index: &BlockIndex, filter: Option<&BloomFilter>) -> usize {
+    index.memory_bytes() + filter.map_or(0, |f| f.size())
 }
 
 /// Output blocks being warmed (see [`TableReader::start_warming`]).
@@ -270,10 +260,10 @@ impl TableReader {
         block: Block,
         data_end: u64,
         props: &TableProperties,
-    ) -> Result<Vec<IndexEntry>> {
+    ) -> Result<BlockIndex> {
         let mut it = BlockIter::new(Arc::new(block));
         it.seek_to_first()?;
-        let mut index: Vec<IndexEntry> = Vec::new();
+        let mut index = BlockIndex::default();
         let mut expected_offset = 0u64;
         while it.valid() {
             let handle = BlockHandle::decode_varint(it.value())?;
@@ -290,22 +280,20 @@ impl TableReader {
                 )));
             }
             if let Some(prev) = index.last() {
-                if compare_internal(&prev.last_key, it.key()) != Ordering::Less {
+                if compare_internal(prev.last_key, it.key()) != Ordering::Less {
                     return Err(Error::corruption("index keys are not increasing"));
                 }
             }
             expected_offset = handle.offset + handle.size;
-            index.push(IndexEntry {
-                last_key: it.key().to_vec(),
-                handle,
-            });
+            index.push(it.key(), handle)?;
             it.next()?;
         }
+        index.shrink_to_fit();
         let consistent = index.len() as u64 == props.num_data_blocks
             && expected_offset == props.data_size
             && (index.is_empty() == (props.num_entries == 0))
             && match index.last() {
-                Some(e) => e.last_key == props.largest_key,
+                Some(e) => e.last_key == props.largest_key.as_slice(),
                 None => true,
             };
         if !consistent {
@@ -341,7 +329,7 @@ impl TableReader {
     }
 
     /// The in-memory index, one entry per data block in file order.
-    pub fn index(&self) -> &[IndexEntry] {
+    pub fn index(&self) -> &BlockIndex {
         &self.index
     }
 
@@ -444,11 +432,9 @@ impl TableReader {
     }
 
     fn handle(&self, idx: usize) -> Result<BlockHandle> {
-        Ok(self
-            .index
-            .get(idx)
-            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "data block index out of range"))?
-            .handle)
+        self.index
+            .handle(idx)
+            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "data block index out of range"))
     }
 
     /// Reads, verifies and decodes a block, and adds it to the block cache.
@@ -477,7 +463,7 @@ impl TableReader {
     /// Index of the first data block whose last key is >= `target`.
     fn find_block(&self, target: &[u8]) -> usize {
         self.index
-            .partition_point(|e| compare_internal(&e.last_key, target) == Ordering::Less)
+            .partition_point(|last_key| compare_internal(last_key, target) == Ordering::Less)
     }
 
     /// The newest entry for `user_key` with seq <= `snapshot`.
@@ -525,13 +511,14 @@ impl TableReader {
         if !self.may_contain(user_key) {
             return Ok(None);
         }
-        let target = seek_key(user_key, snapshot.min(MAX_SEQ));
-        let mut idx = self.find_block(&target);
+        let target = SeekKey::new(user_key, snapshot.min(MAX_SEQ));
+        let target = target.as_slice();
+        let mut idx = self.find_block(target);
         while idx < self.index.len() {
-            let offset = self.index[idx].handle.offset;
+            let offset = self.handle(idx)?.offset;
             let ctx = at(self.source.path(), offset);
             let mut it = BlockIter::new(self.read_data_block(idx)?);
-            it.seek(&target).map_err(&ctx)?;
+            it.seek(target).map_err(&ctx)?;
             if it.valid() {
                 let p = parse_internal_key(it.key()).map_err(&ctx)?;
                 if p.user_key == user_key {
@@ -598,8 +585,8 @@ impl<F: BlockFetch> TwoLevel<F> {
         let offset = self
             .table
             .index
-            .get(self.block_idx)
-            .map_or(0, |e| e.handle.offset);
+            .handle(self.block_idx)
+            .map_or(0, |h| h.offset);
         at(self.table.path(), offset)
     }
 

@@ -49,9 +49,8 @@ impl BlockFetch for SeqFetch {
         while self.next_idx <= idx {
             let handle = table
                 .index()
-                .get(self.next_idx)
-                .ok_or_else(|| Error::invalid("data block index out of range"))?
-                .handle;
+                .handle(self.next_idx)
+                .ok_or_else(|| Error::invalid("data block index out of range"))?;
             if handle.offset != self.pos {
                 return Err(Error::corruption(format!(
                     "data block {} starts at offset {} but the previous block ended at {}",
@@ -78,7 +77,7 @@ impl BlockFetch for SeqFetch {
                         // after it (see `compaction::warm::hot_blocks`).
                         let after = idx
                             .checked_sub(1)
-                            .map(|p| user_key(&table.index()[p].last_key));
+                            .map(|p| user_key(table.index().last_key(p)));
                         let mut it = BlockIter::new(Arc::clone(&b));
                         let at = |e: Error| e.with_file(table.path()).with_offset(handle.offset);
                         it.seek_to_first().map_err(at)?;
@@ -86,7 +85,7 @@ impl BlockFetch for SeqFetch {
                             it.next().map_err(at)?;
                         }
                         if it.valid() {
-                            hot.note(it.key(), &table.index()[idx].last_key);
+                            hot.note(it.key(), table.index().last_key(idx));
                         }
                     }
                 }
