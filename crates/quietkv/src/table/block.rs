@@ -209,11 +209,19 @@ fn decode_header(block: &Block, at: usize) -> Result<EntryHeader> {
     let rest = entries
         .get(at..)
         .ok_or_else(|| Error::corruption(format!("entry offset {at} is outside the block")))?;
-    let mut d = Decoder::new(rest, "block entry");
-    let shared = d.varint()?;
-    let unshared = d.varint()?;
-    let value_len = d.varint()?;
-    let header_len = rest.len() - d.remaining();
+    // Most entries' three lengths are each below 128, one byte apiece: a
+    // point read decodes about half a restart interval of headers, so
+    // this path skips the general varint decoder for them.
+    let (shared, unshared, value_len, header_len) = match rest {
+        [s, u, v, ..] if (s | u | v) & 0x80 == 0 => (*s as u64, *u as u64, *v as u64, 3),
+        _ => {
+            let mut d = Decoder::new(rest, "block entry");
+            let shared = d.varint()?;
+            let unshared = d.varint()?;
+            let value_len = d.varint()?;
+            (shared, unshared, value_len, rest.len() - d.remaining())
+        }
+    };
     let to_usize = |v: u64| usize::try_from(v).ok();
     let bad = || {
         Error::corruption(format!(
