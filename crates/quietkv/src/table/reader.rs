@@ -264,10 +264,11 @@ impl TableReader {
         let mut it = BlockIter::new(Arc::new(block));
         it.seek_to_first()?;
         let mut index = BlockIndex::default();
-        let mut expected_offset = 0u64;
         while it.valid() {
             let handle = BlockHandle::decode_varint(it.value())?;
             parse_internal_key(it.key())?;
+            // Blocks are contiguous: each starts where the index's data ends so far.
+            let expected_offset = index.data_end();
             if handle.offset != expected_offset
                 || handle.size < BLOCK_TRAILER_LEN as u64
                 || handle.end().filter(|&e| e <= data_end).is_none()
@@ -284,13 +285,12 @@ impl TableReader {
                     return Err(Error::corruption("index keys are not increasing"));
                 }
             }
-            expected_offset = handle.offset + handle.size;
             index.push(it.key(), handle)?;
             it.next()?;
         }
         index.shrink_to_fit();
         let consistent = index.len() as u64 == props.num_data_blocks
-            && expected_offset == props.data_size
+            && index.data_end() == props.data_size
             && (index.is_empty() == (props.num_entries == 0))
             && match index.last() {
                 Some(e) => e.last_key == props.largest_key.as_slice(),
