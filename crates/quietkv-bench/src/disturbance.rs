@@ -20,6 +20,10 @@
 //!   a virtual CPU of this machine was ready;
 //! * **other processes' CPU** (`/proc/PID/stat` of every user process but
 //!   the run's own two): another program on this machine;
+//! * **the disk stalled** (`/sys/block/DEV/stat`, polled every 10 ms;
+//!   see [`crate::device_stall`]): the device held requests and completed
+//!   none for longer than a quiet machine ever shows, so the host's
+//!   storage, not the engine's work, kept the readers waiting;
 //! * **a baseline far off** the same mode's other clean runs: the baseline
 //!   phase runs the same reads with no background work, so a baseline p99
 //!   several times its usual says the machine, not the mode, was slow.
@@ -47,6 +51,15 @@ pub const MAX_STEAL_MS_PER_S: f64 = 200.0;
 /// what a quiet machine shows.
 pub const MAX_OTHER_CPU_MS_PER_S: f64 = 100.0;
 
+/// A device stall longer than this (ms: requests in flight, none
+/// completed) in a phase disturbs a run. Measured on the development VM
+/// (docs/results/2026-11-27-device-stalls): quiet runs of quick and full
+/// E1 showed 0-61 ms; runs the host disturbed showed 245-1,420 ms, and in
+/// each of them the slowest read waited as long as the stall. One
+/// buffered run among ten quiet ones showed 183 ms, its reads a third
+/// slower than its two siblings'. 100 ms keeps every quiet run.
+pub const MAX_DEVICE_STALL_MS: f64 = 100.0;
+
 /// A baseline p99 more than this many times the median of the same mode's
 /// other clean runs disturbs a run (judged once two other clean runs
 /// exist). The baseline phase reads with no background work, so it should
@@ -60,6 +73,7 @@ pub const MAX_BASELINE_FACTOR: f64 = 4.0;
 pub struct Rule {
     pub max_steal_ms_per_s: f64,
     pub max_other_cpu_ms_per_s: f64,
+    pub max_device_stall_ms: f64,
     pub max_baseline_factor: f64,
     /// Keep disturbed runs among the runs (noted), for smoke tests of the
     /// report on a busy machine; never for figures.
@@ -71,6 +85,7 @@ impl Default for Rule {
         Rule {
             max_steal_ms_per_s: MAX_STEAL_MS_PER_S,
             max_other_cpu_ms_per_s: MAX_OTHER_CPU_MS_PER_S,
+            max_device_stall_ms: MAX_DEVICE_STALL_MS,
             max_baseline_factor: MAX_BASELINE_FACTOR,
             keep_disturbed: false,
         }
@@ -123,6 +138,14 @@ impl Rule {
                 why.push(format!(
                     "other processes used {o:.0} ms/s of CPU in the {name} phase (limit {:.0})",
                     self.max_other_cpu_ms_per_s
+                ));
+            }
+        }
+        if let Some(ms) = p.kernel.device_longest_stall_ms {
+            if ms > self.max_device_stall_ms {
+                why.push(format!(
+                    "the disk held requests and completed none for {ms:.0} ms in the {name} phase (limit {:.0}): the host's storage stalled",
+                    self.max_device_stall_ms
                 ));
             }
         }
@@ -246,6 +269,22 @@ mod tests {
         let why = r.reasons(&run(0.0, 0.0, 2800.0), &[400.0, 500.0, 600.0]);
         assert_eq!(why.len(), 1, "{why:?}");
         assert!(why[0].contains("5.6x the median"), "{why:?}");
+    }
+
+    #[test]
+    fn a_stalled_disk_disturbs() {
+        let r = Rule::default();
+        let mut quiet = run(0.0, 0.0, 500.0);
+        quiet.measured.kernel.device_longest_stall_ms = Some(r.max_device_stall_ms);
+        assert!(r.reasons(&quiet, &[]).is_empty(), "at the limit is quiet");
+        let mut stalled = run(0.0, 0.0, 500.0);
+        stalled.measured.kernel.device_longest_stall_ms = Some(320.0);
+        let why = r.reasons(&stalled, &[]);
+        assert_eq!(why.len(), 1, "{why:?}");
+        assert!(
+            why[0].contains("completed none for 320 ms in the measured phase"),
+            "{why:?}"
+        );
     }
 
     #[test]

@@ -49,6 +49,7 @@ pub mod campaign;
 pub mod cgroup;
 pub mod closed_loop;
 pub mod cpu;
+pub mod device_stall;
 pub mod disturbance;
 pub mod engines;
 pub mod experiments;

@@ -347,6 +347,8 @@ impl RunResult {
         opt("system_cpu.iowait_s", k.system_iowait_s);
         opt("steal_ms_per_s", k.steal_ms_per_s);
         opt("other_cpu_ms_per_s", k.other_cpu_ms_per_s);
+        opt("device.longest_stall_ms", k.device_longest_stall_ms);
+        opt("device.stalled_ms_per_s", k.device_stalled_ms_per_s);
         if let Some(d) = &k.device {
             for (key, v) in [
                 ("r_await_ms", d.r_await_ms),

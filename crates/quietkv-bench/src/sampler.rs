@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::cpu::{read_cpuacct, read_system_cpu, CpuSource, CpuTimes, SystemCpuTicks};
+use crate::device_stall::{phase_stalls, DeviceStalls, DeviceWatch};
 use crate::metrics::{
     clock_ticks_per_sec, device_rates, read_block_stat, read_memory_stat, read_psi, read_self_cpu,
     read_vmstat, BlockStat, DeviceRates, MemoryStat, ProcCpu, ProcIo, Psi, Vmstat,
@@ -64,6 +65,10 @@ pub struct Sample {
     /// `metrics::read_other_processes_cpu_ticks`).
     #[serde(default)]
     pub other_cpu_ticks: Option<u64>,
+    /// The device's stalls so far (see `device_stall`), when its counters
+    /// can be read.
+    #[serde(default)]
+    pub device_stalls: Option<DeviceStalls>,
     #[serde(default)]
     pub extra: serde_json::Value,
 }
@@ -79,6 +84,8 @@ pub struct Sampler {
     cfg: SamplerConfig,
     start: Instant,
     extra: Option<ExtraFn>,
+    /// Polls the device between samples, for stalls no sample would see.
+    watch: Option<Arc<DeviceWatch>>,
     shared: Arc<(Mutex<Shared>, Condvar)>,
     /// Held while a sample is taken and stored, so samples stay in time
     /// order and carry the phase in force when they were taken.
@@ -86,7 +93,13 @@ pub struct Sampler {
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-fn take(cfg: &SamplerConfig, start: Instant, phase: &str, extra: &Option<ExtraFn>) -> Sample {
+fn take(
+    cfg: &SamplerConfig,
+    start: Instant,
+    phase: &str,
+    extra: &Option<ExtraFn>,
+    watch: Option<&DeviceWatch>,
+) -> Sample {
     let psi = match &cfg.psi_file {
         Some(p) => read_psi(p),
         None => read_psi(&crate::metrics::system_psi_path()),
@@ -107,6 +120,7 @@ fn take(cfg: &SamplerConfig, start: Instant, phase: &str, extra: &Option<ExtraFn
             std::process::id(),
             std::os::unix::process::parent_id(),
         ]),
+        device_stalls: watch.map(DeviceWatch::sample),
         extra: extra
             .as_ref()
             .map(|f| f())
@@ -126,8 +140,13 @@ impl Sampler {
                 cfg.cpuacct_dir = None;
             }
         }
+        let watch = cfg
+            .block_device
+            .as_deref()
+            .and_then(DeviceWatch::start)
+            .map(Arc::new);
         let start = Instant::now();
-        let first = take(&cfg, start, phase, &extra);
+        let first = take(&cfg, start, phase, &extra, watch.as_deref());
         let shared = Arc::new((
             Mutex::new(Shared {
                 samples: vec![first],
@@ -138,8 +157,13 @@ impl Sampler {
         ));
         let taking = Arc::new(Mutex::new(()));
         let thread = {
-            let (cfg, shared, extra, taking) =
-                (cfg.clone(), shared.clone(), extra.clone(), taking.clone());
+            let (cfg, shared, extra, taking, watch) = (
+                cfg.clone(),
+                shared.clone(),
+                extra.clone(),
+                taking.clone(),
+                watch.clone(),
+            );
             std::thread::Builder::new()
                 .name("bench-sampler".into())
                 .spawn(move || {
@@ -166,7 +190,7 @@ impl Sampler {
                             let _t = taking.lock().unwrap_or_else(|e| e.into_inner());
                             let phase =
                                 lock.lock().unwrap_or_else(|e| e.into_inner()).phase.clone();
-                            let s = take(&cfg, start, &phase, &extra);
+                            let s = take(&cfg, start, &phase, &extra, watch.as_deref());
                             lock.lock()
                                 .unwrap_or_else(|e| e.into_inner())
                                 .samples
@@ -185,6 +209,7 @@ impl Sampler {
             cfg,
             start,
             extra,
+            watch,
             shared,
             taking,
             thread: Some(thread),
@@ -195,7 +220,13 @@ impl Sampler {
     /// index (pass two of them to [`phase_metrics`]).
     pub fn mark(&self, phase: &str) -> usize {
         let _t = self.taking.lock().unwrap_or_else(|e| e.into_inner());
-        let s = take(&self.cfg, self.start, phase, &self.extra);
+        let s = take(
+            &self.cfg,
+            self.start,
+            phase,
+            &self.extra,
+            self.watch.as_deref(),
+        );
         let mut g = self.shared.0.lock().unwrap_or_else(|e| e.into_inner());
         g.phase = phase.to_string();
         g.samples.push(s);
@@ -265,6 +296,13 @@ pub struct PhaseMetrics {
     /// used (summed over CPUs): work beside the benchmark's own.
     #[serde(default)]
     pub other_cpu_ms_per_s: Option<f64>,
+    /// The longest time in the phase the device held requests and
+    /// completed none, ms (see `device_stall`).
+    #[serde(default)]
+    pub device_longest_stall_ms: Option<f64>,
+    /// Milliseconds per second the device spent so stalled.
+    #[serde(default)]
+    pub device_stalled_ms_per_s: Option<f64>,
 }
 
 /// Run notes on a phase's CPU figures: when the worker was handed a
@@ -333,6 +371,13 @@ pub fn phase_metrics(samples: &[Sample], from: usize, to: usize) -> PhaseMetrics
         }
         _ => (None, CpuSource::ProcStatRescaled),
     };
+    let stalls = a.device_stalls.map(|first| {
+        let later: Vec<DeviceStalls> = samples[from + 1..=to]
+            .iter()
+            .filter_map(|s| s.device_stalls)
+            .collect();
+        phase_stalls(&first, &later, secs)
+    });
     let system = |f: &dyn Fn(&SystemCpuTicks) -> u64| match (&a.system_cpu, &b.system_cpu) {
         (Some(x), Some(y)) => Some(f(y).saturating_sub(f(x)) as f64 / tck),
         _ => None,
@@ -369,6 +414,8 @@ pub fn phase_metrics(samples: &[Sample], from: usize, to: usize) -> PhaseMetrics
             (Some(x), Some(y)) => Some(y.saturating_sub(x) as f64 / tck * 1000.0 / secs),
             _ => None,
         },
+        device_longest_stall_ms: stalls.map(|s| s.0),
+        device_stalled_ms_per_s: stalls.map(|s| s.1),
     }
 }
 
@@ -400,6 +447,7 @@ mod tests {
             io: None,
             steal_ticks: Some(dirtied / 10),
             other_cpu_ticks: Some(dirtied / 5),
+            device_stalls: None,
             extra: serde_json::Value::Null,
         }
     }
