@@ -295,6 +295,33 @@ impl Ring {
         self.push(e)
     }
 
+    /// Starts write-back (`sync_file_range` with `SYNC_FILE_RANGE_WRITE`
+    /// only) of `len` bytes of `fd` from `offset`. The kernel runs it on a
+    /// worker thread of its own: the caller does not submit the pages
+    /// itself. It references no memory of the caller's; the kernel holds
+    /// the file until the request completes.
+    pub(crate) fn start_writeback(
+        &mut self,
+        fd: RawFd,
+        offset: u64,
+        len: u64,
+        user_data: u64,
+    ) -> io::Result<()> {
+        let len = u32::try_from(len).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("write-back of {len} bytes in one request"),
+            )
+        })?;
+        let e = opcode::SyncFileRange::new(types::Fd(fd), len)
+            .offset(offset)
+            .flags(libc::SYNC_FILE_RANGE_WRITE)
+            .build()
+            .user_data(user_data);
+        // SAFETY: the request points at no memory.
+        unsafe { self.push(e) }
+    }
+
     unsafe fn push(&mut self, e: io_uring::squeue::Entry) -> io::Result<()> {
         if self.uring().submission().is_full() {
             self.submit()?;

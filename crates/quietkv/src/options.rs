@@ -164,11 +164,14 @@ options! {
     /// Buffered writers (WAL, flush, buffered compaction) start write-back
     /// every this many bytes, without waiting, so the sync that ends a
     /// table or seals a WAL has little left to write; 0 leaves write-back
-    /// to the kernel. Default 1 MiB.
+    /// to the kernel. With the io_uring engine the kernel's worker threads
+    /// submit the pages, not the writer (a `put` appending to the WAL).
+    /// Default 1 MiB.
     writeback_chunk_size: u64 = 1 << 20;
-    /// How direct (compaction) files move their bytes: `auto` uses io_uring
-    /// where the kernel allows it and blocking calls elsewhere; `uring`
-    /// fails to open where it is refused; `sync` never uses it. Default auto.
+    /// How direct (compaction) files move their bytes, and how buffered
+    /// writers start write-back: `auto` uses io_uring where the kernel
+    /// allows it and blocking calls elsewhere; `uring` fails to open direct
+    /// files where it is refused; `sync` never uses it. Default auto.
     io_engine: IoEngine = IoEngine::Auto;
     /// Writes a direct writer keeps in flight behind the caller, and reads a
     /// direct reader keeps in flight ahead of it, with io_uring (1..=64).

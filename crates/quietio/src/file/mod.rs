@@ -10,7 +10,8 @@
 //! - `raw`: the short-transfer-retrying read and write loops and the I/O
 //!   error with file and offset;
 //! - `read_ahead`, `write_behind`: the io_uring pipelines of direct
-//!   sequential files;
+//!   sequential files; `writeback_start`: buffered files' write-back
+//!   started on the kernel's threads;
 //! - `seq_writer`, `seq_reader`, `random_reader`, `mmap_writer`,
 //!   `positional`: the file types.
 
@@ -23,6 +24,7 @@ mod read_ahead;
 mod seq_reader;
 mod seq_writer;
 mod write_behind;
+mod writeback_start;
 
 pub use config::FileConfig;
 pub use mmap_writer::MmapWriter;

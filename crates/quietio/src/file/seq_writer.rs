@@ -11,11 +11,13 @@ use std::time::Instant;
 use super::config::{open_flags, FileConfig};
 use super::raw::{io_err, write_fully};
 use super::write_behind::WriteBehind;
+use super::writeback_start::WritebackStarter;
 use crate::aligned::AlignedBuf;
 use crate::class::{EffectiveMode, IoClass};
 use crate::error::{Error, Result};
 use crate::fault::{OpKind, Tracked};
 use crate::sys;
+use crate::uring::Engine;
 
 /// How far ahead a pipelined table writer allocates its file.
 const PREALLOCATE_STEP: u64 = 64 << 20;
@@ -70,6 +72,12 @@ pub struct SeqWriter {
     kicked_upto: u64,
     /// Fadvise mode: bytes before this offset have been dropped from the cache.
     dropped_upto: u64,
+    /// Buffered mode with io_uring: starts write-back on the kernel's
+    /// worker threads instead of this one (made at the first chunk; `None`
+    /// before, or where no ring could be had).
+    writeback: Option<WritebackStarter>,
+    /// No ring could be had for `writeback`: start it with blocking calls.
+    writeback_blocking: bool,
     finished: bool,
 }
 
@@ -160,6 +168,8 @@ impl SeqWriter {
             pos: 0,
             kicked_upto: 0,
             dropped_upto: 0,
+            writeback: None,
+            writeback_blocking: false,
             finished: false,
         })
     }
@@ -291,6 +301,7 @@ impl SeqWriter {
     /// is synced ([`IoEnv::sync_dir`](crate::IoEnv::sync_dir)).
     pub fn sync(&mut self) -> Result<()> {
         self.flush_all()?;
+        self.wait_for_writeback()?;
         self.fdatasync()
     }
 
@@ -307,6 +318,7 @@ impl SeqWriter {
         if !self.keep_allocation {
             self.trim_preallocation()?;
         }
+        self.wait_for_writeback()?;
         if sync {
             self.fdatasync()?;
         }
@@ -478,13 +490,56 @@ impl SeqWriter {
     }
 
     /// Starts write-back, without waiting, of what was written since the
-    /// last call.
+    /// last call. Buffered with io_uring, a kernel worker thread does it
+    /// (see `writeback_start`); otherwise this thread.
     fn start_writeback_of_unkicked(&mut self) -> Result<()> {
         let (start, len) = (self.kicked_upto, self.pos - self.kicked_upto);
-        sys::sync_file_range(self.file.as_raw_fd(), start, len, false)
-            .map_err(|e| io_err(&self.path, start, "sync_file_range failed", e))?;
+        let fd = self.file.as_raw_fd();
+        match self.writeback_starter() {
+            Some(w) => w
+                .start(fd, start, len)
+                .map_err(|(at, e)| io_err(&self.path, at, "starting write-back failed", e))?,
+            None => sys::sync_file_range(fd, start, len, false)
+                .map_err(|e| io_err(&self.path, start, "sync_file_range failed", e))?,
+        }
         self.kicked_upto = self.pos;
         Ok(())
+    }
+
+    /// The io_uring write-back starter of a buffered writer, made on first
+    /// use; `None` in other modes, without io_uring, or when no ring could
+    /// be had (then write-back is started with blocking calls).
+    fn writeback_starter(&mut self) -> Option<&mut WritebackStarter> {
+        if self.cfg.mode != EffectiveMode::Buffered
+            || self.cfg.engine != Engine::Uring
+            || self.writeback_blocking
+        {
+            return None;
+        }
+        if self.writeback.is_none() {
+            match WritebackStarter::new() {
+                Ok(w) => self.writeback = Some(w),
+                Err(e) => {
+                    log::debug!(
+                        "quietio: no io_uring ring to start write-back of {} ({e}); starting it with blocking calls",
+                        self.path.display()
+                    );
+                    self.writeback_blocking = true;
+                    return None;
+                }
+            }
+        }
+        self.writeback.as_mut()
+    }
+
+    /// Waits for the write-back started on the kernel's threads, before a
+    /// sync or the end of the file; a request that failed is the error.
+    fn wait_for_writeback(&mut self) -> Result<()> {
+        let Some(w) = &mut self.writeback else {
+            return Ok(());
+        };
+        w.drain()
+            .map_err(|(at, e)| io_err(&self.path, at, "starting write-back failed", e))
     }
 
     /// Write-behind of a table file: allocates the file ahead of the writes
