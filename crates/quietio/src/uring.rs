@@ -298,8 +298,9 @@ impl Ring {
     /// Starts write-back (`sync_file_range` with `SYNC_FILE_RANGE_WRITE`
     /// only) of `len` bytes of `fd` from `offset`. The kernel runs it on a
     /// worker thread of its own: the caller does not submit the pages
-    /// itself. It references no memory of the caller's; the kernel holds
-    /// the file until the request completes.
+    /// itself. It references no memory of the caller's, but the worker
+    /// looks `fd` up when it runs: the file must stay open until the
+    /// completion has been taken.
     pub(crate) fn start_writeback(
         &mut self,
         fd: RawFd,

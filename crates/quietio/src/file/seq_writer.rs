@@ -3,7 +3,7 @@
 //! segment files, and a failed write failing the whole file.
 
 use std::fs::{File, OpenOptions};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -76,7 +76,8 @@ pub struct SeqWriter {
     /// worker threads instead of this one (made at the first chunk; `None`
     /// before, or where no ring could be had).
     writeback: Option<WritebackStarter>,
-    /// No ring could be had for `writeback`: start it with blocking calls.
+    /// No ring could be had for `writeback`, or it broke: start write-back
+    /// with blocking calls.
     writeback_blocking: bool,
     finished: bool,
 }
@@ -301,7 +302,7 @@ impl SeqWriter {
     /// is synced ([`IoEnv::sync_dir`](crate::IoEnv::sync_dir)).
     pub fn sync(&mut self) -> Result<()> {
         self.flush_all()?;
-        self.wait_for_writeback()?;
+        self.wait_for_writeback();
         self.fdatasync()
     }
 
@@ -318,7 +319,7 @@ impl SeqWriter {
         if !self.keep_allocation {
             self.trim_preallocation()?;
         }
-        self.wait_for_writeback()?;
+        self.wait_for_writeback();
         if sync {
             self.fdatasync()?;
         }
@@ -495,51 +496,69 @@ impl SeqWriter {
     fn start_writeback_of_unkicked(&mut self) -> Result<()> {
         let (start, len) = (self.kicked_upto, self.pos - self.kicked_upto);
         let fd = self.file.as_raw_fd();
-        match self.writeback_starter() {
-            Some(w) => w
-                .start(fd, start, len)
-                .map_err(|(at, e)| io_err(&self.path, at, "starting write-back failed", e))?,
-            None => sys::sync_file_range(fd, start, len, false)
-                .map_err(|e| io_err(&self.path, start, "sync_file_range failed", e))?,
+        if !self.start_writeback_on_kernel_thread(fd, start, len) {
+            sys::sync_file_range(fd, start, len, false)
+                .map_err(|e| io_err(&self.path, start, "sync_file_range failed", e))?;
         }
         self.kicked_upto = self.pos;
         Ok(())
     }
 
-    /// The io_uring write-back starter of a buffered writer, made on first
-    /// use; `None` in other modes, without io_uring, or when no ring could
-    /// be had (then write-back is started with blocking calls).
-    fn writeback_starter(&mut self) -> Option<&mut WritebackStarter> {
+    /// Hands the start of write-back to io_uring; false when this writer
+    /// has no ring for it (another mode, another engine, a chunk of 4 GiB
+    /// or more, or a ring that could not be had or broke), and the caller
+    /// starts it itself.
+    fn start_writeback_on_kernel_thread(&mut self, fd: RawFd, start: u64, len: u64) -> bool {
         if self.cfg.mode != EffectiveMode::Buffered
             || self.cfg.engine != Engine::Uring
             || self.writeback_blocking
+            || len > u64::from(u32::MAX)
         {
-            return None;
+            return false;
         }
         if self.writeback.is_none() {
             match WritebackStarter::new() {
                 Ok(w) => self.writeback = Some(w),
                 Err(e) => {
-                    log::debug!(
-                        "quietio: no io_uring ring to start write-back of {} ({e}); starting it with blocking calls",
-                        self.path.display()
-                    );
-                    self.writeback_blocking = true;
-                    return None;
+                    self.give_up_writeback_ring("no io_uring ring", e);
+                    return false;
                 }
             }
         }
-        self.writeback.as_mut()
+        let started = match &mut self.writeback {
+            Some(w) => w.start(fd, start, len),
+            None => return false,
+        };
+        match started {
+            Ok(()) => true,
+            Err(e) => {
+                self.give_up_writeback_ring("io_uring failed", e);
+                false
+            }
+        }
     }
 
-    /// Waits for the write-back started on the kernel's threads, before a
-    /// sync or the end of the file; a request that failed is the error.
-    fn wait_for_writeback(&mut self) -> Result<()> {
-        let Some(w) = &mut self.writeback else {
-            return Ok(());
+    /// Waits for the write-back requests handed to io_uring: before a
+    /// sync, at the end of the file, and before the file is closed (a
+    /// request still queued names the file by its descriptor).
+    fn wait_for_writeback(&mut self) {
+        let drained = match &mut self.writeback {
+            Some(w) => w.drain(),
+            None => return,
         };
-        w.drain()
-            .map_err(|(at, e)| io_err(&self.path, at, "starting write-back failed", e))
+        if let Err(e) = drained {
+            self.give_up_writeback_ring("waiting on io_uring failed", e);
+        }
+    }
+
+    /// From now on this writer starts write-back with blocking calls.
+    fn give_up_writeback_ring(&mut self, what: &str, e: std::io::Error) {
+        log::debug!(
+            "quietio: {what} ({e}) starting write-back of {}; starting it with blocking calls",
+            self.path.display()
+        );
+        self.writeback = None;
+        self.writeback_blocking = true;
     }
 
     /// Write-behind of a table file: allocates the file ahead of the writes
@@ -645,6 +664,7 @@ impl Drop for SeqWriter {
     /// closed after sealing its WAL) still leaves its file at the length
     /// written; nothing is synced. A failed or finished writer is left alone.
     fn drop(&mut self) {
+        self.wait_for_writeback();
         if self.segment.is_none()
             || self.finished
             || self.failed_at.is_some()
