@@ -101,9 +101,10 @@ impl StallTracker {
     }
 }
 
-/// The longest stall among `samples` (each sample's longest since the one
-/// before), and the stalled milliseconds per second between the first and
-/// the last.
+/// A phase's figures from its first sample and the `later` ones: the
+/// longest stall among `later` (each one's longest since the sample
+/// before; the first's belongs to the phase before), and the stalled
+/// milliseconds per second between the first and the last.
 pub fn phase_stalls(first: &DeviceStalls, later: &[DeviceStalls], secs: f64) -> (f64, f64) {
     let last = later.last().unwrap_or(first);
     let longest = later.iter().map(|s| s.longest_ms).fold(0.0, f64::max);
