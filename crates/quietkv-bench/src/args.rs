@@ -97,6 +97,14 @@ pub struct BenchArgs {
     /// E2: user write rate in MiB/s (paced).
     #[arg(long = "write-rate")]
     pub write_rate: Option<f64>,
+    /// E2: a user write rate of its own for one mode, `NAME=MIBS` by the
+    /// mode's name in the report (`quietkv:auto=19`), comma-separated; the
+    /// other modes write at --write-rate. For an engine whose compaction
+    /// moves fewer bytes per user byte: writing more until its background
+    /// bytes match a peer's makes the two do the same background work, the
+    /// engine with the lower rate still writing no more user data.
+    #[arg(long = "mode-write-rate", value_delimiter = ',')]
+    pub mode_write_rate: Option<Vec<String>>,
     /// E1/E3: compaction I/O limits in MiB/s, comma-separated (0 =
     /// unthrottled; one report section each).
     #[arg(long, value_delimiter = ',')]

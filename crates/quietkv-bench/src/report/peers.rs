@@ -194,7 +194,26 @@ pub struct PeerComparison {
     pub p999_ratio: Option<f64>,
     pub quietkv_mib_s: f64,
     pub peer_mib_s: f64,
+    /// E2: each side's user writes, MiB/s (they differ when a mode was
+    /// given a write rate of its own).
+    pub quietkv_user_write_mib_s: Option<f64>,
+    pub peer_user_write_mib_s: Option<f64>,
     pub same_work: bool,
+}
+
+/// How far below the peer's user write rate quietkv's may fall (the
+/// writer's pacing, not a load of its own) and still count as writing
+/// as much.
+const USER_WRITE_SLACK: f64 = 0.02;
+
+/// Whether quietkv wrote at least as much user data per second as the
+/// peer: background bytes that match only because quietkv was given
+/// fewer user writes would not be the same work.
+fn wrote_as_much(quietkv: Option<f64>, peer: Option<f64>) -> bool {
+    match (quietkv, peer) {
+        (Some(q), Some(p)) => q >= (1.0 - USER_WRITE_SLACK) * p,
+        _ => true,
+    }
 }
 
 fn figures<'a>(all: &'a [ModeFigures], name: &str) -> Option<&'a ModeFigures> {
@@ -234,7 +253,10 @@ pub fn comparisons(e: &ExperimentReport) -> Vec<PeerComparison> {
                 p999_ratio: ratio(a.p999_us, b.p999_us),
                 quietkv_mib_s: a.background_mib_s,
                 peer_mib_s: b.background_mib_s,
-                same_work: same_work_across(a.background_mib_s, b.background_mib_s),
+                quietkv_user_write_mib_s: a.user_write_mib_s,
+                peer_user_write_mib_s: b.user_write_mib_s,
+                same_work: same_work_across(a.background_mib_s, b.background_mib_s)
+                    && wrote_as_much(a.user_write_mib_s, b.user_write_mib_s),
             });
         }
     }
@@ -261,14 +283,27 @@ pub fn peers_text(cmps: &[PeerComparison]) -> String {
     }
     let mut parts = Vec::new();
     for c in cmps {
+        // Said only where the two wrote at different rates.
+        let user_writes = match (c.quietkv_user_write_mib_s, c.peer_user_write_mib_s) {
+            (Some(q), Some(p)) if (q - p).abs() > USER_WRITE_SLACK * p.max(q) => {
+                format!(", quietkv writing {q:.1} MiB/s of user data against {p:.1}")
+            }
+            _ => String::new(),
+        };
         let work = if c.same_work {
             format!(
-                "the same background work ({:.0} against {:.0} MiB/s)",
+                "the same background work ({:.0} against {:.0} MiB/s{user_writes})",
                 c.quietkv_mib_s, c.peer_mib_s
+            )
+        } else if !wrote_as_much(c.quietkv_user_write_mib_s, c.peer_user_write_mib_s) {
+            format!(
+                "**not the same work** (quietkv wrote less user data: {:.1} against {:.1} MiB/s), so the latencies do not compare",
+                c.quietkv_user_write_mib_s.unwrap_or(0.0),
+                c.peer_user_write_mib_s.unwrap_or(0.0)
             )
         } else {
             format!(
-                "**not the same work** ({:.0} against {:.0} MiB/s, more than {:.0}% apart), so the latencies do not compare",
+                "**not the same work** ({:.0} against {:.0} MiB/s, more than {:.0}% apart{user_writes}), so the latencies do not compare",
                 c.quietkv_mib_s,
                 c.peer_mib_s,
                 SAME_WORK_TOLERANCE * 100.0
@@ -496,5 +531,61 @@ mod tests {
             .retain(|m| !m.name.starts_with("quietkv:") || m.name == "quietkv:auto");
         let v = verdict(&[solo]);
         assert!(v.starts_with("Against the peers: "), "{v}");
+    }
+
+    /// E2's mode: `mib_s` of background work while the writer wrote
+    /// `user_mib_s` of user data.
+    fn writer_mode(name: &str, p99: f64, mib_s: f64, user_mib_s: f64) -> ModeReport {
+        let mut m = mode(name, p99, mib_s);
+        m.runs[0].extra.insert("write_mib_s".into(), user_mib_s);
+        m
+    }
+
+    fn e2(modes: Vec<ModeReport>) -> ExperimentReport {
+        ExperimentReport {
+            id: "E2".into(),
+            params: serde_json::json!({"experiment": "E2", "write_rate_mib_s": 16.0}),
+            ..section(modes)
+        }
+    }
+
+    #[test]
+    fn more_user_writes_for_the_same_background_bytes_compare_and_fewer_do_not() {
+        // quietkv moved 15% fewer background bytes for the same writes.
+        let c = comparisons(&e2(vec![
+            writer_mode("quietkv:auto", 400.0, 220.0, 16.0),
+            writer_mode("rocksdb:all-direct", 2_000.0, 259.0, 16.0),
+        ]));
+        assert!(!c[0].same_work);
+        // Given 19 MiB/s of user writes, its background bytes match: the
+        // same work, and the verdict says quietkv wrote more.
+        let more = e2(vec![
+            writer_mode("quietkv:auto", 400.0, 255.0, 19.0),
+            writer_mode("rocksdb:all-direct", 2_000.0, 259.0, 16.0),
+        ]);
+        assert!(comparisons(&more)[0].same_work);
+        let v = verdict(&[more]);
+        assert!(
+            v.contains("the same background work (255 against 259 MiB/s, quietkv writing 19.0 MiB/s of user data against 16.0)"),
+            "{v}"
+        );
+        assert!(v.contains("E2 met"), "{v}");
+        // Matching bytes with fewer user writes is not the same work.
+        let fewer = e2(vec![
+            writer_mode("quietkv:auto", 400.0, 255.0, 14.0),
+            writer_mode("rocksdb:all-direct", 2_000.0, 259.0, 16.0),
+        ]);
+        assert!(!comparisons(&fewer)[0].same_work);
+        let v = verdict(&[fewer]);
+        assert!(
+            v.contains(
+                "**not the same work** (quietkv wrote less user data: 14.0 against 16.0 MiB/s)"
+            ),
+            "{v}"
+        );
+        // Within the writer's pacing slack it is as much.
+        assert!(wrote_as_much(Some(15.8), Some(16.0)));
+        assert!(!wrote_as_much(Some(15.5), Some(16.0)));
+        assert!(wrote_as_much(None, Some(16.0)));
     }
 }

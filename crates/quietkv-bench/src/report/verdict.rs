@@ -63,6 +63,8 @@ pub struct ModeFigures {
     /// p99 of the readers' lateness (scheduled to issued): time the
     /// readers waited for a CPU before they could issue a read.
     pub lateness_p99_us: Option<f64>,
+    /// E2: the user data the writer wrote per second, MiB/s.
+    pub user_write_mib_s: Option<f64>,
     /// Runs the medians come from, and runs asked for: fewer clean runs
     /// than asked (the machine disturbed the rest) are not ranked.
     pub clean_runs: usize,
@@ -423,6 +425,7 @@ pub fn figures_of(e: &ExperimentReport) -> SectionFigures {
                     + get("compaction_write_mib").unwrap_or(0.0),
                 service_p99_us: get("service_time_us.p99"),
                 lateness_p99_us: get("reader_lateness_us.p99"),
+                user_write_mib_s: get("extra.write_mib_s"),
                 clean_runs: m.clean_of_asked().0,
                 asked_runs: m.clean_of_asked().1,
             }

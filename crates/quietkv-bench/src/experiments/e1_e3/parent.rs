@@ -62,6 +62,7 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
     if modes.is_empty() {
         return Err("no modes given".into());
     }
+    let own_write_rates = mode_write_rates(args, &names, exps)?;
     let overrides = Overrides {
         db_bytes: args.db_size.as_deref().map(parse_size).transpose()?,
         memory_limit_mib: args.memory_limit_mib,
@@ -215,7 +216,13 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
                 let t = Instant::now();
                 let (src_dir, src_manifest, _) = &built[&source_of(mode, s.preset.db_bytes)];
                 source::copy_to(src_dir, src_manifest, &run_db, &|f| mode.immutable_file(f))?;
-                let spec = runs.spec(mode, &names[mi], slot.repeat, &run_db);
+                let mut spec = runs.spec(mode, &names[mi], slot.repeat, &run_db);
+                if s.exp == "E2" {
+                    if let Some(rate) = own_write_rates.get(&names[mi]) {
+                        spec.params["write_bytes_per_s"] =
+                            serde_json::json!((rate * MIB as f64) as u64);
+                    }
+                }
                 let tag = slot.tag(&s.id, &names[mi]);
                 crate::progress_line!(
                     "{tag} copied the source in {:.1} s; cold cache, warm-up, baseline, measured ({})",
@@ -244,6 +251,7 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
             &modes_text,
             &engines_text,
             &runner,
+            &own_write_rates,
         );
         let sources_here = modes
             .iter()
@@ -304,6 +312,7 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
                 "hot_bytes": s.hot * VALUE_SIZE as u64,
                 "throttle_mib_s": s.throttle,
                 "write_rate_mib_s": if s.exp == "E2" { Some(s.preset.write_rate_mib) } else { None },
+                "mode_write_rate_mib_s": if s.exp == "E2" { Some(&own_write_rates) } else { None },
                 "read_rate": common.read_rate,
                 "reader_threads": common.reader_threads,
                 "warmup_s": common.warmup_s,
@@ -377,6 +386,7 @@ fn section_header(
     modes: &str,
     engines: &str,
     runner: &Runner,
+    own_write_rates: &BTreeMap<String, f64>,
 ) -> Vec<(String, String)> {
     let hot_b = hot * VALUE_SIZE as u64;
     let mut h = vec![
@@ -428,9 +438,10 @@ fn section_header(
         h.push((
             "Background work".into(),
             format!(
-                "one writer overwriting random keys over [0, {}) at {} MiB/s (paced, batches of 16), driving flush (memtable {} MiB) and compaction (1 background thread{}); background throughput = compaction read + compaction write + flush bytes over the phase",
+                "one writer overwriting random keys over [0, {}) at {} MiB/s{} (paced, batches of 16), driving flush (memtable {} MiB) and compaction (1 background thread{}); background throughput = compaction read + compaction write + flush bytes over the phase",
                 m.spec.keys,
                 p.write_rate_mib,
+                own_rates_text(own_write_rates),
                 args.memtable_mib,
                 if throttle > 0 { format!(", throttled to {throttle} MiB/s") } else { String::new() }
             ),
@@ -474,4 +485,112 @@ fn section_header(
     h.push(("Engines".into(), engines.to_string()));
     h.push(("Finished".into(), timestamp() + " UTC"));
     h
+}
+
+/// `--mode-write-rate`: each named mode's own E2 write rate in MiB/s. A
+/// name that is not one of the run's modes, a rate that is not a positive
+/// number, or the option without E2 is an error rather than a rate quietly
+/// ignored.
+fn mode_write_rates(
+    args: &BenchArgs,
+    names: &[String],
+    exps: &[String],
+) -> Result<BTreeMap<String, f64>, String> {
+    let mut rates = BTreeMap::new();
+    let Some(given) = &args.mode_write_rate else {
+        return Ok(rates);
+    };
+    if !exps.iter().any(|e| e == "E2") {
+        return Err("--mode-write-rate sets E2's writer; this run has no E2".into());
+    }
+    for item in given.iter().filter(|i| !i.trim().is_empty()) {
+        let (name, rate) = item
+            .rsplit_once('=')
+            .ok_or_else(|| format!("--mode-write-rate '{item}': expected NAME=MIBS"))?;
+        let name = name.trim();
+        if !names.iter().any(|n| n == name) {
+            return Err(format!(
+                "--mode-write-rate '{item}': no mode named '{name}' in this run (its modes: {})",
+                names.join(", ")
+            ));
+        }
+        let rate: f64 = rate.trim().parse().map_err(|_| {
+            format!("--mode-write-rate '{item}': '{rate}' is not a number of MiB/s")
+        })?;
+        if !(rate.is_finite() && rate > 0.0) {
+            return Err(format!(
+                "--mode-write-rate '{item}': the rate must be positive MiB/s"
+            ));
+        }
+        if rates.insert(name.to_string(), rate).is_some() {
+            return Err(format!("--mode-write-rate names '{name}' twice"));
+        }
+    }
+    Ok(rates)
+}
+
+/// The header's words for the modes that write at a rate of their own.
+fn own_rates_text(rates: &BTreeMap<String, f64>) -> String {
+    if rates.is_empty() {
+        return String::new();
+    }
+    let each: Vec<String> = rates
+        .iter()
+        .map(|(n, r)| format!("{n} at {r} MiB/s"))
+        .collect();
+    format!(
+        " ({}, by --mode-write-rate: more user writes, so that its background bytes per second match the others')",
+        each.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::tests::args;
+
+    fn names() -> Vec<String> {
+        vec!["quietkv:auto".into(), "rocksdb:all-direct".into()]
+    }
+
+    #[test]
+    fn a_mode_write_rate_belongs_to_a_named_mode_of_an_e2_run() {
+        let e2 = vec!["E2".to_string()];
+        let a = args(&["--mode-write-rate", "quietkv:auto=19.5"]);
+        let rates = mode_write_rates(&a, &names(), &e2).unwrap();
+        assert_eq!(rates.len(), 1);
+        assert_eq!(rates["quietkv:auto"], 19.5);
+        assert!(own_rates_text(&rates).contains("quietkv:auto at 19.5 MiB/s"));
+        assert!(mode_write_rates(&args(&[]), &names(), &e2)
+            .unwrap()
+            .is_empty());
+        assert_eq!(own_rates_text(&BTreeMap::new()), "");
+    }
+
+    #[test]
+    fn a_mode_write_rate_that_cannot_apply_is_an_error() {
+        let e2 = vec!["E2".to_string()];
+        let err = |cli: &[&str], exps: &[String]| mode_write_rates(&args(cli), &names(), exps);
+        let unknown = err(&["--mode-write-rate", "quietkv:direct=19"], &e2).unwrap_err();
+        assert!(
+            unknown.contains("no mode named 'quietkv:direct'"),
+            "{unknown}"
+        );
+        let no_e2 = err(&["--mode-write-rate", "quietkv:auto=19"], &["E1".into()]).unwrap_err();
+        assert!(no_e2.contains("no E2"), "{no_e2}");
+        for bad in [
+            "quietkv:auto",
+            "quietkv:auto=fast",
+            "quietkv:auto=0",
+            "quietkv:auto=-3",
+        ] {
+            assert!(err(&["--mode-write-rate", bad], &e2).is_err(), "{bad}");
+        }
+        let twice = err(
+            &["--mode-write-rate", "quietkv:auto=19,quietkv:auto=20"],
+            &e2,
+        )
+        .unwrap_err();
+        assert!(twice.contains("twice"), "{twice}");
+    }
 }
