@@ -388,7 +388,14 @@ fn random_reads_at_unaligned_offsets_and_across_eof() {
 #[test]
 fn buffered_reads_attribute_hits_and_misses() {
     let d = disk_dir();
-    let env = IoEnv::open(d.path(), IoOptions::default()).unwrap();
+    let env = IoEnv::open(
+        d.path(),
+        IoOptions {
+            attribute_cache_hits: true,
+            ..IoOptions::default()
+        },
+    )
+    .unwrap();
     let p = d.path().join("hits");
     std::fs::write(&p, pattern(1 << 20, 3)).unwrap();
     quietio::evict_file(&p).unwrap();
@@ -403,6 +410,24 @@ fn buffered_reads_attribute_hits_and_misses() {
     assert_eq!(after.cache_hits - before.cache_hits, 1);
     assert_eq!(after.read_bytes - before.read_bytes, 8192);
     assert_eq!(after.read_ops - before.read_ops, 2);
+}
+
+/// Counting hits costs a system call per read: off unless asked for.
+#[test]
+fn buffered_reads_are_not_attributed_by_default() {
+    let d = disk_dir();
+    let env = IoEnv::open(d.path(), IoOptions::default()).unwrap();
+    let p = d.path().join("plain");
+    std::fs::write(&p, pattern(1 << 20, 5)).unwrap();
+    quietio::evict_file(&p).unwrap();
+    let r = env.open_random(&p, IoClass::UserRead).unwrap();
+    let mut buf = vec![0u8; 4096];
+    r.read_exact_at(100_000, &mut buf).unwrap();
+    r.read_exact_at(100_000, &mut buf).unwrap();
+    assert_eq!(buf, pattern(1 << 20, 5)[100_000..104_096]);
+    let s = env.stats().class(IoClass::UserRead);
+    assert_eq!((s.cache_hits, s.cache_misses), (0, 0));
+    assert_eq!(s.read_ops, 2);
 }
 
 #[test]

@@ -29,6 +29,8 @@ fn tuning<E: BenchEngine>(create: bool) -> Tuning {
         background_rate_limit_mib: 0,
         // The keys the tests write: 0..400.
         key_span: Some(400),
+        // As E1-E3 ask: the contract checks that reads are counted.
+        count_page_cache_hits: true,
     }
 }
 

@@ -203,8 +203,13 @@ options! {
     /// again. 0 = never (`auto` always writes tables past the cache).
     /// Default 0.25; at most 0.9.
     small_database_share: f64 = 0.25;
-    /// Count page-cache hits and misses of user reads. Default true.
-    attribute_cache_hits: bool = true;
+    /// Count page-cache hits and misses of user reads that miss the block
+    /// cache (the `cache_hits` and `cache_misses` of the user read class in
+    /// [`Db::stats`](crate::Db::stats)). Each such read then makes one more
+    /// system call to ask the kernel what it holds, which costs a point
+    /// read served from the page cache a noticeable share of its time.
+    /// Default false: on for measuring what the page cache does for reads.
+    attribute_cache_hits: bool = false;
     /// Before installing the output of a full compaction (`compact_all`,
     /// `compact_range`), put the output blocks whose keys were hot in its
     /// inputs (in the block cache, or in the page cache for inputs read

@@ -77,7 +77,9 @@ fn run(
         .io_mode(IoClass::CompactionWrite, AccessMode::Auto)
         // As a database larger than memory: `auto` writes the output past
         // the page cache, which is what leaves something to warm.
-        .small_database_share(0.0);
+        .small_database_share(0.0)
+        // Counted, so the test can see that warming's reads are not.
+        .attribute_cache_hits(true);
     let db = Db::open(d.path(), opts).unwrap();
     if db.io_mode(IoClass::CompactionRead) != EffectiveMode::Direct {
         skip::skip(&format!("no O_DIRECT under {}", d.path().display()));
@@ -118,6 +120,9 @@ fn run(
     read_hot(&db, stride);
     let inputs = tables(d.path());
     let attributed_before = user_reads_attributed(&db);
+    if db.io_mode(IoClass::UserRead) == EffectiveMode::Buffered {
+        assert!(attributed_before > 0, "the user's reads were counted");
+    }
     db.compact_all().unwrap();
     let attributed = user_reads_attributed(&db) - attributed_before;
     let outputs: Vec<PathBuf> = tables(d.path())

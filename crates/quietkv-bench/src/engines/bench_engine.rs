@@ -67,6 +67,11 @@ pub struct Tuning {
     /// each keyspace gets about as many keys. `None`: the experiment does
     /// not say, and such a configuration is refused.
     pub key_span: Option<u64>,
+    /// Ask the engine to count its user reads' page-cache hits where it
+    /// can (quietkv's `attribute_cache_hits`): a statistic that costs a
+    /// system call per read missing the block cache, so only experiments
+    /// that report the engine's own count ask for it.
+    pub count_page_cache_hits: bool,
 }
 
 impl Tuning {
@@ -80,6 +85,7 @@ impl Tuning {
             background_threads: None,
             background_rate_limit_mib: 0,
             key_span: None,
+            count_page_cache_hits: false,
         }
     }
 }

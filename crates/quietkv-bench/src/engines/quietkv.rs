@@ -64,7 +64,8 @@ pub struct QuietkvConfig {
 /// keyspace; see [`super::quietkv_spread`]; 1, the default, is the default
 /// keyspace alone, exactly as without the knob),
 /// `+small=PCT` (`small_database_share` in percent; 0 = `auto` always
-/// writes tables past the page cache).
+/// writes tables past the page cache), `+hits=0|1`
+/// (`attribute_cache_hits`: whether user reads count page-cache hits).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuietkvKnobs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -107,6 +108,9 @@ pub struct QuietkvKnobs {
     /// `small_database_share` in percent, as `+small=PCT`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub small_database_percent: Option<u8>,
+    /// `attribute_cache_hits`, as `+hits=0|1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribute_cache_hits: Option<bool>,
 }
 
 /// The most keyspaces `+ks=N` spreads the keys over.
@@ -171,6 +175,11 @@ impl QuietkvKnobs {
                     ))
                 }
             },
+            "hits" => match value {
+                "0" => self.attribute_cache_hits = Some(false),
+                "1" => self.attribute_cache_hits = Some(true),
+                _ => return Err(format!("hits must be 0 or 1, got '{value}'")),
+            },
             "warmauto" => match value {
                 "0" => self.warm_automatic = Some(false),
                 "1" => self.warm_automatic = Some(true),
@@ -210,7 +219,7 @@ impl QuietkvKnobs {
             }
             other => {
                 return Err(format!(
-                    "unknown knob '{other}' (expected depth, wbuf, ra, nice, yield, pick, l0, wb, slice, bgdepth, warmauto, warmwin, flush, small or ks)"
+                    "unknown knob '{other}' (expected depth, wbuf, ra, nice, yield, pick, l0, wb, slice, bgdepth, warmauto, warmwin, flush, small, hits or ks)"
                 ))
             }
         }
@@ -262,6 +271,9 @@ impl QuietkvKnobs {
         if let Some(p) = self.small_database_percent {
             o.small_database_share = f64::from(p) / 100.0;
         }
+        if let Some(h) = self.attribute_cache_hits {
+            o.attribute_cache_hits = h;
+        }
     }
 
     /// What the report should say these knobs change.
@@ -311,6 +323,12 @@ impl QuietkvKnobs {
             v.push(format!(
                 "warm_automatic_compactions {}",
                 if w { "on" } else { "off" }
+            ));
+        }
+        if let Some(h) = self.attribute_cache_hits {
+            v.push(format!(
+                "attribute_cache_hits {}",
+                if h { "on" } else { "off" }
             ));
         }
         let n = self.spread_keyspaces();
@@ -708,9 +726,12 @@ impl BenchEngine for QuietkvEngine {
         } else {
             None
         };
-        // The counters tell page-cache hits of user reads (the default;
-        // set so that it stays on for the benchmark).
-        o.attribute_cache_hits = true;
+        // User reads count page-cache hits where the experiment reports
+        // them, unless the mode says otherwise (`+hits=0|1`).
+        o.attribute_cache_hits = config
+            .knobs
+            .attribute_cache_hits
+            .unwrap_or(tuning.count_page_cache_hits);
         let db = Db::open(dir, o)
             .map_err(|e| format!("cannot open the database in {}: {e}", dir.display()))?;
         let spread = match parts {
@@ -1002,7 +1023,23 @@ mod tests {
         let wb = QuietkvConfig::parse("auto+wb=0").unwrap().options();
         assert_eq!(wb.writeback_chunk_size, 0);
         assert_eq!(plain.writeback_chunk_size, d.writeback_chunk_size);
+        let uncounted = QuietkvConfig::parse("auto+hits=0").unwrap();
+        assert!(!uncounted.options().attribute_cache_hits);
+        assert_eq!(uncounted.knobs.attribute_cache_hits, Some(false));
+        assert!(
+            QuietkvConfig::parse("auto+hits=1")
+                .unwrap()
+                .options()
+                .attribute_cache_hits
+        );
+        assert_eq!(plain.attribute_cache_hits, d.attribute_cache_hits);
+        let also = uncounted.page_cache_with(&|_, _| None).also;
+        assert!(
+            also.iter().any(|a| a == "attribute_cache_hits off"),
+            "{also:?}"
+        );
         for bad in [
+            "auto+hits=2",
             "auto+l0=20",
             "auto+wb=-1",
             "auto+l0=36/20",
@@ -1059,6 +1096,40 @@ mod tests {
             QuietkvEngine::source_config_for(&plain),
             QuietkvEngine::source_config()
         );
+    }
+
+    /// User reads are counted as page-cache hits or misses where the
+    /// experiment asks for the count, and as the mode's `+hits=0|1` says
+    /// over that.
+    #[test]
+    fn user_reads_are_counted_where_asked_and_as_the_hits_knob_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let attributed = |name: &str, count: bool| {
+            let config = QuietkvConfig::parse(name).unwrap();
+            let tuning = Tuning {
+                count_page_cache_hits: count,
+                ..Tuning::engine_defaults()
+            };
+            let db = QuietkvEngine::open(
+                &dir.path().join(format!("{name}-{count}")),
+                &config,
+                &tuning,
+            )
+            .unwrap();
+            for k in 0..200u64 {
+                db.put(&crate::keys::key(k), &[7u8; 100]).unwrap();
+            }
+            db.flush().unwrap();
+            for k in 0..200u64 {
+                assert!(db.get(&crate::keys::key(k)).unwrap().is_some(), "{k}");
+            }
+            let c = db.counters().user_read_page_cache.unwrap();
+            c.hits + c.misses
+        };
+        assert!(attributed("buffered", true) > 0);
+        assert_eq!(attributed("buffered+hits=0", true), 0);
+        assert_eq!(attributed("buffered", false), 0);
+        assert!(attributed("buffered+hits=1", false) > 0);
     }
 
     /// Keys written over four keyspaces (batches that straddle their

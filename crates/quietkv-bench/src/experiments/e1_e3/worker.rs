@@ -98,6 +98,8 @@ fn run<E: BenchEngine + 'static>(
         background_rate_limit_mib: p.throttle_mib,
         // The source's keys: 0..keys.
         key_span: Some(p.keys),
+        // For the engine's own page-cache row beside the harness's count.
+        count_page_cache_hits: true,
     };
     let db = Arc::new(
         E::open(&spec.dir, config, &tuning)

@@ -157,6 +157,8 @@ pub fn worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<RunResult, String>
         background_threads: Some(1),
         background_rate_limit_mib: 0,
         key_span: None,
+        // The run's cache hit ratio is the engine's own count.
+        count_page_cache_hits: true,
     };
     let db = Arc::new(
         QuietkvEngine::open(&spec.dir, config, &tuning)

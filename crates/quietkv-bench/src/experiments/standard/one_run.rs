@@ -59,6 +59,8 @@ pub fn tuning<E: BenchEngine>() -> Tuning {
         background_threads: None,
         background_rate_limit_mib: 0,
         key_span: None,
+        // Nothing here reports it; every engine runs without statistics.
+        count_page_cache_hits: false,
     }
 }
 
