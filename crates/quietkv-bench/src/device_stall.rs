@@ -14,10 +14,12 @@
 //!
 //! Requests the guest holds back itself (in its I/O scheduler, in the
 //! write-back throttle) are not in flight at the device, so an engine that
-//! floods the queue makes the device busy, not stalled; but a single
-//! request that the device legitimately takes long over (a cache flush
-//! behind much written data) does count, which is why the limit in
-//! `crate::disturbance` comes from measured quiet runs.
+//! floods the queue mostly makes the device busy, not stalled; but what
+//! the device legitimately takes long over does count: a cache flush
+//! behind much written data, or the kernel writing back a flood of dirty
+//! pages, which held this machine's disk 50-68 ms at a time. That is why
+//! the limit in `crate::disturbance` comes from measured runs, and why a
+//! stall near it is not proof of the host.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -147,7 +147,7 @@ impl Rule {
         if let Some(ms) = p.kernel.device_longest_stall_ms {
             if ms > self.max_device_stall_ms {
                 why.push(format!(
-                    "the disk held requests and completed none for {ms:.0} ms in the {name} phase (limit {:.0}): the host's storage stalled",
+                    "the disk held requests and completed none for {ms:.0} ms in the {name} phase (limit {:.0}): the host's storage, or the run's own flood of write-back, held it",
                     self.max_device_stall_ms
                 ));
             }
