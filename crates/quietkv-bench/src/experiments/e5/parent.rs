@@ -380,7 +380,7 @@ fn header(
         ),
         (
             "Counters".into(),
-            "page-cache hit ratio: buffered reads attributed per read (cachestat / RWF_NOWAIT), n/a for direct (bypassed) and mmap (see major_faults_per_read); CPU % = CPU seconds of the worker over the phase's wall time x CPUs".into(),
+            "cache hit ratio: reads that needed no device read, from the reader thread's own device reads (getrusage ru_inblock) around each get (one in 16 in the closed loop), the same for every mode (quietkv's own page-cache count is off: it would cost only the buffered reads a system call); mmap's faults in major_faults_per_read; CPU % = CPU seconds of the worker over the phase's wall time x CPUs".into(),
         ),
         ("Finished".into(), timestamp() + " UTC"),
     ]
