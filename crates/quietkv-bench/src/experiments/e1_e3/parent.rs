@@ -429,7 +429,7 @@ fn section_header(
         (
             "User reads".into(),
             format!(
-                "{}; gets uniform over the hot set; engine block cache {} MiB (small, so reads depend on the page cache)",
+                "{}; gets uniform over the hot set; engine block cache {} MiB (small, so reads depend on the page cache); quietkv counts its user reads' page-cache hits for the engine_page_cache_hit_ratio row (attribute_cache_hits, off by default: one cachestat call per read that misses its block cache)",
                 readers_text(common), args.block_cache_mib
             ),
         ),
