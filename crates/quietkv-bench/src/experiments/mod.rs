@@ -157,9 +157,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     {
         return Err("E0 has no engine: --engines other than quietkv do not apply".into());
     }
-    if args.mode_write_rate.is_some() && !exps.iter().any(|e| e == "E2") {
-        return Err("--mode-write-rate sets E2's writer; this run has no E2".into());
-    }
+    e1_e3::parent::mode_write_rate_applies(&args, &exps)?;
     if let [id] = exps.as_slice() {
         if let Some(Experiment {
             parent: Parent::Alone(run),

@@ -497,12 +497,10 @@ fn mode_write_rates(
     exps: &[String],
 ) -> Result<BTreeMap<String, f64>, String> {
     let mut rates = BTreeMap::new();
+    mode_write_rate_applies(args, exps)?;
     let Some(given) = &args.mode_write_rate else {
         return Ok(rates);
     };
-    if !exps.iter().any(|e| e == "E2") {
-        return Err("--mode-write-rate sets E2's writer; this run has no E2".into());
-    }
     for item in given.iter().filter(|i| !i.trim().is_empty()) {
         let (name, rate) = item
             .rsplit_once('=')
@@ -527,6 +525,15 @@ fn mode_write_rates(
         }
     }
     Ok(rates)
+}
+
+/// `--mode-write-rate` sets E2's writer: refused in a run without E2, of
+/// whatever experiment, before anything runs.
+pub(crate) fn mode_write_rate_applies(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
+    if args.mode_write_rate.is_some() && !exps.iter().any(|e| e == "E2") {
+        return Err("--mode-write-rate sets E2's writer; this run has no E2".into());
+    }
+    Ok(())
 }
 
 /// The header's words for the modes that write at a rate of their own.
