@@ -348,6 +348,7 @@ impl RunResult {
         opt("steal_ms_per_s", k.steal_ms_per_s);
         opt("other_cpu_ms_per_s", k.other_cpu_ms_per_s);
         opt("device.longest_stall_ms", k.device_longest_stall_ms);
+        opt("device.longest_held_ms", k.device_longest_held_ms);
         opt("device.stalled_ms_per_s", k.device_stalled_ms_per_s);
         if let Some(d) = &k.device {
             for (key, v) in [

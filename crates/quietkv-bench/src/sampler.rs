@@ -300,6 +300,11 @@ pub struct PhaseMetrics {
     /// completed none, ms (see `device_stall`).
     #[serde(default)]
     pub device_longest_stall_ms: Option<f64>,
+    /// The longest part of such a stall that the data completed at its
+    /// end does not explain, ms (see `device_stall::held_ms`): the device
+    /// sitting on work it could have finished.
+    #[serde(default)]
+    pub device_longest_held_ms: Option<f64>,
     /// Milliseconds per second the device spent so stalled.
     #[serde(default)]
     pub device_stalled_ms_per_s: Option<f64>,
@@ -414,8 +419,9 @@ pub fn phase_metrics(samples: &[Sample], from: usize, to: usize) -> PhaseMetrics
             (Some(x), Some(y)) => Some(y.saturating_sub(x) as f64 / tck * 1000.0 / secs),
             _ => None,
         },
-        device_longest_stall_ms: stalls.map(|s| s.0),
-        device_stalled_ms_per_s: stalls.map(|s| s.1),
+        device_longest_stall_ms: stalls.map(|s| s.longest_ms),
+        device_longest_held_ms: stalls.map(|s| s.longest_held_ms),
+        device_stalled_ms_per_s: stalls.map(|s| s.stalled_ms_per_s),
     }
 }
 

@@ -89,6 +89,7 @@ const STANDARD_ROWS: &[(&str, &str, Fmt, Cmp)] = {
         ("CPU steal (host ran something else), ms/s", "steal_ms_per_s", Int, None),
         ("Other processes' CPU, ms/s", "other_cpu_ms_per_s", Int, None),
         ("Longest device stall, ms (requests held, none completed)", "device.longest_stall_ms", Int, None),
+        ("Longest stall its own queue does not explain, ms", "device.longest_held_ms", Int, None),
         ("Device stalled, ms/s", "device.stalled_ms_per_s", Float2, None),
         ("Refaults/s", "refaults_per_s", Int, Reduction),
         ("File pages scanned/s", "pgscan_file_per_s", Int, Reduction),
