@@ -9,6 +9,12 @@
 //! Concurrency: the key hash picks one of up to 64 shards, each behind its
 //! own short-held mutex, so reader threads only meet when they touch the
 //! same shard; counters are relaxed atomics. There is no global lock.
+//! Evicted values are released after the shard's lock is let go: the last
+//! reference to a block frees its memory, and with the C allocator a free
+//! of memory another thread allocated waits for that thread's arena lock.
+//! Freed under the shard's lock, one such wait held every reader of the
+//! shard (measured: 8 readers on 2 CPUs, a p99 of 150-450 us against a
+//! median of 5).
 //!
 //! Scan resistance (segmented LRU): a new entry enters the *probation*
 //! segment; only a second use moves it to the *protected* segment (at most
@@ -211,10 +217,12 @@ impl<V> Shard<V> {
         l.usage += charge;
     }
 
-    fn remove(&mut self, i: usize) {
+    /// Takes entry `i` out; its value goes to `released`, to be dropped
+    /// once the shard's lock is let go.
+    fn remove(&mut self, i: usize, released: &mut Released<V>) {
         self.unlink(i);
         let node = &mut self.nodes[i];
-        node.value = None;
+        released.push(node.value.take());
         node.charge = 0;
         self.map.remove(&node.key);
         self.free.push(i);
@@ -240,8 +248,9 @@ impl<V> Shard<V> {
         self.nodes[i].value.clone()
     }
 
-    /// Evicts until `extra` more bytes fit in `room`; returns how many.
-    fn make_room(&mut self, extra: usize, room: usize) -> u64 {
+    /// Evicts until `extra` more bytes fit in `room` (the values into
+    /// `released`); returns how many.
+    fn make_room(&mut self, extra: usize, room: usize, released: &mut Released<V>) -> u64 {
         let mut evicted = 0;
         while self.usage() + extra > room {
             let victim = if self.probation.tail != NIL {
@@ -251,18 +260,26 @@ impl<V> Shard<V> {
             } else {
                 break;
             };
-            self.remove(victim);
+            self.remove(victim, released);
             evicted += 1;
         }
         evicted
     }
 
-    /// Inserts into probation; returns the number of evicted entries.
-    fn insert(&mut self, key: CacheKey, value: Arc<V>, charge: usize, room: usize) -> u64 {
+    /// Inserts into probation; returns the number of evicted entries
+    /// (their values, and a replaced one's, into `released`).
+    fn insert(
+        &mut self,
+        key: CacheKey,
+        value: Arc<V>,
+        charge: usize,
+        room: usize,
+        released: &mut Released<V>,
+    ) -> u64 {
         if let Some(&i) = self.map.get(&key) {
-            self.remove(i);
+            self.remove(i, released);
         }
-        let evicted = self.make_room(charge, room);
+        let evicted = self.make_room(charge, room, released);
         let node = Node {
             key,
             value: Some(value),
@@ -284,6 +301,35 @@ impl<V> Shard<V> {
         self.map.insert(key, i);
         self.push_front(i, false);
         evicted
+    }
+}
+
+/// Values taken out of a shard under its lock, dropped by the caller
+/// after letting the lock go. An insert usually evicts one or two blocks:
+/// those fit without an allocation.
+struct Released<V> {
+    few: [Option<Arc<V>>; 4],
+    len: usize,
+    more: Vec<Arc<V>>,
+}
+
+impl<V> Released<V> {
+    fn new() -> Self {
+        Released {
+            few: [const { None }; 4],
+            len: 0,
+            more: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, value: Option<Arc<V>>) {
+        let Some(v) = value else { return };
+        if self.len < self.few.len() {
+            self.few[self.len] = Some(v);
+            self.len += 1;
+        } else {
+            self.more.push(v);
+        }
     }
 }
 
@@ -418,13 +464,15 @@ impl<V> Cache<V> {
     pub fn insert(&self, table_id: u64, offset: u64, value: Arc<V>, charge: usize) {
         let key = (table_id, offset);
         let shard = self.shard(&key);
+        let mut released = Released::new();
         let mut s = shard.lock();
         let room = self.room(&s);
         if charge > room {
             return;
         }
-        let evicted = s.insert(key, value, charge, room);
+        let evicted = s.insert(key, value, charge, room, &mut released);
         drop(s);
+        drop(released);
         self.inserts.fetch_add(1, Ordering::Relaxed);
         if evicted > 0 {
             self.evictions.fetch_add(evicted, Ordering::Relaxed);
@@ -440,9 +488,12 @@ impl<V> Cache<V> {
         if bytes > 0 && self.charge_pinned {
             let mut evicted = 0;
             for shard in self.shards.iter() {
+                let mut released = Released::new();
                 let mut s = shard.lock();
                 let room = self.room(&s);
-                evicted += s.make_room(0, room);
+                evicted += s.make_room(0, room, &mut released);
+                drop(s);
+                drop(released);
             }
             if evicted > 0 {
                 self.evictions.fetch_add(evicted, Ordering::Relaxed);
@@ -462,6 +513,7 @@ impl<V> Cache<V> {
     /// Drops every entry of one table (e.g. after the table is deleted).
     pub fn erase_table(&self, table_id: u64) {
         for shard in self.shards.iter() {
+            let mut released = Released::new();
             let mut s = shard.lock();
             let victims: Vec<usize> = s
                 .map
@@ -470,8 +522,10 @@ impl<V> Cache<V> {
                 .map(|(_, &i)| i)
                 .collect();
             for i in victims {
-                s.remove(i);
+                s.remove(i, &mut released);
             }
+            drop(s);
+            drop(released);
         }
     }
 
@@ -697,5 +751,55 @@ mod tests {
         assert!(s.evictions > 0);
         assert_eq!(s.hits + s.misses, 20_000);
         assert!(s.hits > 0);
+    }
+
+    /// A value that, when dropped, looks whether its cache's shard is
+    /// locked (the cache has one shard).
+    struct Probe {
+        cache: Arc<std::sync::OnceLock<std::sync::Weak<Cache<Probe>>>>,
+        dropped_under_lock: Arc<AtomicU64>,
+        drops: Arc<AtomicU64>,
+    }
+
+    impl Drop for Probe {
+        fn drop(&mut self) {
+            self.drops.fetch_add(1, Ordering::Relaxed);
+            if let Some(c) = self.cache.get().and_then(|w| w.upgrade()) {
+                if c.shards[0].try_lock().is_none() {
+                    self.dropped_under_lock.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn evicted_values_are_dropped_after_the_lock_is_let_go() {
+        let c: Arc<Cache<Probe>> = Arc::new(Cache::with_shard_bits(1000, 0));
+        let slot = Arc::new(std::sync::OnceLock::new());
+        slot.set(Arc::downgrade(&c)).unwrap();
+        let under = Arc::new(AtomicU64::new(0));
+        let drops = Arc::new(AtomicU64::new(0));
+        let probe = || {
+            Arc::new(Probe {
+                cache: slot.clone(),
+                dropped_under_lock: under.clone(),
+                drops: drops.clone(),
+            })
+        };
+        // Evictions by inserts: ten entries of 300 bytes in 1,000.
+        for i in 0..10 {
+            c.insert(1, i, probe(), 300);
+        }
+        // A replaced entry.
+        c.insert(1, 9, probe(), 300);
+        // Evictions by a reservation, then a deleted table's entries.
+        c.insert(2, 0, probe(), 100);
+        let r = c.reserve(800);
+        drop(r);
+        c.insert(3, 0, probe(), 100);
+        c.insert(3, 1, probe(), 100);
+        c.erase_table(3);
+        assert!(drops.load(Ordering::Relaxed) >= 10, "entries were evicted");
+        assert_eq!(under.load(Ordering::Relaxed), 0, "dropped under the lock");
     }
 }
