@@ -199,6 +199,19 @@ pub struct PeerComparison {
     pub quietkv_user_write_mib_s: Option<f64>,
     pub peer_user_write_mib_s: Option<f64>,
     pub same_work: bool,
+    /// Why the two are not compared, when either side has fewer clean
+    /// runs than asked (the machine disturbed the rest).
+    pub unranked: Option<String>,
+}
+
+/// Why a mode is not ranked: fewer clean runs than asked.
+fn too_few_clean(m: &ModeFigures) -> Option<String> {
+    (m.clean_runs < m.asked_runs).then(|| {
+        format!(
+            "{} has {} clean run(s) of {} asked",
+            m.name, m.clean_runs, m.asked_runs
+        )
+    })
 }
 
 /// How far below the peer's user write rate quietkv's may fall (the
@@ -257,6 +270,10 @@ pub fn comparisons(e: &ExperimentReport) -> Vec<PeerComparison> {
                 peer_user_write_mib_s: b.user_write_mib_s,
                 same_work: same_work_across(a.background_mib_s, b.background_mib_s)
                     && wrote_as_much(a.user_write_mib_s, b.user_write_mib_s),
+                unranked: match (too_few_clean(a), too_few_clean(b)) {
+                    (None, None) => None,
+                    (x, y) => Some(x.into_iter().chain(y).collect::<Vec<_>>().join(", ")),
+                },
             });
         }
     }
@@ -283,6 +300,15 @@ pub fn peers_text(cmps: &[PeerComparison]) -> String {
     }
     let mut parts = Vec::new();
     for c in cmps {
+        // The ratios of runs the machine disturbed are not a result, and
+        // are not printed as one (the tables keep every clean run's figures).
+        if let Some(why) = &c.unranked {
+            parts.push(format!(
+                "{}: {} not ranked against {} ({why}: the machine disturbed the rest).",
+                c.section, c.quietkv, c.peer
+            ));
+            continue;
+        }
         // Said only where the two wrote at different rates.
         let user_writes = match (c.quietkv_user_write_mib_s, c.peer_user_write_mib_s) {
             (Some(q), Some(p)) if (q - p).abs() > USER_WRITE_SLACK * p.max(q) => {
@@ -329,7 +355,9 @@ pub fn peers_text(cmps: &[PeerComparison]) -> String {
             format!(
                 "{} {}",
                 c.section,
-                if met {
+                if c.unranked.is_some() {
+                    "not judged (too few clean runs)".to_string()
+                } else if met {
                     "met".to_string()
                 } else if !c.same_work {
                     "not judged (not the same work)".to_string()
@@ -587,5 +615,38 @@ mod tests {
         assert!(wrote_as_much(Some(15.8), Some(16.0)));
         assert!(!wrote_as_much(Some(15.5), Some(16.0)));
         assert!(wrote_as_much(None, Some(16.0)));
+    }
+
+    #[test]
+    fn a_side_with_too_few_clean_runs_is_not_compared() {
+        let clean = |mut m: ModeReport, n: usize| {
+            m.asked = 3;
+            m.runs = (0..n).map(|_| m.runs[0].clone()).collect();
+            m
+        };
+        let both = e2(vec![
+            clean(writer_mode("quietkv:auto", 300.0, 268.0, 19.0), 3),
+            clean(writer_mode("rocksdb:all-direct", 1_100.0, 253.0, 16.0), 3),
+        ]);
+        let v = verdict(&[both]);
+        assert!(v.contains("quietkv:auto p99 0.27x"), "{v}");
+        assert!(v.contains("E2 met"), "{v}");
+        // The machine disturbed one of quietkv's runs: no ratio, no target.
+        let short = e2(vec![
+            clean(writer_mode("quietkv:auto", 300.0, 268.0, 19.0), 2),
+            clean(writer_mode("rocksdb:all-direct", 1_100.0, 253.0, 16.0), 3),
+        ]);
+        let c = comparisons(&short);
+        assert_eq!(
+            c[0].unranked.as_deref(),
+            Some("quietkv:auto has 2 clean run(s) of 3 asked")
+        );
+        let v = verdict(&[short]);
+        assert!(
+            v.contains("E2: quietkv:auto not ranked against rocksdb:all-direct (quietkv:auto has 2 clean run(s) of 3 asked: the machine disturbed the rest)."),
+            "{v}"
+        );
+        assert!(!v.contains("p99 0.27x"), "{v}");
+        assert!(v.contains("E2 not judged (too few clean runs)"), "{v}");
     }
 }
