@@ -17,8 +17,8 @@
 //! floods the queue mostly makes the device busy, not stalled; but what
 //! the device legitimately takes long over does count: the kernel writing
 //! back a flood of dirty pages hands the device tens of 4 MiB requests at
-//! once, and this machine's disk then completed nothing for 20-127 ms and
-//! everything at the end, 56-256 MiB in one poll: 1.4-3.0 GiB/s over the
+//! once, and this machine's disk then completed nothing for 20-156 ms and
+//! everything at the end, 32-260 MiB in one poll: 1.4-3.0 GiB/s over the
 //! stall, as fast as it ever writes. Such a stall is the run's own work,
 //! not the host's. So each stall is also measured by what its own queue
 //! explains: its length less the time the device needs, at
@@ -42,8 +42,9 @@ pub const POLL_INTERVAL: Duration = Duration::from_millis(10);
 
 /// The rate at which a stall's own queue is taken to drain, MiB/s: below
 /// the slowest this machine's disk was seen to drain a queue of large
-/// writes (1.4 GiB/s over 55 stalls of the kernel's write-back of 2 GiB,
-/// `docs/results/2026-11-27-device-stalls/drain`), so a stall the
+/// writes (1.4 GiB/s over the 36 stalls of the kernel's write-back of
+/// 2 GiB in `docs/results/2026-11-27-device-stalls/drain`, as in two
+/// earlier runs of the same probe), so a stall the
 /// device's own work explains is excused entirely, and one on a slower
 /// disk is excused less, never more.
 pub const DRAIN_MIB_PER_S: f64 = 1024.0;

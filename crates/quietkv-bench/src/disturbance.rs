@@ -65,7 +65,7 @@ pub const MAX_OTHER_CPU_MS_PER_S: f64 = 100.0;
 /// completes a request every millisecond or so under this load; 50 ms
 /// sets aside every run with such a stall and a few whose reads happened
 /// to miss it, which costs a rerun, not a wrong median. The kernel's own
-/// write-back of a flood of dirty pages held the disk up to 127 ms, but
+/// write-back of a flood of dirty pages held the disk up to 156 ms, but
 /// always with enough data queued to explain it all; results written
 /// before the drain was measured are held to their whole stall.
 pub const MAX_DEVICE_STALL_MS: f64 = 50.0;

@@ -13,8 +13,8 @@
 //! reference to a block frees its memory, and with the C allocator a free
 //! of memory another thread allocated waits for that thread's arena lock.
 //! Freed under the shard's lock, one such wait held every reader of the
-//! shard (measured: 8 readers on 2 CPUs, a p99 of 150-450 us against a
-//! median of 5).
+//! shard (measured: 8 readers on 2 CPUs, a p99 that swung between 40 and
+//! 450 us against a median of 4-5).
 //!
 //! Scan resistance (segmented LRU): a new entry enters the *probation*
 //! segment; only a second use moves it to the *protected* segment (at most
