@@ -182,6 +182,14 @@ fn teardown(dir: &Path, parent: &Path, pids: &[u32]) {
     );
 }
 
+/// The `oom_kill` count of a memory cgroup's `memory.oom_control` (v1) or
+/// `memory.events` (v2).
+pub fn parse_oom_kills(text: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("oom_kill "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
 /// A memory cgroup that limits how much memory (and so page cache) its
 /// processes may use: a v1 child of our own memory cgroup with
 /// `memory.limit_in_bytes`, or a v2 child with `memory.max`.
@@ -257,6 +265,16 @@ impl MemoryCgroup {
         write_file(&self.dir.join("cgroup.procs"), &pid.to_string())?;
         self.pids.push(pid);
         Ok(())
+    }
+
+    /// How many processes the kernel's OOM killer has killed in this
+    /// cgroup for going over its limit; `None` if the count cannot be read.
+    pub fn oom_kills(&self) -> Option<u64> {
+        let file = match self.version {
+            CgroupVersion::V1 => "memory.oom_control",
+            CgroupVersion::V2 => "memory.events",
+        };
+        parse_oom_kills(&std::fs::read_to_string(self.dir.join(file)).ok()?)
     }
 
     /// On cgroup v2 the memory cgroup has its own `memory.pressure`.
@@ -621,6 +639,50 @@ mod tests {
         child.wait().unwrap();
         drop(cg);
         assert!(!dir.exists());
+    }
+
+    #[test]
+    fn parses_the_oom_kill_count_of_both_versions() {
+        let v1 = "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n";
+        assert_eq!(parse_oom_kills(v1), Some(2));
+        let v2 = "low 0\nhigh 0\nmax 17\noom 1\noom_kill 1\noom_group_kill 0\n";
+        assert_eq!(parse_oom_kills(v2), Some(1));
+        assert_eq!(parse_oom_kills("oom_kill_disable 0\n"), None);
+    }
+
+    /// A child that holds more anonymous memory than its cgroup allows is
+    /// killed, and the cgroup counts it: what the runner reads to name the
+    /// cause when a worker dies without a result.
+    #[test]
+    fn a_memory_cgroup_counts_the_processes_it_kills() {
+        use std::io::Write;
+        if let Some(why) = skip_reason() {
+            skip(&why);
+            return;
+        }
+        const LIMIT: u64 = 32 << 20;
+        let mut cg = MemoryCgroup::create(LIMIT).unwrap();
+        assert_eq!(cg.oom_kills(), Some(0));
+        // `tail -c` keeps the last N bytes of a pipe in memory: 4x the limit.
+        let script = format!(
+            "read go; head -c {} /dev/zero | tail -c {} > /dev/null",
+            8 * LIMIT,
+            4 * LIMIT
+        );
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(&script)
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        cg.add_pid(child.id()).unwrap();
+        writeln!(child.stdin.take().unwrap(), "go").unwrap();
+        child.wait().unwrap();
+        assert!(
+            cg.oom_kills().is_some_and(|n| n >= 1),
+            "no OOM kill counted: {:?}",
+            cg.oom_kills()
+        );
     }
 
     /// A child that first spins in user space, then copies /dev/zero to

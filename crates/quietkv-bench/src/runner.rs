@@ -224,6 +224,12 @@ impl Runner {
         };
         crate::progress::end_run();
         let out = reader.join().unwrap_or_default();
+        // Read before the cgroup goes: a worker the kernel killed for
+        // going over the run's memory limit has no result to say so.
+        let oom = memcg
+            .as_ref()
+            .and_then(|m| Some((m.oom_kills()?, m.limit_bytes())))
+            .filter(|&(kills, _)| kills > 0);
         drop(memcg.take());
         drop(psi.take());
         drop(cpuacct.take());
@@ -232,11 +238,16 @@ impl Runner {
             .rev()
             .find(|l| !l.trim().is_empty())
             .unwrap_or("");
-        let v: serde_json::Value = serde_json::from_str(last).map_err(|_| {
-            format!(
+        let v: serde_json::Value = serde_json::from_str(last).map_err(|_| match oom {
+            Some((_, limit)) => format!(
+                "{} worker was killed by the kernel's OOM killer ({status}): the mode's memory outgrew the run's {} MiB memory cgroup",
+                spec.label(),
+                limit >> 20
+            ),
+            None => format!(
                 "{} worker exited with {status} without a result",
                 spec.label()
-            )
+            ),
         })?;
         if let Some(e) = v.get("error").and_then(|e| e.as_str()) {
             return Err(format!("{} {e}", spec.label()));
