@@ -206,7 +206,7 @@ pub struct PeerComparison {
 
 /// Why a mode is not ranked: fewer clean runs than asked.
 fn too_few_clean(m: &ModeFigures) -> Option<String> {
-    (m.clean_runs < m.asked_runs).then(|| {
+    m.short_of_clean_runs().then(|| {
         format!(
             "{} has {} clean run(s) of {} asked",
             m.name, m.clean_runs, m.asked_runs

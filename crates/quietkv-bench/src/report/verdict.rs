@@ -71,6 +71,14 @@ pub struct ModeFigures {
     pub asked_runs: usize,
 }
 
+impl ModeFigures {
+    /// Fewer clean runs than asked: the machine disturbed the rest, and
+    /// the mode is ranked against nothing, its own engine's or a peer's.
+    pub fn short_of_clean_runs(&self) -> bool {
+        self.clean_runs < self.asked_runs
+    }
+}
+
 /// One report section's figures.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SectionFigures {
@@ -241,14 +249,14 @@ pub fn judge(s: &SectionFigures) -> SectionJudgement {
         .map(|m| {
             let standing = if m.name == r.name {
                 Standing::Reference
-            } else if m.clean_runs < m.asked_runs {
+            } else if m.short_of_clean_runs() {
                 Standing::Unranked {
                     why: format!(
                         "{} clean run(s) of {} asked: the machine disturbed the rest",
                         m.clean_runs, m.asked_runs
                     ),
                 }
-            } else if r.clean_runs < r.asked_runs {
+            } else if r.short_of_clean_runs() {
                 Standing::Unranked {
                     why: format!(
                         "{} has {} clean run(s) of {} asked, too few to compare with",
