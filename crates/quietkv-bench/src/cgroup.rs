@@ -536,6 +536,22 @@ mod tests {
         eprintln!("skipping: {reason}");
     }
 
+    /// A memory cgroup of `limit` bytes for a test, or `None` (said, and
+    /// refused under CI) where this machine cannot make one.
+    fn memory_cgroup_for_test(limit: u64) -> Option<MemoryCgroup> {
+        if let Some(why) = skip_reason() {
+            skip(&why);
+            return None;
+        }
+        match MemoryCgroup::create(limit) {
+            Ok(cg) => Some(cg),
+            Err(e) => {
+                skip(&format!("no memory cgroup here: {e}"));
+                None
+            }
+        }
+    }
+
     /// The limit the kernel holds for the cgroup, read back from its file.
     fn kernel_limit(cg: &MemoryCgroup) -> u64 {
         let file = match cg.version {
@@ -551,17 +567,9 @@ mod tests {
 
     #[test]
     fn memory_cgroup_holds_a_child_and_leaves_nothing() {
-        if let Some(why) = skip_reason() {
-            skip(&why);
-            return;
-        }
         const LIMIT: u64 = 64 << 20;
-        let mut cg = match MemoryCgroup::create(LIMIT) {
-            Ok(cg) => cg,
-            Err(e) => {
-                skip(&format!("no memory cgroup here: {e}"));
-                return;
-            }
+        let Some(mut cg) = memory_cgroup_for_test(LIMIT) else {
+            return;
         };
         let dir = cg.dir.clone();
         assert!(dir.exists());
@@ -656,12 +664,10 @@ mod tests {
     #[test]
     fn a_memory_cgroup_counts_the_processes_it_kills() {
         use std::io::Write;
-        if let Some(why) = skip_reason() {
-            skip(&why);
-            return;
-        }
         const LIMIT: u64 = 32 << 20;
-        let mut cg = MemoryCgroup::create(LIMIT).unwrap();
+        let Some(mut cg) = memory_cgroup_for_test(LIMIT) else {
+            return;
+        };
         assert_eq!(cg.oom_kills(), Some(0));
         // `tail -c` keeps the last N bytes of a pipe in memory: 4x the limit.
         let script = format!(
