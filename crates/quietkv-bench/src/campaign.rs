@@ -14,9 +14,9 @@
 use crate::cgroup::interrupted;
 use crate::disturbance::{AfterRun, Rule};
 use crate::progress::fmt_secs;
-use crate::report::ModeReport;
+use crate::report::{FailedRun, ModeReport};
 use crate::result::{RunResult, WorkerSpec};
-use crate::runner::Runner;
+use crate::runner::{RunError, Runner};
 
 /// What a campaign cut short by Ctrl-C (or SIGTERM) returns.
 pub const INTERRUPTED: &str = "interrupted; cgroups and scratch files removed";
@@ -116,11 +116,11 @@ pub fn in_worker(
     spec: WorkerSpec,
     status: String,
     eta: &Eta,
-) -> Result<RunResult, String> {
+) -> Result<RunResult, RunError> {
     crate::progress::start_run(status, eta.seconds);
     runner.run(spec).map_err(|e| {
         if interrupted() {
-            INTERRUPTED.to_string()
+            RunError::Other(INTERRUPTED.to_string())
         } else {
             e
         }
@@ -148,6 +148,32 @@ impl Judge {
                 ..Default::default()
             },
             reruns_left: max_reruns,
+        }
+    }
+
+    /// Files what became of run `repeat` of the mode `mode`: a result as
+    /// [`Judge::file`] does; a worker the OOM killer ended as a failed run
+    /// of that mode, which counts as its run (running it again would only
+    /// outgrow the same limit) and leaves it short of clean runs, so that
+    /// the other modes are still measured; any other error ends the
+    /// campaign.
+    pub fn file_outcome(
+        &mut self,
+        mode: &mut ModeReport,
+        outcome: Result<RunResult, RunError>,
+        repeat: u32,
+        tag: &str,
+    ) -> Result<Filed, String> {
+        match outcome {
+            Ok(run) => Ok(self.file(mode, run, tag)),
+            Err(RunError::OutOfMemory(why)) => {
+                crate::progress_line!(
+                    "{tag} failed: {why}; recorded as a failed run of this mode, the other modes go on"
+                );
+                mode.failed.push(FailedRun { repeat, why });
+                Ok(Filed::Counted)
+            }
+            Err(RunError::Other(e)) => Err(e),
         }
     }
 
@@ -258,6 +284,36 @@ mod tests {
             .text(),
             "ETA 12 min for 6 runs left"
         );
+    }
+
+    /// A worker the OOM killer ended is the mode's failed run: it counts
+    /// as the slot's run, is not run again, and leaves the mode short of
+    /// clean runs; any other failure still ends the campaign.
+    #[test]
+    fn a_run_the_oom_killer_ended_is_a_failed_run_of_its_mode() {
+        let mut m = ModeReport::new("rocksdb:all-direct", None, 3);
+        let mut judge = Judge::rule(false, 2);
+        let filed = judge
+            .file_outcome(
+                &mut m,
+                Err(RunError::OutOfMemory("killed".into())),
+                2,
+                "[E2 rocksdb:all-direct 2/3]",
+            )
+            .unwrap();
+        assert_eq!(filed, Filed::Counted);
+        assert_eq!(
+            m.failed,
+            vec![FailedRun {
+                repeat: 2,
+                why: "killed".into()
+            }]
+        );
+        assert_eq!((m.runs.len(), m.disturbed.len()), (0, 0));
+        assert_eq!(judge, Judge::rule(false, 2), "no rerun used up");
+        let other = judge.file_outcome(&mut m, Err(RunError::Other("broken".into())), 3, "");
+        assert_eq!(other, Err("broken".to_string()));
+        assert_eq!(m.failed.len(), 1);
     }
 
     #[test]

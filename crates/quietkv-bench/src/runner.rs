@@ -29,6 +29,43 @@ pub type WorkerFn = fn(&WorkerSpec, &AtomicBool) -> Result<RunResult, String>;
 /// What the report says when process CPU times come from `/proc/PID/stat`.
 const RESCALED_CPU: &str = "the worker's CPU times come from /proc/PID/stat, which the kernel rescales, so a phase's user/system split can be wrong (a phase can even show 0 s of system time); the system-wide columns from /proc/stat are raw";
 
+/// Why a run gave no result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunError {
+    /// The kernel's OOM killer ended the worker: the mode's memory outgrew
+    /// the run's memory cgroup. The mode failed that run; the campaign can
+    /// go on with the others.
+    OutOfMemory(String),
+    /// Anything else: the campaign cannot go on.
+    Other(String),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::OutOfMemory(s) | RunError::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+impl From<String> for RunError {
+    fn from(s: String) -> RunError {
+        RunError::Other(s)
+    }
+}
+
+impl From<&str> for RunError {
+    fn from(s: &str) -> RunError {
+        RunError::Other(s.to_string())
+    }
+}
+
+impl From<RunError> for String {
+    fn from(e: RunError) -> String {
+        e.to_string()
+    }
+}
+
 /// The name of the hidden subcommand the worker runs as.
 pub const WORKER_SUBCOMMAND: &str = "bench-worker";
 
@@ -139,9 +176,9 @@ impl Runner {
 
     /// One run: drop caches, start the worker, confine it, hand it the spec,
     /// collect its result, remove the cgroups.
-    pub fn run(&mut self, mut spec: WorkerSpec) -> Result<RunResult, String> {
+    pub fn run(&mut self, mut spec: WorkerSpec) -> Result<RunResult, RunError> {
         if interrupted() {
-            return Err("interrupted".into());
+            return Err(RunError::Other("interrupted".into()));
         }
         if self.can_drop {
             if let Err(e) = drop_page_cache() {
@@ -198,7 +235,7 @@ impl Runner {
         if let Err(e) = placed {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(e);
+            return Err(e.into());
         }
         let mut stdout = child.stdout.take().ok_or("worker has no stdout")?;
         let reader = std::thread::spawn(move || {
@@ -211,7 +248,7 @@ impl Runner {
                 let _ = child.kill();
                 let _ = child.wait();
                 let _ = reader.join();
-                return Err("interrupted".into());
+                return Err(RunError::Other("interrupted".into()));
             }
             match child.try_wait() {
                 Ok(Some(st)) => break st,
@@ -219,7 +256,7 @@ impl Runner {
                     crate::progress::tick();
                     std::thread::sleep(Duration::from_millis(50))
                 }
-                Err(e) => return Err(format!("waiting for the worker: {e}")),
+                Err(e) => return Err(format!("waiting for the worker: {e}").into()),
             }
         };
         crate::progress::end_run();
@@ -239,21 +276,21 @@ impl Runner {
             .find(|l| !l.trim().is_empty())
             .unwrap_or("");
         let v: serde_json::Value = serde_json::from_str(last).map_err(|_| match oom {
-            Some((_, limit)) => format!(
+            Some((_, limit)) => RunError::OutOfMemory(format!(
                 "{} worker was killed by the kernel's OOM killer ({status}): the mode's memory outgrew the run's {} MiB memory cgroup",
                 spec.label(),
                 limit >> 20
-            ),
-            None => format!(
+            )),
+            None => RunError::Other(format!(
                 "{} worker exited with {status} without a result",
                 spec.label()
-            ),
+            )),
         })?;
         if let Some(e) = v.get("error").and_then(|e| e.as_str()) {
-            return Err(format!("{} {e}", spec.label()));
+            return Err(format!("{} {e}", spec.label()).into());
         }
         serde_json::from_value(v)
-            .map_err(|e| format!("{} unreadable worker result: {e}", spec.label()))
+            .map_err(|e| format!("{} unreadable worker result: {e}", spec.label()).into())
     }
 }
 

@@ -114,6 +114,7 @@ pub fn render_json(r: &Report) -> Value {
                                 .collect(),
                         ),
                     );
+                    o.insert("failed_runs".into(), json!(m.failed));
                     if let Some(run) = m.median_run() {
                         o.insert(
                             "timeline".into(),

@@ -51,6 +51,11 @@ pub fn disturbed_lines(e: &ExperimentReport) -> Vec<String> {
         .collect()
 }
 
+/// One line per mode with runs that failed (see [`ModeReport::failed`]).
+pub fn failed_lines(e: &ExperimentReport) -> Vec<String> {
+    e.modes.iter().filter_map(ModeReport::failed_line).collect()
+}
+
 /// A section's tables: one table with ratios against buffered, or with
 /// several engines, the values and the two ratio views of
 /// [`peers::markdown_tables`].
@@ -111,6 +116,9 @@ pub fn render_markdown(r: &Report) -> String {
         }
         for line in disturbed_lines(e) {
             out.push_str(&format!("\n**Disturbed runs:** {line}\n"));
+        }
+        for line in failed_lines(e) {
+            out.push_str(&format!("\n**Failed runs:** {line}\n"));
         }
         let mut run_notes = Vec::new();
         for md in &e.modes {

@@ -28,10 +28,12 @@ mod tests;
 
 pub use self::json::{render_json, REQUIRED_KEYS};
 pub use self::markdown::{
-    disturbed_lines, not_same_work_lines, readers_behind, render_markdown, section_tables,
-    READER_LATE_US,
+    disturbed_lines, failed_lines, not_same_work_lines, readers_behind, render_markdown,
+    section_tables, READER_LATE_US,
 };
-pub use self::model::{stat_of, DisturbedRun, ExperimentReport, Machine, ModeReport, Report, Stat};
+pub use self::model::{
+    stat_of, DisturbedRun, ExperimentReport, FailedRun, Machine, ModeReport, Report, Stat,
+};
 pub use self::output::{write_outputs, write_outputs_with_verdict};
 pub(crate) use self::output::{write_outputs_and_verdict, write_plain_report};
 pub use self::table::{

@@ -41,6 +41,10 @@ pub struct ModeReport {
     /// runs were judged, where every run counts.
     #[serde(default)]
     pub asked: u32,
+    /// Runs that gave no result through the mode's own doing (its worker
+    /// outgrew the run's memory limit): reported, never run again.
+    #[serde(default)]
+    pub failed: Vec<FailedRun>,
 }
 
 /// Median, min and max of one metric over a mode's runs.
@@ -82,6 +86,7 @@ impl ModeReport {
             page_cache,
             disturbed: Vec::new(),
             asked,
+            failed: Vec::new(),
         }
     }
 
@@ -110,6 +115,30 @@ impl ModeReport {
             "{}: {} run(s) disturbed and left out of the medians ({}); {clean} clean of {asked} asked{}",
             self.name,
             self.disturbed.len(),
+            runs.join(" | "),
+            if clean < asked {
+                ", too few to rank"
+            } else {
+                ""
+            }
+        ))
+    }
+
+    /// A line saying which runs failed and why, if any did.
+    pub fn failed_line(&self) -> Option<String> {
+        if self.failed.is_empty() {
+            return None;
+        }
+        let (clean, asked) = self.clean_of_asked();
+        let runs: Vec<String> = self
+            .failed
+            .iter()
+            .map(|f| format!("run {}: {}", f.repeat, f.why))
+            .collect();
+        Some(format!(
+            "{}: {} run(s) failed ({}); {clean} clean of {asked} asked{}",
+            self.name,
+            self.failed.len(),
             runs.join(" | "),
             if clean < asked {
                 ", too few to rank"
@@ -159,6 +188,14 @@ pub struct ExperimentReport {
 pub struct Report {
     pub machine: Machine,
     pub experiments: Vec<ExperimentReport>,
+}
+
+/// A run that gave no result through the mode's own doing, with why.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FailedRun {
+    /// 1-based round.
+    pub repeat: u32,
+    pub why: String,
 }
 
 /// A run the disturbance rule set aside (see [`crate::disturbance`]),

@@ -200,7 +200,8 @@ pub struct PeerComparison {
     pub peer_user_write_mib_s: Option<f64>,
     pub same_work: bool,
     /// Why the two are not compared, when either side has fewer clean
-    /// runs than asked (the machine disturbed the rest).
+    /// runs than asked (the machine disturbed the rest, or the mode failed
+    /// them).
     pub unranked: Option<String>,
 }
 
@@ -208,8 +209,11 @@ pub struct PeerComparison {
 fn too_few_clean(m: &ModeFigures) -> Option<String> {
     m.short_of_clean_runs().then(|| {
         format!(
-            "{} has {} clean run(s) of {} asked",
-            m.name, m.clean_runs, m.asked_runs
+            "{} has {} clean run(s) of {} asked: {}",
+            m.name,
+            m.clean_runs,
+            m.asked_runs,
+            m.why_short()
         )
     })
 }
@@ -304,7 +308,7 @@ pub fn peers_text(cmps: &[PeerComparison]) -> String {
         // are not printed as one (the tables keep every clean run's figures).
         if let Some(why) = &c.unranked {
             parts.push(format!(
-                "{}: {} not ranked against {} ({why}: the machine disturbed the rest).",
+                "{}: {} not ranked against {} ({why}).",
                 c.section, c.quietkv, c.peer
             ));
             continue;
@@ -639,7 +643,7 @@ mod tests {
         let c = comparisons(&short);
         assert_eq!(
             c[0].unranked.as_deref(),
-            Some("quietkv:auto has 2 clean run(s) of 3 asked")
+            Some("quietkv:auto has 2 clean run(s) of 3 asked: the machine disturbed the rest")
         );
         let v = verdict(&[short]);
         assert!(
@@ -648,5 +652,20 @@ mod tests {
         );
         assert!(!v.contains("p99 0.27x"), "{v}");
         assert!(v.contains("E2 not judged (too few clean runs)"), "{v}");
+        // The peer's worker outgrew the memory limit in one run: its own
+        // doing, said as such.
+        let mut failed = clean(writer_mode("rocksdb:all-direct", 1_100.0, 253.0, 16.0), 2);
+        failed.failed.push(crate::report::FailedRun {
+            repeat: 3,
+            why: "killed by the OOM killer".into(),
+        });
+        let c = comparisons(&e2(vec![
+            clean(writer_mode("quietkv:auto", 300.0, 268.0, 19.0), 3),
+            failed,
+        ]));
+        assert_eq!(
+            c[0].unranked.as_deref(),
+            Some("rocksdb:all-direct has 2 clean run(s) of 3 asked: 1 failed (see Failed runs)")
+        );
     }
 }

@@ -303,3 +303,32 @@ fn ratio_texts() {
     assert_eq!(compare(5.0, 0.0, Cmp::Reduction), "to 0 (reduction)");
     assert_eq!(stat_of(vec![3.0, 1.0, 2.0, 10.0]).unwrap().median, 2.5);
 }
+
+/// A mode whose worker outgrew the memory limit in every run still has
+/// its column, and the report says what became of its runs.
+#[test]
+fn a_mode_whose_runs_all_failed_is_reported_with_why() {
+    let mut r = fixed();
+    let e = &mut r.experiments[0];
+    e.modes[2].runs.clear();
+    e.modes[2].asked = 1;
+    e.modes[2].failed.push(super::FailedRun {
+        repeat: 1,
+        why: "dontcache worker was killed by the kernel's OOM killer".into(),
+    });
+    let md = render_markdown(&r);
+    assert!(
+        md.contains("**Failed runs:** dontcache: 1 run(s) failed (run 1: dontcache worker was killed by the kernel's OOM killer); 0 clean of 1 asked, too few to rank"),
+        "{md}"
+    );
+    let j = super::render_json(&r);
+    let modes = &j["experiments"][0]["modes"];
+    let failed = modes
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "dontcache")
+        .unwrap();
+    assert_eq!(failed["failed_runs"][0]["repeat"], 1, "{failed}");
+    assert_eq!(failed["clean_runs"], 0, "{failed}");
+}

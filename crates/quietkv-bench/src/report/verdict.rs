@@ -66,16 +66,32 @@ pub struct ModeFigures {
     /// E2: the user data the writer wrote per second, MiB/s.
     pub user_write_mib_s: Option<f64>,
     /// Runs the medians come from, and runs asked for: fewer clean runs
-    /// than asked (the machine disturbed the rest) are not ranked.
+    /// than asked (the machine disturbed the rest, or the mode failed
+    /// them) are not ranked.
     pub clean_runs: usize,
     pub asked_runs: usize,
+    /// Runs that failed through the mode's own doing (its worker outgrew
+    /// the memory limit).
+    pub failed_runs: usize,
 }
 
 impl ModeFigures {
-    /// Fewer clean runs than asked: the machine disturbed the rest, and
-    /// the mode is ranked against nothing, its own engine's or a peer's.
+    /// Fewer clean runs than asked: the machine disturbed the rest or the
+    /// mode failed them, and the mode is ranked against nothing, its own
+    /// engine's or a peer's.
     pub fn short_of_clean_runs(&self) -> bool {
         self.clean_runs < self.asked_runs
+    }
+
+    /// What became of the runs that are not clean: `the machine disturbed
+    /// the rest`, or how many failed and why to look.
+    pub fn why_short(&self) -> String {
+        let missing = self.asked_runs.saturating_sub(self.clean_runs);
+        match self.failed_runs.min(missing) {
+            0 => "the machine disturbed the rest".into(),
+            f if f == missing => format!("{f} failed (see Failed runs)"),
+            f => format!("{f} failed (see Failed runs), the machine disturbed the rest"),
+        }
     }
 }
 
@@ -252,8 +268,10 @@ pub fn judge(s: &SectionFigures) -> SectionJudgement {
             } else if m.short_of_clean_runs() {
                 Standing::Unranked {
                     why: format!(
-                        "{} clean run(s) of {} asked: the machine disturbed the rest",
-                        m.clean_runs, m.asked_runs
+                        "{} clean run(s) of {} asked: {}",
+                        m.clean_runs,
+                        m.asked_runs,
+                        m.why_short()
                     ),
                 }
             } else if r.short_of_clean_runs() {
@@ -436,6 +454,7 @@ pub fn figures_of(e: &ExperimentReport) -> SectionFigures {
                 user_write_mib_s: get("extra.write_mib_s"),
                 clean_runs: m.clean_of_asked().0,
                 asked_runs: m.clean_of_asked().1,
+                failed_runs: m.failed.len(),
             }
         })
         .collect();

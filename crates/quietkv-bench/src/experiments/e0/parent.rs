@@ -144,9 +144,11 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             common.duration_s,
             eta.text()
         );
-        let r = campaign::in_worker(&mut runner, spec, tag.clone(), eta)?;
-        crate::progress_line!("{tag} done: {}", r.summary());
-        Ok(judge.file(&mut reports[mi], r, &tag))
+        let outcome = campaign::in_worker(&mut runner, spec, tag.clone(), eta);
+        if let Ok(r) = &outcome {
+            crate::progress_line!("{tag} done: {}", r.summary());
+        }
+        judge.file_outcome(&mut reports[mi], outcome, slot.repeat, &tag)
     })?;
 
     let mut header = vec![

@@ -229,14 +229,16 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
                     t.elapsed().as_secs_f64(),
                     eta.text()
                 );
-                let r = campaign::in_worker(&mut runner, spec, tag.clone(), eta)?;
+                let outcome = campaign::in_worker(&mut runner, spec, tag.clone(), eta);
                 let _ = std::fs::remove_dir_all(&run_db);
-                crate::progress_line!(
-                    "{tag} done: {} for {:.1} s",
-                    r.summary(),
-                    r.background.seconds
-                );
-                Ok(judge.file(&mut reports[mi], r, &tag))
+                if let Ok(r) = &outcome {
+                    crate::progress_line!(
+                        "{tag} done: {} for {:.1} s",
+                        r.summary(),
+                        r.background.seconds
+                    );
+                }
+                judge.file_outcome(&mut reports[mi], outcome, slot.repeat, &tag)
             },
         )?;
         let mut header = section_header(
@@ -354,6 +356,9 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
         }
         for line in report::disturbed_lines(e) {
             println!("Disturbed runs: {line}");
+        }
+        for line in report::failed_lines(e) {
+            println!("Failed runs: {line}");
         }
     }
     let mut notes: Vec<&String> = report.experiments.iter().flat_map(|e| &e.notes).collect();

@@ -209,15 +209,17 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             // The status line names the experiment, the progress
             // lines the section.
             let status = spec.label();
-            let r = campaign::in_worker(&mut runner, spec, status, eta)?;
+            let outcome = campaign::in_worker(&mut runner, spec, status, eta);
             let _ = std::fs::remove_dir_all(&run_db);
-            crate::progress_line!(
-                "{tag} done: {:.0} reads/s, p99 {:.0} us, system CPU {:.1} s",
-                r.extra.get("ops_per_s").copied().unwrap_or(0.0),
-                r.measured.latency.p99,
-                r.measured.kernel.cpu_sys_s.unwrap_or(f64::NAN)
-            );
-            Ok(judge.file(&mut reports[mi], r, &tag))
+            if let Ok(r) = &outcome {
+                crate::progress_line!(
+                    "{tag} done: {:.0} reads/s, p99 {:.0} us, system CPU {:.1} s",
+                    r.extra.get("ops_per_s").copied().unwrap_or(0.0),
+                    r.measured.latency.p99,
+                    r.measured.kernel.cpu_sys_s.unwrap_or(f64::NAN)
+                );
+            }
+            judge.file_outcome(&mut reports[mi], outcome, slot.repeat, &tag)
         })?;
         let header = header(
             args, scale, &pre, load, &manifest, reused, &runner, &common, &names,
