@@ -1,6 +1,6 @@
 //! System calls about the bench's own process: the interrupt flag that
-//! lets a run clean up on Ctrl-C, the timer slack of reader threads, and
-//! the process's CPU time and clock tick. Only the benchmark needs them,
+//! lets a run clean up on Ctrl-C, the timer slack of reader threads, the
+//! process's CPU time and clock tick, and its resident memory. Only the benchmark needs them,
 //! so they live here rather than in quietio.
 
 use std::io;
@@ -57,6 +57,23 @@ pub fn clock_ticks_per_sec() -> Option<u64> {
     // SAFETY: sysconf only reads its integer argument.
     let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     u64::try_from(t).ok().filter(|&t| t > 0)
+}
+
+/// A field of `/proc/self/status` (`"RssAnon:"`, `"VmHWM:"`) in bytes.
+pub fn status_bytes(name: &str) -> Option<u64> {
+    status_kib(&std::fs::read_to_string("/proc/self/status").ok()?, name)
+}
+
+/// The field `name` (`VmHWM:`) of a `/proc/PID/status` text, in bytes.
+pub fn status_kib(text: &str, name: &str) -> Option<u64> {
+    let kb: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix(name))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
 }
 
 #[cfg(test)]

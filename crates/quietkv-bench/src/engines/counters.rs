@@ -118,6 +118,45 @@ pub struct Counters {
     pub full_compaction_slices: Option<u64>,
     #[serde(default)]
     pub full_compaction_peak_extra_bytes: Option<u64>,
+    /// What the engine says its memory holds now, where it says: beside
+    /// the process's resident memory it tells the engine's own share from
+    /// the allocator's.
+    #[serde(default)]
+    pub memory: Option<EngineMemory>,
+}
+
+/// An engine's own account of its memory at one moment, in bytes; `None`
+/// where the engine does not say.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EngineMemory {
+    /// Bytes held in the block cache, and of those the ones in use (pinned
+    /// by readers or by the configuration) that it cannot evict.
+    pub block_cache_bytes: Option<u64>,
+    pub block_cache_pinned_bytes: Option<u64>,
+    /// Memtables, the active one and those waiting for their flush.
+    pub memtable_bytes: Option<u64>,
+    /// Open tables' readers outside the block cache (indexes and filters
+    /// not charged to it).
+    pub table_readers_bytes: Option<u64>,
+}
+
+impl EngineMemory {
+    /// `(name, MiB)` of what the engine said, for a report's figures.
+    pub fn figures(&self) -> Vec<(&'static str, f64)> {
+        let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+        [
+            ("engine_block_cache_mib", self.block_cache_bytes),
+            (
+                "engine_block_cache_pinned_mib",
+                self.block_cache_pinned_bytes,
+            ),
+            ("engine_memtables_mib", self.memtable_bytes),
+            ("engine_table_readers_mib", self.table_readers_bytes),
+        ]
+        .into_iter()
+        .filter_map(|(name, b)| Some((name, mib(b?))))
+        .collect()
+    }
 }
 
 /// Compaction work that ended in one level, since the engine opened.
@@ -166,5 +205,23 @@ mod tests {
         assert_eq!(f["engine_get_time_in_file_reads"], 0.75);
         assert_eq!(f["engine_get_p99_us_since_open"], 900.0);
         assert!(b.phase_figures(&b).is_empty(), "no gets, no figures");
+    }
+
+    /// Only what the engine said becomes a figure, in MiB.
+    #[test]
+    fn engine_memory_figures_are_what_the_engine_said() {
+        let m = EngineMemory {
+            block_cache_bytes: Some(512 << 20),
+            memtable_bytes: Some(15 << 20),
+            ..Default::default()
+        };
+        assert_eq!(
+            m.figures(),
+            vec![
+                ("engine_block_cache_mib", 512.0),
+                ("engine_memtables_mib", 15.0)
+            ]
+        );
+        assert!(EngineMemory::default().figures().is_empty());
     }
 }

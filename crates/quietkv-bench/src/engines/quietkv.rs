@@ -9,7 +9,7 @@ use quietkv::{
 use serde::{Deserialize, Serialize};
 
 use super::bench_engine::{Batch, BenchEngine, EngineConfig, Layout, ScanCount, Tuning};
-use super::counters::{Counters, HitsMisses, LevelWork};
+use super::counters::{Counters, EngineMemory, HitsMisses, LevelWork};
 use super::page_cache::{CacheUse, Direction, PageCacheUse};
 use super::quietkv_spread::{KeyParts, Spread};
 
@@ -854,6 +854,13 @@ impl BenchEngine for QuietkvEngine {
             get_times: None,
             full_compaction_slices: Some(s.compaction.manual_slices),
             full_compaction_peak_extra_bytes: Some(s.compaction.manual_peak_extra_bytes),
+            // quietkv says what its block cache holds; its stats count the
+            // default keyspace's active memtable only, and no table
+            // readers' bytes, so those are left unsaid.
+            memory: Some(EngineMemory {
+                block_cache_bytes: Some(s.block_cache.usage),
+                ..Default::default()
+            }),
         }
     }
 

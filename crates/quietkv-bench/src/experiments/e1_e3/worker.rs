@@ -326,6 +326,21 @@ fn run<E: BenchEngine + 'static>(
             extra.insert(name.into(), v);
         }
     }
+    // Memory at the measured phase's end: the engine's own account beside
+    // what the process holds (the difference is the allocator's and the
+    // bench's), and the process's peak over the whole run.
+    if let Some(m) = z.memory {
+        for (name, v) in m.figures() {
+            extra.insert(name.into(), v);
+        }
+    }
+    let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+    if let Some(anon) = crate::process::status_bytes("RssAnon:") {
+        extra.insert("worker_anon_mib".into(), mib(anon));
+    }
+    if let Some(peak) = crate::process::status_bytes("VmHWM:") {
+        extra.insert("worker_peak_rss_mib".into(), mib(peak));
+    }
     if stop.load(Ordering::Relaxed) {
         return Err("stopped".into());
     }

@@ -4,6 +4,7 @@
 //! the device, peak memory, the database's bytes on disk; and per-operation
 //! latency histograms.
 
+use crate::process::status_bytes;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -44,30 +45,12 @@ pub fn reset_peak_rss() -> bool {
 
 /// `VmHWM` of `/proc/self/status` in bytes: the peak resident set size.
 pub fn peak_rss_bytes() -> Option<u64> {
-    status_kib(
-        &std::fs::read_to_string("/proc/self/status").ok()?,
-        "VmHWM:",
-    )
+    status_bytes("VmHWM:")
 }
 
 /// `VmRSS` of `/proc/self/status` in bytes: the resident set size now.
 pub fn rss_bytes() -> Option<u64> {
-    status_kib(
-        &std::fs::read_to_string("/proc/self/status").ok()?,
-        "VmRSS:",
-    )
-}
-
-/// The field `name` (`VmHWM:`) of a `/proc/PID/status` text, in bytes.
-pub(crate) fn status_kib(text: &str, name: &str) -> Option<u64> {
-    let kb: u64 = text
-        .lines()
-        .find_map(|l| l.strip_prefix(name))?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()?;
-    Some(kb * 1024)
+    status_bytes("VmRSS:")
 }
 
 /// Bytes the files under `dir` take on disk (allocated blocks, so sparse
@@ -216,6 +199,7 @@ impl Probe {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::process::status_kib;
 
     #[test]
     fn proc_files_parse() {
