@@ -29,7 +29,7 @@ use rust_rocksdb::{
 use serde::{Deserialize, Serialize};
 
 use super::bench_engine::{Batch, BenchEngine, EngineConfig, Layout, ScanCount, Tuning};
-use super::counters::{Counters, GetTimes, HitsMisses};
+use super::counters::{Counters, EngineMemory, GetTimes, HitsMisses};
 use super::page_cache::{CacheUse, Direction, PageCacheUse};
 use super::quietkv::QuietkvEngine;
 use super::rocksdb_stats::parse_level_compaction_stats;
@@ -37,6 +37,16 @@ use super::rocksdb_stats::parse_level_compaction_stats;
 /// The block cache of `seed-all-direct`: the seed's `db_bench
 /// --cache_size=4194304`.
 pub const SEED_BLOCK_CACHE: usize = 4 << 20;
+
+/// The block cache's share of the memory limit where user reads are
+/// direct, unless the configuration says another (`+cache=F`): RocksDB's
+/// setup guide advises about a third of the memory budget. Half, the share
+/// quietkv's direct user reads get, does not fit RocksDB in the limit: at a
+/// 400 MiB hot set under a writer its process held 875 MiB of anonymous
+/// memory in a 1 GiB cgroup with the cache at 512 MiB, memtables at 15 MiB
+/// and table readers under 1 MiB (the allocator's), and the system
+/// allocator's share grew until the OOM killer ended it.
+pub const DIRECT_READS_CACHE_SHARE: f64 = 1.0 / 3.0;
 
 /// The seed's `--max_background_jobs`.
 pub const SEED_BACKGROUND_JOBS: i32 = 4;
@@ -55,12 +65,12 @@ pub const SETTINGS: [(&str, &str); 10] = [
     ("writable_file_max_buffer_size = 2 MiB", "quietkv's direct write buffer (RocksDB writes one buffer at a time; quietkv keeps up to 4 in flight)"),
     ("max_compaction_bytes = 25 x target file size", "RocksDB's default, set explicitly: CompactRange installs in slices of this size, and quietkv's full compaction uses the same size"),
     ("advise_random_on_open = true", "RocksDB's default for point reads"),
-    ("all-direct: block cache = half the memory limit, index and filter blocks cached and pinned, prepopulate_block_cache = kFlushOnly", "user reads bypass the page cache, so the block cache gets the share quietkv's direct user reads get; pinned metadata and flush-filled blocks are the guide's advice for direct reads"),
+    ("all-direct: block cache = a third of the memory limit (+cache=F sets another share), index and filter blocks cached and pinned, prepopulate_block_cache = kFlushOnly", "user reads bypass the page cache, so the block cache is their memory: a third of the budget is the setup guide's advice, and half (quietkv's direct share) outgrew a 1 GiB limit with the system allocator; pinned metadata and flush-filled blocks are the guide's advice for direct reads"),
     ("seed-all-direct: block cache 4 MiB, max_background_jobs = 4", "the seed's own db_bench recipe, kept so both readings are on the table"),
 ];
 
 /// A RocksDB configuration: its three direct-I/O switches.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RocksDbConfig {
     pub name: String,
     /// `use_direct_io_for_compaction_reads` (RocksDB 11.5+).
@@ -69,12 +79,20 @@ pub struct RocksDbConfig {
     pub direct_flush_and_compaction_writes: bool,
     /// `use_direct_reads`: user reads and compaction reads.
     pub direct_reads: bool,
+    /// The block cache's share of the memory limit with direct user reads
+    /// (`+cache=F`); `None` is [`DIRECT_READS_CACHE_SHARE`].
+    #[serde(default)]
+    pub cache_share: Option<f64>,
 }
 
 impl RocksDbConfig {
+    /// `all-direct`, or with a block cache share of its own,
+    /// `all-direct+cache=0.5` (configurations with direct user reads only).
     pub fn parse(name: &str) -> Result<RocksDbConfig, String> {
         let n = name.trim().to_ascii_lowercase();
-        let (r, w, u) = match n.as_str() {
+        let mut parts = n.split('+');
+        let base = parts.next().unwrap_or_default();
+        let (r, w, u) = match base {
             "buffered" => (false, false, false),
             "write-direct" => (false, true, false),
             "read-direct" => (true, false, false),
@@ -87,17 +105,42 @@ impl RocksDbConfig {
                 ))
             }
         };
+        let mut cache_share = None;
+        for token in parts {
+            let share = token.strip_prefix("cache=").ok_or_else(|| {
+                format!("mode '{name}': unknown knob '{token}' (RocksDB takes +cache=F)")
+            })?;
+            if !u || base == "seed-all-direct" {
+                return Err(format!(
+                    "mode '{name}': +cache sets the block cache of direct user reads, which only all-direct has"
+                ));
+            }
+            match share.parse::<f64>() {
+                Ok(f) if f > 0.0 && f <= 0.9 => cache_share = Some(f),
+                _ => {
+                    return Err(format!(
+                        "mode '{name}': cache must be a share of the memory limit above 0 and at most 0.9, got '{share}'"
+                    ))
+                }
+            }
+        }
         Ok(RocksDbConfig {
-            name: n,
+            name: n.clone(),
             direct_compaction_reads: r,
             direct_flush_and_compaction_writes: w,
             direct_reads: u,
+            cache_share,
         })
     }
 
     /// The seed's recipe (its cache size and background jobs).
     fn is_seed(&self) -> bool {
         self.name == "seed-all-direct"
+    }
+
+    /// The block cache's share of the memory limit with direct user reads.
+    pub fn direct_cache_share(&self) -> f64 {
+        self.cache_share.unwrap_or(DIRECT_READS_CACHE_SHARE)
     }
 
     /// RocksDB's own names of the switches this configuration turns on.
@@ -183,7 +226,10 @@ impl EngineConfig for RocksDbConfig {
                     SEED_BLOCK_CACHE >> 20
                 )]
             } else if self.direct_reads {
-                vec!["block cache of half the memory limit, index and filter blocks pinned, filled at flush".to_string()]
+                vec![format!(
+                    "block cache of {:.2} of the memory limit, index and filter blocks pinned, filled at flush",
+                    self.direct_cache_share()
+                )]
             } else {
                 Vec::new()
             },
@@ -305,10 +351,10 @@ impl BenchEngine for RocksDbEngine {
         let cache_bytes = if config.is_seed() {
             SEED_BLOCK_CACHE
         } else if config.direct_reads {
-            // What quietkv's direct user reads get: a share of the memory
-            // limit (the cgroup the worker runs in), at least the given.
+            // A share of the memory limit (the cgroup the worker runs in),
+            // at least the given.
             match quietio::memory_limit() {
-                Some(l) => given.max((l.bytes as f64 * q.block_cache_limit_share) as usize),
+                Some(l) => given.max((l.bytes as f64 * config.direct_cache_share()) as usize),
                 None => given,
             }
         } else {
@@ -485,6 +531,12 @@ impl BenchEngine for RocksDbEngine {
                 .flatten()
                 .and_then(|t| parse_level_compaction_stats(&t)),
             get_times: Some(self.get_times()),
+            memory: Some(EngineMemory {
+                block_cache_bytes: Some(self.property("rocksdb.block-cache-usage")),
+                block_cache_pinned_bytes: Some(self.property("rocksdb.block-cache-pinned-usage")),
+                memtable_bytes: Some(self.property("rocksdb.cur-size-all-mem-tables")),
+                table_readers_bytes: Some(self.property("rocksdb.estimate-table-readers-mem")),
+            }),
             ..Default::default()
         }
     }
@@ -547,7 +599,32 @@ mod tests {
         let u = RocksDbConfig::parse("all-direct").unwrap().page_cache(dir);
         assert_eq!(u.user_reads.effect, CacheUse::Bypassed);
         assert_eq!(u.flush_writes.effect, CacheUse::Bypassed);
-        assert!(u.also[0].contains("half the memory limit"), "{:?}", u.also);
+        assert!(
+            u.also[0].contains("block cache of 0.33 of the memory limit"),
+            "{:?}",
+            u.also
+        );
+        let c = RocksDbConfig::parse("all-direct+cache=0.5").unwrap();
+        assert_eq!(
+            (c.name.as_str(), c.direct_cache_share()),
+            ("all-direct+cache=0.5", 0.5)
+        );
+        assert!(c.page_cache(dir).also[0].contains("0.50 of the memory limit"));
+        assert_eq!(
+            c.switches(),
+            ["use_direct_io_for_flush_and_compaction", "use_direct_reads"]
+        );
+        for (bad, why) in [
+            ("read-direct+cache=0.5", "only all-direct has"),
+            ("seed-all-direct+cache=0.5", "only all-direct has"),
+            ("all-direct+cache=0", "above 0 and at most 0.9"),
+            ("all-direct+cache=1.5", "above 0 and at most 0.9"),
+            ("all-direct+cache=lots", "above 0 and at most 0.9"),
+            ("all-direct+depth=4", "unknown knob 'depth=4'"),
+        ] {
+            let e = RocksDbConfig::parse(bad).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
         let u = RocksDbConfig::parse("seed-all-direct")
             .unwrap()
             .page_cache(dir);
