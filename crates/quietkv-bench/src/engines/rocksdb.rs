@@ -65,7 +65,7 @@ pub const SETTINGS: [(&str, &str); 10] = [
     ("writable_file_max_buffer_size = 2 MiB", "quietkv's direct write buffer (RocksDB writes one buffer at a time; quietkv keeps up to 4 in flight)"),
     ("max_compaction_bytes = 25 x target file size", "RocksDB's default, set explicitly: CompactRange installs in slices of this size, and quietkv's full compaction uses the same size"),
     ("advise_random_on_open = true", "RocksDB's default for point reads"),
-    ("all-direct: block cache = a third of the memory limit (+cache=F sets another share), index and filter blocks cached and pinned, prepopulate_block_cache = kFlushOnly", "user reads bypass the page cache, so the block cache is their memory: a third of the budget is the setup guide's advice, and half (quietkv's direct share) outgrew a 1 GiB limit with the system allocator; pinned metadata and flush-filled blocks are the guide's advice for direct reads"),
+    ("all-direct: block cache = a third of the memory limit (+cache=F sets another share), index and filter blocks cached and pinned, prepopulate_block_cache = kFlushOnly (+prepopulate=0 turns it off)", "user reads bypass the page cache, so the block cache is their memory: a third of the budget is the setup guide's advice, and half (quietkv's direct share) outgrew a 1 GiB limit with the system allocator; pinned metadata and flush-filled blocks are the guide's advice for direct reads"),
     ("seed-all-direct: block cache 4 MiB, max_background_jobs = 4", "the seed's own db_bench recipe, kept so both readings are on the table"),
 ];
 
@@ -83,11 +83,23 @@ pub struct RocksDbConfig {
     /// (`+cache=F`); `None` is [`DIRECT_READS_CACHE_SHARE`].
     #[serde(default)]
     pub cache_share: Option<f64>,
+    /// Fill the block cache with flushed tables' blocks
+    /// (`prepopulate_block_cache = kFlushOnly`), the default with direct
+    /// user reads; `+prepopulate=0` turns it off for workloads that read
+    /// little of what was just written, where the flushed blocks evict the
+    /// ones reads use.
+    #[serde(default = "yes")]
+    pub prepopulate: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl RocksDbConfig {
-    /// `all-direct`, or with a block cache share of its own,
-    /// `all-direct+cache=0.5` (configurations with direct user reads only).
+    /// `all-direct`, or with a block cache share of its own and without
+    /// filling it at flush, `all-direct+cache=0.5+prepopulate=0`
+    /// (configurations with direct user reads only).
     pub fn parse(name: &str) -> Result<RocksDbConfig, String> {
         let n = name.trim().to_ascii_lowercase();
         let mut parts = n.split('+');
@@ -106,22 +118,35 @@ impl RocksDbConfig {
             }
         };
         let mut cache_share = None;
+        let mut prepopulate = true;
         for token in parts {
-            let share = token.strip_prefix("cache=").ok_or_else(|| {
-                format!("mode '{name}': unknown knob '{token}' (RocksDB takes +cache=F)")
-            })?;
-            if !u || base == "seed-all-direct" {
+            let (key, value) = token.split_once('=').unwrap_or((token, ""));
+            if !matches!(key, "cache" | "prepopulate") {
                 return Err(format!(
-                    "mode '{name}': +cache sets the block cache of direct user reads, which only all-direct has"
+                    "mode '{name}': unknown knob '{token}' (RocksDB takes +cache=F and +prepopulate=0|1)"
                 ));
             }
-            match share.parse::<f64>() {
-                Ok(f) if f > 0.0 && f <= 0.9 => cache_share = Some(f),
-                _ => {
+            if !u || base == "seed-all-direct" {
+                return Err(format!(
+                    "mode '{name}': +{key} sets the block cache of direct user reads, which only all-direct has"
+                ));
+            }
+            match (key, value.parse::<f64>()) {
+                ("cache", Ok(f)) if f > 0.0 && f <= 0.9 => cache_share = Some(f),
+                ("cache", _) => {
                     return Err(format!(
-                        "mode '{name}': cache must be a share of the memory limit above 0 and at most 0.9, got '{share}'"
+                        "mode '{name}': cache must be a share of the memory limit above 0 and at most 0.9, got '{value}'"
                     ))
                 }
+                (_, _) => match value {
+                    "0" => prepopulate = false,
+                    "1" => prepopulate = true,
+                    _ => {
+                        return Err(format!(
+                            "mode '{name}': prepopulate must be 0 or 1, got '{value}'"
+                        ))
+                    }
+                },
             }
         }
         Ok(RocksDbConfig {
@@ -130,6 +155,7 @@ impl RocksDbConfig {
             direct_flush_and_compaction_writes: w,
             direct_reads: u,
             cache_share,
+            prepopulate,
         })
     }
 
@@ -227,8 +253,13 @@ impl EngineConfig for RocksDbConfig {
                 )]
             } else if self.direct_reads {
                 vec![format!(
-                    "block cache of {:.2} of the memory limit, index and filter blocks pinned, filled at flush",
-                    self.direct_cache_share()
+                    "block cache of {:.2} of the memory limit, index and filter blocks pinned, {}",
+                    self.direct_cache_share(),
+                    if self.prepopulate {
+                        "filled at flush"
+                    } else {
+                        "not filled at flush"
+                    }
                 )]
             } else {
                 Vec::new()
@@ -364,8 +395,10 @@ impl BenchEngine for RocksDbEngine {
             t.set_cache_index_and_filter_blocks(true);
             t.set_pin_l0_filter_and_index_blocks_in_cache(true);
             t.set_pin_top_level_index_and_filter(true);
-            // kFlushOnly: blocks of new flushed tables go into the cache.
-            t.set_prepopulate_block_cache(1);
+            if config.prepopulate {
+                // kFlushOnly: blocks of new flushed tables go into the cache.
+                t.set_prepopulate_block_cache(1);
+            }
         }
         t.set_block_cache(&Cache::new_lru_cache(cache_bytes.max(1)));
         o.set_block_based_table_factory(&t);
@@ -610,6 +643,14 @@ mod tests {
             ("all-direct+cache=0.5", 0.5)
         );
         assert!(c.page_cache(dir).also[0].contains("0.50 of the memory limit"));
+        assert!(c.prepopulate);
+        let c = RocksDbConfig::parse("all-direct+cache=0.5+prepopulate=0").unwrap();
+        assert_eq!((c.direct_cache_share(), c.prepopulate), (0.5, false));
+        assert!(
+            c.page_cache(dir).also[0].ends_with("pinned, not filled at flush"),
+            "{:?}",
+            c.page_cache(dir).also
+        );
         assert_eq!(
             c.switches(),
             ["use_direct_io_for_flush_and_compaction", "use_direct_reads"]
@@ -621,6 +662,8 @@ mod tests {
             ("all-direct+cache=1.5", "above 0 and at most 0.9"),
             ("all-direct+cache=lots", "above 0 and at most 0.9"),
             ("all-direct+depth=4", "unknown knob 'depth=4'"),
+            ("read-direct+prepopulate=0", "only all-direct has"),
+            ("all-direct+prepopulate=no", "prepopulate must be 0 or 1"),
         ] {
             let e = RocksDbConfig::parse(bad).unwrap_err();
             assert!(e.contains(why), "{bad}: {e}");
