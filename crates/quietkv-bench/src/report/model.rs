@@ -102,43 +102,35 @@ impl ModeReport {
 
     /// A line saying which runs the machine disturbed, if any did.
     pub fn disturbed_line(&self) -> Option<String> {
-        if self.disturbed.is_empty() {
-            return None;
-        }
-        let (clean, asked) = self.clean_of_asked();
-        let runs: Vec<String> = self
+        let runs = self
             .disturbed
             .iter()
             .map(|d| format!("run {}: {}", d.run.repeat, d.reasons.join("; ")))
             .collect();
-        Some(format!(
-            "{}: {} run(s) disturbed and left out of the medians ({}); {clean} clean of {asked} asked{}",
-            self.name,
-            self.disturbed.len(),
-            runs.join(" | "),
-            if clean < asked {
-                ", too few to rank"
-            } else {
-                ""
-            }
-        ))
+        self.left_out_line("disturbed and left out of the medians", runs)
     }
 
     /// A line saying which runs failed and why, if any did.
     pub fn failed_line(&self) -> Option<String> {
-        if self.failed.is_empty() {
-            return None;
-        }
-        let (clean, asked) = self.clean_of_asked();
-        let runs: Vec<String> = self
+        let runs = self
             .failed
             .iter()
             .map(|f| format!("run {}: {}", f.repeat, f.why))
             .collect();
+        self.left_out_line("failed", runs)
+    }
+
+    /// `name: N run(s) <what> (run 1: why | ...); C clean of A asked`,
+    /// with `too few to rank` when short; `None` without such runs.
+    fn left_out_line(&self, what: &str, runs: Vec<String>) -> Option<String> {
+        if runs.is_empty() {
+            return None;
+        }
+        let (clean, asked) = self.clean_of_asked();
         Some(format!(
-            "{}: {} run(s) failed ({}); {clean} clean of {asked} asked{}",
+            "{}: {} run(s) {what} ({}); {clean} clean of {asked} asked{}",
             self.name,
-            self.failed.len(),
+            runs.len(),
             runs.join(" | "),
             if clean < asked {
                 ", too few to rank"
