@@ -99,9 +99,9 @@ fn yes() -> bool {
 }
 
 impl RocksDbConfig {
-    /// `all-direct`, or with a block cache share of its own and without
-    /// filling it at flush, `all-direct+cache=0.5+prepopulate=0`
-    /// (configurations with direct user reads only).
+    /// `all-direct`, or with a block cache share of its own and filled at
+    /// flush, `all-direct+cache=0.33+prepopulate=1` (configurations with
+    /// direct user reads only).
     pub fn parse(name: &str) -> Result<RocksDbConfig, String> {
         let n = name.trim().to_ascii_lowercase();
         let mut parts = n.split('+');
