@@ -536,6 +536,18 @@ mod tests {
         eprintln!("skipping: {reason}");
     }
 
+    /// `sh -c script` with its stdin piped: the scripts start with
+    /// `read go`, so nothing runs until the test has placed the child in
+    /// its cgroup and written the line.
+    fn shell_waiting_for_go(script: &str) -> std::process::Child {
+        Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
     /// A memory cgroup of `limit` bytes for a test, or `None` (said, and
     /// refused under CI) where this machine cannot make one.
     fn memory_cgroup_for_test(limit: u64) -> Option<MemoryCgroup> {
@@ -586,12 +598,7 @@ mod tests {
             data.display(),
             done.display()
         );
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg(&script)
-            .stdin(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = shell_waiting_for_go(&script);
         let pid = child.id();
         cg.add_pid(pid).unwrap();
         assert!(procs(&cg.dir).contains(&pid));
@@ -675,12 +682,7 @@ mod tests {
             8 * LIMIT,
             4 * LIMIT
         );
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg(&script)
-            .stdin(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = shell_waiting_for_go(&script);
         cg.add_pid(child.id()).unwrap();
         writeln!(child.stdin.take().unwrap(), "go").unwrap();
         child.wait().unwrap();
