@@ -101,6 +101,16 @@ fn contract<E: BenchEngine>(config: &E::Config) {
     fill_value(&mut v, 0, 1);
     db.put(&key(0), &v).unwrap();
     let unflushed = db.counters();
+    // An engine that accounts its memory counts that write in its
+    // memtables, and the tables it holds open in their readers.
+    if let Some(m) = unflushed.memory {
+        if let Some(b) = m.memtable_bytes {
+            assert!(b >= VALUE as u64, "{}: memtables {b} bytes", E::NAME);
+        }
+        if let Some(b) = m.table_readers_bytes {
+            assert!(b > 0, "{}: no bytes in the open tables' readers", E::NAME);
+        }
+    }
     db.flush().unwrap();
     db.wait_idle().unwrap();
     let flushed = db.counters();

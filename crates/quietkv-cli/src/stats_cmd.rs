@@ -66,6 +66,7 @@ pub fn to_json(s: &DbStats) -> Value {
         "write_batches": s.write_batches,
         "memtable_bytes": s.memtable_bytes,
         "immutable_memtables": s.immutable_memtables,
+        "all_memtables_bytes": s.all_memtables_bytes,
         "flushes": s.flushes,
         "flush_bytes": s.flush_bytes,
         "flush_seconds": s.flush_seconds,
@@ -138,8 +139,8 @@ pub fn print_human(out: &mut impl Write, s: &DbStats) -> io::Result<()> {
     )?;
     writeln!(
         out,
-        "memtable             {} bytes, {} immutable",
-        s.memtable_bytes, s.immutable_memtables
+        "memtable             {} bytes, {} immutable; every keyspace's memtables {} bytes",
+        s.memtable_bytes, s.immutable_memtables, s.all_memtables_bytes
     )?;
     writeln!(
         out,

@@ -61,6 +61,32 @@ fn keyspaces_persist_across_reopen_with_their_data_and_options() {
 }
 
 #[test]
+fn stats_count_every_keyspaces_memtables() {
+    let dir = tempfile::tempdir().unwrap();
+    // Memtables large enough that nothing flushes on its own.
+    let db = Db::open(dir.path(), Options::default().background_threads(1)).unwrap();
+    let a = db.keyspace("a", KeyspaceOptions::default()).unwrap();
+    assert_eq!(db.stats().all_memtables_bytes, 0);
+    for i in 0..200u32 {
+        db.put(format!("d{i:04}"), [7u8; 100]).unwrap();
+        a.put(format!("a{i:04}"), [9u8; 300]).unwrap();
+    }
+    let (default_bytes, a_bytes) = (
+        db.stats().memtable_bytes as u64,
+        a.stats().unwrap().memtable_bytes as u64,
+    );
+    // Each keyspace holds at least its keys and values.
+    assert!(default_bytes >= 200 * 105, "{default_bytes}");
+    assert!(a_bytes >= 200 * 305, "{a_bytes}");
+    assert_eq!(db.stats().all_memtables_bytes, default_bytes + a_bytes);
+    // Flushed, the memtables are empty again, in both keyspaces.
+    a.flush().unwrap();
+    assert_eq!(db.stats().all_memtables_bytes, default_bytes);
+    db.flush().unwrap();
+    assert_eq!(db.stats().all_memtables_bytes, 0);
+}
+
+#[test]
 fn block_size_of_a_keyspace_is_used_for_its_tables() {
     let dir = tempfile::tempdir().unwrap();
     let blocks = |dir: &Path| check_dir(dir).unwrap().blocks;

@@ -854,12 +854,14 @@ impl BenchEngine for QuietkvEngine {
             get_times: None,
             full_compaction_slices: Some(s.compaction.manual_slices),
             full_compaction_peak_extra_bytes: Some(s.compaction.manual_peak_extra_bytes),
-            // quietkv says what its block cache holds; its stats count the
-            // default keyspace's active memtable only, and no table
-            // readers' bytes, so those are left unsaid.
+            // The open tables' indexes and filters are reserved against
+            // the block cache's budget, so the cache knows their bytes;
+            // without a cache nothing counts them.
             memory: Some(EngineMemory {
                 block_cache_bytes: Some(s.block_cache.usage),
-                ..Default::default()
+                block_cache_pinned_bytes: None,
+                memtable_bytes: Some(s.all_memtables_bytes),
+                table_readers_bytes: (s.block_cache.capacity > 0).then_some(s.block_cache.pinned),
             }),
         }
     }

@@ -112,6 +112,10 @@ pub struct DbStats {
     pub memtable_bytes: usize,
     /// The default keyspace's frozen memtables waiting for flush.
     pub immutable_memtables: usize,
+    /// Bytes in every keyspace's memtables, the active ones and the frozen
+    /// ones waiting for their flush: what the write buffers hold of the
+    /// process's memory now.
+    pub all_memtables_bytes: u64,
     /// Memtables flushed to tables.
     pub flushes: u64,
     /// Bytes of tables flushes wrote.
@@ -190,6 +194,12 @@ pub(crate) fn collect(inner: &Inner) -> DbStats {
         write_batches: c.write_batches.load(Relaxed),
         memtable_bytes: st.default_tree().mem.approximate_bytes(),
         immutable_memtables: st.default_tree().imms.len(),
+        all_memtables_bytes: st
+            .trees
+            .iter()
+            .flat_map(|t| std::iter::once(&t.mem).chain(t.imms.iter().map(|i| &i.mem)))
+            .map(|m| m.approximate_bytes() as u64)
+            .sum(),
         flushes: c.flushes.load(Relaxed),
         flush_bytes: c.flush_bytes.load(Relaxed),
         flush_seconds: c.flush_micros.load(Relaxed) as f64 / 1e6,
