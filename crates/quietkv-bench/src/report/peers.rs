@@ -297,9 +297,53 @@ fn x(r: Option<f64>) -> String {
     }
 }
 
-/// One sentence per comparison, then the target against RocksDB.
-pub fn peers_text(cmps: &[PeerComparison]) -> String {
-    if cmps.is_empty() {
+/// A peer that ran in a section beside quietkv but has no configuration
+/// to compare with: none of its modes has a median p99 of clean runs that
+/// did its reference's work.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MissingPeer {
+    pub section: String,
+    pub experiment: String,
+    pub engine: String,
+    /// Why, per mode: too few clean runs, or none that did the same work.
+    pub why: String,
+}
+
+/// The peers of a section that quietkv is compared with nowhere, and why.
+pub fn missing_peers(e: &ExperimentReport) -> Vec<MissingPeer> {
+    let present = engines(e);
+    if !present.iter().any(|x| x == QUIETKV) {
+        return Vec::new();
+    }
+    let f = figures_of(e);
+    [ROCKSDB, FJALL]
+        .into_iter()
+        .filter(|en| present.iter().any(|x| x == en) && best_of(e, en).is_none())
+        .map(|en| {
+            let short: Vec<String> = f
+                .modes
+                .iter()
+                .filter(|m| engine_of(&m.name) == Some(en))
+                .filter_map(too_few_clean)
+                .collect();
+            MissingPeer {
+                section: e.id.clone(),
+                experiment: f.experiment.clone(),
+                engine: en.to_string(),
+                why: if short.is_empty() {
+                    format!("none of its configurations has a p99 of runs that did {en}:buffered's work")
+                } else {
+                    short.join(", ")
+                },
+            }
+        })
+        .collect()
+}
+
+/// One sentence per comparison and per peer left without one, then the
+/// target against RocksDB.
+pub fn peers_text(cmps: &[PeerComparison], missing: &[MissingPeer]) -> String {
+    if cmps.is_empty() && missing.is_empty() {
         return "Against the peers: no section had a quietkv mode and a peer's best configuration to compare.".into();
     }
     let mut parts = Vec::new();
@@ -370,7 +414,25 @@ pub fn peers_text(cmps: &[PeerComparison]) -> String {
                 }
             )
         })
+        .chain(
+            missing
+                .iter()
+                .filter(|m| m.engine == ROCKSDB)
+                .filter(|m| matches!(m.experiment.as_str(), "E1" | "E2" | "E3"))
+                .map(|m| {
+                    format!(
+                        "{} not judged (no RocksDB configuration to compare)",
+                        m.section
+                    )
+                }),
+        )
         .collect();
+    parts.extend(missing.iter().map(|m| {
+        format!(
+            "{}: quietkv not ranked against {} ({}).",
+            m.section, m.engine, m.why
+        )
+    }));
     let mut out = format!("Against the peers: {}", parts.join(" "));
     if !target.is_empty() {
         out.push_str(&format!(
@@ -392,8 +454,9 @@ pub fn verdict(experiments: &[ExperimentReport]) -> String {
         String::new()
     };
     let cmps: Vec<PeerComparison> = experiments.iter().flat_map(comparisons).collect();
+    let missing: Vec<MissingPeer> = experiments.iter().flat_map(missing_peers).collect();
     out.push_str(if out.is_empty() { "" } else { "\n\n" });
-    out.push_str(&peers_text(&cmps));
+    out.push_str(&peers_text(&cmps, &missing));
     out
 }
 
@@ -667,5 +730,35 @@ mod tests {
             c[0].unranked.as_deref(),
             Some("rocksdb:all-direct has 2 clean run(s) of 3 asked: 1 failed (see Failed runs)")
         );
+    }
+
+    #[test]
+    fn a_peer_without_one_clean_run_is_named_with_the_reason() {
+        let mut disturbed = writer_mode("rocksdb:all-direct", 1_100.0, 253.0, 16.0);
+        disturbed.asked = 3;
+        disturbed.disturbed = std::mem::take(&mut disturbed.runs)
+            .into_iter()
+            .map(|r| crate::report::DisturbedRun {
+                run: r,
+                reasons: vec!["the disk held requests".into()],
+            })
+            .collect();
+        let mut ours = writer_mode("quietkv:auto", 300.0, 268.0, 19.0);
+        ours.asked = 1;
+        let e = e2(vec![ours, disturbed]);
+        assert!(comparisons(&e).is_empty());
+        let missing = missing_peers(&e);
+        assert_eq!(missing.len(), 1, "{missing:?}");
+        assert_eq!(missing[0].engine, "rocksdb");
+        let v = verdict(&[e]);
+        assert!(
+            v.contains("E2: quietkv not ranked against rocksdb (rocksdb:all-direct has 0 clean run(s) of 3 asked: the machine disturbed the rest)."),
+            "{v}"
+        );
+        assert!(
+            v.contains("E2 not judged (no RocksDB configuration to compare)"),
+            "{v}"
+        );
+        assert!(!v.contains("no section had"), "{v}");
     }
 }
