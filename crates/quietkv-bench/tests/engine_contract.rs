@@ -147,6 +147,10 @@ fn contract<E: BenchEngine>(config: &E::Config) {
     }
     assert!(after.compaction_seconds >= before.compaction_seconds);
     assert_eq!(after.compactions_running, 0, "idle after wait_idle");
+    // A full compaction leaves nothing in level 0.
+    if let Some(n) = after.l0_tables {
+        assert_eq!(n, 0, "{}: L0 tables after a full compaction", E::NAME);
+    }
     for k in [0, 1, 199] {
         assert_eq!(version_of(&db, k), Some(2), "key {k}");
     }

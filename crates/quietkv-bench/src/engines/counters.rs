@@ -123,6 +123,12 @@ pub struct Counters {
     /// the allocator's.
     #[serde(default)]
     pub memory: Option<EngineMemory>,
+    /// Tables in level 0 now (every keyspace's), where the engine says:
+    /// flushed data no compaction has merged yet, which a later
+    /// compaction will rewrite. After a write phase's catch-up it tells
+    /// work done within the phase from work an engine left for later.
+    #[serde(default)]
+    pub l0_tables: Option<u64>,
 }
 
 /// An engine's own account of its memory at one moment, in bytes; `None`

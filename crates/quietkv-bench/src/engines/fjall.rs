@@ -358,6 +358,7 @@ impl BenchEngine for FjallEngine {
             table_opens_by_reads: None,
             compaction_into_levels: None,
             get_times: None,
+            l0_tables: Some(self.ks.l0_table_count() as u64),
             ..Default::default()
         }
     }

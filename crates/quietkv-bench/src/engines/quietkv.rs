@@ -863,6 +863,10 @@ impl BenchEngine for QuietkvEngine {
                 memtable_bytes: Some(s.all_memtables_bytes),
                 table_readers_bytes: (s.block_cache.capacity > 0).then_some(s.block_cache.pinned),
             }),
+            l0_tables: match &self.spread {
+                Some(sp) => sp.l0_tables().ok(),
+                None => Some(s.levels[0].files as u64),
+            },
         }
     }
 

@@ -179,6 +179,15 @@ impl Spread {
     }
 
     /// Flushes every keyspace's memtable.
+    /// Tables in level 0, over every keyspace.
+    pub fn l0_tables(&self) -> Result<u64, String> {
+        let mut n = 0;
+        for ks in &self.spaces {
+            n += ks.stats().map_err(err)?.levels[0].files as u64;
+        }
+        Ok(n)
+    }
+
     pub fn flush(&self) -> Result<(), String> {
         self.spaces.iter().try_for_each(|ks| {
             ks.flush()

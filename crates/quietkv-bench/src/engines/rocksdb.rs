@@ -572,6 +572,7 @@ impl BenchEngine for RocksDbEngine {
                 memtable_bytes: Some(self.property("rocksdb.cur-size-all-mem-tables")),
                 table_readers_bytes: Some(self.property("rocksdb.estimate-table-readers-mem")),
             }),
+            l0_tables: Some(self.property("rocksdb.num-files-at-level0")),
             ..Default::default()
         }
     }

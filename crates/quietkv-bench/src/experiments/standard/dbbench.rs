@@ -102,7 +102,9 @@ fn put_phase<E: BenchEngine>(
     settle(db).map_err(|e| format!("{name}: {e}"))?;
     let cost = probe.finish();
     let user = s.keys * s.entry_bytes();
-    Ok(Phase::new(name, s.keys, secs, Some(&lat), &cost, user))
+    let mut p = Phase::new(name, s.keys, secs, Some(&lat), &cost, user);
+    p.l0_tables_after = db.counters().l0_tables;
+    Ok(p)
 }
 
 /// Runs `op` in `threads` threads, each as fast as it can for `dur`, each

@@ -214,6 +214,15 @@ mod tests {
         assert!(by("overwrite").write_amp.is_some());
         assert!(by("readrandom-8").p999_us.unwrap() > 0.0);
         assert!(by("readwhilewriting").side_writes.is_some());
+        // Write phases say what they left in L0 (the catch-up leaves it
+        // below the compaction trigger); phases that only read, nothing.
+        for w in ["fillseq", "fillrandom", "overwrite", "ycsb-load", "ycsb-a"] {
+            let n = by(w).l0_tables_after;
+            assert!(n.is_some_and(|n| n < 4), "{w}: {n:?}");
+        }
+        for w in ["readrandom-1", "readseq", "ycsb-c"] {
+            assert_eq!(by(w).l0_tables_after, None, "{w}");
+        }
         // Nothing is left behind.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }

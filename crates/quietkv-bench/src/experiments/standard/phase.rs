@@ -44,6 +44,10 @@ pub struct Phase {
     pub side_writes: Option<u64>,
     /// The machine's CPU steal during the phase, ms per second.
     pub steal_ms_per_s: Option<f64>,
+    /// Tables left in level 0 after a write phase's catch-up, where the
+    /// engine says: flushed data it left for a later compaction, whose
+    /// device bytes then fall outside this phase's write amplification.
+    pub l0_tables_after: Option<u64>,
 }
 
 impl Phase {
@@ -90,6 +94,7 @@ impl Phase {
             },
             side_writes: None,
             steal_ms_per_s: cost.steal_ms_per_s,
+            l0_tables_after: None,
         }
     }
 }

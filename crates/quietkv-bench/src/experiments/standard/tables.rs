@@ -19,7 +19,7 @@ struct Figure {
     decimals: usize,
 }
 
-const FIGURES: [Figure; 11] = [
+const FIGURES: [Figure; 12] = [
     Figure {
         label: "ops/s",
         key: "ops_s",
@@ -55,6 +55,12 @@ const FIGURES: [Figure; 11] = [
         key: "write_amp",
         get: |p| p.write_amp,
         decimals: 2,
+    },
+    Figure {
+        label: "L0 tables left after the catch-up (compaction left for later)",
+        key: "l0_tables_after",
+        get: |p| p.l0_tables_after.map(|n| n as f64),
+        decimals: 0,
     },
     Figure {
         label: "space amplification (on disk / live user bytes)",

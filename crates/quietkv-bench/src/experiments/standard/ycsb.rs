@@ -63,6 +63,7 @@ pub fn load<E: BenchEngine>(db: &E, dir: &Path, st: &YcsbState) -> Result<Phase,
     let user = st.records * entry_bytes();
     let mut p = Phase::new("ycsb-load", st.records, secs, Some(&lat), &cost, user);
     p.space_amp = Some(dir_bytes(dir)? as f64 / user as f64);
+    p.l0_tables_after = db.counters().l0_tables;
     Ok(p)
 }
 
@@ -160,5 +161,9 @@ pub fn run<E: BenchEngine>(db: &E, w: Workload, st: &mut YcsbState) -> Result<Ph
         settle(db).map_err(|e| format!("{name}: {e}"))?;
     }
     let cost = probe.finish();
-    Ok(Phase::new(name, ops, secs, Some(&lat), &cost, written))
+    let mut p = Phase::new(name, ops, secs, Some(&lat), &cost, written);
+    if w.writes() {
+        p.l0_tables_after = db.counters().l0_tables;
+    }
+    Ok(p)
 }
