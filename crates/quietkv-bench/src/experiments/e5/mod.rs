@@ -9,8 +9,12 @@
 //! - [`worker`]: the modes' configurations and one run in the worker
 //!   process;
 //! - [`parent`]: `--experiment E5`: the campaign per load, the report and
-//!   the seed's targets judged from it.
+//!   the seed's targets judged from it;
+//! - [`ceiling`]: what the device gives the same number of synchronous
+//!   O_DIRECT readers of the same tables, the bound a direct get cannot
+//!   beat.
 
+pub mod ceiling;
 pub mod parent;
 pub mod worker;
 

@@ -1,8 +1,9 @@
 //! The parent side of E5: the source database (one, quietkv's), a
 //! section per load (each closed-loop thread count, then the open loop),
 //! each section's campaign (every mode in a worker in its cgroup, from a
-//! fresh copy of the source after sync + drop caches), the report, and the
-//! seed's targets judged from the medians.
+//! fresh copy of the source after sync + drop caches), the device's
+//! ceiling after each closed-loop section, the report, and the seed's
+//! targets judged from the medians.
 //!
 //! E5 keeps every run: it does not apply the disturbance rule of the
 //! engine experiments, so its figures stay comparable with its earlier
@@ -11,6 +12,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use super::ceiling::{self, Ceiling};
 use super::worker::{block_cache_bytes, mode_config, E5Params, Load, MODES, WARMUP_THREADS};
 use crate::args::BenchArgs;
 use crate::campaign::{self, Eta, Judge};
@@ -27,6 +29,56 @@ use crate::source;
 fn median(e: &ExperimentReport, mode: &str, key: &str) -> Option<f64> {
     let m = e.modes.iter().find(|m| m.name == mode)?;
     m.stats().get(key).map(|s| s.median)
+}
+
+/// The longest the device's ceiling is measured per closed-loop section
+/// (it runs no longer than a measured phase).
+const CEILING_SECONDS: f64 = 20.0;
+
+/// Bytes per device read in `mode`'s runs (medians), if it read at all.
+fn mean_device_read(reports: &[ModeReport], mode: &str) -> Option<f64> {
+    let stats = reports.iter().find(|m| m.name == mode)?.stats();
+    let mib_s = stats.get("device.r_mib_s")?.median;
+    let per_s = stats.get("device.r_per_s")?.median;
+    (per_s > 0.0).then(|| mib_s * MIB as f64 / per_s)
+}
+
+/// The section's ceiling, as the report's params hold it.
+fn section_ceiling(e: &ExperimentReport) -> Option<Ceiling> {
+    serde_json::from_value(e.params.get("device_ceiling")?.clone()).ok()
+}
+
+/// How much of the device's ceiling `mode` used, by its device reads (a
+/// get its block cache serves reads nothing), and the system CPU it spent
+/// per device read against the ceiling's readers' (within 1.5x is the
+/// target: the rest of a direct get's kernel time is the engine's).
+fn against_ceiling(e: &ExperimentReport, mode: &str, c: &Ceiling, sampled_fairly: bool) -> String {
+    let ceiling = format!(
+        "the device's ceiling: {:.0} reads/s for {} synchronous readers of {} B",
+        c.reads_per_s, c.threads, c.read_bytes
+    );
+    let device_reads = median(e, mode, "device.r_per_s").unwrap_or(0.0);
+    if device_reads < 1.0 {
+        return format!("no device reads (its cache served them), against {ceiling}");
+    }
+    let mut text = format!(
+        "{device_reads:.0} device reads/s, {:.2}x {ceiling}",
+        device_reads / c.reads_per_s.max(1e-9)
+    );
+    let seconds = e.params.get("duration_s").and_then(|v| v.as_f64());
+    let per_read = median(e, mode, "cpu.sys_s")
+        .zip(seconds)
+        .filter(|&(_, secs)| sampled_fairly && secs > 0.0)
+        .map(|(sys, secs)| sys * 1e6 / (device_reads * secs));
+    if let Some(us) = per_read {
+        let ratio = us / c.sys_us_per_read.max(1e-9);
+        text.push_str(&format!(
+            "; system CPU per device read {us:.1} us, {ratio:.2}x the ceiling's {:.1} us (at most 1.5x: {})",
+            c.sys_us_per_read,
+            if ratio <= 1.5 { "met" } else { "not met" }
+        ));
+    }
+    text
 }
 
 /// Whether any run of `mode` has a tick-sampled CPU split that strays from
@@ -74,6 +126,9 @@ pub fn judge_section(e: &ExperimentReport) -> Vec<String> {
         let p99 = get("buffered", "read_latency_us.p99").zip(get(mode, "read_latency_us.p99"));
         if let Some((pb, pm)) = p99 {
             parts.push(format!("p99 {pm:.0} us vs {pb:.0} us"));
+        }
+        if let Some(c) = section_ceiling(e).filter(|_| mode == "direct") {
+            parts.push(against_ceiling(e, mode, &c, sampled_fairly));
         }
         if mode == "direct" {
             let met = om >= 1.3 * ob
@@ -221,9 +276,43 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             }
             judge.file_outcome(&mut reports[mi], outcome, slot.repeat, &tag)
         })?;
-        let header = header(
+        let ceiling = match load {
+            Load::Closed { threads } => {
+                let seconds = pre.duration_s.min(CEILING_SECONDS);
+                crate::progress_line!(
+                    "[{}] the device's ceiling: {threads} synchronous O_DIRECT readers of the same tables, {seconds:.0} s",
+                    load.id()
+                );
+                let mean_read = mean_device_read(&reports, "direct");
+                let c = ceiling::measure(
+                    &src_dir,
+                    &manifest.files,
+                    *threads,
+                    mean_read,
+                    manifest.spec.value_size,
+                    seconds,
+                );
+                if let Ok(c) = &c {
+                    crate::progress_line!(
+                        "[{}] the device's ceiling: {:.0} reads/s",
+                        load.id(),
+                        c.reads_per_s
+                    );
+                }
+                Some(c)
+            }
+            Load::Open { .. } => None,
+        };
+        let mut header = header(
             args, scale, &pre, load, &manifest, reused, &runner, &common, &names,
         );
+        if let Some(c) = &ceiling {
+            let text = match c {
+                Ok(c) => c.text(),
+                Err(e) => format!("not measured: {e}"),
+            };
+            header.push(("Device ceiling".into(), text));
+        }
         experiments.push(ExperimentReport {
             id: load.id(),
             title: "100% random point reads over a database larger than memory: buffered vs direct + block cache vs mmap user reads".into(),
@@ -241,6 +330,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
                 "repeats": args.repeats,
                 "modes": modes.iter().map(EngineMode::config_json).collect::<Vec<_>>(),
                 "source_reused": reused,
+                "device_ceiling": ceiling.as_ref().and_then(|c| c.as_ref().ok()),
             }),
             header,
             notes: runner.notes().to_vec(),
@@ -386,4 +476,115 @@ fn header(
         ),
         ("Finished".into(), timestamp() + " UTC"),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::DeviceRates;
+    use crate::result::{PhaseResult, RunResult};
+    use crate::sampler::PhaseMetrics;
+
+    fn run(mode: &str, ops_per_s: f64, sys_s: f64, device_reads: f64) -> RunResult {
+        let mut r = RunResult {
+            mode: mode.into(),
+            measured: PhaseResult {
+                kernel: PhaseMetrics {
+                    cpu_user_s: Some(20.0),
+                    cpu_sys_s: Some(sys_s),
+                    device: Some(DeviceRates {
+                        r_per_s: device_reads,
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        r.measured.latency.p99 = 2000.0;
+        r.extra.insert("ops_per_s".into(), ops_per_s);
+        r
+    }
+
+    fn section(params: serde_json::Value) -> ExperimentReport {
+        let mode = |name: &str, ops, sys, device_reads| ModeReport {
+            runs: vec![run(name, ops, sys, device_reads)],
+            ..ModeReport::new(name, None, 0)
+        };
+        ExperimentReport {
+            id: "E5-closed32".into(),
+            title: "t".into(),
+            params,
+            header: vec![],
+            notes: vec![],
+            modes: vec![
+                mode("buffered", 48_000.0, 50.0, 46_000.0),
+                mode("direct", 60_000.0, 28.0, 56_000.0),
+            ],
+        }
+    }
+
+    #[test]
+    fn the_verdict_sets_direct_reads_against_the_devices_ceiling() {
+        let ceiling = Ceiling {
+            threads: 32,
+            read_bytes: 4608,
+            seconds: 20.0,
+            reads: 1_280_000,
+            reads_per_s: 64_000.0,
+            mean_us: 500.0,
+            sys_us_per_read: 8.0,
+            user_us_per_read: 2.0,
+        };
+        let params = |c: &Ceiling| serde_json::json!({ "duration_s": 60.0, "device_ceiling": c });
+        let with = judge_section(&section(params(&ceiling)));
+        let direct = with.iter().find(|l| l.starts_with("direct:")).unwrap();
+        assert!(direct.contains("1.25x the reads/s of buffered"), "{direct}");
+        assert!(
+            direct.contains(
+                "56000 device reads/s, 0.88x the device's ceiling: 64000 reads/s for 32 synchronous readers of 4608 B"
+            ),
+            "{direct}"
+        );
+        assert!(
+            direct.contains(
+                "system CPU per device read 8.3 us, 1.04x the ceiling's 8.0 us (at most 1.5x: met)"
+            ),
+            "{direct}"
+        );
+        assert!(direct.ends_with("is not met"), "{direct}");
+
+        // A kernel that spends twice the ceiling's CPU on each read misses it.
+        let costly = Ceiling {
+            sys_us_per_read: 4.0,
+            ..ceiling
+        };
+        let lines = judge_section(&section(params(&costly)));
+        assert!(
+            lines[0].contains("2.08x the ceiling's 4.0 us (at most 1.5x: not met)"),
+            "{lines:?}"
+        );
+
+        // Direct gets all served by the block cache read nothing from the
+        // device: no share of the ceiling, no CPU per device read.
+        let mut cached = section(params(&ceiling));
+        cached.modes[1].runs[0].measured.kernel.device = Some(DeviceRates::default());
+        let lines = judge_section(&cached);
+        assert!(
+            lines[0].contains("no device reads (its cache served them)"),
+            "{lines:?}"
+        );
+        assert!(!lines[0].contains("per device read"), "{lines:?}");
+
+        // Without a ceiling (the open loop, or no direct reads here) the
+        // line says nothing of one.
+        for params in [
+            serde_json::json!({}),
+            serde_json::json!({ "device_ceiling": null }),
+        ] {
+            let lines = judge_section(&section(params));
+            assert!(lines.iter().all(|l| !l.contains("ceiling")), "{lines:?}");
+        }
+    }
 }
