@@ -13,18 +13,22 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-/// One measurement of the ceiling.
+/// One measurement of the ceiling, or the median of several
+/// ([`combine`]).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Ceiling {
     /// Synchronous readers, one request in flight each.
     pub threads: usize,
     /// Bytes per read, a multiple of the direct-I/O alignment.
     pub read_bytes: usize,
-    /// Wall time the readers ran.
+    /// Wall time the readers ran (each time).
     pub seconds: f64,
-    /// Reads completed.
+    /// Reads completed (in all).
     pub reads: u64,
     pub reads_per_s: f64,
+    /// Each measurement's reads/s, in the order taken (one per round).
+    #[serde(default)]
+    pub each_reads_per_s: Vec<f64>,
     /// Mean time of one read, issue to completion.
     pub mean_us: f64,
     /// The readers' own system and user CPU per read (getrusage per thread).
@@ -35,8 +39,19 @@ pub struct Ceiling {
 impl Ceiling {
     /// One line for the report's header.
     pub fn text(&self) -> String {
+        let each = &self.each_reads_per_s;
+        let spread = if each.len() > 1 {
+            let lo = each.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = each.iter().copied().fold(0.0, f64::max);
+            format!(
+                " (median of {} measurements, one after each round: {lo:.0}..{hi:.0})",
+                each.len()
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "{} synchronous O_DIRECT readers of {} B at random aligned offsets of the same tables, {:.0} s, nothing in between (as fio --rw=randread --ioengine=psync --direct=1): {:.0} reads/s, mean {:.0} us, {:.1} us of system and {:.1} us of user CPU per read",
+            "{} synchronous O_DIRECT readers of {} B at random aligned offsets of the same tables, {:.0} s, nothing in between (as fio --rw=randread --ioengine=psync --direct=1): {:.0} reads/s{spread}, mean {:.0} us, {:.1} us of system and {:.1} us of user CPU per read",
             self.threads,
             self.read_bytes,
             self.seconds,
@@ -46,6 +61,33 @@ impl Ceiling {
             self.user_us_per_read
         )
     }
+}
+
+/// The median of each figure over `all` (measured with the same readers
+/// and read size), and every measurement's reads/s; `None` for none.
+pub fn combine(all: &[Ceiling]) -> Option<Ceiling> {
+    let first = all.first()?;
+    let median = |f: fn(&Ceiling) -> f64| {
+        let mut v: Vec<f64> = all.iter().map(f).collect();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        }
+    };
+    Some(Ceiling {
+        threads: first.threads,
+        read_bytes: first.read_bytes,
+        seconds: median(|c| c.seconds),
+        reads: all.iter().map(|c| c.reads).sum(),
+        reads_per_s: median(|c| c.reads_per_s),
+        each_reads_per_s: all.iter().map(|c| c.reads_per_s).collect(),
+        mean_us: median(|c| c.mean_us),
+        sys_us_per_read: median(|c| c.sys_us_per_read),
+        user_us_per_read: median(|c| c.user_us_per_read),
+    })
 }
 
 /// The read size the ceiling uses: the direct mode's mean device read
@@ -228,12 +270,14 @@ pub fn measure(
         all.user_s += t.user_s;
     }
     let per_read = |x: f64| x * 1e6 / all.reads.max(1) as f64;
+    let reads_per_s = all.reads as f64 / wall.max(1e-9);
     Ok(Ceiling {
         threads,
         read_bytes,
         seconds: wall,
         reads: all.reads,
-        reads_per_s: all.reads as f64 / wall.max(1e-9),
+        reads_per_s,
+        each_reads_per_s: vec![reads_per_s],
         mean_us: per_read(all.busy.as_secs_f64()),
         sys_us_per_read: per_read(all.sys_s),
         user_us_per_read: per_read(all.user_s),
@@ -260,6 +304,39 @@ mod tests {
         let starts = [0, 3, 4];
         let got: Vec<_> = (0..6).map(|n| locate(&starts, n, 512)).collect();
         assert_eq!(got, [(0, 0), (0, 512), (0, 1024), (1, 0), (2, 0), (2, 512)]);
+    }
+
+    #[test]
+    fn several_measurements_combine_into_their_medians() {
+        let one = |reads_per_s: f64, sys: f64| Ceiling {
+            threads: 32,
+            read_bytes: 4608,
+            seconds: 20.0,
+            reads: (reads_per_s * 20.0) as u64,
+            reads_per_s,
+            each_reads_per_s: vec![reads_per_s],
+            mean_us: 32.0 / reads_per_s * 1e6,
+            sys_us_per_read: sys,
+            user_us_per_read: 1.8,
+        };
+        assert_eq!(combine(&[]), None);
+        let all = [one(64_000.0, 8.4), one(6_000.0, 13.0), one(60_000.0, 8.2)];
+        let c = combine(&all).unwrap();
+        assert_eq!(c.reads_per_s, 60_000.0);
+        assert_eq!(c.sys_us_per_read, 8.4);
+        assert_eq!(c.each_reads_per_s, [64_000.0, 6_000.0, 60_000.0]);
+        assert_eq!(c.reads, 2_600_000);
+        assert!(
+            c.text().contains(
+                "60000 reads/s (median of 3 measurements, one after each round: 6000..64000)"
+            ),
+            "{}",
+            c.text()
+        );
+        let two = combine(&all[..2]).unwrap();
+        assert_eq!(two.reads_per_s, 35_000.0);
+        // One measurement is shown as it is.
+        assert!(!combine(&all[..1]).unwrap().text().contains("median"));
     }
 
     #[test]

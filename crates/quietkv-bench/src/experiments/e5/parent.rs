@@ -2,7 +2,7 @@
 //! section per load (each closed-loop thread count, then the open loop),
 //! each section's campaign (every mode in a worker in its cgroup, from a
 //! fresh copy of the source after sync + drop caches), the device's
-//! ceiling after each closed-loop section, the report, and the seed's
+//! ceiling after each round of a closed-loop section, the report, and the seed's
 //! targets judged from the medians.
 //!
 //! E5 keeps every run: it does not apply the disturbance rule of the
@@ -15,7 +15,7 @@ use std::time::Instant;
 use super::ceiling::{self, Ceiling};
 use super::worker::{block_cache_bytes, mode_config, E5Params, Load, MODES, WARMUP_THREADS};
 use crate::args::BenchArgs;
-use crate::campaign::{self, Eta, Judge};
+use crate::campaign::{self, Eta, Filed, Judge};
 use crate::engines::{BenchEngine, EngineMode, QuietkvConfig, QuietkvEngine};
 use crate::experiments::modes::check_modes;
 use crate::experiments::setup::{loadavg, machine, out_dir, timestamp, Scratch};
@@ -34,6 +34,34 @@ fn median(e: &ExperimentReport, mode: &str, key: &str) -> Option<f64> {
 /// The longest the device's ceiling is measured per closed-loop section
 /// (it runs no longer than a measured phase).
 const CEILING_SECONDS: f64 = 20.0;
+
+/// The ceilings a closed-loop section measured, one per round.
+#[derive(Default)]
+struct RoundCeilings {
+    /// The direct mode's mean device read when the first was measured.
+    mean_read: Option<Option<f64>>,
+    measured: Vec<Ceiling>,
+    first_error: Option<String>,
+}
+
+impl RoundCeilings {
+    fn push(&mut self, c: Result<Ceiling, String>) {
+        match c {
+            Ok(c) => self.measured.push(c),
+            Err(e) => {
+                self.first_error.get_or_insert(e);
+            }
+        }
+    }
+
+    /// The rounds' ceiling, or why there is none.
+    fn combined(self) -> Result<Ceiling, String> {
+        ceiling::combine(&self.measured).ok_or_else(|| {
+            self.first_error
+                .unwrap_or_else(|| "no round of the section was counted".into())
+        })
+    }
+}
 
 /// Bytes per device read in `mode`'s runs (medians), if it read at all.
 fn mean_device_read(reports: &[ModeReport], mode: &str) -> Option<f64> {
@@ -250,6 +278,10 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             .collect();
         let mut judge = Judge::KeepEvery;
         let runs = SectionRuns::new("E5", args.repeats, &common, &params, &block_device)?;
+        // The device's ceiling is measured after every round, so it drifts
+        // with the host as the modes' runs do; its read size is fixed at
+        // the first measurement.
+        let mut ceilings = RoundCeilings::default();
         campaign::run(modes.len(), args.repeats, per_run, &mut eta, |slot, eta| {
             let mi = slot.mode;
             let t = Instant::now();
@@ -274,16 +306,19 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
                     r.measured.kernel.cpu_sys_s.unwrap_or(f64::NAN)
                 );
             }
-            judge.file_outcome(&mut reports[mi], outcome, slot.repeat, &tag)
-        })?;
-        let ceiling = match load {
-            Load::Closed { threads } => {
+            let filed = judge.file_outcome(&mut reports[mi], outcome, slot.repeat, &tag)?;
+            let round_done = campaign::round_order(modes.len(), slot.repeat).last() == Some(mi);
+            if let (Load::Closed { threads }, true, Filed::Counted) = (load, round_done, filed) {
                 let seconds = pre.duration_s.min(CEILING_SECONDS);
                 crate::progress_line!(
-                    "[{}] the device's ceiling: {threads} synchronous O_DIRECT readers of the same tables, {seconds:.0} s",
-                    load.id()
+                    "[{} round {}/{}] the device's ceiling: {threads} synchronous O_DIRECT readers of the same tables, {seconds:.0} s",
+                    load.id(),
+                    slot.repeat,
+                    slot.repeats
                 );
-                let mean_read = mean_device_read(&reports, "direct");
+                let mean_read = *ceilings
+                    .mean_read
+                    .get_or_insert_with(|| mean_device_read(&reports, "direct"));
                 let c = ceiling::measure(
                     &src_dir,
                     &manifest.files,
@@ -294,13 +329,19 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
                 );
                 if let Ok(c) = &c {
                     crate::progress_line!(
-                        "[{}] the device's ceiling: {:.0} reads/s",
+                        "[{} round {}/{}] the device's ceiling: {:.0} reads/s",
                         load.id(),
+                        slot.repeat,
+                        slot.repeats,
                         c.reads_per_s
                     );
                 }
-                Some(c)
+                ceilings.push(c);
             }
+            Ok(filed)
+        })?;
+        let ceiling = match load {
+            Load::Closed { .. } => Some(ceilings.combined()),
             Load::Open { .. } => None,
         };
         let mut header = header(
@@ -533,6 +574,7 @@ mod tests {
             seconds: 20.0,
             reads: 1_280_000,
             reads_per_s: 64_000.0,
+            each_reads_per_s: vec![64_000.0],
             mean_us: 500.0,
             sys_us_per_read: 8.0,
             user_us_per_read: 2.0,
@@ -558,7 +600,7 @@ mod tests {
         // A kernel that spends twice the ceiling's CPU on each read misses it.
         let costly = Ceiling {
             sys_us_per_read: 4.0,
-            ..ceiling
+            ..ceiling.clone()
         };
         let lines = judge_section(&section(params(&costly)));
         assert!(
