@@ -2,8 +2,8 @@
 //! section per load (each closed-loop thread count, then the open loop),
 //! each section's campaign (every mode in a worker in its cgroup, from a
 //! fresh copy of the source after sync + drop caches), the device's
-//! ceiling after each round of a closed-loop section, the report, and the seed's
-//! targets judged from the medians.
+//! ceiling after each round of a closed-loop section, the report, and the
+//! seed's targets judged from the medians.
 //!
 //! E5 keeps every run: it does not apply the disturbance rule of the
 //! engine experiments, so its figures stay comparable with its earlier
