@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::report::stat_of;
+
 /// One measurement of the ceiling, or the median of several
 /// ([`combine`]).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -39,16 +41,12 @@ pub struct Ceiling {
 impl Ceiling {
     /// One line for the report's header.
     pub fn text(&self) -> String {
-        let each = &self.each_reads_per_s;
-        let spread = if each.len() > 1 {
-            let lo = each.iter().copied().fold(f64::INFINITY, f64::min);
-            let hi = each.iter().copied().fold(0.0, f64::max);
-            format!(
-                " (median of {} measurements, one after each round: {lo:.0}..{hi:.0})",
-                each.len()
-            )
-        } else {
-            String::new()
+        let spread = match stat_of(self.each_reads_per_s.clone()) {
+            Some(s) if s.n > 1 => format!(
+                " (median of {} measurements, one after each round: {:.0}..{:.0})",
+                s.n, s.min, s.max
+            ),
+            _ => String::new(),
         };
         format!(
             "{} synchronous O_DIRECT readers of {} B at random aligned offsets of the same tables, {:.0} s, nothing in between (as fio --rw=randread --ioengine=psync --direct=1): {:.0} reads/s{spread}, mean {:.0} us, {:.1} us of system and {:.1} us of user CPU per read",
@@ -67,16 +65,8 @@ impl Ceiling {
 /// and read size), and every measurement's reads/s; `None` for none.
 pub fn combine(all: &[Ceiling]) -> Option<Ceiling> {
     let first = all.first()?;
-    let median = |f: fn(&Ceiling) -> f64| {
-        let mut v: Vec<f64> = all.iter().map(f).collect();
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        }
-    };
+    let median =
+        |f: fn(&Ceiling) -> f64| stat_of(all.iter().map(f).collect()).map_or(0.0, |s| s.median);
     Some(Ceiling {
         threads: first.threads,
         read_bytes: first.read_bytes,
