@@ -2,9 +2,11 @@
 //! `RaftNetworkFactory` and `RaftNetwork` over HTTP, each RPC one POST
 //! to the target node's `/raft/...` route (served by `rpc.rs`): a
 //! serde_json body, except snapshot chunks, whose bytes go as they are
-//! (`snapshot_wire.rs`).
+//! (`snapshot_wire.rs`), held to the node's snapshot budget if it has one
+//! (`pacing.rs`).
 
 use std::fmt;
+use std::sync::Arc;
 
 use openraft::error::{
     InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
@@ -19,16 +21,25 @@ use quietkv_raft::{NodeId, TypeConfig};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::pacing::Pacer;
+
 /// Hands out one connection per target node; all of them share one HTTP
-/// client (and so its pool of kept-alive connections).
+/// client (and so its pool of kept-alive connections) and the node's
+/// snapshot budget.
 #[derive(Clone)]
 pub struct Network {
     client: reqwest::Client,
+    snapshot_pacer: Option<Arc<Pacer>>,
 }
 
 impl Network {
-    pub fn new(client: reqwest::Client) -> Network {
-        Network { client }
+    /// `snapshot_pacer`: the budget every snapshot this node sends is held
+    /// to; `None` sends as fast as the chunks can go.
+    pub fn new(client: reqwest::Client, snapshot_pacer: Option<Arc<Pacer>>) -> Network {
+        Network {
+            client,
+            snapshot_pacer,
+        }
     }
 }
 
@@ -38,6 +49,7 @@ pub struct Connection {
     client: reqwest::Client,
     target: NodeId,
     base: String,
+    snapshot_pacer: Option<Arc<Pacer>>,
 }
 
 impl RaftNetworkFactory<TypeConfig> for Network {
@@ -48,6 +60,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             client: self.client.clone(),
             target,
             base: format!("http://{}", node.addr),
+            snapshot_pacer: self.snapshot_pacer.clone(),
         }
     }
 }
@@ -165,6 +178,9 @@ impl RaftNetwork<TypeConfig> for Connection {
     ) -> RpcResult<InstallSnapshotResponse<NodeId>, InstallSnapshotError> {
         let body = crate::snapshot_wire::encode(rpc)
             .map_err(|e| RPCError::Network(NetworkError::new(&WireError(e))))?;
+        if let Some(pacer) = &self.snapshot_pacer {
+            pacer.wait(body.len() as u64).await;
+        }
         self.post(
             "/raft/snapshot",
             body,

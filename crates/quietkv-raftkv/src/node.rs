@@ -15,6 +15,7 @@ use tokio::signal::unix::{signal, SignalKind};
 
 use crate::app::App;
 use crate::network::Network;
+use crate::pacing::Pacer;
 use crate::routes;
 
 /// The largest piece a snapshot is sent in unless `--snapshot-chunk-bytes`
@@ -45,6 +46,13 @@ pub struct NodeArgs {
     /// request, its bytes as they are): at most 8 MiB.
     #[arg(long, default_value_t = DEFAULT_SNAPSHOT_CHUNK_BYTES, value_parser = clap::value_parser!(u64).range(1..=8 << 20))]
     pub snapshot_chunk_bytes: u64,
+    /// The most a node sends snapshots at, MiB per second over all the
+    /// streams it sends (reading, copying and sending each chunk takes CPU
+    /// the node's readers would otherwise have); 0 sends as fast as the
+    /// chunks go. TiKV's `snap-io-max-bytes-per-sec` and RocksDB's backup
+    /// rate limit do the same.
+    #[arg(long, default_value_t = 0)]
+    pub snapshot_send_mib_per_sec: u64,
     /// Leader heartbeat interval, milliseconds. openraft also gives each
     /// append-entries RPC this long, the follower's synced write included:
     /// too short for the disk, and replication keeps timing out.
@@ -63,6 +71,46 @@ pub struct NodeArgs {
     pub snapshot_io: SnapshotIo,
 }
 
+/// openraft gives each snapshot chunk this long, milliseconds, the wait
+/// for the send budget included: openraft's 200 ms default is too short
+/// for a chunk on a busy machine, and a timed-out chunk starts the snapshot
+/// over.
+const INSTALL_SNAPSHOT_TIMEOUT_MS: u64 = 10_000;
+
+/// The longest a chunk may wait for the send budget: a fifth of its
+/// timeout, so the send itself keeps the rest.
+const LONGEST_BUDGET_WAIT: Duration = Duration::from_millis(INSTALL_SNAPSHOT_TIMEOUT_MS / 5);
+
+/// The pacer for `--snapshot-send-mib-per-sec`, or `None` for no budget;
+/// a budget so small that one chunk would wait out most of its timeout is
+/// an error.
+fn snapshot_pacer(args: &NodeArgs) -> Result<Option<Arc<Pacer>>, String> {
+    if args.snapshot_send_mib_per_sec == 0 {
+        return Ok(None);
+    }
+    let bytes_per_sec = args
+        .snapshot_send_mib_per_sec
+        .checked_mul(1 << 20)
+        .ok_or_else(|| {
+            format!(
+                "--snapshot-send-mib-per-sec {} is too large",
+                args.snapshot_send_mib_per_sec
+            )
+        })?;
+    let wait = Duration::from_secs_f64(args.snapshot_chunk_bytes as f64 / bytes_per_sec as f64);
+    if wait > LONGEST_BUDGET_WAIT {
+        return Err(format!(
+            "--snapshot-send-mib-per-sec {} with --snapshot-chunk-bytes {}: each chunk would wait {:.1} s for the budget, \
+             more than the {:.0} s a chunk may take; raise the rate or lower the chunk size",
+            args.snapshot_send_mib_per_sec,
+            args.snapshot_chunk_bytes,
+            wait.as_secs_f64(),
+            LONGEST_BUDGET_WAIT.as_secs_f64()
+        ));
+    }
+    Ok(Some(Arc::new(Pacer::new(bytes_per_sec))))
+}
+
 fn config(args: &NodeArgs) -> Result<Config, String> {
     let snapshot_policy = match args.snapshot_every {
         0 => SnapshotPolicy::Never,
@@ -75,9 +123,7 @@ fn config(args: &NodeArgs) -> Result<Config, String> {
         election_timeout_max: args.election_timeout_ms * 2,
         snapshot_policy,
         snapshot_max_chunk_size: args.snapshot_chunk_bytes,
-        // openraft's 200 ms default is too short for a chunk on a busy
-        // machine, and a timed-out chunk starts the snapshot over.
-        install_snapshot_timeout: 10_000,
+        install_snapshot_timeout: INSTALL_SNAPSHOT_TIMEOUT_MS,
         ..Default::default()
     }
     .validate()
@@ -112,6 +158,7 @@ pub struct Started {
 /// Listens on `args.addr`, opens the storage and starts raft.
 pub async fn start(args: &NodeArgs) -> Result<Started, String> {
     let config = Arc::new(config(args)?);
+    let pacer = snapshot_pacer(args)?;
     // Listen first: a mistyped address then fails before a storage
     // directory is created for it.
     let listener = tokio::net::TcpListener::bind(&args.addr)
@@ -141,7 +188,7 @@ pub async fn start(args: &NodeArgs) -> Result<Started, String> {
     let raft = Raft::new(
         args.id,
         config,
-        Network::new(client),
+        Network::new(client, pacer),
         store.log_store(),
         state_machine,
     )
@@ -180,4 +227,44 @@ pub async fn run(args: NodeArgs) -> Result<(), String> {
     served.map_err(|e| format!("serving HTTP: {e}"))?;
     stopped.map_err(|e| format!("stopping raft: {e}"))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(chunk: u64, mib_per_sec: u64) -> NodeArgs {
+        NodeArgs {
+            id: 1,
+            addr: "127.0.0.1:0".into(),
+            dir: PathBuf::from("unused"),
+            snapshot_every: 0,
+            snapshot_chunk_bytes: chunk,
+            snapshot_send_mib_per_sec: mib_per_sec,
+            heartbeat_ms: 300,
+            election_timeout_ms: 1500,
+            snapshot_io: SnapshotIo::Backup,
+        }
+    }
+
+    #[test]
+    fn no_budget_sends_unpaced() {
+        assert!(snapshot_pacer(&args(512 << 10, 0)).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_budget_a_chunk_can_wait_for_is_taken() {
+        // 512 KiB at 1 MiB/s: each chunk waits half a second at most.
+        assert!(snapshot_pacer(&args(512 << 10, 1)).unwrap().is_some());
+        assert!(snapshot_pacer(&args(8 << 20, 4)).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_budget_that_would_time_chunks_out_is_refused() {
+        // 8 MiB at 1 MiB/s: 8 s of a chunk's 10 s spent waiting.
+        let err = snapshot_pacer(&args(8 << 20, 1)).unwrap_err();
+        assert!(err.contains("--snapshot-send-mib-per-sec 1"), "{err}");
+        assert!(err.contains("wait 8.0 s"), "{err}");
+        assert!(snapshot_pacer(&args(512 << 10, u64::MAX)).is_err());
+    }
 }

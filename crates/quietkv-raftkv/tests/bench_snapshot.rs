@@ -1,13 +1,19 @@
 //! `quietkv-raftkv bench-snapshot --quick` end to end, at a tiny scale: it
 //! fills a source, runs both modes with the leader in a memory cgroup and
 //! a joiner receiving the full snapshot, and writes a report that holds
-//! both modes with plausible figures. Needs root (cgroups, drop_caches).
+//! both modes with plausible figures, the snapshot held to the leader's
+//! send budget. Needs root (cgroups, drop_caches).
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Generous: the machine running the tests may be busy.
 const LIMIT: Duration = Duration::from_secs(600);
+
+/// The leader's snapshot send budget: slow enough that the quick
+/// snapshot (about 8 MiB) takes seconds, where unpaced it takes less than
+/// one on loopback.
+const BUDGET_MIB_PER_SEC: u64 = 4;
 
 fn is_root() -> bool {
     // SAFETY: geteuid takes no arguments and cannot fail.
@@ -31,6 +37,7 @@ fn the_quick_harness_reports_both_modes() {
         .arg(tmp.path().join("work"))
         .arg("--out")
         .arg(&out)
+        .args(["--send-mib-per-sec", &BUDGET_MIB_PER_SEC.to_string()])
         .spawn()
         .unwrap();
     let started = Instant::now();
@@ -69,7 +76,15 @@ fn the_quick_harness_reports_both_modes() {
         // The quick database is about 8 MiB of values.
         let bytes = run["snapshot_bytes"].as_u64().unwrap();
         assert!(bytes > 4 << 20 && bytes < 64 << 20, "{mode}: {bytes} bytes");
-        assert!(run["snapshot_secs"].as_f64().unwrap() > 0.0, "{run:#}");
+        // The first chunk goes at once; every byte after it is paid for
+        // at the budget's rate before it is sent.
+        let chunk = report["setup"]["chunk_bytes"].as_u64().unwrap();
+        let paid = bytes.saturating_sub(chunk) as f64 / (BUDGET_MIB_PER_SEC << 20) as f64;
+        let secs = run["snapshot_secs"].as_f64().unwrap();
+        assert!(
+            secs >= paid,
+            "{mode}: {bytes} bytes in {secs} s, faster than {BUDGET_MIB_PER_SEC} MiB/s"
+        );
         assert!(
             run["leader_transfer_read_bytes"].as_u64().unwrap() >= bytes,
             "the leader read the snapshot through its transfer file: {run:#}"
@@ -88,6 +103,12 @@ fn the_quick_harness_reports_both_modes() {
     }
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("| metric | buffered | backup |"), "{md}");
+    assert!(
+        md.contains(&format!(
+            "held to {BUDGET_MIB_PER_SEC} MiB/s by the leader's send budget"
+        )),
+        "{md}"
+    );
     // Nothing of the runs is left: no node directories, no cgroups.
     let left: Vec<_> = std::fs::read_dir(tmp.path().join("work"))
         .unwrap()

@@ -83,6 +83,11 @@ pub struct BenchSnapshotArgs {
     /// 8 MiB). Default: a node's own default, 512 KiB.
     #[arg(long, default_value_t = crate::node::DEFAULT_SNAPSHOT_CHUNK_BYTES, value_parser = clap::value_parser!(u64).range(4096..=8 << 20))]
     pub chunk_bytes: u64,
+    /// The leader's snapshot send budget, MiB/s (the node's
+    /// `--snapshot-send-mib-per-sec`), the same in every mode; 0, the
+    /// node's default, sends as fast as the chunks go.
+    #[arg(long, default_value_t = 0)]
+    pub send_mib_per_sec: u64,
     /// Rounds; each runs every mode once, in turn.
     #[arg(long)]
     pub repeats: Option<u32>,
@@ -159,6 +164,7 @@ fn plan(args: &BenchSnapshotArgs) -> Result<Plan, String> {
                 .stream_cap_secs
                 .unwrap_or(if q { 120.0 } else { 900.0 }),
             chunk_bytes: args.chunk_bytes,
+            send_mib_per_sec: args.send_mib_per_sec,
             repeats: args.repeats.unwrap_or(if q { 1 } else { 3 }).max(1),
             modes: args.modes.clone(),
             psi_source: String::new(),
@@ -338,6 +344,7 @@ async fn one_run(
         rate: setup.rate,
         readers: setup.readers,
         chunk_bytes: setup.chunk_bytes,
+        send_mib_per_sec: setup.send_mib_per_sec,
         seed: 0x5eed + u64::from(round),
     };
     let line = serde_json::to_string(&spec).map_err(|e| e.to_string())?;

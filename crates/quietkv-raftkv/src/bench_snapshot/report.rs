@@ -110,6 +110,9 @@ pub struct Setup {
     pub baseline_secs: f64,
     pub stream_cap_secs: f64,
     pub chunk_bytes: u64,
+    /// The leader's snapshot send budget, MiB/s; 0 for none.
+    #[serde(default)]
+    pub send_mib_per_sec: u64,
     pub repeats: u32,
     pub modes: Vec<String>,
     pub psi_source: String,
@@ -252,6 +255,15 @@ pub fn markdown(setup: &Setup, runs: &[Run], notes: &[String]) -> String {
         setup.baseline_secs,
         setup.repeats,
         setup.psi_source,
+    );
+    let budget = match setup.send_mib_per_sec {
+        0 => "as fast as the chunks go".to_string(),
+        r => format!("held to {r} MiB/s by the leader's send budget"),
+    };
+    let _ = writeln!(
+        md,
+        "The snapshot is sent in chunks of {} KiB, {budget}.\n",
+        setup.chunk_bytes >> 10
     );
     if let Some(c) = setup.joiner_cpu {
         let _ = writeln!(

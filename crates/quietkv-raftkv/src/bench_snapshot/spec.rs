@@ -27,6 +27,9 @@ pub struct LeaderSpec {
     pub readers: usize,
     /// openraft's snapshot chunk, bytes.
     pub chunk_bytes: u64,
+    /// The node's snapshot send budget, MiB/s; 0 for none.
+    #[serde(default)]
+    pub send_mib_per_sec: u64,
     pub seed: u64,
 }
 
