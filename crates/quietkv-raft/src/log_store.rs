@@ -164,8 +164,20 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let db = self.db.clone();
         blocking(move || {
             let purged: Option<LogId> = read_json(&db, keys::PURGED, ErrorSubject::Logs)?;
+            // Look only above the purged entries: they are range-deleted,
+            // and an iterator reads every entry a range delete covers
+            // until compaction drops them, so a search down from the end
+            // of a fully purged log would read the whole purged log (on a
+            // node that had just snapshotted 2 GiB, minutes at its open).
+            let first_kept = match purged {
+                Some(p) => match p.index.checked_add(1) {
+                    Some(i) => log_key(i),
+                    None => LOG_END.to_vec(),
+                },
+                None => LOG_PREFIX.to_vec(),
+            };
             let last = db
-                .range(LOG_PREFIX..LOG_END)
+                .range(&first_kept[..]..LOG_END)
                 .map_err(|e| db_error(ErrorSubject::Logs, ErrorVerb::Read, e))?
                 .next_back()
                 .transpose()
