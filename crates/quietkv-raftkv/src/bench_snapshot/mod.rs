@@ -72,6 +72,13 @@ pub struct BenchSnapshotArgs {
     /// leader's readers. Default: no pinning.
     #[arg(long)]
     pub joiner_cpu: Option<usize>,
+    /// Run the joining node at this niceness (19: the lowest priority, so
+    /// it takes only the CPU the leader leaves): another way, on a machine
+    /// too small to pin, to keep the joiner's receiving and writing, which
+    /// on a real cluster run on another machine, off the leader's readers.
+    /// Default 0: the same priority as the leader.
+    #[arg(long, default_value_t = 0, allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
+    pub joiner_nice: i32,
     /// Seconds of the baseline phase. Default 30 (--quick: 2).
     #[arg(long)]
     pub baseline_secs: Option<f64>,
@@ -169,6 +176,7 @@ fn plan(args: &BenchSnapshotArgs) -> Result<Plan, String> {
             modes: args.modes.clone(),
             psi_source: String::new(),
             joiner_cpu: args.joiner_cpu,
+            joiner_nice: args.joiner_nice,
             leader_cpus,
         },
         out: args.out.clone().unwrap_or_else(|| args.dir.join("report")),
@@ -388,8 +396,14 @@ async fn one_run(
         setup.chunk_bytes.to_string(),
     ];
     let joiner_cpus: Vec<usize> = setup.joiner_cpu.into_iter().collect();
-    let joiner =
-        NodeProcess::start_on(exe, &joiner_args, &run_dir.join("joiner.log"), &joiner_cpus).await?;
+    let joiner = NodeProcess::start_on(
+        exe,
+        &joiner_args,
+        &run_dir.join("joiner.log"),
+        &joiner_cpus,
+        setup.joiner_nice,
+    )
+    .await?;
     let c_stream = confinement.counters()?;
     anon.take();
     leader

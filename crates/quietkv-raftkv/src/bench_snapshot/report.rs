@@ -121,6 +121,9 @@ pub struct Setup {
     pub joiner_cpu: Option<usize>,
     #[serde(default)]
     pub leader_cpus: Vec<usize>,
+    /// The joining node's niceness (0: the leader's own).
+    #[serde(default)]
+    pub joiner_nice: i32,
 }
 
 /// A metric's median and range over the runs of one mode.
@@ -265,6 +268,13 @@ pub fn markdown(setup: &Setup, runs: &[Run], notes: &[String]) -> String {
         "The snapshot is sent in chunks of {} KiB, {budget}.\n",
         setup.chunk_bytes >> 10
     );
+    if setup.joiner_nice != 0 {
+        let _ = writeln!(
+            md,
+            "The joining node runs at niceness {}, the leader at 0.\n",
+            setup.joiner_nice
+        );
+    }
     if let Some(c) = setup.joiner_cpu {
         let _ = writeln!(
             md,
