@@ -88,14 +88,14 @@ pub fn set_nice(command: &mut Command, nice: i32) {
 mod tests {
     use super::*;
 
-    /// The CPUs a process started through `command` may run on, as the
-    /// kernel reports them to it.
-    fn allowed_cpus(cpus: &[usize]) -> String {
+    /// What `/bin/sh -c script` prints, started through `own_command` and
+    /// then `setup`.
+    fn child_says(setup: impl FnOnce(&mut Command), script: &str) -> String {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("log");
         let mut command = own_command(Path::new("/bin/sh"), &log).unwrap();
-        pin_to_cpus(&mut command, cpus);
-        command.args(["-c", "grep Cpus_allowed_list /proc/self/status"]);
+        setup(&mut command);
+        command.args(["-c", script]);
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -105,24 +105,19 @@ mod tests {
         String::from_utf8(out.stdout).unwrap().trim().to_string()
     }
 
-    /// The niceness of a process started through `command` with `nice`.
+    /// The CPUs a process pinned to `cpus` may run on, as the kernel
+    /// reports them to it.
+    fn allowed_cpus(cpus: &[usize]) -> String {
+        child_says(
+            |c| pin_to_cpus(c, cpus),
+            "grep Cpus_allowed_list /proc/self/status",
+        )
+    }
+
+    /// The niceness of a process started with `nice`: field 19 of its
+    /// /proc/self/stat (the command name before it has no spaces here).
     fn niceness(nice: i32) -> i64 {
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("log");
-        let mut command = own_command(Path::new("/bin/sh"), &log).unwrap();
-        set_nice(&mut command, nice);
-        // Field 19 of /proc/self/stat is the niceness; the command name
-        // before it has no spaces here.
-        command.args(["-c", "cut -d' ' -f19 /proc/self/stat"]);
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let out = rt.block_on(async { command.output().await }).unwrap();
-        assert!(out.status.success());
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .trim()
+        child_says(|c| set_nice(c, nice), "cut -d' ' -f19 /proc/self/stat")
             .parse()
             .unwrap()
     }

@@ -2,6 +2,7 @@
 # Where the CPU goes while a paced stream runs: every raftkv thread sampled once a second.
 set -u
 cd /work/bench/s12/raft
+# /work/notes/threadcpu.py was a copy of ../2026-11-27-raft-snapshot-chunks/threadcpu.py
 python3 /work/notes/threadcpu.py > threads-paced.log 2>&1 &
 S=$!
 echo "diag $(date -u +%T)" >> diag-times.txt

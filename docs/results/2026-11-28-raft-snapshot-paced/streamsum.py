@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""The snapshot stream with the joiner at niceness 19 (nice.sh), paced at 32 MiB/s against unpaced: medians (min..max) of the 3 rounds."""
+"""The snapshot stream held to 32 MiB/s against unpaced: medians (min..max) of the 3 rounds.
+Usage: streamsum.py DIR [PREFIX]; PREFIX "" for paced.sh's runs, "nice-" for nice.sh's."""
 import json, statistics, sys, os
 d0 = sys.argv[1] if len(sys.argv) > 1 else '/work/bench/s12/raft'
+pre0 = sys.argv[2] if len(sys.argv) > 2 else ''
 M = [('baseline read p99 (us)', lambda r: r['baseline']['reads']['latency']['p99']),
      ('stream read p99 (us)', lambda r: r['stream']['reads']['latency']['p99']),
      ('stream p99 / baseline p99', lambda r: r['stream']['reads']['latency']['p99'] / r['baseline']['reads']['latency']['p99']),
@@ -14,7 +16,7 @@ M = [('baseline read p99 (us)', lambda r: r['baseline']['reads']['latency']['p99
      ('stream PSI memory full (ms)', lambda r: r['stream']['psi_full_ms']),
      ('snapshot duration (s)', lambda r: r['snapshot_secs']),
      ('snapshot MiB/s', lambda r: r['snapshot_bytes'] / r['snapshot_secs'] / 2**20)]
-cols = [('nice-paced32', 'buffered', 'buffered, 32 MiB/s'), ('nice-paced32', 'backup', 'backup, 32 MiB/s'), ('nice-unpaced', 'backup', 'backup, unpaced')]
+cols = [(pre0 + 'paced32', 'buffered', 'buffered, 32 MiB/s'), (pre0 + 'paced32', 'backup', 'backup, 32 MiB/s'), (pre0 + 'unpaced', 'backup', 'backup, unpaced')]
 print('| | ' + ' | '.join(c[2] for c in cols) + ' |')
 print('|---|' + '---|' * len(cols))
 for name, f in M:
