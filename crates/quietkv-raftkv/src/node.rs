@@ -101,11 +101,12 @@ fn snapshot_pacer(args: &NodeArgs) -> Result<Option<Arc<Pacer>>, String> {
     if wait > LONGEST_BUDGET_WAIT {
         return Err(format!(
             "--snapshot-send-mib-per-sec {} with --snapshot-chunk-bytes {}: each chunk would wait {:.1} s for the budget, \
-             more than the {:.0} s a chunk may take; raise the rate or lower the chunk size",
+             more than the {:.0} s a chunk may wait (a fifth of the {:.0} s it has); raise the rate or lower the chunk size",
             args.snapshot_send_mib_per_sec,
             args.snapshot_chunk_bytes,
             wait.as_secs_f64(),
-            LONGEST_BUDGET_WAIT.as_secs_f64()
+            LONGEST_BUDGET_WAIT.as_secs_f64(),
+            INSTALL_SNAPSHOT_TIMEOUT_MS as f64 / 1000.0
         ));
     }
     Ok(Some(Arc::new(Pacer::new(bytes_per_sec))))
@@ -265,6 +266,7 @@ mod tests {
         let err = snapshot_pacer(&args(8 << 20, 1)).unwrap_err();
         assert!(err.contains("--snapshot-send-mib-per-sec 1"), "{err}");
         assert!(err.contains("wait 8.0 s"), "{err}");
+        assert!(err.contains("more than the 2 s a chunk may wait"), "{err}");
         assert!(snapshot_pacer(&args(512 << 10, u64::MAX)).is_err());
     }
 }
