@@ -48,6 +48,18 @@ impl RateLimiter {
 
     /// Blocks until `bytes` may be transferred; returns the time waited.
     pub fn request(&self, bytes: u64) -> Duration {
+        let wait = self.reserve(bytes);
+        if !wait.is_zero() {
+            std::thread::sleep(wait);
+        }
+        wait
+    }
+
+    /// Takes `bytes` from the bucket without waiting and returns how long
+    /// the caller must wait before transferring them: for a caller that
+    /// cannot block its thread (an async task sleeps on its runtime's
+    /// timer instead).
+    pub fn reserve(&self, bytes: u64) -> Duration {
         let rate = self.bytes_per_sec();
         if rate == 0 || bytes == 0 {
             return Duration::ZERO;
@@ -68,19 +80,26 @@ impl RateLimiter {
                 -b.tokens / rate as f64
             }
         };
-        if wait > 0.0 {
-            let d = Duration::from_secs_f64(wait);
-            std::thread::sleep(d);
-            d
-        } else {
-            Duration::ZERO
-        }
+        Duration::from_secs_f64(wait)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reserving_books_the_wait_without_taking_it() {
+        // 10 MiB/s: 1 MiB reserved at once from an empty bucket costs up to
+        // 0.1 s, and the next MiB, reserved before that time passed, waits
+        // behind it: the debt adds up without anyone sleeping.
+        let r = RateLimiter::new(10 << 20);
+        let first = r.reserve(1 << 20);
+        let second = r.reserve(1 << 20);
+        assert!(first <= Duration::from_millis(100), "{first:?}");
+        assert!(second > first, "{first:?} then {second:?}");
+        assert!(second <= Duration::from_millis(200), "{second:?}");
+    }
 
     #[test]
     fn unlimited_never_waits() {

@@ -13,7 +13,6 @@ mod error;
 mod kv;
 mod network;
 mod node;
-mod pacing;
 mod routes;
 mod rpc;
 mod snapshot_wire;

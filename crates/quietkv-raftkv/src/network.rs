@@ -2,8 +2,8 @@
 //! `RaftNetworkFactory` and `RaftNetwork` over HTTP, each RPC one POST
 //! to the target node's `/raft/...` route (served by `rpc.rs`): a
 //! serde_json body, except snapshot chunks, whose bytes go as they are
-//! (`snapshot_wire.rs`), held to the node's snapshot budget if it has one
-//! (`pacing.rs`).
+//! (`snapshot_wire.rs`), held to the node's snapshot send budget if it
+//! has one.
 
 use std::fmt;
 use std::sync::Arc;
@@ -17,11 +17,10 @@ use openraft::raft::{
     VoteRequest, VoteResponse,
 };
 use openraft::BasicNode;
+use quietio::RateLimiter;
 use quietkv_raft::{NodeId, TypeConfig};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-
-use crate::pacing::Pacer;
 
 /// Hands out one connection per target node; all of them share one HTTP
 /// client (and so its pool of kept-alive connections) and the node's
@@ -29,13 +28,16 @@ use crate::pacing::Pacer;
 #[derive(Clone)]
 pub struct Network {
     client: reqwest::Client,
-    snapshot_pacer: Option<Arc<Pacer>>,
+    snapshot_pacer: Option<Arc<RateLimiter>>,
 }
 
 impl Network {
     /// `snapshot_pacer`: the budget every snapshot this node sends is held
-    /// to; `None` sends as fast as the chunks can go.
-    pub fn new(client: reqwest::Client, snapshot_pacer: Option<Arc<Pacer>>) -> Network {
+    /// to, over all its streams; `None` sends as fast as the chunks can go.
+    /// A stream at full speed holds the node's readers up for a CPU while
+    /// each chunk is read and copied into the socket; a budget spreads the
+    /// same bytes over more time, so fewer reads meet a chunk in flight.
+    pub fn new(client: reqwest::Client, snapshot_pacer: Option<Arc<RateLimiter>>) -> Network {
         Network {
             client,
             snapshot_pacer,
@@ -49,7 +51,7 @@ pub struct Connection {
     client: reqwest::Client,
     target: NodeId,
     base: String,
-    snapshot_pacer: Option<Arc<Pacer>>,
+    snapshot_pacer: Option<Arc<RateLimiter>>,
 }
 
 impl RaftNetworkFactory<TypeConfig> for Network {
@@ -179,7 +181,10 @@ impl RaftNetwork<TypeConfig> for Connection {
         let body = crate::snapshot_wire::encode(rpc)
             .map_err(|e| RPCError::Network(NetworkError::new(&WireError(e))))?;
         if let Some(pacer) = &self.snapshot_pacer {
-            pacer.wait(body.len() as u64).await;
+            let wait = pacer.reserve(body.len() as u64);
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
         }
         self.post(
             "/raft/snapshot",

@@ -9,13 +9,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use openraft::{Config, Raft, SnapshotPolicy};
+use quietio::RateLimiter;
 use quietkv::Options;
 use quietkv_raft::{NodeId, SnapshotIo, Store, TypeConfig};
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::app::App;
 use crate::network::Network;
-use crate::pacing::Pacer;
 use crate::routes;
 
 /// The largest piece a snapshot is sent in unless `--snapshot-chunk-bytes`
@@ -84,7 +84,7 @@ const LONGEST_BUDGET_WAIT: Duration = Duration::from_millis(INSTALL_SNAPSHOT_TIM
 /// The pacer for `--snapshot-send-mib-per-sec`, or `None` for no budget;
 /// a budget so small that one chunk would wait out most of its timeout is
 /// an error.
-fn snapshot_pacer(args: &NodeArgs) -> Result<Option<Arc<Pacer>>, String> {
+fn snapshot_pacer(args: &NodeArgs) -> Result<Option<Arc<RateLimiter>>, String> {
     if args.snapshot_send_mib_per_sec == 0 {
         return Ok(None);
     }
@@ -109,7 +109,7 @@ fn snapshot_pacer(args: &NodeArgs) -> Result<Option<Arc<Pacer>>, String> {
             INSTALL_SNAPSHOT_TIMEOUT_MS as f64 / 1000.0
         ));
     }
-    Ok(Some(Arc::new(Pacer::new(bytes_per_sec))))
+    Ok(Some(Arc::new(RateLimiter::new(bytes_per_sec))))
 }
 
 fn config(args: &NodeArgs) -> Result<Config, String> {
