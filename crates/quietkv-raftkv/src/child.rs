@@ -84,6 +84,24 @@ pub fn set_nice(command: &mut Command, nice: i32) {
     }
 }
 
+/// Makes `command`'s process run at the idle scheduling policy
+/// (`SCHED_IDLE`; its threads inherit it): it has a CPU only when no
+/// thread of the normal policy wants one, and gives it up the moment one
+/// wakes, where even niceness 19 lets it finish its time slice first.
+pub fn set_idle_policy(command: &mut Command) {
+    // SAFETY: sched_setscheduler(2) is a plain system call, safe between
+    // fork and exec; `param` lives in the closure.
+    unsafe {
+        command.pre_exec(|| {
+            let param = libc::sched_param { sched_priority: 0 };
+            if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,6 +154,18 @@ mod tests {
             .unwrap();
         assert_eq!(niceness(0), ours);
         assert_eq!(niceness(19), 19);
+    }
+
+    #[test]
+    fn an_idle_child_runs_at_the_idle_policy() {
+        // Field 41 of /proc/self/stat is the scheduling policy (5: idle).
+        let policy = |setup: fn(&mut Command)| {
+            child_says(setup, "cut -d' ' -f41 /proc/self/stat")
+                .parse::<i64>()
+                .unwrap()
+        };
+        assert_eq!(policy(set_idle_policy), i64::from(libc::SCHED_IDLE));
+        assert_eq!(policy(|_| {}), i64::from(libc::SCHED_OTHER));
     }
 
     #[test]

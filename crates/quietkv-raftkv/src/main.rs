@@ -15,6 +15,7 @@ mod network;
 mod node;
 mod routes;
 mod rpc;
+mod snapshot_sender;
 mod snapshot_wire;
 
 use std::process::ExitCode;

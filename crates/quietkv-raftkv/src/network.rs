@@ -3,7 +3,8 @@
 //! to the target node's `/raft/...` route (served by `rpc.rs`): a
 //! serde_json body, except snapshot chunks, whose bytes go as they are
 //! (`snapshot_wire.rs`), held to the node's snapshot send budget if it
-//! has one.
+//! has one and sent from the snapshot sender's thread if the node sends
+//! snapshots at the idle priority (`snapshot_sender.rs`).
 
 use std::fmt;
 use std::sync::Arc;
@@ -22,13 +23,16 @@ use quietkv_raft::{NodeId, TypeConfig};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::snapshot_sender::SnapshotSender;
+
 /// Hands out one connection per target node; all of them share one HTTP
-/// client (and so its pool of kept-alive connections) and the node's
-/// snapshot budget.
+/// client (and so its pool of kept-alive connections), the node's
+/// snapshot budget and its snapshot sender.
 #[derive(Clone)]
 pub struct Network {
     client: reqwest::Client,
     snapshot_pacer: Option<Arc<RateLimiter>>,
+    snapshot_sender: Option<Arc<SnapshotSender>>,
 }
 
 impl Network {
@@ -37,10 +41,17 @@ impl Network {
     /// A stream at full speed holds the node's readers up for a CPU while
     /// each chunk is read and copied into the socket; a budget spreads the
     /// same bytes over more time, so fewer reads meet a chunk in flight.
-    pub fn new(client: reqwest::Client, snapshot_pacer: Option<Arc<RateLimiter>>) -> Network {
+    /// `snapshot_sender`: the thread snapshot chunks are sent from; `None`
+    /// sends them from the node's own threads, like every other RPC.
+    pub fn new(
+        client: reqwest::Client,
+        snapshot_pacer: Option<Arc<RateLimiter>>,
+        snapshot_sender: Option<SnapshotSender>,
+    ) -> Network {
         Network {
             client,
             snapshot_pacer,
+            snapshot_sender: snapshot_sender.map(Arc::new),
         }
     }
 }
@@ -52,6 +63,7 @@ pub struct Connection {
     target: NodeId,
     base: String,
     snapshot_pacer: Option<Arc<RateLimiter>>,
+    snapshot_sender: Option<Arc<SnapshotSender>>,
 }
 
 impl RaftNetworkFactory<TypeConfig> for Network {
@@ -63,6 +75,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             target,
             base: format!("http://{}", node.addr),
             snapshot_pacer: self.snapshot_pacer.clone(),
+            snapshot_sender: self.snapshot_sender.clone(),
         }
     }
 }
@@ -178,21 +191,28 @@ impl RaftNetwork<TypeConfig> for Connection {
         rpc: InstallSnapshotRequest<TypeConfig>,
         option: RPCOption,
     ) -> RpcResult<InstallSnapshotResponse<NodeId>, InstallSnapshotError> {
-        let body = crate::snapshot_wire::encode(rpc)
-            .map_err(|e| RPCError::Network(NetworkError::new(&WireError(e))))?;
         if let Some(pacer) = &self.snapshot_pacer {
-            let wait = pacer.reserve(body.len() as u64);
+            let wait = pacer.reserve(rpc.data.len() as u64);
             if !wait.is_zero() {
                 tokio::time::sleep(wait).await;
             }
         }
-        self.post(
-            "/raft/snapshot",
-            body,
-            crate::snapshot_wire::CONTENT_TYPE,
-            &option,
-        )
-        .await
+        let Some(sender) = &self.snapshot_sender else {
+            return send_chunk(self, rpc, option).await;
+        };
+        // The same request, encoded and sent on the sender's thread with
+        // its client.
+        let on_sender = Connection {
+            client: sender.client().clone(),
+            target: self.target,
+            base: self.base.clone(),
+            snapshot_pacer: None,
+            snapshot_sender: None,
+        };
+        sender
+            .run(async move { send_chunk(&on_sender, rpc, option).await })
+            .await
+            .map_err(|e| RPCError::Network(NetworkError::new(&WireError(e))))?
     }
 
     async fn vote(
@@ -202,4 +222,21 @@ impl RaftNetwork<TypeConfig> for Connection {
     ) -> RpcResult<VoteResponse<NodeId>, openraft::error::Infallible> {
         self.call("/raft/vote", &rpc, &option).await
     }
+}
+
+/// Encodes a snapshot chunk (its bytes as they are) and POSTs it.
+async fn send_chunk(
+    to: &Connection,
+    rpc: InstallSnapshotRequest<TypeConfig>,
+    option: RPCOption,
+) -> RpcResult<InstallSnapshotResponse<NodeId>, InstallSnapshotError> {
+    let body = crate::snapshot_wire::encode(rpc)
+        .map_err(|e| RPCError::Network(NetworkError::new(&WireError(e))))?;
+    to.post(
+        "/raft/snapshot",
+        body,
+        crate::snapshot_wire::CONTENT_TYPE,
+        &option,
+    )
+    .await
 }

@@ -17,6 +17,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use crate::app::App;
 use crate::network::Network;
 use crate::routes;
+use crate::snapshot_sender::{SendPriority, SnapshotSender};
 
 /// The largest piece a snapshot is sent in unless `--snapshot-chunk-bytes`
 /// says otherwise. Each piece is copied into and out of the sockets in one
@@ -53,6 +54,14 @@ pub struct NodeArgs {
     /// rate limit do the same.
     #[arg(long, default_value_t = 0)]
     pub snapshot_send_mib_per_sec: u64,
+    /// The CPU priority snapshots are sent at: `idle`, from a thread of
+    /// their own that gives the CPU to the node's other work (reads,
+    /// writes, raft) the moment it wants one, so a snapshot stream does
+    /// not hold up the node's readers and slows down (it never stops
+    /// entirely) while the node is busy; or `normal`, from the node's own
+    /// threads, at the priority of its other work.
+    #[arg(long, value_enum, default_value_t = SendPriority::Idle)]
+    pub snapshot_send_priority: SendPriority,
     /// Leader heartbeat interval, milliseconds. openraft also gives each
     /// append-entries RPC this long, the follower's synced write included:
     /// too short for the disk, and replication keeps timing out.
@@ -131,6 +140,17 @@ fn config(args: &NodeArgs) -> Result<Config, String> {
     .map_err(|e| format!("bad raft settings: {e}"))
 }
 
+/// The client one node calls the others with.
+fn http_client() -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        // Nodes talk over addresses they name themselves; a proxy from the
+        // environment would stand in the way.
+        .no_proxy()
+        .connect_timeout(Duration::from_secs(2))
+        .build()
+        .map_err(|e| format!("building the HTTP client: {e}"))
+}
+
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM.
 async fn stop_signal() {
     let mut term = match signal(SignalKind::terminate()) {
@@ -176,20 +196,18 @@ pub async fn start(args: &NodeArgs) -> Result<Started, String> {
         .local_addr()
         .map_err(|e| format!("the address listened on: {e}"))?
         .to_string();
-    let client = reqwest::Client::builder()
-        // Nodes talk over addresses they name themselves; a proxy from the
-        // environment would stand in the way.
-        .no_proxy()
-        .connect_timeout(Duration::from_secs(2))
-        .build()
-        .map_err(|e| format!("building the HTTP client: {e}"))?;
+    let client = http_client()?;
+    let snapshot_sender = match args.snapshot_send_priority {
+        SendPriority::Idle => Some(SnapshotSender::start(http_client()?)?),
+        SendPriority::Normal => None,
+    };
     let state_machine = store
         .state_machine()
         .map_err(|e| format!("loading the state machine: {e}"))?;
     let raft = Raft::new(
         args.id,
         config,
-        Network::new(client, pacer),
+        Network::new(client, pacer, snapshot_sender),
         store.log_store(),
         state_machine,
     )
@@ -242,6 +260,7 @@ mod tests {
             snapshot_every: 0,
             snapshot_chunk_bytes: chunk,
             snapshot_send_mib_per_sec: mib_per_sec,
+            snapshot_send_priority: SendPriority::Normal,
             heartbeat_ms: 300,
             election_timeout_ms: 1500,
             snapshot_io: SnapshotIo::Backup,

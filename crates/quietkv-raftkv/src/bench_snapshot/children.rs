@@ -57,21 +57,26 @@ impl NodeProcess {
     /// Starts a node with `args` (its log in `log`) and waits for its
     /// address.
     pub async fn start(exe: &Path, args: &[String], log: &Path) -> Result<NodeProcess, String> {
-        Self::start_on(exe, args, log, &[], 0).await
+        Self::start_on(exe, args, log, &[], 0, false).await
     }
 
     /// Starts a node with `args` (its log in `log`), on `cpus` only if
-    /// any are given, at niceness `nice`, and waits for its address.
+    /// any are given, at niceness `nice`, at the idle scheduling policy if
+    /// `idle`, and waits for its address.
     pub async fn start_on(
         exe: &Path,
         args: &[String],
         log: &Path,
         cpus: &[usize],
         nice: i32,
+        idle: bool,
     ) -> Result<NodeProcess, String> {
         let mut command = crate::child::own_command(exe, log)?;
         crate::child::pin_to_cpus(&mut command, cpus);
         crate::child::set_nice(&mut command, nice);
+        if idle {
+            crate::child::set_idle_policy(&mut command);
+        }
         let mut child = command
             .args(args)
             .stdin(Stdio::null())

@@ -57,6 +57,7 @@ async fn serve() -> Result<(), String> {
         snapshot_every: 0,
         snapshot_chunk_bytes: spec.chunk_bytes,
         snapshot_send_mib_per_sec: spec.send_mib_per_sec,
+        snapshot_send_priority: spec.send_priority,
         heartbeat_ms: 100,
         election_timeout_ms: 500,
         snapshot_io: spec.snapshot_io.parse()?,

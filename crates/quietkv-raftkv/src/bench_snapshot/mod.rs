@@ -35,6 +35,8 @@ use children::{bounded, LeaderProcess, NodeProcess};
 use report::{Counters, Phase, Run, Setup};
 use spec::{LeaderLine, LeaderSpec};
 
+use crate::snapshot_sender::SendPriority;
+
 #[derive(clap::Args, Debug, Clone)]
 pub struct BenchSnapshotArgs {
     /// Work directory: the filled source (kept and reused by later runs of
@@ -79,6 +81,14 @@ pub struct BenchSnapshotArgs {
     /// Default 0: the same priority as the leader.
     #[arg(long, default_value_t = 0, allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
     pub joiner_nice: i32,
+    /// Run the joining node at the idle scheduling policy: it has a CPU
+    /// only when the leader's threads leave one, and gives it up the
+    /// moment one of them wakes (niceness only weighs it less). On a real
+    /// cluster the joiner runs on another machine; this keeps its
+    /// receiving and writing, which share this machine's CPUs only because
+    /// the bench has one machine, out of the leader's readers' way.
+    #[arg(long)]
+    pub joiner_idle: bool,
     /// Seconds of the baseline phase. Default 30 (--quick: 2).
     #[arg(long)]
     pub baseline_secs: Option<f64>,
@@ -95,6 +105,10 @@ pub struct BenchSnapshotArgs {
     /// node's default, sends as fast as the chunks go.
     #[arg(long, default_value_t = 0)]
     pub send_mib_per_sec: u64,
+    /// The CPU priority the leader sends the snapshot at (the node's
+    /// `--snapshot-send-priority`), the same in every mode.
+    #[arg(long, value_enum, default_value_t = SendPriority::Idle)]
+    pub send_priority: SendPriority,
     /// Rounds; each runs every mode once, in turn.
     #[arg(long)]
     pub repeats: Option<u32>,
@@ -172,11 +186,13 @@ fn plan(args: &BenchSnapshotArgs) -> Result<Plan, String> {
                 .unwrap_or(if q { 120.0 } else { 900.0 }),
             chunk_bytes: args.chunk_bytes,
             send_mib_per_sec: args.send_mib_per_sec,
+            send_priority: args.send_priority,
             repeats: args.repeats.unwrap_or(if q { 1 } else { 3 }).max(1),
             modes: args.modes.clone(),
             psi_source: String::new(),
             joiner_cpu: args.joiner_cpu,
             joiner_nice: args.joiner_nice,
+            joiner_idle: args.joiner_idle,
             leader_cpus,
         },
         out: args.out.clone().unwrap_or_else(|| args.dir.join("report")),
@@ -353,6 +369,7 @@ async fn one_run(
         readers: setup.readers,
         chunk_bytes: setup.chunk_bytes,
         send_mib_per_sec: setup.send_mib_per_sec,
+        send_priority: setup.send_priority,
         seed: 0x5eed + u64::from(round),
     };
     let line = serde_json::to_string(&spec).map_err(|e| e.to_string())?;
@@ -402,6 +419,7 @@ async fn one_run(
         &run_dir.join("joiner.log"),
         &joiner_cpus,
         setup.joiner_nice,
+        setup.joiner_idle,
     )
     .await?;
     let c_stream = confinement.counters()?;

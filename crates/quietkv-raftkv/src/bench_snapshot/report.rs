@@ -9,6 +9,7 @@ use quietkv_bench::metrics::{MemoryStat, Psi};
 use serde::{Deserialize, Serialize};
 
 use super::spec::PhaseReads;
+use crate::snapshot_sender::SendPriority;
 
 /// The leader cgroup's counters at one instant.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
@@ -113,6 +114,8 @@ pub struct Setup {
     /// The leader's snapshot send budget, MiB/s; 0 for none.
     #[serde(default)]
     pub send_mib_per_sec: u64,
+    /// The CPU priority the leader sent the snapshot at.
+    pub send_priority: SendPriority,
     pub repeats: u32,
     pub modes: Vec<String>,
     pub psi_source: String,
@@ -124,6 +127,9 @@ pub struct Setup {
     /// The joining node's niceness (0: the leader's own).
     #[serde(default)]
     pub joiner_nice: i32,
+    /// The joining node ran at the idle scheduling policy.
+    #[serde(default)]
+    pub joiner_idle: bool,
 }
 
 /// A metric's median and range over the runs of one mode.
@@ -263,11 +269,21 @@ pub fn markdown(setup: &Setup, runs: &[Run], notes: &[String]) -> String {
         0 => "as fast as the chunks go".to_string(),
         r => format!("held to {r} MiB/s by the leader's send budget"),
     };
+    let priority = match setup.send_priority {
+        SendPriority::Idle => "from a thread of its own at the idle CPU priority",
+        SendPriority::Normal => "from the leader's own threads",
+    };
     let _ = writeln!(
         md,
-        "The snapshot is sent in chunks of {} KiB, {budget}.\n",
+        "The snapshot is sent in chunks of {} KiB, {budget}, {priority}.\n",
         setup.chunk_bytes >> 10
     );
+    if setup.joiner_idle {
+        let _ = writeln!(
+            md,
+            "The joining node runs at the idle scheduling policy (it takes a CPU only when the leader's threads leave one), as if it were another machine.\n"
+        );
+    }
     if setup.joiner_nice != 0 {
         let _ = writeln!(
             md,

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use quietkv_bench::loadgen::LatencySummary;
 use serde::{Deserialize, Serialize};
 
+use crate::snapshot_sender::SendPriority;
+
 /// The name of the hidden subcommand the leader runs as.
 pub const LEADER_SUBCOMMAND: &str = "bench-snapshot-leader";
 
@@ -30,6 +32,8 @@ pub struct LeaderSpec {
     /// The node's snapshot send budget, MiB/s; 0 for none.
     #[serde(default)]
     pub send_mib_per_sec: u64,
+    /// The CPU priority the leader sends the snapshot at.
+    pub send_priority: SendPriority,
     pub seed: u64,
 }
 
