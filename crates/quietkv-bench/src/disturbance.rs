@@ -35,6 +35,7 @@
 
 use crate::report::{stat_of, DisturbedRun, ModeReport};
 use crate::result::{PhaseResult, RunResult};
+use serde::{Deserialize, Serialize};
 
 /// CPU steal above this (ms per second, summed over the machine's CPUs)
 /// in a phase disturbs a run. Measured on the 2-CPU development VM: quiet
@@ -135,7 +136,25 @@ impl Rule {
     }
 
     fn phase_reasons(&self, name: &str, p: &PhaseResult, why: &mut Vec<String>) {
-        if let Some(s) = p.kernel.steal_ms_per_s {
+        let k = &p.kernel;
+        let signs = HostSigns {
+            steal_ms_per_s: k.steal_ms_per_s,
+            other_cpu_ms_per_s: k.other_cpu_ms_per_s,
+            device_longest_stall_ms: k.device_longest_stall_ms,
+            // Results from before the drain was measured have only the
+            // whole stall, and are held to it.
+            device_longest_held_ms: k.device_longest_held_ms.or(k.device_longest_stall_ms),
+        };
+        why.extend(self.host_reasons(name, &signs));
+    }
+
+    /// Why the machine disturbed the phase called `name` (empty: it did
+    /// not), from what it showed of itself then: the CPU steal, other
+    /// processes' CPU and device stall limits; for harnesses other than
+    /// the engine experiments, which measure these themselves.
+    pub fn host_reasons(&self, name: &str, signs: &HostSigns) -> Vec<String> {
+        let mut why = Vec::new();
+        if let Some(s) = signs.steal_ms_per_s {
             if s > self.max_steal_ms_per_s {
                 why.push(format!(
                     "CPU steal {s:.0} ms/s in the {name} phase (limit {:.0}): the host ran something else on this machine's CPUs",
@@ -143,7 +162,7 @@ impl Rule {
                 ));
             }
         }
-        if let Some(o) = p.kernel.other_cpu_ms_per_s {
+        if let Some(o) = signs.other_cpu_ms_per_s {
             if o > self.max_other_cpu_ms_per_s {
                 why.push(format!(
                     "other processes used {o:.0} ms/s of CPU in the {name} phase (limit {:.0})",
@@ -151,19 +170,32 @@ impl Rule {
                 ));
             }
         }
-        let k = &p.kernel;
-        // Results from before the drain was measured have only the whole
-        // stall, and are held to it.
-        if let Some(held) = k.device_longest_held_ms.or(k.device_longest_stall_ms) {
+        if let Some(held) = signs.device_longest_held_ms {
             if held > self.max_device_stall_ms {
-                let longest = k.device_longest_stall_ms.unwrap_or(held);
+                let longest = signs.device_longest_stall_ms.unwrap_or(held);
                 why.push(format!(
                     "the disk held requests and completed none for up to {longest:.0} ms in the {name} phase, {held:.0} ms of it more than the data it then completed would take (limit {:.0}): the host's storage held it",
                     self.max_device_stall_ms
                 ));
             }
         }
+        why
     }
+}
+
+/// What a phase showed of the machine, as [`Rule::host_reasons`] judges
+/// it; `None` where it could not be read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostSigns {
+    /// CPU steal, ms per second summed over CPUs.
+    pub steal_ms_per_s: Option<f64>,
+    /// Other processes' CPU, ms per second summed over CPUs.
+    pub other_cpu_ms_per_s: Option<f64>,
+    /// The longest time the device held requests and completed none, ms.
+    pub device_longest_stall_ms: Option<f64>,
+    /// The longest part of such a stall its own queue does not explain,
+    /// ms (see `device_stall::held_ms`): what the limit applies to.
+    pub device_longest_held_ms: Option<f64>,
 }
 
 /// What to do after a run.

@@ -2,7 +2,8 @@
 //! fills a source, runs both modes with the leader in a memory cgroup and
 //! a joiner receiving the full snapshot, and writes a report that holds
 //! both modes with plausible figures, the snapshot held to the leader's
-//! send budget. Needs root (cgroups, drop_caches).
+//! send budget, and what the machine did in each phase. Needs root
+//! (cgroups, drop_caches).
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -38,6 +39,9 @@ fn the_quick_harness_reports_both_modes() {
         .arg("--out")
         .arg(&out)
         .args(["--send-mib-per-sec", &BUDGET_MIB_PER_SEC.to_string()])
+        // A smoke test on a machine that may be busy: a disturbed run is
+        // noted, not run again.
+        .arg("--keep-disturbed")
         .spawn()
         .unwrap();
     let started = Instant::now();
@@ -72,7 +76,15 @@ fn the_quick_harness_reports_both_modes() {
             let p999 = reads["latency"]["p999"].as_f64().unwrap();
             assert!(p50 > 0.0 && p50 <= p999, "{mode} {phase}: {run:#}");
             assert!(run[phase]["psi_some_ms"].as_f64().unwrap() >= 0.0);
+            // The host's steal and other processes' CPU were read.
+            let host = &run[phase]["host"];
+            assert!(host["steal_ms_per_s"].as_f64().unwrap() >= 0.0, "{run:#}");
+            assert!(
+                host["other_cpu_ms_per_s"].as_f64().unwrap() >= 0.0,
+                "{run:#}"
+            );
         }
+        assert!(run["disturbed"].is_array(), "{run:#}");
         // The quick database is about 8 MiB of values.
         let bytes = run["snapshot_bytes"].as_u64().unwrap();
         assert!(bytes > 4 << 20 && bytes < 64 << 20, "{mode}: {bytes} bytes");
@@ -103,6 +115,10 @@ fn the_quick_harness_reports_both_modes() {
     }
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("| metric | buffered | backup |"), "{md}");
+    assert!(
+        md.contains("counts among the results here, as asked"),
+        "{md}"
+    );
     assert!(
         md.contains(&format!(
             "held to {BUDGET_MIB_PER_SEC} MiB/s by the leader's send budget"

@@ -54,6 +54,11 @@ pub struct NodeProcess {
 }
 
 impl NodeProcess {
+    /// The node's process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     /// Starts a node with `args` (its log in `log`) and waits for its
     /// address.
     pub async fn start(exe: &Path, args: &[String], log: &Path) -> Result<NodeProcess, String> {

@@ -19,6 +19,7 @@
 //! which runs the rounds.
 
 mod children;
+mod host;
 pub mod leader;
 mod peak;
 mod report;
@@ -29,6 +30,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use quietkv_bench::cgroup::{cgroups_usable, install_interrupt_handler, MemoryCgroup, PsiCgroup};
+use quietkv_bench::disturbance::Rule;
 use quietkv_bench::metrics::{read_memory_stat, read_psi};
 
 use children::{bounded, LeaderProcess, NodeProcess};
@@ -122,6 +124,16 @@ pub struct BenchSnapshotArgs {
     /// Keep each run's node directories and logs.
     #[arg(long)]
     pub keep: bool,
+    /// A run the machine disturbed (the host's CPU steal, another
+    /// process's CPU, or the disk held by the host, past the engine
+    /// benchmark's limits, in its baseline or its stream) is set aside and
+    /// run again, up to this many times in the whole invocation.
+    #[arg(long, default_value_t = 3)]
+    pub max_reruns: u32,
+    /// Count disturbed runs among the results (each noted with its
+    /// reasons): for smoke tests on a busy machine, never for figures.
+    #[arg(long)]
+    pub keep_disturbed: bool,
 }
 
 /// The settings after defaults and --quick.
@@ -194,6 +206,8 @@ fn plan(args: &BenchSnapshotArgs) -> Result<Plan, String> {
             joiner_nice: args.joiner_nice,
             joiner_idle: args.joiner_idle,
             leader_cpus,
+            max_reruns: args.max_reruns,
+            keep_disturbed: args.keep_disturbed,
         },
         out: args.out.clone().unwrap_or_else(|| args.dir.join("report")),
         dir: args.dir.clone(),
@@ -229,51 +243,42 @@ pub async fn run(args: BenchSnapshotArgs) -> Result<(), String> {
     );
     let mut runs = Vec::new();
     let mut notes = Vec::new();
+    let rule = Rule {
+        keep_disturbed: plan.setup.keep_disturbed,
+        ..Rule::default()
+    };
+    let mut reruns_left = plan.setup.max_reruns;
     for round in 0..plan.setup.repeats {
         for mode in plan.setup.modes.clone() {
-            eprintln!("bench-snapshot: round {round}, {mode}");
-            let run_dir = plan.dir.join(format!("run-{round}-{mode}"));
-            let result = one_run(&exe, &plan, &client, &run_dir, &mode, round).await;
-            if !plan.keep {
-                let _ = std::fs::remove_dir_all(&run_dir);
-            }
-            let (run, psi_source) = result.map_err(|e| {
-                if quietkv_bench::cgroup::interrupted() {
-                    format!(
-                        "interrupted ({e}); the run's processes, cgroups and directory are removed"
-                    )
-                } else {
-                    e
-                }
-            })?;
-            plan.setup.psi_source = psi_source;
-            if mode == "backup" && run.transfer_mode != "direct" {
-                let note = format!(
-                    "backup moved the snapshot as {} here, not direct (the probe of the snapshot directory found no usable O_DIRECT)",
-                    run.transfer_mode
-                );
-                if !notes.contains(&note) {
+            loop {
+                let run = run_and_check(&exe, &plan, &client, &mode, round, &mut notes).await?;
+                plan.setup.psi_source = run.1;
+                let mut run = run.0;
+                run.disturbed = rule.host_reasons("baseline", &run.baseline.host);
+                run.disturbed
+                    .extend(rule.host_reasons("stream", &run.stream.host));
+                let again = !run.disturbed.is_empty() && !rule.keep_disturbed && reruns_left > 0;
+                if !run.disturbed.is_empty() {
+                    let what = if rule.keep_disturbed {
+                        "kept as asked"
+                    } else if again {
+                        "set aside and run again"
+                    } else {
+                        "set aside, no reruns left"
+                    };
+                    let note = format!(
+                        "round {round} {mode}: disturbed ({}); {what}",
+                        run.disturbed.join("; ")
+                    );
+                    eprintln!("bench-snapshot: {note}");
                     notes.push(note);
                 }
+                runs.push(run);
+                if !again {
+                    break;
+                }
+                reruns_left -= 1;
             }
-            if run.snapshot_secs > run.stream.reads.elapsed_s + 1.0 {
-                notes.push(format!(
-                    "round {round} {mode}: the reads stopped at --stream-cap-secs ({:.0} s) before the snapshot was done ({:.0} s)",
-                    run.stream.reads.elapsed_s, run.snapshot_secs
-                ));
-            }
-            if run.stream.reads.errors > 0 || run.baseline.reads.errors > 0 {
-                notes.push(format!(
-                    "round {round} {mode}: read errors (first: {})",
-                    run.stream
-                        .reads
-                        .first_error
-                        .as_deref()
-                        .or(run.baseline.reads.first_error.as_deref())
-                        .unwrap_or("?")
-                ));
-            }
-            runs.push(run);
         }
     }
     if plan.setup.repeats < 3 {
@@ -286,6 +291,59 @@ pub async fn run(args: BenchSnapshotArgs) -> Result<(), String> {
     println!("{}", report::markdown(&plan.setup, &runs, &notes));
     println!("report: {}", plan.out.join("report.md").display());
     Ok(())
+}
+
+/// One run of `mode` in `round`, its directory removed afterwards unless
+/// asked to keep it, with notes on what it did not do as planned; and the
+/// PSI source it used.
+async fn run_and_check(
+    exe: &Path,
+    plan: &Plan,
+    client: &reqwest::Client,
+    mode: &str,
+    round: u32,
+    notes: &mut Vec<String>,
+) -> Result<(Run, String), String> {
+    eprintln!("bench-snapshot: round {round}, {mode}");
+    let run_dir = plan.dir.join(format!("run-{round}-{mode}"));
+    let result = one_run(exe, plan, client, &run_dir, mode, round).await;
+    if !plan.keep {
+        let _ = std::fs::remove_dir_all(&run_dir);
+    }
+    let (run, psi_source) = result.map_err(|e| {
+        if quietkv_bench::cgroup::interrupted() {
+            format!("interrupted ({e}); the run's processes, cgroups and directory are removed")
+        } else {
+            e
+        }
+    })?;
+    if mode == "backup" && run.transfer_mode != "direct" {
+        let note = format!(
+            "backup moved the snapshot as {} here, not direct (the probe of the snapshot directory found no usable O_DIRECT)",
+            run.transfer_mode
+        );
+        if !notes.contains(&note) {
+            notes.push(note);
+        }
+    }
+    if run.snapshot_secs > run.stream.reads.elapsed_s + 1.0 {
+        notes.push(format!(
+            "round {round} {mode}: the reads stopped at --stream-cap-secs ({:.0} s) before the snapshot was done ({:.0} s)",
+            run.stream.reads.elapsed_s, run.snapshot_secs
+        ));
+    }
+    if run.stream.reads.errors > 0 || run.baseline.reads.errors > 0 {
+        notes.push(format!(
+            "round {round} {mode}: read errors (first: {})",
+            run.stream
+                .reads
+                .first_error
+                .as_deref()
+                .or(run.baseline.reads.first_error.as_deref())
+                .unwrap_or("?")
+        ));
+    }
+    Ok((run, psi_source))
 }
 
 /// The leader's cgroups: memory (limit and counters) and, on a v1 memory
@@ -382,6 +440,9 @@ async fn one_run(
         other => return Err(format!("the leader answered {other:?}, not ready")),
     };
 
+    let host = host::HostWatch::start(&plan.dir);
+    let mut ours = vec![std::process::id(), pid];
+    let h0 = host.mark(&ours);
     let c0 = confinement.counters()?;
     let start_anon_peak = anon.take();
     leader
@@ -396,6 +457,7 @@ async fn one_run(
     leader.send("end").await?;
     let baseline = phase_reads(&mut leader, &leader_log).await?;
     let c1 = confinement.counters()?;
+    let h1 = host.mark(&ours);
     let baseline_anon_peak = anon.take();
 
     let joiner_args: Vec<String> = vec![
@@ -422,6 +484,8 @@ async fn one_run(
         setup.joiner_idle,
     )
     .await?;
+    ours.extend(joiner.pid());
+    let h_stream = host.mark(&ours);
     let c_stream = confinement.counters()?;
     anon.take();
     leader
@@ -439,6 +503,7 @@ async fn one_run(
     leader.send("end").await?;
     let stream = phase_reads(&mut leader, &leader_log).await?;
     let c2 = confinement.counters()?;
+    let h2 = host.mark(&ours);
     let stream_anon_peak = anon.take();
     let usage_peak = peak::usage_peak_bytes(confinement.memory.dir()).unwrap_or(0);
     drop(anon);
@@ -468,8 +533,13 @@ async fn one_run(
             leader_transfer_read_bytes: stream
                 .transfer_read_bytes
                 .saturating_sub(baseline.transfer_read_bytes),
-            baseline: Phase::new(baseline, &c0, &c1).with_anon_peak(baseline_anon_peak),
-            stream: Phase::new(stream, &c_stream, &c2).with_anon_peak(stream_anon_peak),
+            baseline: Phase::new(baseline, &c0, &c1)
+                .with_anon_peak(baseline_anon_peak)
+                .with_host(host::signs(&h0, &h1)),
+            stream: Phase::new(stream, &c_stream, &c2)
+                .with_anon_peak(stream_anon_peak)
+                .with_host(host::signs(&h_stream, &h2)),
+            disturbed: Vec::new(),
             start_anon_peak_bytes: start_anon_peak,
             usage_peak_bytes: usage_peak,
             snapshot_bytes,

@@ -8,6 +8,8 @@ use std::path::Path;
 use quietkv_bench::metrics::{MemoryStat, Psi};
 use serde::{Deserialize, Serialize};
 
+use quietkv_bench::disturbance::HostSigns;
+
 use super::spec::PhaseReads;
 use crate::snapshot_sender::SendPriority;
 
@@ -35,6 +37,10 @@ pub struct Phase {
     /// under pressure) the cgroup held during the phase, sampled, bytes.
     #[serde(default)]
     pub anon_peak_bytes: u64,
+    /// What the machine showed of itself in the phase (CPU steal, other
+    /// processes' CPU, the disk's stalls).
+    #[serde(default)]
+    pub host: HostSigns,
 }
 
 impl Phase {
@@ -61,6 +67,7 @@ impl Phase {
                 / 1000.0,
             cache_bytes_end: after.memory.file,
             anon_peak_bytes: 0,
+            host: HostSigns::default(),
         }
     }
 
@@ -69,6 +76,10 @@ impl Phase {
             anon_peak_bytes: bytes,
             ..self
         }
+    }
+
+    pub fn with_host(self, host: HostSigns) -> Phase {
+        Phase { host, ..self }
     }
 }
 
@@ -97,6 +108,10 @@ pub struct Run {
     /// fills up to the limit in any mode that reads through it), bytes.
     #[serde(default)]
     pub usage_peak_bytes: u64,
+    /// Why the machine disturbed the run (empty: it did not); a disturbed
+    /// run is left out of the medians unless the setup keeps them.
+    #[serde(default)]
+    pub disturbed: Vec<String>,
 }
 
 /// The settings of the measurement, for the report's header.
@@ -130,6 +145,12 @@ pub struct Setup {
     /// The joining node ran at the idle scheduling policy.
     #[serde(default)]
     pub joiner_idle: bool,
+    /// Disturbed runs were run again up to this many times.
+    #[serde(default)]
+    pub max_reruns: u32,
+    /// Disturbed runs count among the results.
+    #[serde(default)]
+    pub keep_disturbed: bool,
 }
 
 /// A metric's median and range over the runs of one mode.
@@ -210,11 +231,19 @@ fn mib(bytes: u64) -> f64 {
     (bytes as f64 / (1u64 << 20) as f64).round()
 }
 
-/// Every metric's spread, per mode.
-pub fn summarise(runs: &[Run], modes: &[String]) -> BTreeMap<String, BTreeMap<String, Spread>> {
+/// Every metric's spread, per mode, over the runs that count: the clean
+/// ones, and the disturbed ones too if `keep_disturbed`.
+pub fn summarise(
+    runs: &[Run],
+    modes: &[String],
+    keep_disturbed: bool,
+) -> BTreeMap<String, BTreeMap<String, Spread>> {
     let mut out = BTreeMap::new();
     for mode in modes {
-        let of_mode: Vec<&Run> = runs.iter().filter(|r| &r.mode == mode).collect();
+        let of_mode: Vec<&Run> = runs
+            .iter()
+            .filter(|r| &r.mode == mode && (keep_disturbed || r.disturbed.is_empty()))
+            .collect();
         let mut metrics = BTreeMap::new();
         for (name, get) in METRICS {
             // A metric the kernel did not report is NaN: left out, not 0.
@@ -248,7 +277,7 @@ fn show(s: Option<&Spread>) -> String {
 
 /// The Markdown report.
 pub fn markdown(setup: &Setup, runs: &[Run], notes: &[String]) -> String {
-    let summary = summarise(runs, &setup.modes);
+    let summary = summarise(runs, &setup.modes, setup.keep_disturbed);
     let mut md = String::new();
     let _ = writeln!(md, "# quietkv-raftkv bench-snapshot\n");
     let _ = writeln!(
@@ -298,6 +327,21 @@ pub fn markdown(setup: &Setup, runs: &[Run], notes: &[String]) -> String {
             setup.leader_cpus
         );
     }
+    let _ = writeln!(
+        md,
+        "A run the machine disturbed (CPU steal over {:.0} ms/s, other processes' CPU over {:.0} ms/s, or the disk held by the host over {:.0} ms, in its baseline or its stream) {}.\n",
+        quietkv_bench::disturbance::MAX_STEAL_MS_PER_S,
+        quietkv_bench::disturbance::MAX_OTHER_CPU_MS_PER_S,
+        quietkv_bench::disturbance::MAX_DEVICE_STALL_MS,
+        if setup.keep_disturbed {
+            "counts among the results here, as asked (a smoke test), and is noted".to_string()
+        } else {
+            format!(
+                "is listed below but left out of the medians, and run again ({} reruns allowed in all)",
+                setup.max_reruns
+            )
+        }
+    );
     let _ = write!(md, "| metric |");
     for m in &setup.modes {
         let _ = write!(md, " {m} |");
@@ -317,12 +361,13 @@ pub fn markdown(setup: &Setup, runs: &[Run], notes: &[String]) -> String {
     let _ = writeln!(md, "\n## Runs\n");
     let _ = writeln!(
         md,
-        "| mode | round | moved as | baseline p99.9 (us) | stream p99.9 (us) | stream refaults | snapshot (MiB) | duration (s) | peak anon: start / baseline / stream (MiB) |\n|---|---|---|---|---|---|---|---|---|"
+        "| mode | round | moved as | baseline p99.9 (us) | stream p99.9 (us) | stream refaults | snapshot (MiB) | duration (s) | peak anon: start / baseline / stream (MiB) | stream: steal, others' CPU (ms/s), longest disk hold (ms) | disturbed |\n|---|---|---|---|---|---|---|---|---|---|---|"
     );
+    let opt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
     for r in runs {
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {:.0} | {:.0} | {} | {:.1} | {:.2} | {} / {} / {} |",
+            "| {} | {} | {} | {:.0} | {:.0} | {} | {:.1} | {:.2} | {} / {} / {} | {}, {}, {} | {} |",
             r.mode,
             r.round,
             r.transfer_mode,
@@ -334,6 +379,10 @@ pub fn markdown(setup: &Setup, runs: &[Run], notes: &[String]) -> String {
             mib(r.start_anon_peak_bytes),
             mib(r.baseline.anon_peak_bytes),
             mib(r.stream.anon_peak_bytes),
+            opt(r.stream.host.steal_ms_per_s),
+            opt(r.stream.host.other_cpu_ms_per_s),
+            opt(r.stream.host.device_longest_held_ms),
+            if r.disturbed.is_empty() { "no" } else { "yes" },
         );
     }
     if !notes.is_empty() {
@@ -351,7 +400,7 @@ pub fn write(out: &Path, setup: &Setup, runs: &[Run], notes: &[String]) -> Resul
     let json = serde_json::json!({
         "setup": setup,
         "runs": runs,
-        "summary": summarise(runs, &setup.modes),
+        "summary": summarise(runs, &setup.modes, setup.keep_disturbed),
         "notes": notes,
     });
     let text = serde_json::to_string_pretty(&json).map_err(|e| e.to_string())?;
@@ -387,5 +436,45 @@ mod tests {
         assert_eq!(p.refaults, 15);
         assert_eq!(p.psi_some_ms, 3.5);
         assert_eq!(p.cache_bytes_end, 7 << 20);
+    }
+
+    fn run_with_stream_secs(secs: f64, disturbed: bool) -> Run {
+        let phase = Phase::new(
+            PhaseReads::default(),
+            &Counters::default(),
+            &Counters::default(),
+        );
+        Run {
+            mode: "backup".into(),
+            round: 0,
+            transfer_mode: "direct".into(),
+            baseline: phase.clone(),
+            stream: phase,
+            snapshot_bytes: 1,
+            snapshot_secs: secs,
+            leader_transfer_read_bytes: 0,
+            start_anon_peak_bytes: 0,
+            usage_peak_bytes: 0,
+            disturbed: if disturbed {
+                vec!["CPU steal".into()]
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    #[test]
+    fn disturbed_runs_are_left_out_of_the_medians_unless_kept() {
+        let runs = [
+            run_with_stream_secs(10.0, false),
+            run_with_stream_secs(1000.0, true),
+            run_with_stream_secs(12.0, false),
+        ];
+        let modes = ["backup".to_string()];
+        let duration = |keep| summarise(&runs, &modes, keep)["backup"]["snapshot duration (s)"];
+        let clean = duration(false);
+        assert_eq!((clean.median, clean.max), (11.0, 12.0));
+        let kept = duration(true);
+        assert_eq!((kept.median, kept.max), (12.0, 1000.0));
     }
 }
