@@ -23,7 +23,6 @@ use crate::sys;
 /// sequential readahead. With the io_uring engine a direct reader keeps up
 /// to `io_depth` chunk reads in flight ahead of the chunk being consumed.
 pub struct SeqReader {
-    file: File,
     path: PathBuf,
     cfg: FileConfig,
     buf: AlignedBuf,
@@ -41,6 +40,12 @@ pub struct SeqReader {
     /// Page-cache residency of the last two chunks, taken just before each
     /// was read; `None` unless [`SeqReader::track_page_cache`] is on.
     residency: Option<[ChunkResidency; 2]>,
+    /// Declared last because fields are dropped in order: the read-ahead's
+    /// drop waits for every read it queued, and a read queued but not yet
+    /// handed to the kernel is submitted then; were the file closed first,
+    /// that read would go to a closed descriptor, or to whatever file
+    /// another thread had just opened under the same number.
+    file: File,
 }
 
 /// Which pages of one chunk `[offset, offset + pages * page)` were cached.

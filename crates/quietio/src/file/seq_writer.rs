@@ -39,7 +39,6 @@ const PREALLOCATE_STEP: u64 = 64 << 20;
 /// disk is a strict prefix of what was written, never a full-length file
 /// with a hole, and every later call on the writer fails.
 pub struct SeqWriter {
-    file: File,
     path: PathBuf,
     cfg: FileConfig,
     buf: AlignedBuf,
@@ -80,6 +79,13 @@ pub struct SeqWriter {
     /// with blocking calls.
     writeback_blocking: bool,
     finished: bool,
+    /// Declared last because fields are dropped in order: the
+    /// write-behind's and the write-back starter's drops wait for every
+    /// request they queued, and one queued but not yet handed to the kernel
+    /// is submitted then; were the file closed first, it would go to a
+    /// closed descriptor, or write table bytes into whatever file another
+    /// thread had just opened under the same number.
+    file: File,
 }
 
 impl SeqWriter {
