@@ -44,7 +44,8 @@ enum Commands {
     /// Measure a leader's read latency, refaults and memory stalls while it
     /// streams a full snapshot to a joining node, with the snapshot file
     /// buffered or in the Backup I/O class (needs root: memory cgroup).
-    BenchSnapshot(bench_snapshot::BenchSnapshotArgs),
+    // Boxed: its many options would make every command as large.
+    BenchSnapshot(Box<bench_snapshot::BenchSnapshotArgs>),
     /// The leader process of bench-snapshot (started by it).
     #[command(name = "bench-snapshot-leader", hide = true)]
     BenchSnapshotLeader,
@@ -113,7 +114,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match (cli.command, cli.node) {
             (Some(Commands::Cluster(args)), _) => cluster::run(args).await,
-            (Some(Commands::BenchSnapshot(args)), _) => bench_snapshot::run(args).await,
+            (Some(Commands::BenchSnapshot(args)), _) => bench_snapshot::run(*args).await,
             (Some(Commands::BenchSnapshotLeader), _) => bench_snapshot::leader::run().await,
             (None, Some(args)) => node::run(args).await,
             (None, None) => {
