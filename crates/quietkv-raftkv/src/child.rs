@@ -89,16 +89,10 @@ pub fn set_nice(command: &mut Command, nice: i32) {
 /// thread of the normal policy wants one, and gives it up the moment one
 /// wakes, where even niceness 19 lets it finish its time slice first.
 pub fn set_idle_policy(command: &mut Command) {
-    // SAFETY: sched_setscheduler(2) is a plain system call, safe between
-    // fork and exec; `param` lives in the closure.
+    // SAFETY: between fork and exec the child has one thread, which this
+    // moves with one plain system call (sched_setscheduler(2)).
     unsafe {
-        command.pre_exec(|| {
-            let param = libc::sched_param { sched_priority: 0 };
-            if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
+        command.pre_exec(quietio::sys::set_thread_idle_policy);
     }
 }
 

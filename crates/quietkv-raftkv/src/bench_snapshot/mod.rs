@@ -251,9 +251,9 @@ pub async fn run(args: BenchSnapshotArgs) -> Result<(), String> {
     for round in 0..plan.setup.repeats {
         for mode in plan.setup.modes.clone() {
             loop {
-                let run = run_and_check(&exe, &plan, &client, &mode, round, &mut notes).await?;
-                plan.setup.psi_source = run.1;
-                let mut run = run.0;
+                let (mut run, psi_source) =
+                    run_and_check(&exe, &plan, &client, &mode, round, &mut notes).await?;
+                plan.setup.psi_source = psi_source;
                 run.disturbed = rule.host_reasons("baseline", &run.baseline.host);
                 run.disturbed
                     .extend(rule.host_reasons("stream", &run.stream.host));
