@@ -38,13 +38,17 @@ use crate::result::{PhaseResult, RunResult};
 use serde::{Deserialize, Serialize};
 
 /// CPU steal above this (ms per second, summed over the machine's CPUs)
-/// in a phase disturbs a run. Measured on the 2-CPU development VM: quiet
-/// runs showed 0-24 ms/s (docs/results/2026-11-26-disturbed-runs) and
-/// 26-106 ms/s on another day whose runs agreed with each other; the run
-/// whose verdict flipped had 412 ms/s on average (537 at its worst
-/// second), and its readers waited 7 ms for a CPU at p99. 200 ms/s (10%
-/// of two CPUs) keeps every quiet run and catches that one.
-pub const MAX_STEAL_MS_PER_S: f64 = 200.0;
+/// in a phase disturbs a run. A reader that wakes while the host has taken
+/// its CPU waits for as long as the host keeps it (milliseconds), so once
+/// steal passes about 1% of the machine's time it reaches the p99 whatever
+/// the engine does. Measured on the 2-CPU development VM: quiet runs
+/// showed 0-24 ms/s (docs/results/2026-11-26-disturbed-runs); runs at
+/// 44-186 ms/s (docs/results/2026-11-28-e2-full-host-steal) had baseline
+/// p99s of 0.7-4.9 ms, with no background work, where a quiet day's were
+/// 62-84 us, and readers late by 1.7-7 ms at p99, while agreeing with each
+/// other; the run whose verdict flipped had 412 ms/s. 30 ms/s (1.5% of
+/// two CPUs) keeps every quiet run and sets all of those aside.
+pub const MAX_STEAL_MS_PER_S: f64 = 30.0;
 
 /// Other processes' CPU above this (ms per second, summed over CPUs) in a
 /// phase disturbs a run. Quiet runs on the development VM showed at most
@@ -295,7 +299,7 @@ mod tests {
     fn a_quiet_run_is_clean() {
         let r = Rule::default();
         assert!(r
-            .reasons(&run(106.0, 20.0, 500.0), &[400.0, 600.0])
+            .reasons(&run(24.0, 20.0, 500.0), &[400.0, 600.0])
             .is_empty());
         // Without two other runs the baseline is not judged.
         assert!(r.reasons(&run(0.0, 0.0, 50_000.0), &[400.0]).is_empty());
@@ -310,6 +314,9 @@ mod tests {
             why[0].contains("CPU steal 412 ms/s in the measured phase"),
             "{why:?}"
         );
+        // The least steal seen with a baseline far above a quiet day's.
+        let why = r.reasons(&run(44.0, 0.0, 500.0), &[]);
+        assert!(why[0].contains("CPU steal 44 ms/s"), "{why:?}");
         let why = r.reasons(&run(0.0, 1000.0, 500.0), &[]);
         assert!(why[0].contains("other processes used 1000 ms/s"), "{why:?}");
         let why = r.reasons(&run(0.0, 0.0, 2800.0), &[400.0, 500.0, 600.0]);
