@@ -306,6 +306,13 @@ mod tests {
     }
 
     #[test]
+    fn the_progress_line_shows_the_hosts_state() {
+        let line = run(44.0, 0.0, 500.0).summary();
+        assert!(line.contains("baseline p99 500 us"), "{line}");
+        assert!(line.contains("CPU steal 44 ms/s"), "{line}");
+    }
+
+    #[test]
     fn steal_other_cpu_and_an_odd_baseline_each_disturb() {
         let r = Rule::default();
         let why = r.reasons(&run(412.0, 0.0, 500.0), &[]);

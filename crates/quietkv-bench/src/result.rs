@@ -269,16 +269,26 @@ impl RunResult {
 
     /// The run in one line for the progress output: its read latency,
     /// reads done of those scheduled, and the background work's speed.
+    /// One line for the progress log. It carries the baseline p99 and the
+    /// CPU steal too, so that whoever watches a campaign sees the host's
+    /// state in every run, not only in the runs set aside for it.
     pub fn summary(&self) -> String {
         let m = &self.measured;
-        format!(
+        let mut line = format!(
             "p99 {:.0} us, p99.9 {:.0} us, reads {}/{}, background {:.0} MiB/s",
             m.latency.p99,
             m.latency.p999,
             m.done,
             m.scheduled,
             self.background.mib_s()
-        )
+        );
+        if let Some(b) = &self.baseline {
+            line.push_str(&format!(", baseline p99 {:.0} us", b.latency.p99));
+        }
+        if let Some(s) = m.kernel.steal_ms_per_s {
+            line.push_str(&format!(", CPU steal {s:.0} ms/s"));
+        }
+        line
     }
 }
 
