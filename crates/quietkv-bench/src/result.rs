@@ -268,10 +268,9 @@ impl RunResult {
     }
 
     /// The run in one line for the progress output: its read latency,
-    /// reads done of those scheduled, and the background work's speed.
-    /// One line for the progress log. It carries the baseline p99 and the
-    /// CPU steal too, so that whoever watches a campaign sees the host's
-    /// state in every run, not only in the runs set aside for it.
+    /// reads done of those scheduled, the background work's speed, and the
+    /// baseline p99 and CPU steal, so that whoever watches a campaign sees
+    /// the host's state in every run, not only in the runs set aside for it.
     pub fn summary(&self) -> String {
         let m = &self.measured;
         let mut line = format!(
