@@ -53,10 +53,8 @@ struct InFlight {
 pub(crate) struct Ring {
     ring: Option<IoUring>,
     entries: u32,
-    /// Requests handed to the kernel whose completions have not come.
+    /// Requests handed to the kernel whose completions have not been taken.
     requests: Vec<InFlight>,
-    /// Completions of requests this ring did itself, not yet taken.
-    done_here: Vec<(u64, i32)>,
     /// The kernel can bound a wait (5.11 and later); without that a ring
     /// waits as long as it takes and rescues nothing.
     timed_waits: bool,
@@ -97,7 +95,6 @@ impl Ring {
             ring: Some(ring),
             entries,
             requests: Vec::new(),
-            done_here: Vec::new(),
             stall: STALL,
             poisoned: false,
             #[cfg(test)]
@@ -125,7 +122,7 @@ impl Ring {
 
     /// Requests handed over whose completions have not been taken.
     pub(crate) fn in_flight(&self) -> usize {
-        self.requests.len() + self.done_here.len()
+        self.requests.len()
     }
 
     /// Starts a request that does nothing (to see that the kernel takes
@@ -271,9 +268,6 @@ impl Ring {
     pub(crate) fn next_completion(&mut self) -> io::Result<(u64, i32)> {
         let mut quiet_since = Instant::now();
         loop {
-            if let Some(done) = self.done_here.pop() {
-                return Ok(done);
-            }
             if let Some(done) = self.take_completion() {
                 return Ok(done);
             }
@@ -412,7 +406,6 @@ impl Drop for Ring {
         // Anything else is closed, which makes the kernel cancel or wait.
         let idle = !self.poisoned
             && self.requests.is_empty()
-            && self.done_here.is_empty()
             && ring.submission().is_empty()
             && ring.completion().is_empty();
         if idle {
