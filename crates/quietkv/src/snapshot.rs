@@ -3,7 +3,8 @@
 
 use std::ops::RangeBounds;
 
-use crate::db::iter::{DbIter, KeyRange};
+use crate::db::iter::DbIter;
+use crate::db::key_range::KeyRange;
 use crate::db::read_view::ReadView;
 use crate::error::Result;
 use crate::key::SeqNo;

@@ -5,7 +5,7 @@
 //! group is written, so no other write can land between the check and the
 //! apply.
 
-use super::iter::KeyRange;
+use super::key_range::KeyRange;
 use super::precondition::Precondition;
 use super::range_writes::{self, RangeWrite};
 use super::read_view;

@@ -4,7 +4,7 @@
 
 use std::ops::RangeBounds;
 
-use super::iter::KeyRange;
+use super::key_range::KeyRange;
 use super::state::SuperVersion;
 use super::Db;
 use crate::error::Result;

@@ -13,6 +13,7 @@ pub(crate) mod counters;
 pub(crate) mod estimates;
 pub(crate) mod install;
 pub(crate) mod iter;
+pub(crate) mod key_range;
 mod manifest;
 mod obsolete;
 pub(crate) mod precondition;
@@ -44,7 +45,7 @@ use std::ops::RangeBounds;
 pub(crate) use write::write_checked;
 
 pub use iter::DbIter;
-pub(crate) use iter::KeyRange;
+pub(crate) use key_range::KeyRange;
 pub(crate) use manifest::{set_current, FIRST_KEYSPACE_ID};
 pub(crate) use recovery::{check_manifest_number, meta_from, missing_wal, new_db_id, write_l0};
 pub use stats::{CompactionStats, DbStats, LevelCompactionStats, LevelStats, WriteStallStats};

@@ -2,7 +2,7 @@
 //! of the write leader: the keys, and the key ranges, nobody may have
 //! written since its snapshot. Checked in [`super::conflict`].
 
-use super::iter::KeyRange;
+use super::key_range::KeyRange;
 use crate::key::SeqNo;
 
 /// Keys and key ranges that nobody may have written after `snapshot` for

@@ -16,7 +16,7 @@
 
 use std::sync::Arc;
 
-use super::iter::KeyRange;
+use super::key_range::KeyRange;
 use super::state::SuperVersion;
 use crate::error::Result;
 use crate::iter::InternalIterator;

@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
-use super::iter::{DbIter, KeyRange};
+use super::iter::DbIter;
+use super::key_range::KeyRange;
 use super::state::{Inner, SuperVersion};
 use crate::compaction::CompactionFilter;
 use crate::error::Result;

@@ -6,7 +6,8 @@ use std::ops::RangeBounds;
 use std::sync::Arc;
 
 use super::handle::Keyspace;
-use crate::db::iter::{DbIter, KeyRange};
+use crate::db::iter::DbIter;
+use crate::db::key_range::KeyRange;
 use crate::error::{Error, Result};
 use crate::snapshot::Snapshot;
 use crate::value::Value;
