@@ -31,7 +31,9 @@
 //!   of the exchange).
 //! - [`report`]: the data model, the tables, the verdict and the peers'
 //!   view, report.md, report.json and the plots.
-//! - [`disturbance`]: whether the machine disturbed a run.
+//! - [`disturbance`]: whether the machine disturbed a run;
+//!   [`quiet_host`]: waiting for the host to stop taking the CPUs before
+//!   a run.
 //! - [`campaign`]: the run-and-repeat loop every experiment runs its modes
 //!   in (interleaved, rotated each round, rerun when disturbed).
 //! - [`args`]: the options of `quietkv bench` ([`BenchArgs`]).
@@ -59,6 +61,7 @@ pub mod metrics;
 pub mod process;
 pub mod process_cpu;
 pub mod progress;
+pub mod quiet_host;
 pub mod report;
 pub mod result;
 pub mod runner;

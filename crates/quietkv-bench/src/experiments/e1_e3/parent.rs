@@ -15,6 +15,7 @@ use crate::experiments::modes::{
     check_modes, describe_modes, engine_modes, page_cache_by_name, report_names, ROCKSDB_MODES,
 };
 use crate::experiments::setup::{loadavg, machine, out_dir, readers_text, timestamp, Scratch};
+use crate::quiet_host::{self, QuietWaits};
 use crate::report::{self, write_outputs_with_verdict, ExperimentReport, ModeReport, Report};
 use crate::result::{CommonParams, SectionRuns};
 use crate::runner::{Runner, RunnerOptions};
@@ -205,6 +206,7 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
         // again, while the section has reruns left.
         let mut judge = Judge::rule(args.keep_disturbed, args.max_reruns);
         let runs = SectionRuns::new(&s.exp, args.repeats, &common, &params, &block_device)?;
+        let mut waits = QuietWaits::default();
         campaign::run(
             modes.len(),
             args.repeats,
@@ -229,6 +231,20 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
                     t.elapsed().as_secs_f64(),
                     eta.text()
                 );
+                if args.wait_quiet_s > 0 {
+                    // After the copy, so that the run starts right after
+                    // the check that found the host quiet.
+                    let w = quiet_host::wait_for_quiet_host(
+                        crate::disturbance::MAX_STEAL_MS_PER_S,
+                        args.wait_quiet_s as f64,
+                    );
+                    crate::progress_line!("{tag} {}", w.text());
+                    waits.add(&w);
+                    if crate::cgroup::interrupted() {
+                        let _ = std::fs::remove_dir_all(&run_db);
+                        return Err(campaign::INTERRUPTED.into());
+                    }
+                }
                 let outcome = campaign::in_worker(&mut runner, spec, tag.clone(), eta);
                 let _ = std::fs::remove_dir_all(&run_db);
                 if let Ok(r) = &outcome {
@@ -255,6 +271,9 @@ pub fn run(args: &BenchArgs, exps: &[String]) -> Result<(), String> {
             &runner,
             &own_write_rates,
         );
+        if args.wait_quiet_s > 0 {
+            header.push(("Quiet host".into(), waits.text(args.wait_quiet_s)));
+        }
         let sources_here = modes
             .iter()
             .map(|m| source_of(m, s.preset.db_bytes))
