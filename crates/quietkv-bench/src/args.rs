@@ -55,8 +55,8 @@ pub struct BenchArgs {
     #[arg(long = "keep-disturbed")]
     pub keep_disturbed: bool,
     /// E1/E2/E3: before each run, wait up to this many seconds for the
-    /// host to be quiet: keep every CPU busy for 10 s and read the CPU
-    /// steal; above the disturbance rule's limit (30 ms/s), pause 20 s and
+    /// host to be quiet: keep every CPU waking up for 10 s, as readers
+    /// do, and read the CPU steal; above the disturbance rule's limit (30 ms/s), pause 20 s and
     /// check again; then start (the run is judged by the rule as ever).
     /// For shared virtual machines whose host takes the CPUs in spells.
     /// 0 (default): start at once.
