@@ -56,10 +56,11 @@ pub struct BenchArgs {
     pub keep_disturbed: bool,
     /// E1/E2/E3: before each run, wait up to this many seconds for the
     /// host to be quiet: keep every CPU waking up for 10 s, as readers
-    /// do, and read the CPU steal; above the disturbance rule's limit (30 ms/s), pause 20 s and
-    /// check again; then start (the run is judged by the rule as ever).
-    /// For shared virtual machines whose host takes the CPUs in spells.
-    /// 0 (default): start at once.
+    /// do, and read the CPU steal; above the disturbance rule's limit
+    /// (30 ms/s), pause 20 s and check again; then start (the run is
+    /// judged by the rule as ever). For shared virtual machines whose
+    /// host takes the CPUs in spells longer than a run
+    /// (docs/disturbed-runs.md). 0 (default): start at once.
     #[arg(long = "wait-quiet", default_value_t = 0)]
     pub wait_quiet_s: u64,
     /// Seconds of the measured phase (background work running); E1/E3: the

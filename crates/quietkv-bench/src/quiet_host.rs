@@ -1,9 +1,9 @@
 //! Waiting for a quiet host before a run (`--wait-quiet`).
 //!
-//! On a shared virtual machine the host takes this machine's CPUs away in
-//! spells (steal) that come and go within minutes; a run that meets one is
-//! set aside by the disturbance rule and run again. Run again at once, it
-//! usually meets the same spell. So before a run the bench can check the
+//! On a shared virtual machine the host may take this machine's CPUs away
+//! in spells (steal) that last minutes; a run that meets one is set aside
+//! by the disturbance rule and run again, and run again at once it may
+//! meet the same spell. So before a run the bench can check the
 //! host first: it keeps every CPU waking up for a few seconds, as a run's
 //! readers do, and reads the steal the host showed meanwhile (a CPU with
 //! nothing to run shows no steal, however busy the host, so an idle check
@@ -11,7 +11,9 @@
 //! or below the rule's limit the run starts; above it the bench pauses
 //! and checks again, until the time allowed is spent, and then starts
 //! anyway: the run is still judged by the rule, so waiting can only save
-//! reruns, never make a disturbed run count.
+//! reruns, never make a disturbed run count. It helps only where quiet
+//! stretches outlast a run: on a host whose steal comes and goes within a
+//! minute, a quiet check says little about the next few minutes.
 
 use std::time::{Duration, Instant};
 
