@@ -1,6 +1,7 @@
 //! The iterator protocol shared by memtables, tables and merging iterators.
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::key::SeqNo;
 
 /// A cursor over `(internal key, value)` entries in
 /// [`crate::key::compare_internal`] order, movable both ways.
@@ -30,6 +31,22 @@ pub trait InternalIterator {
     fn prev(&mut self) -> Result<()>;
     fn key(&self) -> &[u8];
     fn value(&self) -> &[u8];
+
+    /// Moving forward, inside a range tombstone that deletes every version
+    /// older than `seq` of the keys below `end`: a cursor made of parts
+    /// that each know how new their entries are may move the parts holding
+    /// nothing as new as `seq` straight past those keys, instead of
+    /// stepping through entries that can only read as deleted. Returns
+    /// whether it moved; the default does nothing.
+    fn skip_deleted_forward(&mut self, _end: &[u8], _seq: SeqNo) -> Result<bool> {
+        Ok(false)
+    }
+
+    /// [`skip_deleted_forward`](Self::skip_deleted_forward) moving back:
+    /// past the keys at or above `begin`.
+    fn skip_deleted_backward(&mut self, _begin: &[u8], _seq: SeqNo) -> Result<bool> {
+        Ok(false)
+    }
 }
 
 /// What a forward-only cursor answers to `prev` and `seek_to_last`.
@@ -67,6 +84,12 @@ impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
     }
     fn value(&self) -> &[u8] {
         (**self).value()
+    }
+    fn skip_deleted_forward(&mut self, end: &[u8], seq: SeqNo) -> Result<bool> {
+        (**self).skip_deleted_forward(end, seq)
+    }
+    fn skip_deleted_backward(&mut self, begin: &[u8], seq: SeqNo) -> Result<bool> {
+        (**self).skip_deleted_backward(begin, seq)
     }
 }
 

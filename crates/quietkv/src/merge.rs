@@ -7,7 +7,7 @@ use std::cmp::Ordering;
 
 use crate::error::Result;
 use crate::iter::InternalIterator;
-use crate::key::compare_internal;
+use crate::key::{compare_internal, seek_key, user_key, SeqNo, MAX_SEQ};
 
 /// Merges children into one stream in internal-key order, both ways.
 ///
@@ -25,6 +25,10 @@ use crate::key::compare_internal;
 /// merging iterator does), which costs one seek per child.
 pub struct MergingIterator {
     children: Vec<Box<dyn InternalIterator + Send>>,
+    /// For each child, a sequence number no entry of it is newer than
+    /// ([`MAX_SEQ`] where unknown); see
+    /// [`with_newest_seqs`](Self::with_newest_seqs).
+    newest: Vec<SeqNo>,
     current: Option<usize>,
     forward: bool,
 }
@@ -32,10 +36,52 @@ pub struct MergingIterator {
 impl MergingIterator {
     pub fn new(children: Vec<Box<dyn InternalIterator + Send>>) -> Self {
         MergingIterator {
+            newest: vec![MAX_SEQ; children.len()],
             children,
             current: None,
             forward: true,
         }
+    }
+
+    /// Says how new each child's entries are at most (one per child, in
+    /// order), so that inside a range tombstone the children older than it
+    /// can jump over the keys it deletes
+    /// ([`skip_deleted_forward`](InternalIterator::skip_deleted_forward)).
+    /// A bound too low would hide live entries: it must hold for every
+    /// entry a reader can see.
+    pub fn with_newest_seqs(mut self, newest: Vec<SeqNo>) -> Self {
+        assert_eq!(newest.len(), self.children.len(), "one bound per child");
+        self.newest = newest;
+        self
+    }
+
+    /// Moves every child whose entries are all older than `seq` and that
+    /// stands inside the deleted keys (`inside` its current user key)
+    /// with `jump`; then picks the current child again if any moved.
+    fn skip_deleted(
+        &mut self,
+        forward: bool,
+        seq: SeqNo,
+        inside: impl Fn(&[u8]) -> bool,
+        mut jump: impl FnMut(&mut (dyn InternalIterator + Send)) -> Result<()>,
+    ) -> Result<bool> {
+        if self.current.is_none() || self.forward != forward {
+            return Ok(false);
+        }
+        let mut moved = false;
+        for (c, &newest) in self.children.iter_mut().zip(&self.newest) {
+            if newest < seq && c.valid() && inside(user_key(c.key())) {
+                if let Err(e) = jump(c.as_mut()) {
+                    self.current = None;
+                    return Err(e);
+                }
+                moved = true;
+            }
+        }
+        if moved {
+            self.pick(forward);
+        }
+        Ok(moved)
     }
 
     /// Picks the child with the smallest key (`forward`) or the largest.
@@ -158,6 +204,18 @@ impl InternalIterator for MergingIterator {
 
     fn value(&self) -> &[u8] {
         self.children[self.current.expect("value() on invalid MergingIterator")].value()
+    }
+
+    fn skip_deleted_forward(&mut self, end: &[u8], seq: SeqNo) -> Result<bool> {
+        // The first entry of `end`: every entry before it is of a smaller
+        // user key.
+        let target = seek_key(end, MAX_SEQ);
+        self.skip_deleted(true, seq, |k| k < end, |c| c.seek(&target))
+    }
+
+    fn skip_deleted_backward(&mut self, begin: &[u8], seq: SeqNo) -> Result<bool> {
+        let target = seek_key(begin, MAX_SEQ);
+        self.skip_deleted(false, seq, |k| k >= begin, |c| c.seek_before(&target))
     }
 }
 

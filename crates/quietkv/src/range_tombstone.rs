@@ -168,6 +168,15 @@ impl OutputSplitter {
     }
 }
 
+/// One piece of a [`FragmentSet`]: every version older than `seq` of a key
+/// in `[begin, end)` is deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fragment<'a> {
+    pub begin: &'a [u8],
+    pub end: &'a [u8],
+    pub seq: SeqNo,
+}
+
 /// Tombstones visible at one sequence number, cut into non-overlapping
 /// fragments sorted by key, each with the highest sequence number of the
 /// tombstones over it: a lookup is one binary search.
@@ -232,12 +241,21 @@ impl FragmentSet {
     /// The highest sequence number of the tombstones covering `user_key`
     /// (0 if none does).
     pub fn covering_seq(&self, user_key: &[u8]) -> SeqNo {
+        self.covering(user_key).map_or(0, |f| f.seq)
+    }
+
+    /// The fragment over `user_key`, if any.
+    pub fn covering(&self, user_key: &[u8]) -> Option<Fragment<'_>> {
         let i = self
             .fragments
             .partition_point(|(begin, _, _)| begin.as_slice() <= user_key);
         match i.checked_sub(1).map(|i| &self.fragments[i]) {
-            Some((_, end, seq)) if user_key < end.as_slice() => *seq,
-            _ => 0,
+            Some((begin, end, seq)) if user_key < end.as_slice() => Some(Fragment {
+                begin,
+                end,
+                seq: *seq,
+            }),
+            _ => None,
         }
     }
 
@@ -348,6 +366,19 @@ mod tests {
                 .collect();
             let set = FragmentSet::new(&ts, read_seq);
             prop_assert_eq!(set.covering_seq(&key), covering_seq(&ts, &key, read_seq));
+            // The fragment over the key holds it, and every key inside the
+            // fragment is deleted up to the same sequence number: what lets
+            // a reader jump to its end.
+            if let Some(f) = set.covering(&key) {
+                prop_assert!(f.begin <= key.as_slice() && key.as_slice() < f.end);
+                for b in 0u8..10 {
+                    for k in [vec![b], vec![b, 0], vec![b, 9]] {
+                        if f.begin <= k.as_slice() && k.as_slice() < f.end {
+                            prop_assert_eq!(covering_seq(&ts, &k, read_seq), f.seq);
+                        }
+                    }
+                }
+            }
         }
     }
 }

@@ -204,3 +204,82 @@ fn a_range_delete_over_a_million_keys_is_one_record_and_compaction_reclaims_them
     db.put(key(7), b"back").unwrap();
     assert_eq!(db.get(key(7)).unwrap(), Some(b"back".to_vec()));
 }
+
+/// Data blocks a user read looked up in the block cache, and positional
+/// reads of the user-read class (a block not in the cache is read once).
+fn user_blocks_read(db: &Db) -> u64 {
+    let s = db.stats();
+    let reads = s
+        .io
+        .iter()
+        .find(|(c, _)| *c == IoClass::UserRead)
+        .map(|(_, s)| s.read_ops)
+        .unwrap();
+    s.block_cache.hits + s.block_cache.misses + reads
+}
+
+#[test]
+fn a_scan_jumps_over_what_a_range_delete_covers_in_older_tables() {
+    const N: u32 = 200_000;
+    let d = common::dir();
+    let opts = Options::default()
+        .memtable_size(8 << 20)
+        .block_cache_bytes(64 << 20)
+        .io_mode(IoClass::WalWrite, AccessMode::Buffered);
+    let db = Db::open(d.path(), opts).unwrap();
+    for chunk in 0..N / 10_000 {
+        let mut b = WriteBatch::new();
+        for i in chunk * 10_000..(chunk + 1) * 10_000 {
+            b.put(key(i), format!("v{i}")).unwrap();
+        }
+        db.write(b, WriteOptions::default()).unwrap();
+    }
+    db.compact_all().unwrap();
+    assert!(table_bytes(d.path()) > 2 << 20);
+    let before = db.snapshot();
+    db.delete_range(key(10)..key(N - 10)).unwrap();
+    // Written after the delete, in the middle of it: must stay visible.
+    db.put(key(N / 2), format!("v{}", N / 2)).unwrap();
+    let want: Vec<Vec<u8>> = (0..10)
+        .chain([N / 2])
+        .chain(N - 10..N)
+        .map(key)
+        .collect();
+
+    // Every covered key sits in the bottom level, older than the tombstone:
+    // a scan reads the blocks around the range's ends, not the blocks
+    // between them.
+    let read = user_blocks_read(&db);
+    let got: Vec<Vec<u8>> = db.iter().unwrap().map(|r| r.unwrap().0).collect();
+    assert_eq!(got, want, "forward");
+    let forward = user_blocks_read(&db) - read;
+    let read = user_blocks_read(&db);
+    let mut back: Vec<Vec<u8>> = db.iter().unwrap().rev().map(|r| r.unwrap().0).collect();
+    back.reverse();
+    assert_eq!(back, want, "reverse");
+    let backward = user_blocks_read(&db) - read;
+    // Reading every block of the range would be several hundred.
+    assert!(forward < 40, "a forward scan read {forward} blocks");
+    assert!(backward < 40, "a reverse scan read {backward} blocks");
+    // A seek into the range lands past it as well.
+    let from: Vec<Vec<u8>> = db
+        .range(key(1000)..)
+        .unwrap()
+        .map(|r| r.unwrap().0)
+        .collect();
+    assert_eq!(from, want[10..]);
+
+    // A snapshot from before the delete still sees every key, both ways.
+    assert_eq!(before.iter().unwrap().count(), N as usize);
+    assert_eq!(before.iter().unwrap().rev().count(), N as usize);
+    drop(before);
+
+    // Once flushed, the tombstone and the newer key are in a table of
+    // their own, newer than the bottom level: the same jump.
+    db.flush().unwrap();
+    let read = user_blocks_read(&db);
+    let got: Vec<Vec<u8>> = db.iter().unwrap().map(|r| r.unwrap().0).collect();
+    assert_eq!(got, want, "forward, tombstone in L0");
+    let after_flush = user_blocks_read(&db) - read;
+    assert!(after_flush < 40, "read {after_flush} blocks");
+}

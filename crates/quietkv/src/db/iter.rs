@@ -12,7 +12,7 @@ use super::visible_iter::{DbIterator, DbRevIterator};
 use crate::compaction::CompactionFilter;
 use crate::error::Result;
 use crate::iter::InternalIterator;
-use crate::key::{compare_internal, SeqNo};
+use crate::key::{compare_internal, SeqNo, MAX_SEQ};
 use crate::merge::MergingIterator;
 use crate::range_tombstone::{FragmentSet, RangeTombstone};
 use crate::table::{TableCache, TableIterator, TableReader};
@@ -92,6 +92,8 @@ pub struct DbIter {
     cache: Arc<TableCache>,
     /// L0 tables, newest first, opened when the iterator was created.
     l0: Vec<Arc<TableReader>>,
+    /// The largest sequence number of each of `l0`.
+    l0_newest: Vec<SeqNo>,
     seq: SeqNo,
     range: KeyRange,
     /// The cursor `next` moves; created on the first call. While it exists
@@ -121,12 +123,14 @@ impl DbIter {
             .iter()
             .map(|f| cache.get(f))
             .collect::<Result<Vec<_>>>()?;
+        let l0_newest = files.iter().map(|f| f.largest_seq).collect();
         let done = range.is_empty();
         let range_dels = collect_range_dels(&sv, &cache, &l0, &range, seq)?;
         Ok(DbIter {
             sv,
             cache,
             l0,
+            l0_newest,
             seq,
             range,
             front: None,
@@ -138,24 +142,31 @@ impl DbIter {
     }
 
     /// Memtables newest first, then L0 newest first, then one lazy
-    /// iterator per level.
+    /// iterator per level, each with the newest sequence number it can
+    /// hold, so that inside a range tombstone the sources older than it
+    /// skip the keys it deletes instead of reading them.
     fn merged(&self) -> MergingIterator {
         let sv = &self.sv;
         let mut children: Vec<Box<dyn InternalIterator + Send>> = Vec::new();
+        // The active memtable still takes writes: no bound.
+        let mut newest = vec![MAX_SEQ];
         children.push(Box::new(sv.mem.iter()));
         for imm in &sv.imms {
             children.push(Box::new(imm.iter()));
+            newest.push(imm.largest_seq());
         }
-        for t in &self.l0 {
+        for (t, &seq) in self.l0.iter().zip(&self.l0_newest) {
             children.push(Box::new(t.iter()));
+            newest.push(seq);
         }
         for level in 1..crate::version::NUM_LEVELS {
             let files = sv.version.files(level);
             if !files.is_empty() {
                 children.push(Box::new(LevelIter::new(files.to_vec(), self.cache.clone())));
+                newest.push(files.iter().map(|f| f.largest_seq).max().unwrap_or(MAX_SEQ));
             }
         }
-        MergingIterator::new(children)
+        MergingIterator::new(children).with_newest_seqs(newest)
     }
 
     fn step_front(&mut self) -> Result<bool> {

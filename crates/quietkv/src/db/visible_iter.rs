@@ -9,7 +9,7 @@ use crate::compaction::CompactionFilter;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{parse_internal_key, seek_key, user_key, SeqNo, ValueKind, MAX_SEQ};
-use crate::range_tombstone::FragmentSet;
+use crate::range_tombstone::{Fragment, FragmentSet};
 
 /// The user's view of an internal stream at one snapshot: for each user key
 /// in order, the newest entry with `seq <= snapshot`, if it is a Put;
@@ -46,6 +46,22 @@ fn effective_kind(
         )),
         k => Ok(k),
     }
+}
+
+/// The range-tombstone fragment that deletes a Put, if one does.
+fn deleting_fragment<'a>(
+    kind: ValueKind,
+    user_key: &[u8],
+    seq: SeqNo,
+    range_dels: &'a Option<Arc<FragmentSet>>,
+) -> Option<Fragment<'a>> {
+    if kind != ValueKind::Put {
+        return None;
+    }
+    range_dels
+        .as_deref()?
+        .covering(user_key)
+        .filter(|f| f.seq > seq)
 }
 
 impl<I: InternalIterator> DbIterator<I> {
@@ -131,6 +147,18 @@ impl<I: InternalIterator> DbIterator<I> {
             }
             if p.seq > self.snapshot || (skipping && p.user_key == self.skip_key.as_slice()) {
                 self.inner.next()?;
+                continue;
+            }
+            if let Some(f) = deleting_fragment(p.kind, p.user_key, p.seq, &self.range_dels) {
+                // Deleted by a range tombstone: so is every older entry up
+                // to the fragment's end; the sources that hold nothing
+                // newer jump there at once.
+                self.skip_key.clear();
+                self.skip_key.extend_from_slice(p.user_key);
+                skipping = true;
+                if !self.inner.skip_deleted_forward(f.end, f.seq)? {
+                    self.inner.next()?;
+                }
                 continue;
             }
             match effective_kind(p.kind, p.user_key, p.seq, self.range_dels.as_deref())? {
@@ -277,6 +305,15 @@ impl<I: InternalIterator> DbRevIterator<I> {
                         break;
                     }
                 }
+                if let Some(f) = deleting_fragment(p.kind, p.user_key, p.seq, &self.range_dels) {
+                    // As moving forward: the older sources jump below the
+                    // fragment's start.
+                    have_put = false;
+                    if !self.inner.skip_deleted_backward(f.begin, f.seq)? {
+                        self.inner.prev()?;
+                    }
+                    continue;
+                }
                 match effective_kind(p.kind, p.user_key, p.seq, self.range_dels.as_deref())? {
                     ValueKind::Delete | ValueKind::RangeDelete => have_put = false,
                     ValueKind::Put => {
@@ -301,7 +338,7 @@ mod tests {
     use crate::iter::VecIterator;
     use crate::key::{ValueKind, MAX_SEQ};
     use crate::merge::tests::{
-        arb_history, children, history_entries, ik, model_read, sorted, Entry,
+        arb_history, children, history_entries, ik, model_newest, model_read, sorted, Entry,
     };
     use crate::merge::MergingIterator;
     use proptest::prelude::*;
@@ -447,6 +484,88 @@ mod tests {
             it.prev().unwrap();
         }
         out
+    }
+
+    /// A merge of `entries` split among `n` children that each know their
+    /// newest sequence number (or, where `known` says not, do not).
+    fn merge_knowing_newest(
+        entries: &[Entry],
+        assign: &[usize],
+        n: usize,
+        known: &[bool],
+    ) -> MergingIterator {
+        let mut newest = vec![0; n];
+        for (i, (k, _)) in entries.iter().enumerate() {
+            let c = assign.get(i).copied().unwrap_or(0) % n;
+            newest[c] = newest[c].max(crate::key::parse_internal_key(k).unwrap().seq);
+        }
+        for (c, bound) in newest.iter_mut().enumerate() {
+            if !known.get(c).copied().unwrap_or(false) {
+                *bound = MAX_SEQ;
+            }
+        }
+        MergingIterator::new(children(entries, assign, n)).with_newest_seqs(newest)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// With range tombstones over a merge whose older children jump
+        /// over what the tombstones delete, both directions read exactly
+        /// what a model that checks every entry against every tombstone
+        /// reads.
+        #[test]
+        fn range_deletes_over_a_merge_match_model(
+            h in arb_history(),
+            assign in proptest::collection::vec(any::<usize>(), 60),
+            n in 1usize..5,
+            known in proptest::collection::vec(proptest::bool::weighted(0.8), 5),
+            raw in proptest::collection::vec(
+                (proptest::collection::vec(0u8..3, 0..3), proptest::collection::vec(0u8..3, 0..3), 1u64..70),
+                0..4,
+            ),
+            snap in 0u64..75,
+            from in proptest::collection::vec(0u8..3, 0..3),
+        ) {
+            use crate::range_tombstone::{covering_seq, FragmentSet, RangeTombstone};
+            let entries = history_entries(&h);
+            let snap = if snap >= 70 { MAX_SEQ } else { snap };
+            let ts: Vec<RangeTombstone> =
+                raw.iter().map(|(b, e, seq)| RangeTombstone::new(b, e, *seq)).collect();
+            let expect: Vec<Entry> = model_newest(&entries, snap, None)
+                .into_iter()
+                .filter(|(k, (seq, kind, _))| {
+                    *kind == ValueKind::Put && covering_seq(&ts, k, snap) <= *seq
+                })
+                .map(|(k, (_, _, v))| (k, v))
+                .collect();
+            let set = || Some(Arc::new(FragmentSet::new(&ts, snap)));
+
+            let mut it = DbIterator::new(merge_knowing_newest(&entries, &assign, n, &known), snap, None)
+                .with_range_dels(set());
+            it.seek(&from).unwrap();
+            let mut fwd = Vec::new();
+            while it.valid() {
+                fwd.push((it.key().to_vec(), it.value().to_vec()));
+                it.next().unwrap();
+            }
+            let expect_from: Vec<Entry> =
+                expect.iter().filter(|(k, _)| *k >= from).cloned().collect();
+            prop_assert_eq!(fwd, expect_from);
+
+            let mut it = DbRevIterator::new(merge_knowing_newest(&entries, &assign, n, &known), snap, None)
+                .with_range_dels(set());
+            it.seek_before(&from).unwrap();
+            let mut back = Vec::new();
+            while it.valid() {
+                back.push((it.key().to_vec(), it.value().to_vec()));
+                it.prev().unwrap();
+            }
+            back.reverse();
+            let expect_before: Vec<Entry> =
+                expect.iter().filter(|(k, _)| *k < from).cloned().collect();
+            prop_assert_eq!(back, expect_before);
+        }
     }
 
     proptest! {
