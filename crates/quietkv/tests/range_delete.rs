@@ -209,12 +209,11 @@ fn a_range_delete_over_a_million_keys_is_one_record_and_compaction_reclaims_them
 /// reads of the user-read class (a block not in the cache is read once).
 fn user_blocks_read(db: &Db) -> u64 {
     let s = db.stats();
-    let reads = s
-        .io
-        .iter()
-        .find(|(c, _)| *c == IoClass::UserRead)
-        .map(|(_, s)| s.read_ops)
-        .unwrap();
+    let reads =
+        s.io.iter()
+            .find(|(c, _)| *c == IoClass::UserRead)
+            .map(|(_, s)| s.read_ops)
+            .unwrap();
     s.block_cache.hits + s.block_cache.misses + reads
 }
 
@@ -240,11 +239,7 @@ fn a_scan_jumps_over_what_a_range_delete_covers_in_older_tables() {
     db.delete_range(key(10)..key(N - 10)).unwrap();
     // Written after the delete, in the middle of it: must stay visible.
     db.put(key(N / 2), format!("v{}", N / 2)).unwrap();
-    let want: Vec<Vec<u8>> = (0..10)
-        .chain([N / 2])
-        .chain(N - 10..N)
-        .map(key)
-        .collect();
+    let want: Vec<Vec<u8>> = (0..10).chain([N / 2]).chain(N - 10..N).map(key).collect();
 
     // Every covered key sits in the bottom level, older than the tombstone:
     // a scan reads the blocks around the range's ends, not the blocks

@@ -29,18 +29,11 @@ pub struct DbIterator<I> {
     range_dels: Option<Arc<FragmentSet>>,
 }
 
-/// The kind a reader sees for an entry: a Put covered by a newer range
-/// tombstone is a delete. A range tombstone among point entries is damage.
-fn effective_kind(
-    kind: ValueKind,
-    user_key: &[u8],
-    seq: SeqNo,
-    range_dels: Option<&FragmentSet>,
-) -> Result<ValueKind> {
+/// The kind of a point entry; a range tombstone among point entries is
+/// damage. (A Put a range tombstone deletes is found before, by
+/// [`deleting_fragment`].)
+fn point_kind(kind: ValueKind) -> Result<ValueKind> {
     match kind {
-        ValueKind::Put if range_dels.is_some_and(|r| r.covers(user_key, seq)) => {
-            Ok(ValueKind::Delete)
-        }
         ValueKind::RangeDelete => Err(Error::corruption(
             "a range tombstone appears among point entries",
         )),
@@ -161,7 +154,7 @@ impl<I: InternalIterator> DbIterator<I> {
                 }
                 continue;
             }
-            match effective_kind(p.kind, p.user_key, p.seq, self.range_dels.as_deref())? {
+            match point_kind(p.kind)? {
                 ValueKind::Delete | ValueKind::RangeDelete => {
                     self.skip_key.clear();
                     self.skip_key.extend_from_slice(p.user_key);
@@ -314,7 +307,7 @@ impl<I: InternalIterator> DbRevIterator<I> {
                     }
                     continue;
                 }
-                match effective_kind(p.kind, p.user_key, p.seq, self.range_dels.as_deref())? {
+                match point_kind(p.kind)? {
                     ValueKind::Delete | ValueKind::RangeDelete => have_put = false,
                     ValueKind::Put => {
                         have_put = true;

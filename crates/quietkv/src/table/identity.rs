@@ -6,12 +6,14 @@
 //! values. So every table records its own file number and its database's
 //! id in its properties block, and whoever opens a table for the engine
 //! (user reads, compaction input, warming, `check`) compares the file's
-//! size and those two fields against the manifest before using it.
+//! size and those two fields, and the newest sequence number it holds,
+//! against the manifest before using it.
 
 use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::filenames::table_path;
+use crate::key::SeqNo;
 use crate::table::properties::TableProperties;
 use crate::version::FileMeta;
 
@@ -24,6 +26,11 @@ pub struct ExpectedTable {
     /// The database's id; 0 = unknown (a database created before ids
     /// existed), which skips the comparison.
     pub db_id: u64,
+    /// The newest sequence number the manifest says the table holds. A
+    /// scan inside a range tombstone skips a table's keys when this is
+    /// older than the tombstone, so a table holding newer entries than
+    /// recorded would have live keys skipped: it is refused instead.
+    pub largest_seq: SeqNo,
 }
 
 impl ExpectedTable {
@@ -32,6 +39,7 @@ impl ExpectedTable {
             number: meta.number,
             size: meta.size,
             db_id,
+            largest_seq: meta.largest_seq,
         }
     }
 
@@ -76,6 +84,13 @@ impl ExpectedTable {
             ))
             .with_file(path));
         }
+        if props.largest_seq > self.largest_seq {
+            return Err(Error::corruption(format!(
+                "table {:06}.sst holds entries up to sequence number {} but the manifest recorded {}: it is not the table the manifest names",
+                self.number, props.largest_seq, self.largest_seq
+            ))
+            .with_file(path));
+        }
         Ok(())
     }
 }
@@ -111,6 +126,7 @@ mod tests {
         number: 10,
         size: 4096,
         db_id: 0xabc,
+        largest_seq: 500,
     };
 
     #[test]
@@ -151,6 +167,14 @@ mod tests {
                 4096,
                 props(10, 0x123),
                 "database 0000000000000123, not by this database (0000000000000abc)",
+            ),
+            (
+                4096,
+                TableProperties {
+                    largest_seq: 501,
+                    ..props(10, 0xabc)
+                },
+                "holds entries up to sequence number 501 but the manifest recorded 500",
             ),
         ] {
             let e = EXPECTED.verify(p, size, &pr).unwrap_err();

@@ -215,6 +215,7 @@ fn open_verified_checks_size_number_and_database() {
         number: 42,
         size: s.file_size,
         db_id: 0xfeed,
+        largest_seq: s.largest_seq,
     };
     let t = TableReader::open_verified(src(), &good, None).unwrap();
     assert_eq!(
@@ -240,6 +241,13 @@ fn open_verified_checks_size_number_and_database() {
                 ..good
             },
             "written by database",
+        ),
+        (
+            ExpectedTable {
+                largest_seq: s.largest_seq - 1,
+                ..good
+            },
+            "holds entries up to sequence number",
         ),
     ] {
         let e = TableReader::open_verified(src(), &bad, None).unwrap_err();
