@@ -21,6 +21,21 @@ fn table_bytes(dir: &Path) -> u64 {
         .sum()
 }
 
+/// A database at `dir` holding the keys `0..n` (a multiple of 10,000),
+/// written in batches of 10,000 and compacted into the bottom level.
+fn filled(dir: &Path, n: u32, opts: Options) -> Db {
+    let db = Db::open(dir, opts).unwrap();
+    for chunk in 0..n / 10_000 {
+        let mut b = WriteBatch::new();
+        for i in chunk * 10_000..(chunk + 1) * 10_000 {
+            b.put(key(i), format!("v{i}")).unwrap();
+        }
+        db.write(b, WriteOptions::default()).unwrap();
+    }
+    db.compact_all().unwrap();
+    db
+}
+
 /// Checks that `db` holds exactly the keys `0..n` outside `lo..hi`, by get
 /// and by iteration both ways.
 fn check_hole(db: &Db, n: u32, lo: u32, hi: u32, what: &str) {
@@ -159,15 +174,7 @@ fn a_range_delete_over_a_million_keys_is_one_record_and_compaction_reclaims_them
     let opts = Options::default()
         .memtable_size(8 << 20)
         .io_mode(IoClass::WalWrite, AccessMode::Buffered);
-    let db = Db::open(d.path(), opts).unwrap();
-    for chunk in 0..N / 10_000 {
-        let mut b = WriteBatch::new();
-        for i in chunk * 10_000..(chunk + 1) * 10_000 {
-            b.put(key(i), format!("v{i}")).unwrap();
-        }
-        db.write(b, WriteOptions::default()).unwrap();
-    }
-    db.compact_all().unwrap();
+    let db = filled(d.path(), N, opts);
     let full = table_bytes(d.path());
     assert!(full > 10 << 20, "{full} bytes of tables for {N} keys");
 
@@ -225,15 +232,7 @@ fn a_scan_jumps_over_what_a_range_delete_covers_in_older_tables() {
         .memtable_size(8 << 20)
         .block_cache_bytes(64 << 20)
         .io_mode(IoClass::WalWrite, AccessMode::Buffered);
-    let db = Db::open(d.path(), opts).unwrap();
-    for chunk in 0..N / 10_000 {
-        let mut b = WriteBatch::new();
-        for i in chunk * 10_000..(chunk + 1) * 10_000 {
-            b.put(key(i), format!("v{i}")).unwrap();
-        }
-        db.write(b, WriteOptions::default()).unwrap();
-    }
-    db.compact_all().unwrap();
+    let db = filled(d.path(), N, opts);
     assert!(table_bytes(d.path()) > 2 << 20);
     let before = db.snapshot();
     db.delete_range(key(10)..key(N - 10)).unwrap();
