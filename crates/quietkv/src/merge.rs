@@ -20,9 +20,13 @@ use crate::key::{compare_internal, seek_key, user_key, SeqNo, MAX_SEQ};
 /// the newer one wins wherever a consumer keeps only the first.
 ///
 /// Moving forward, every child is at its first entry after the current
-/// key; moving back, at its last entry before it. Changing direction
+/// key; moving back, at its last entry before it; except that a child that
+/// jumped over keys a range tombstone deletes
+/// ([`skip_deleted_forward`](InternalIterator::skip_deleted_forward))
+/// stands further on, past entries no reader would see. Changing direction
 /// repositions the other children around the current key (as LevelDB's
-/// merging iterator does), which costs one seek per child.
+/// merging iterator does), which costs one seek per child and brings a
+/// jumped child back next to the current key.
 pub struct MergingIterator {
     children: Vec<Box<dyn InternalIterator + Send>>,
     /// For each child, a sequence number no entry of it is newer than

@@ -27,7 +27,16 @@ pub struct DbIterator<I> {
     /// Range tombstones visible at the snapshot; a Put they cover reads as
     /// a delete.
     range_dels: Option<Arc<FragmentSet>>,
+    /// Deleted entries stepped through before a jump ([`JUMP_AFTER`]).
+    jump_after: u32,
 }
+
+/// Deleted entries a scan steps through, between two keys it yields,
+/// before the sources older than the range tombstone deleting them jump
+/// past it. A jump seeks every such source, dearer than a step, so a
+/// tombstone over a few keys is stepped through; past this many, the
+/// deleted range is likely long and jumping pays.
+const JUMP_AFTER: u32 = 8;
 
 /// The kind of a point entry; a range tombstone among point entries is
 /// damage. (A Put a range tombstone deletes is found before, by
@@ -68,6 +77,7 @@ impl<I: InternalIterator> DbIterator<I> {
             skip_key: Vec::new(),
             hide: None,
             range_dels: None,
+            jump_after: JUMP_AFTER,
         }
     }
 
@@ -81,6 +91,13 @@ impl<I: InternalIterator> DbIterator<I> {
     /// Treats a newest value `hide` hides as a delete.
     pub(crate) fn hiding(mut self, hide: Option<Arc<dyn CompactionFilter>>) -> Self {
         self.hide = hide;
+        self
+    }
+
+    /// Jumps after `n` deleted entries instead of [`JUMP_AFTER`].
+    #[cfg(test)]
+    fn jumping_after(mut self, n: u32) -> Self {
+        self.jump_after = n;
         self
     }
 
@@ -131,6 +148,8 @@ impl<I: InternalIterator> DbIterator<I> {
     }
 
     fn find_next(&mut self, mut skipping: bool) -> Result<()> {
+        // Deleted entries stepped through since the last jump.
+        let mut stepped = 0;
         while self.inner.valid() {
             let p = parse_internal_key(self.inner.key())?;
             if let Some(ub) = &self.upper_bound {
@@ -144,14 +163,19 @@ impl<I: InternalIterator> DbIterator<I> {
             }
             if let Some(f) = deleting_fragment(p.kind, p.user_key, p.seq, &self.range_dels) {
                 // Deleted by a range tombstone: so is every older entry up
-                // to the fragment's end; the sources that hold nothing
-                // newer jump there at once.
+                // to the fragment's end; past a few, the sources that hold
+                // nothing newer jump there at once.
                 self.skip_key.clear();
                 self.skip_key.extend_from_slice(p.user_key);
                 skipping = true;
-                if !self.inner.skip_deleted_forward(f.end, f.seq)? {
-                    self.inner.next()?;
+                stepped += 1;
+                if stepped >= self.jump_after {
+                    stepped = 0;
+                    if self.inner.skip_deleted_forward(f.end, f.seq)? {
+                        continue;
+                    }
                 }
+                self.inner.next()?;
                 continue;
             }
             match point_kind(p.kind)? {
@@ -202,6 +226,8 @@ pub struct DbRevIterator<I> {
     /// Range tombstones visible at the snapshot; a Put they cover reads as
     /// a delete.
     range_dels: Option<Arc<FragmentSet>>,
+    /// Deleted entries stepped through before a jump ([`JUMP_AFTER`]).
+    jump_after: u32,
 }
 
 impl<I: InternalIterator> DbRevIterator<I> {
@@ -216,6 +242,7 @@ impl<I: InternalIterator> DbRevIterator<I> {
             value: Vec::new(),
             hide: None,
             range_dels: None,
+            jump_after: JUMP_AFTER,
         }
     }
 
@@ -229,6 +256,13 @@ impl<I: InternalIterator> DbRevIterator<I> {
     /// Treats a newest value `hide` hides as a delete.
     pub(crate) fn hiding(mut self, hide: Option<Arc<dyn CompactionFilter>>) -> Self {
         self.hide = hide;
+        self
+    }
+
+    /// Jumps after `n` deleted entries instead of [`JUMP_AFTER`].
+    #[cfg(test)]
+    fn jumping_after(mut self, n: u32) -> Self {
+        self.jump_after = n;
         self
     }
 
@@ -282,6 +316,8 @@ impl<I: InternalIterator> DbRevIterator<I> {
         // Whether `key`/`value` hold a Put that is the newest visible
         // entry of `key` seen so far.
         let mut have_put = false;
+        // Deleted entries stepped through since the last jump.
+        let mut stepped = 0;
         while self.inner.valid() {
             let p = parse_internal_key(self.inner.key())?;
             if let Some(lb) = &self.lower_bound {
@@ -302,9 +338,14 @@ impl<I: InternalIterator> DbRevIterator<I> {
                     // As moving forward: the older sources jump below the
                     // fragment's start.
                     have_put = false;
-                    if !self.inner.skip_deleted_backward(f.begin, f.seq)? {
-                        self.inner.prev()?;
+                    stepped += 1;
+                    if stepped >= self.jump_after {
+                        stepped = 0;
+                        if self.inner.skip_deleted_backward(f.begin, f.seq)? {
+                            continue;
+                        }
                     }
+                    self.inner.prev()?;
                     continue;
                 }
                 match point_kind(p.kind)? {
@@ -519,6 +560,7 @@ mod tests {
             ),
             snap in 0u64..75,
             from in proptest::collection::vec(0u8..3, 0..3),
+            jump_after in 1u32..4,
         ) {
             use crate::range_tombstone::{covering_seq, FragmentSet, RangeTombstone};
             let entries = history_entries(&h);
@@ -535,7 +577,8 @@ mod tests {
             let set = || Some(Arc::new(FragmentSet::new(&ts, snap)));
 
             let mut it = DbIterator::new(merge_knowing_newest(&entries, &assign, n, &known), snap, None)
-                .with_range_dels(set());
+                .with_range_dels(set())
+                .jumping_after(jump_after);
             it.seek(&from).unwrap();
             let mut fwd = Vec::new();
             while it.valid() {
@@ -547,7 +590,8 @@ mod tests {
             prop_assert_eq!(fwd, expect_from);
 
             let mut it = DbRevIterator::new(merge_knowing_newest(&entries, &assign, n, &known), snap, None)
-                .with_range_dels(set());
+                .with_range_dels(set())
+                .jumping_after(jump_after);
             it.seek_before(&from).unwrap();
             let mut back = Vec::new();
             while it.valid() {
