@@ -121,6 +121,21 @@ fn own_paths() -> (Option<String>, Option<String>) {
     parse_proc_cgroup(&std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default())
 }
 
+/// The `memory.stat` of the memory cgroup this process is in now (v1 where
+/// the memory controller is mounted there, else cgroup2); `None` where
+/// there is none.
+pub fn own_memory_stat_file() -> Option<PathBuf> {
+    let m = mounts();
+    let (v1, v2) = own_paths();
+    let v1 = m.v1_memory.zip(v1).map(|(mnt, p)| join_cg(&mnt, &p));
+    let v2 = m.v2.zip(v2).map(|(mnt, p)| join_cg(&mnt, &p));
+    [v1, v2]
+        .into_iter()
+        .flatten()
+        .map(|d| d.join("memory.stat"))
+        .find(|f| f.exists())
+}
+
 fn join_cg(mount: &Path, path: &str) -> PathBuf {
     mount.join(path.trim_start_matches('/'))
 }

@@ -27,13 +27,35 @@ pub fn process_cpu_ns() -> Option<u64> {
 /// ended ones included) caused to be written to a block device, counted
 /// when pages are dirtied or written direct.
 pub fn device_write_bytes() -> Option<u64> {
-    parse_io_write_bytes(&std::fs::read_to_string("/proc/self/io").ok()?)
+    parse_io_field(
+        &std::fs::read_to_string("/proc/self/io").ok()?,
+        "write_bytes",
+    )
 }
 
-pub(crate) fn parse_io_write_bytes(text: &str) -> Option<u64> {
+/// `read_bytes` of `/proc/self/io`: bytes this process (every thread,
+/// ended ones included) had read from a block device, page-cache misses,
+/// readahead and O_DIRECT reads alike; page-cache hits add nothing.
+pub fn device_read_bytes() -> Option<u64> {
+    parse_io_field(
+        &std::fs::read_to_string("/proc/self/io").ok()?,
+        "read_bytes",
+    )
+}
+
+/// The value of `field` in `/proc/PID/io`'s text.
+pub(crate) fn parse_io_field(text: &str, field: &str) -> Option<u64> {
     text.lines()
-        .find_map(|l| l.strip_prefix("write_bytes:"))
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.trim().parse().ok())
+}
+
+/// Bytes of page cache charged to this process's memory cgroup now (with
+/// a memory limit, the file pages the database can keep cached there);
+/// `None` where the cgroup's statistics cannot be read.
+pub fn cgroup_page_cache_bytes() -> Option<u64> {
+    let stat = std::fs::read_to_string(crate::cgroup::own_memory_stat_file()?).ok()?;
+    Some(crate::metrics::parse_memory_stat(&stat).file)
 }
 
 /// Resets the process's peak resident set size (`VmHWM`) to its current
@@ -125,6 +147,7 @@ pub struct Probe {
     start: Instant,
     cpu_ns: Option<u64>,
     written: Option<u64>,
+    read: Option<u64>,
     peak_reset: bool,
     rss: Option<u64>,
     steal_ticks: Option<u64>,
@@ -136,6 +159,11 @@ pub struct Cost {
     pub seconds: f64,
     pub cpu_seconds: Option<f64>,
     pub device_write_bytes: Option<u64>,
+    /// Bytes the process read from the device over the phase.
+    pub device_read_bytes: Option<u64>,
+    /// Page cache charged to the process's memory cgroup at the phase's
+    /// end.
+    pub page_cache_bytes: Option<u64>,
     /// Peak resident set size since the probe started; `None` where the
     /// peak could not be reset.
     pub peak_rss_bytes: Option<u64>,
@@ -156,6 +184,7 @@ impl Probe {
             start: Instant::now(),
             cpu_ns: process_cpu_ns(),
             written: device_write_bytes(),
+            read: device_read_bytes(),
             peak_reset,
             rss: rss_bytes(),
             steal_ticks: crate::metrics::read_steal_ticks(),
@@ -175,6 +204,11 @@ impl Probe {
                 (Some(a), Some(b)) => Some(b.saturating_sub(a)),
                 _ => None,
             },
+            device_read_bytes: match (self.read, device_read_bytes()) {
+                (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+                _ => None,
+            },
+            page_cache_bytes: cgroup_page_cache_bytes(),
             peak_rss_bytes: if self.peak_reset {
                 peak_rss_bytes()
             } else {
@@ -204,8 +238,11 @@ mod tests {
     #[test]
     fn proc_files_parse() {
         let io = "rchar: 10\nwchar: 20\nsyscr: 1\nsyscw: 2\nread_bytes: 4096\nwrite_bytes: 8192\ncancelled_write_bytes: 0\n";
-        assert_eq!(parse_io_write_bytes(io), Some(8192));
-        assert_eq!(parse_io_write_bytes("rchar: 1\n"), None);
+        assert_eq!(parse_io_field(io, "write_bytes"), Some(8192));
+        assert_eq!(parse_io_field(io, "read_bytes"), Some(4096));
+        // A field whose name only begins another's is not it.
+        assert_eq!(parse_io_field(io, "write"), None);
+        assert_eq!(parse_io_field("rchar: 1\n", "write_bytes"), None);
         let status = "Name:\tx\nVmPeak:\t  100 kB\nVmHWM:\t    2048 kB\nVmRSS:\t 1024 kB\n";
         assert_eq!(status_kib(status, "VmHWM:"), Some(2048 * 1024));
         assert_eq!(status_kib(status, "VmRSS:"), Some(1024 * 1024));
@@ -233,6 +270,42 @@ mod tests {
             c.peak_rss_bytes.unwrap() >= c.start_rss_bytes.unwrap() / 2,
             "{c:?}"
         );
+    }
+
+    /// A file read after its pages left the page cache counts as device
+    /// reads; read again, cached, it adds nothing.
+    #[test]
+    fn a_probe_counts_the_device_reads_of_page_cache_misses() {
+        use std::io::Read;
+        use std::os::unix::io::AsRawFd;
+        // Beside the sources, on the machine's disk (/tmp may be tmpfs,
+        // which never reads a device).
+        let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, vec![7u8; 4 << 20]).unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        f.sync_all().unwrap();
+        // SAFETY: plain syscall on a descriptor we own.
+        let r = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        assert_eq!(r, 0);
+        let read_all = || {
+            let mut v = Vec::new();
+            std::fs::File::open(&path)
+                .unwrap()
+                .read_to_end(&mut v)
+                .unwrap();
+            assert_eq!(v.len(), 4 << 20);
+        };
+        let p = Probe::start();
+        read_all();
+        let cold = p.finish();
+        assert!(cold.device_read_bytes.unwrap() >= 4 << 20, "{cold:?}");
+        // The pages just read are charged to this process's cgroup.
+        assert!(cold.page_cache_bytes.unwrap() >= 4 << 20, "{cold:?}");
+        let p = Probe::start();
+        read_all();
+        let warm = p.finish();
+        assert!(warm.device_read_bytes.unwrap() < 1 << 20, "{warm:?}");
     }
 
     #[test]

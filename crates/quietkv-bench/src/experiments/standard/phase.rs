@@ -28,6 +28,12 @@ pub struct Phase {
     /// Bytes the process wrote to the device over the phase (flush and
     /// catch-up included, for write phases).
     pub device_write_bytes: Option<u64>,
+    /// Bytes read from the device over the phase, per operation: what the
+    /// operations missed in every cache (the engine's and the page cache).
+    pub device_read_bytes_per_op: Option<f64>,
+    /// Page cache held by the process's memory cgroup at the phase's end:
+    /// under a memory limit, what the engine's own memory left for it.
+    pub page_cache_bytes: Option<u64>,
     /// `device_write_bytes / user_write_bytes`, for the phases that write.
     pub write_amp: Option<f64>,
     /// The database's bytes on disk over its live user bytes, after a
@@ -82,6 +88,11 @@ impl Phase {
                 .map(|s| s * 1e6 / ops as f64),
             user_write_bytes,
             device_write_bytes: cost.device_write_bytes,
+            device_read_bytes_per_op: cost
+                .device_read_bytes
+                .filter(|_| ops > 0)
+                .map(|b| b as f64 / ops as f64),
+            page_cache_bytes: cost.page_cache_bytes,
             write_amp: cost
                 .device_write_bytes
                 .filter(|_| writes)
@@ -111,6 +122,8 @@ mod tests {
             seconds: 3.0,
             cpu_seconds: Some(2.0),
             device_write_bytes: Some(3000),
+            device_read_bytes: Some(8000),
+            page_cache_bytes: Some(5 << 20),
             peak_rss_bytes: Some(3 << 20),
             start_rss_bytes: Some(1 << 20),
             steal_ms_per_s: Some(12.0),
@@ -119,6 +132,8 @@ mod tests {
         assert_eq!(p.ops_s, 500.0);
         assert_eq!(p.cpu_us_per_op, Some(2000.0));
         assert_eq!(p.write_amp, Some(3.0));
+        assert_eq!(p.device_read_bytes_per_op, Some(8.0));
+        assert_eq!(p.page_cache_bytes, Some(5 << 20));
         assert_eq!(p.rss_growth_bytes, Some(2 << 20));
         assert_eq!(p.steal_ms_per_s, Some(12.0));
         assert!(p.p99_us.unwrap() >= 9.9);

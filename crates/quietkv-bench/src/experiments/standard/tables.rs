@@ -19,7 +19,7 @@ struct Figure {
     decimals: usize,
 }
 
-const FIGURES: [Figure; 12] = [
+const FIGURES: [Figure; 14] = [
     Figure {
         label: "ops/s",
         key: "ops_s",
@@ -57,6 +57,12 @@ const FIGURES: [Figure; 12] = [
         decimals: 2,
     },
     Figure {
+        label: "device reads KiB/op (what every cache missed)",
+        key: "device_read_kib_per_op",
+        get: |p| p.device_read_bytes_per_op.map(|b| b / 1024.0),
+        decimals: 2,
+    },
+    Figure {
         label: "L0 tables left after the catch-up (compaction left for later)",
         key: "l0_tables_after",
         get: |p| p.l0_tables_after.map(|n| n as f64),
@@ -78,6 +84,12 @@ const FIGURES: [Figure; 12] = [
         label: "memory added MiB (that peak less the RSS at its start)",
         key: "rss_growth_mib",
         get: |p| p.rss_growth_bytes.map(|b| b as f64 / (1 << 20) as f64),
+        decimals: 0,
+    },
+    Figure {
+        label: "page cache MiB in the process's memory cgroup at the end",
+        key: "page_cache_mib",
+        get: |p| p.page_cache_bytes.map(|b| b as f64 / (1 << 20) as f64),
         decimals: 0,
     },
     Figure {
@@ -238,6 +250,8 @@ mod tests {
             seconds: 1.0,
             cpu_seconds: Some(1.0),
             device_write_bytes: Some(2000),
+            device_read_bytes: Some(500),
+            page_cache_bytes: None,
             peak_rss_bytes: Some(100 << 20),
             start_rss_bytes: Some(60 << 20),
             steal_ms_per_s: None,
