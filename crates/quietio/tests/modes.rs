@@ -412,6 +412,48 @@ fn buffered_reads_attribute_hits_and_misses() {
     assert_eq!(after.read_ops - before.read_ops, 2);
 }
 
+/// A positional read that misses brings its own pages into the page cache
+/// and no readahead around them (buffered and fadvise alike); readahead
+/// comes only when asked for, and then covers the range asked.
+#[test]
+fn buffered_random_reads_read_no_more_than_asked_until_prefetch() {
+    let d = disk_dir();
+    let env = IoEnv::open(d.path(), IoOptions::default()).unwrap();
+    let p = d.path().join("random");
+    std::fs::write(&p, pattern(8 << 20, 9)).unwrap();
+    for mode in [AccessMode::Buffered, AccessMode::Fadvise] {
+        quietio::evict_file(&p).unwrap();
+        assert_eq!(quietio::residency(&p).unwrap().cached, 0);
+        let r = env
+            .open_random_with_mode(&p, IoClass::UserRead, mode)
+            .unwrap();
+        let (mut four, mut one) = (vec![0u8; 16384], vec![0u8; 4096]);
+        // At twenty places 400 KiB apart, four pages, then the page after
+        // them: pages cached just before a miss are what makes the kernel
+        // take a miss for part of a sequential stream and read ahead.
+        for i in 0..20u64 {
+            let at = i * (400 << 10) + 8192;
+            r.read_exact_at(at, &mut four).unwrap();
+            r.read_exact_at(at + 16384, &mut one).unwrap();
+        }
+        let cached = quietio::residency(&p).unwrap().cached;
+        assert!(
+            cached <= 100,
+            "{mode}: {cached} pages cached after reading 100"
+        );
+        // Asked for, a range is read ahead: all of it, and nothing else.
+        assert!(r.prefetch(1 << 20, 1 << 20), "{mode}");
+        let range = p.clone();
+        let in_range = || {
+            let f = std::fs::File::open(&range).unwrap();
+            quietio::sys::cachestat_range(std::os::fd::AsRawFd::as_raw_fd(&f), 1 << 20, 1 << 20)
+                .unwrap()
+                .cache
+        };
+        assert_eq!(in_range(), 256, "{mode}");
+    }
+}
+
 /// Counting hits costs a system call per read: off unless asked for.
 #[test]
 fn buffered_reads_are_not_attributed_by_default() {

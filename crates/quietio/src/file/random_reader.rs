@@ -18,9 +18,14 @@ use crate::sys;
 /// Buffered reads can attribute each read to a page-cache hit or miss:
 /// with `cachestat(2)` over the exact range where the kernel has it, else
 /// with `preadv2(RWF_NOWAIT)` first (success is a hit, EAGAIN a miss, and
-/// the read is then done normally). Fadvise mode marks the file random (no
-/// readahead) but drops nothing: pages of a randomly read file may be hot
-/// for someone else.
+/// the read is then done normally). Buffered and fadvise modes both mark
+/// the file random (`POSIX_FADV_RANDOM`: no kernel readahead), since a
+/// positional read that misses should bring in its own pages and no more:
+/// readahead around a point read fills the page cache with pages nobody
+/// asked for, pushing out pages that are hot. A caller reading neighbouring
+/// ranges asks for readahead itself ([`RandomReader::prefetch`]). Neither
+/// mode drops anything: pages of a randomly read file may be hot for
+/// someone else.
 pub struct RandomReader {
     file: File,
     path: PathBuf,
@@ -31,7 +36,8 @@ pub struct RandomReader {
 
 impl RandomReader {
     /// Opens `path` for positional reads in `cfg.mode`: direct opens it
-    /// O_DIRECT, fadvise turns readahead off (`POSIX_FADV_RANDOM`), mmap
+    /// O_DIRECT, buffered and fadvise turn readahead off
+    /// (`POSIX_FADV_RANDOM`, for this open file only), mmap
     /// maps the whole file (only for files nobody changes or shrinks while
     /// they are open, as table files are). Reads stop at the length the
     /// file has now. Fails with `Io` when the file cannot be opened, its
@@ -41,7 +47,9 @@ impl RandomReader {
         let fd = file.as_raw_fd();
         let mut map = None;
         match cfg.mode {
-            EffectiveMode::Fadvise => {
+            EffectiveMode::Buffered | EffectiveMode::Fadvise => {
+                // A failure leaves the default policy, which is still
+                // correct, only less frugal.
                 let _ = sys::fadvise(fd, 0, 0, libc::POSIX_FADV_RANDOM);
             }
             EffectiveMode::Mmap if len > 0 => {

@@ -18,7 +18,9 @@
 //!
 //! Reading paths:
 //! * [`TableReader::get`] / [`TableReader::iter`] read blocks positionally
-//!   through a [`RandomSource`] and the optional [`BlockCache`];
+//!   through a [`RandomSource`] and the optional [`BlockCache`]; an
+//!   iterator walking neighbouring blocks asks for readahead
+//!   (`scan_readahead`);
 //! * [`TableScanner`] streams data blocks through a [`SeqSource`] for
 //!   compaction and never touches the cache.
 //!
@@ -35,6 +37,7 @@ pub mod identity;
 mod mem_source;
 pub mod properties;
 pub mod reader;
+mod scan_readahead;
 pub mod scanner;
 pub mod source;
 pub mod user_reads;

@@ -15,6 +15,7 @@ use crate::table::filter::BloomFilter;
 use crate::table::format::{decode_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
 use crate::table::identity::ExpectedTable;
 use crate::table::properties::TableProperties;
+use crate::table::scan_readahead::ScanReadahead;
 use crate::table::source::RandomSource;
 use crate::table::user_reads::UserReadMarks;
 
@@ -405,14 +406,25 @@ impl TableReader {
     }
 
     /// Reads data block `idx` through the block cache (filling it), for a
-    /// user read or iterator.
-    fn read_data_block(&self, idx: usize) -> Result<Arc<Block>> {
+    /// user read or, with its readahead state, an iterator.
+    fn read_data_block(
+        &self,
+        idx: usize,
+        readahead: Option<&mut ScanReadahead>,
+    ) -> Result<Arc<Block>> {
         let handle = self.handle(idx)?;
         self.user_reads.mark(idx);
         if let Some(cache) = &self.cache {
             if let Some(b) = cache.get(self.table_id, handle.offset) {
                 return Ok(b);
             }
+        }
+        if let Some((offset, len)) =
+            readahead.and_then(|r| r.on_miss(handle.offset, handle.size, self.index.data_end()))
+        {
+            // Where reads bypass the page cache this does nothing, and the
+            // iterator reads block by block.
+            self.source.prefetch(offset, len);
         }
         self.load_block(handle, false)
     }
@@ -517,7 +529,7 @@ impl TableReader {
         while idx < self.index.len() {
             let offset = self.handle(idx)?.offset;
             let ctx = at(self.source.path(), offset);
-            let mut it = BlockIter::new(self.read_data_block(idx)?);
+            let mut it = BlockIter::new(self.read_data_block(idx, None)?);
             it.seek(target).map_err(&ctx)?;
             if it.valid() {
                 let p = parse_internal_key(it.key()).map_err(&ctx)?;
@@ -541,7 +553,7 @@ impl TableReader {
     /// An iterator over all entries, reading through the block cache.
     pub fn iter(self: &Arc<Self>) -> TableIterator {
         TableIterator {
-            inner: TwoLevel::new(Arc::clone(self), CachedFetch),
+            inner: TwoLevel::new(Arc::clone(self), CachedFetch::default()),
         }
     }
 }
@@ -551,11 +563,17 @@ pub(crate) trait BlockFetch {
     fn fetch(&mut self, table: &TableReader, idx: usize) -> Result<Arc<Block>>;
 }
 
-struct CachedFetch;
+/// Blocks through the block cache, with readahead when the iterator walks
+/// neighbouring blocks.
+#[derive(Default)]
+struct CachedFetch {
+    readahead: ScanReadahead,
+}
 
 impl BlockFetch for CachedFetch {
     fn fetch(&mut self, table: &TableReader, idx: usize) -> Result<Arc<Block>> {
-        table.read_data_block(idx)
+        self.readahead.note(idx);
+        table.read_data_block(idx, Some(&mut self.readahead))
     }
 }
 
