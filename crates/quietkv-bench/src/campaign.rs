@@ -117,8 +117,18 @@ pub fn in_worker(
     status: String,
     eta: &Eta,
 ) -> Result<RunResult, RunError> {
+    in_worker_as(runner, spec, status, eta)
+}
+
+/// [`in_worker`] for an experiment whose worker returns `T`.
+pub fn in_worker_as<T: serde::de::DeserializeOwned>(
+    runner: &mut Runner,
+    spec: WorkerSpec,
+    status: String,
+    eta: &Eta,
+) -> Result<T, RunError> {
     crate::progress::start_run(status, eta.seconds);
-    runner.run(spec).map_err(|e| {
+    runner.run_as(spec).map_err(|e| {
         if interrupted() {
             RunError::Other(INTERRUPTED.to_string())
         } else {

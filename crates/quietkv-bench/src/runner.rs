@@ -15,6 +15,9 @@
 //! registry to find the function of a run's experiment.
 
 use std::io::{BufRead, Read, Write};
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -23,8 +26,15 @@ use crate::cgroup::{cgroups_usable, interrupted, CpuacctCgroup, MemoryCgroup, Ps
 use crate::result::{RunResult, WorkerSpec};
 
 /// The function that performs one run of an experiment inside the worker
-/// process. `stop` is set when the run should end early.
-pub type WorkerFn = fn(&WorkerSpec, &AtomicBool) -> Result<RunResult, String>;
+/// process and returns its result as JSON (most experiments' is a
+/// [`RunResult`]; see [`reply`]). `stop` is set when the run should end
+/// early.
+pub type WorkerFn = fn(&WorkerSpec, &AtomicBool) -> Result<serde_json::Value, String>;
+
+/// A worker's result as the JSON its process prints for the parent.
+pub fn reply<T: Serialize>(result: Result<T, String>) -> Result<serde_json::Value, String> {
+    serde_json::to_value(result?).map_err(|e| format!("cannot encode the run's result: {e}"))
+}
 
 /// What the report says when process CPU times come from `/proc/PID/stat`.
 const RESCALED_CPU: &str = "the worker's CPU times come from /proc/PID/stat, which the kernel rescales, so a phase's user/system split can be wrong (a phase can even show 0 s of system time); the system-wide columns from /proc/stat are raw";
@@ -176,7 +186,12 @@ impl Runner {
 
     /// One run: drop caches, start the worker, confine it, hand it the spec,
     /// collect its result, remove the cgroups.
-    pub fn run(&mut self, mut spec: WorkerSpec) -> Result<RunResult, RunError> {
+    pub fn run(&mut self, spec: WorkerSpec) -> Result<RunResult, RunError> {
+        self.run_as(spec)
+    }
+
+    /// [`Runner::run`] for an experiment whose worker returns `T`.
+    pub fn run_as<T: DeserializeOwned>(&mut self, mut spec: WorkerSpec) -> Result<T, RunError> {
         if interrupted() {
             return Err(RunError::Other("interrupted".into()));
         }
@@ -323,8 +338,8 @@ pub fn worker_main_with(worker_fn: fn(&str) -> Option<WorkerFn>) -> ExitCode {
     };
     let stop = AtomicBool::new(false);
     match f(&spec, &stop) {
-        Ok(r) => {
-            reply(serde_json::to_value(&r).unwrap_or_default());
+        Ok(v) => {
+            reply(v);
             ExitCode::SUCCESS
         }
         Err(e) => {

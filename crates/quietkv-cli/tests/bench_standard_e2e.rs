@@ -48,6 +48,18 @@ fn tiny_standard(
     common::assert_no_cgroups_left(pid);
     let md = common::report_md(out);
     let j = common::report_json(out);
+    // Each run ran in a process of its own, none in the bench's.
+    let mut pids: Vec<u64> = j["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["process_id"].as_u64().unwrap())
+        .collect();
+    assert!(!pids.contains(&u64::from(pid)), "{pids:?}");
+    let runs = pids.len();
+    pids.sort_unstable();
+    pids.dedup();
+    assert_eq!(pids.len(), runs, "a process ran two runs");
     (md, j)
 }
 
@@ -120,6 +132,13 @@ fn check(md: &str, j: &serde_json::Value, modes: &[&str]) {
                     pos("side_writes");
                 }
                 pos("peak_rss_mib");
+                // Device reads may be none at this size (all cached), but
+                // the figure is there; so is the cgroup's page cache.
+                assert!(
+                    f["device_read_kib_per_op"]["median"].is_number(),
+                    "{name} {m}: {f}"
+                );
+                assert!(f["page_cache_mib"]["median"].is_number(), "{name} {m}: {f}");
                 assert!(f["rss_growth_mib"]["median"].is_number(), "{name} {m}: {f}");
             }
         }

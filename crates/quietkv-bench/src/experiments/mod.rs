@@ -12,7 +12,8 @@
 //!   configuration, generic over the engine, in this process;
 //! - [`standard`]: db_bench's workloads and YCSB's A-F on every engine
 //!   configuration (ops/s, latency percentiles, CPU per operation, write
-//!   and space amplification, peak memory), in this process;
+//!   and space amplification, peak memory, device reads), each run in a
+//!   worker process of its own;
 //! - [`modes`] and [`setup`]: what the experiments' parent sides share
 //!   (the modes a run compares; the scratch and output directories, the
 //!   machine, the clock).
@@ -27,7 +28,8 @@
 //! in the parent (like [`e0::prepare`]), run its modes with
 //! [`crate::campaign::run`] and [`crate::campaign::in_worker`], and build a
 //! [`crate::report::ExperimentReport`] from the runs; then add it to
-//! [`EXPERIMENTS`]. Runner, cgroups, report and plots need no change.
+//! [`EXPERIMENTS`] (its worker wrapped in [`runner::reply`]). Runner,
+//! cgroups, report and plots need no change.
 
 pub mod e0;
 pub mod e1_e3;
@@ -39,9 +41,11 @@ pub mod standard;
 pub mod throughput;
 
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
 
 use crate::args::BenchArgs;
 use crate::cgroup::install_interrupt_handler;
+use crate::result::WorkerSpec;
 use crate::runner::{self, WorkerFn};
 
 /// What `quietkv bench` runs without `--experiment`: E1 at quick scale,
@@ -78,22 +82,22 @@ pub static EXPERIMENTS: [Experiment; 8] = [
     Experiment {
         id: "E0",
         parent: Parent::Alone(e0::run),
-        worker: Some(e0::worker),
+        worker: Some(e0_worker),
     },
     Experiment {
         id: "E1",
         parent: Parent::EngineSuite,
-        worker: Some(e1_e3::worker),
+        worker: Some(engine_suite_worker),
     },
     Experiment {
         id: "E2",
         parent: Parent::EngineSuite,
-        worker: Some(e1_e3::worker),
+        worker: Some(engine_suite_worker),
     },
     Experiment {
         id: "E3",
         parent: Parent::EngineSuite,
-        worker: Some(e1_e3::worker),
+        worker: Some(engine_suite_worker),
     },
     Experiment {
         id: "E4",
@@ -103,7 +107,7 @@ pub static EXPERIMENTS: [Experiment; 8] = [
     Experiment {
         id: "E5",
         parent: Parent::Alone(e5::run),
-        worker: Some(e5::worker),
+        worker: Some(e5_worker),
     },
     Experiment {
         id: "THROUGHPUT",
@@ -113,9 +117,25 @@ pub static EXPERIMENTS: [Experiment; 8] = [
     Experiment {
         id: "STANDARD",
         parent: Parent::Alone(standard::run),
-        worker: None,
+        worker: Some(standard_worker),
     },
 ];
+
+fn e0_worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<serde_json::Value, String> {
+    runner::reply(e0::worker(spec, stop))
+}
+
+fn engine_suite_worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<serde_json::Value, String> {
+    runner::reply(e1_e3::worker(spec, stop))
+}
+
+fn e5_worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<serde_json::Value, String> {
+    runner::reply(e5::worker(spec, stop))
+}
+
+fn standard_worker(spec: &WorkerSpec, stop: &AtomicBool) -> Result<serde_json::Value, String> {
+    runner::reply(standard::worker(spec, stop))
+}
 
 /// The experiment of `id` (upper-case), if there is one.
 pub fn find(id: &str) -> Option<&'static Experiment> {
@@ -206,10 +226,10 @@ mod tests {
 
     #[test]
     fn the_registry_knows_which_experiments_run_in_a_worker() {
-        for id in ["E0", "E1", "E2", "E3", "E5"] {
+        for id in ["E0", "E1", "E2", "E3", "E5", "STANDARD"] {
             assert!(worker_fn(id).is_some(), "{id}");
         }
-        for id in ["E4", "THROUGHPUT", "STANDARD", "E9", "e1"] {
+        for id in ["E4", "THROUGHPUT", "E9", "e1"] {
             assert!(worker_fn(id).is_none(), "{id}");
         }
         assert!(matches!(find("E2").unwrap().parent, Parent::EngineSuite));

@@ -1,16 +1,18 @@
 //! The standard experiment: db_bench's workloads (fillseq, fillrandom,
 //! overwrite, readrandom with 1, 2 and 8 threads, readmissing, seekrandom,
 //! readseq, readreverse, readwhilewriting) and YCSB's core workloads A-F,
-//! on every engine configuration, interleaved and repeated, in this
-//! process: it measures the engines, not the page cache (no cgroup).
+//! on every engine configuration, interleaved and repeated, each run in a
+//! worker process of its own (at full scale in a memory cgroup, so that the
+//! database is several times the page cache it gets).
 //!
 //! - [`keygen`]: the keys the workloads ask for (present and absent keys,
 //!   zipfian, scrambled, latest) and YCSB's mixes;
-//! - [`measure`]: CPU, device writes, peak memory, bytes on disk and
-//!   latency histograms around a phase;
+//! - [`measure`]: CPU, device reads and writes, peak memory, page cache,
+//!   bytes on disk and latency histograms around a phase;
 //! - [`phase`]: one workload's figures in one run;
 //! - [`dbbench`] and [`ycsb`]: the workloads;
-//! - [`one_run`]: one run of a configuration, every workload in order;
+//! - [`one_run`]: one run of a configuration, every workload in order, and
+//!   the worker process's side of it;
 //! - [`tables`]: the report's tables and JSON;
 //! - [`parent`]: `--experiment standard`: scale, campaign and report.
 
@@ -23,6 +25,7 @@ pub mod phase;
 pub mod tables;
 pub mod ycsb;
 
+pub use self::one_run::worker;
 pub use self::parent::run;
 
 /// Every workload, in the order a run does them.

@@ -1,19 +1,24 @@
-//! One run of the standard experiment for one engine configuration, in
-//! this process: db_bench's workloads in db_bench's order (fillseq on a
-//! database of its own; fillrandom, overwrite, a full compaction, then the
-//! reads on a second one), then YCSB's load and workloads on a third.
+//! One run of the standard experiment for one engine configuration:
+//! db_bench's workloads in db_bench's order (fillseq on a database of its
+//! own; fillrandom, overwrite, a full compaction, then the reads on a
+//! second one), then YCSB's load and workloads on a third. The bench runs
+//! each run in a worker process of its own ([`worker`]), so that no run
+//! inherits what another left in the allocator, and everything a run's
+//! process allocates is charged to the run's memory cgroup.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use std::sync::atomic::AtomicBool;
+
+use serde::{Deserialize, Serialize};
 
 use super::dbbench::{self, Shape};
 use super::keygen::{Workload, YCSB_KEY_SPAN};
 use super::phase::Phase;
 use super::ycsb::{self, YcsbState};
-use crate::cgroup::MemoryCgroup;
-use crate::engines::{BenchEngine, Tuning};
+use crate::engines::{dispatch, BenchEngine, Tuning};
+use crate::result::WorkerSpec;
 
 /// db_bench's memtable (`--write_buffer_size`), every engine's.
 pub const MEMTABLE_BYTES: usize = 64 << 20;
@@ -21,7 +26,7 @@ pub const MEMTABLE_BYTES: usize = 64 << 20;
 pub const BLOCK_CACHE_BYTES: usize = 32 << 20;
 
 /// What every run of a section does.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Params {
     pub keys: u64,
     pub value_size: usize,
@@ -29,17 +34,20 @@ pub struct Params {
     pub phase_seconds: f64,
     /// YCSB records (0: no YCSB workloads).
     pub ycsb_records: u64,
-    /// The memory cgroup limit this process runs each run in (page cache
-    /// and its own memory together); `None` runs it unlimited.
+    /// The memory cgroup limit each run's process is in (page cache and
+    /// its own memory together), for the report: the bench's runner puts
+    /// the worker there; `None` runs it unlimited.
     pub memory_limit_bytes: Option<u64>,
     pub dir: PathBuf,
 }
 
 /// What one run measured (report.json's `runs`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Run {
     pub mode: String,
     pub repeat: u32,
+    /// The process the run ran in: each run has its own.
+    pub process_id: u32,
     pub value_size: usize,
     pub keys: u64,
     /// Seconds of the full compaction (and the wait after it) before the
@@ -109,16 +117,6 @@ pub fn run_one<E: BenchEngine>(
     // db_bench's present keys are the even numbers below 2 x keys, its
     // absent ones the odd numbers between them.
     let dbbench_span = 2 * p.keys;
-    // The whole process in a memory cgroup for the run: the page cache it
-    // gets is the limit less its own memory. Left (and removed) on drop.
-    let _cgroup = match p.memory_limit_bytes {
-        Some(limit) => {
-            let mut cg = MemoryCgroup::create(limit)?;
-            cg.add_pid(std::process::id())?;
-            Some(cg)
-        }
-        None => None,
-    };
     let mut phases = Vec::new();
 
     tag(&format!("fillseq {} keys", p.keys));
@@ -175,10 +173,32 @@ pub fn run_one<E: BenchEngine>(
     Ok(Run {
         mode: mode.to_string(),
         repeat,
+        process_id: std::process::id(),
         value_size: p.value_size,
         keys: p.keys,
         compact_seconds,
         phases,
+    })
+}
+
+/// What the worker process of one run is handed (`WorkerSpec::params`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunParams {
+    pub params: Params,
+    /// The round's seed, the same for every configuration of a round.
+    pub seed: u64,
+    /// 0-based, as the report numbers runs.
+    pub repeat: u32,
+}
+
+/// The worker side of one run: [`run_one`] for the engine of `spec.mode`,
+/// in the process (and memory cgroup) the bench's runner started for it.
+pub fn worker(spec: &WorkerSpec, _stop: &AtomicBool) -> Result<Run, String> {
+    let rp: RunParams = serde_json::from_value(spec.params.clone())
+        .map_err(|e| format!("bad standard run parameters: {e}"))?;
+    let progress = |msg: &str| crate::progress_line!("[standard] {msg}");
+    dispatch!(&spec.mode, |c: E| {
+        run_one::<E>(&rp.params, c, &spec.name, rp.repeat, rp.seed, &progress)
     })
 }
 
@@ -203,6 +223,7 @@ mod tests {
         let r = run_one::<QuietkvEngine>(&p, &c, "auto", 0, 1, &|_| {}).unwrap();
         let names: Vec<&str> = r.phases.iter().map(|p| p.workload.as_str()).collect();
         assert_eq!(names, super::super::WORKLOADS);
+        assert_eq!(r.process_id, std::process::id());
         for ph in &r.phases {
             assert!(ph.ops > 0 && ph.ops_s > 0.0, "{ph:?}");
             assert!(ph.cpu_us_per_op.unwrap() > 0.0, "{ph:?}");

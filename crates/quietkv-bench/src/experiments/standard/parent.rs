@@ -2,7 +2,7 @@
 //! (every built engine unless `--engines` or `--modes` says otherwise),
 //! one campaign per value size, and report.md / report.json.
 
-use super::one_run::{run_one, Params, Run, BLOCK_CACHE_BYTES, MEMTABLE_BYTES};
+use super::one_run::{Params, Run, RunParams, BLOCK_CACHE_BYTES, MEMTABLE_BYTES};
 use super::tables::{section_json, section_markdown};
 use super::ycsb::RECORD_BYTES;
 use crate::args::BenchArgs;
@@ -14,6 +14,9 @@ use crate::experiments::modes::{describe_modes, engine_modes, report_names};
 use crate::experiments::setup::{machine, out_dir, Scratch};
 use crate::keys::KEY_SIZE;
 use crate::report::write_plain_report;
+use crate::result::{CommonParams, WorkerSpec};
+use crate::runner::{Runner, RunnerOptions};
+use crate::sampler::SamplerConfig;
 
 /// The sizes of `--scale`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -116,8 +119,38 @@ fn settings_text(modes: &[EngineMode]) -> String {
     )
 }
 
-const FIGURES_TEXT: &str = "Figures per workload: ops/s over the operations alone; latency per operation (HdrHistogram, every thread's merged); CPU per operation = the process's CPU time over the whole phase (`CLOCK_PROCESS_CPUTIME_ID`: the scheduler's exact runtime of every thread, the engine's background threads included, flush and catch-up of write phases included) over the operations; write amplification = bytes the process wrote to the device (`/proc/self/io` `write_bytes`, from the first write to the end of the flush and compaction catch-up) over keys x (key + value) written; space amplification = the database directory's allocated bytes after the fill and its catch-up over keys x (key + value); space amplification counts every allocated file, WAL files kept for reuse or preallocated included; peak memory = `VmHWM` of the whole process (engine and benchmark), reset at the start of each workload through `/proc/self/clear_refs`, so the peak resident set during that workload, which includes what earlier runs left in the allocator; memory added = that peak less the resident set at the workload's start (`VmRSS`). Device reads per operation = bytes the process read from the device over the phase (`/proc/self/io` `read_bytes`: page-cache misses, readahead and O_DIRECT reads) over the operations; page cache = the file pages charged to the process's memory cgroup at the phase's end (`memory.stat` `total_cache` or `file`): under a memory limit, what the engine's own memory left for the database's pages. \
-Protocol: one run per configuration and round, in this process (it measures the engines, not the page cache: page cache not dropped; at quick scale no cgroup and the database fits in memory; at full scale, or with --memory-limit, the process runs each run in a memory cgroup so that the database is several times the page cache it gets), configurations interleaved and the order rotated each round; each run does every workload in order on its own databases: fillseq on one, fillrandom, overwrite, then a full compaction and a wait until idle (every engine reads the same shape: one sorted run), then the reads on a second, YCSB on a third. The same seeded requests for every configuration of a round. Columns: median (min..max) over the repeats; the ratio columns divide quietkv's median by the peer's (above 1: quietkv higher, which is better for ops/s and worse for the other figures).";
+const FIGURES_TEXT: &str = "Figures per workload: ops/s over the operations alone; latency per operation (HdrHistogram, every thread's merged); CPU per operation = the process's CPU time over the whole phase (`CLOCK_PROCESS_CPUTIME_ID`: the scheduler's exact runtime of every thread, the engine's background threads included, flush and catch-up of write phases included) over the operations; write amplification = bytes the process wrote to the device (`/proc/self/io` `write_bytes`, from the first write to the end of the flush and compaction catch-up) over keys x (key + value) written; space amplification = the database directory's allocated bytes after the fill and its catch-up over keys x (key + value); space amplification counts every allocated file, WAL files kept for reuse or preallocated included; peak memory = `VmHWM` of the whole process (engine and benchmark), reset at the start of each workload through `/proc/self/clear_refs`, so the peak resident set during that workload, which includes what the run's earlier workloads left in the allocator; memory added = that peak less the resident set at the workload's start (`VmRSS`). Device reads per operation = bytes the process read from the device over the phase (`/proc/self/io` `read_bytes`: page-cache misses, readahead and O_DIRECT reads) over the operations; page cache = the file pages charged to the process's memory cgroup at the phase's end (`memory.stat` `total_cache` or `file`): under a memory limit, what the engine's own memory left for the database's pages. \
+Protocol: one run per configuration and round, each in a worker process of its own, so that no run inherits what another left in the allocator (page cache not dropped between runs: each run writes its own databases; at quick scale no cgroup and the database fits in memory; at full scale, or with --memory-limit, the worker is placed in a fresh memory cgroup before it starts, so that everything it allocates is charged there and the database is several times the page cache it gets), configurations interleaved and the order rotated each round; each run does every workload in order on its own databases: fillseq on one, fillrandom, overwrite, then a full compaction and a wait until idle (every engine reads the same shape: one sorted run), then the reads on a second, YCSB on a third. The same seeded requests for every configuration of a round. Columns: median (min..max) over the repeats; the ratio columns divide quietkv's median by the peer's (above 1: quietkv higher, which is better for ops/s and worse for the other figures).";
+
+/// The worker spec of one run of `mode` (named `name` in the report).
+fn worker_spec(
+    mode: &EngineMode,
+    name: &str,
+    repeat: u32,
+    repeats: u32,
+    run: &RunParams,
+) -> Result<WorkerSpec, String> {
+    Ok(WorkerSpec {
+        experiment: "STANDARD".into(),
+        mode: mode.clone(),
+        name: name.to_string(),
+        repeat,
+        repeats,
+        dir: run.params.dir.clone(),
+        // The open-loop readers' parameters of the other experiments; the
+        // standard workloads' own are in `params`.
+        common: CommonParams {
+            read_rate: 0.0,
+            reader_threads: 0,
+            warmup_s: 0.0,
+            baseline_s: 0.0,
+            duration_s: run.params.phase_seconds,
+            memory_limit_bytes: run.params.memory_limit_bytes,
+        },
+        params: serde_json::to_value(run).map_err(|e| e.to_string())?,
+        sampler: SamplerConfig::default(),
+    })
+}
 
 /// `quietkv bench --experiment standard`.
 pub fn run(args: &BenchArgs) -> Result<(), String> {
@@ -156,7 +189,15 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     crate::experiments::modes::check_modes(&scratch.0, &modes)?;
     let out = out_dir(args)?;
     let names = report_names(&modes);
-    let progress = |msg: &str| crate::progress_line!("[standard] {msg}");
+    // Each run in a worker process of its own, placed in a fresh memory
+    // cgroup (at the limit) before it starts: no run inherits what another
+    // left in the allocator, and whatever a run allocates is charged to its
+    // own limit. The page cache is not dropped between runs: each run
+    // writes its own databases.
+    let mut runner = Runner::new(RunnerOptions {
+        memory_limit: memory_limit_bytes,
+        drop_caches: false,
+    });
     let mut eta = Eta {
         seconds: 0.0,
         runs: modes.len() as u32 * args.repeats * sizes.len() as u32,
@@ -178,15 +219,18 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             dir: scratch.0.clone(),
         };
         let mut runs: Vec<Run> = Vec::new();
-        campaign::run(modes.len(), args.repeats, 0.0, &mut eta, |slot, _| {
+        campaign::run(modes.len(), args.repeats, 0.0, &mut eta, |slot, eta| {
             let mi = slot.mode;
             let name = &names[mi];
-            // The same requests for every configuration of a round.
-            let seed = 0x5EED_0000 + u64::from(slot.repeat);
-            let r = slot.repeat - 1;
-            runs.push(dispatch!(&modes[mi], |c: E| {
-                run_one::<E>(&params, c, name, r, seed, &progress)
-            })?);
+            let run = RunParams {
+                params: params.clone(),
+                // The same requests for every configuration of a round.
+                seed: 0x5EED_0000 + u64::from(slot.repeat),
+                repeat: slot.repeat - 1,
+            };
+            let spec = worker_spec(&modes[mi], name, slot.repeat, args.repeats, &run)?;
+            let status = format!("[standard] {name} #{}", slot.repeat - 1);
+            runs.push(campaign::in_worker_as(&mut runner, spec, status, eta)?);
             Ok(Filed::Counted)
         })?;
         sections.push((params, runs));

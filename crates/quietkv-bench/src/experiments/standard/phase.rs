@@ -1,12 +1,12 @@
 //! One workload's figures in one run ([`Phase`], report.json's `phases`)
 //! and how they are made from what was counted.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::measure::{Cost, Latencies};
 
 /// The figures of one workload in one run.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Phase {
     /// db_bench's or YCSB's name (`fillrandom`, `readrandom-8`, `ycsb-a`).
     pub workload: String,

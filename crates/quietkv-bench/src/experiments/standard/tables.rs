@@ -261,6 +261,7 @@ mod tests {
         let read = Phase::new("readseq", ops_s as u64, 1.0, None, &cost, 0);
         Run {
             mode: mode.into(),
+            process_id: 1,
             repeat,
             value_size: 100,
             keys: 10,
