@@ -1,0 +1,8 @@
+#!/bin/bash
+# The standard workloads at full scale (16,000,000 keys x 100 B, a 1 GiB memory cgroup per run, 15 s per read phase and YCSB workload), quietkv's defaults against RocksDB and fjall buffered, 3 interleaved rounds.
+set -u
+BIN=${BIN:-quietkv}; OUT=${OUT:-.}
+echo "start $(date -u +%T)" >> "$OUT/times.txt"
+"$BIN" bench --experiment standard --scale full --engines quietkv,rocksdb,fjall --modes quietkv:auto,rocksdb:buffered,fjall:buffered \
+  --value-size 100 --duration 15 --repeats 3 --dir /work/bench-scratch/standard-full --out "$OUT" > "$OUT/bench.log" 2>&1
+echo "rc=$? end $(date -u +%T)" >> "$OUT/times.txt"
