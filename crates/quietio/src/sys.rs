@@ -436,6 +436,77 @@ fn map_shared(fd: RawFd, len: u64, prot: libc::c_int) -> io::Result<(*mut libc::
     Ok((ptr, len))
 }
 
+/// Private anonymous memory mapped straight from the kernel and unmapped
+/// on drop: memory that leaves the process the moment its owner is done
+/// with it, whatever the allocator's policy for keeping freed blocks.
+#[derive(Debug)]
+pub struct AnonymousMap {
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is owned by this value alone, like a `Vec<u8>`'s
+// buffer; the raw pointer is not tied to the thread that created it.
+unsafe impl Send for AnonymousMap {}
+// SAFETY: `&AnonymousMap` hands out only the pointer; what the owner does
+// through it is the owner's to synchronize.
+unsafe impl Sync for AnonymousMap {}
+
+impl AnonymousMap {
+    /// `len` bytes (`len > 0`) of zeroed, readable and writable memory,
+    /// page-aligned, with every page faulted in now (`MAP_POPULATE`: one
+    /// call instead of a fault per page for memory about to be filled).
+    pub fn populated(len: usize) -> io::Result<AnonymousMap> {
+        if len == 0 {
+            return Err(io::Error::from(io::ErrorKind::InvalidInput));
+        }
+        // SAFETY: a fresh anonymous mapping aliases nothing; the result is
+        // checked against MAP_FAILED before use.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let ptr = std::ptr::NonNull::new(p.cast::<u8>())
+            .ok_or_else(|| io::Error::from(io::ErrorKind::AddrNotAvailable))?;
+        Ok(AnonymousMap { ptr, len })
+    }
+
+    /// The first byte; `len()` bytes from it are the mapping's.
+    pub fn as_ptr(&self) -> std::ptr::NonNull<u8> {
+        self.ptr
+    }
+
+    /// Bytes mapped.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Never: a mapping has at least one byte.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Drop for AnonymousMap {
+    fn drop(&mut self) {
+        // SAFETY: the mapping `populated` made, of exactly `len` bytes,
+        // unmapped once. A failure would leave the memory mapped, which a
+        // destructor cannot act on.
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        }
+    }
+}
+
 /// A read-only, shared memory mapping of a whole file, unmapped on drop.
 ///
 /// Only for files nobody writes, truncates or replaces in place while they

@@ -5,9 +5,20 @@
 //! This makes an insert into the memtable one pointer bump instead of
 //! several `malloc` calls, and dropping a flushed memtable a handful of
 //! `free` calls instead of one per entry.
+//!
+//! Chunks of [`MAPPED_CHUNK`] or more are mapped from the kernel directly
+//! and unmapped when the arena is dropped, so a flushed memtable's memory
+//! leaves the process at once. Through the system allocator it would not:
+//! glibc raises its threshold for mapping a block to the size of the
+//! first mapped block freed, so later chunks come from its heaps and,
+//! freed, stay resident there for reuse. Every memtable the process ever
+//! had in memory at once then stays resident, and under a memory limit
+//! that is memory the page cache does not get.
 
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::ptr::NonNull;
+
+use quietio::sys::AnonymousMap;
 
 /// Every allocation is aligned to this: the skiplist nodes start with
 /// pointer-sized atomics.
@@ -19,10 +30,20 @@ pub(super) const ALIGN: usize = 8;
 /// small without reserving much unused memory at the end.
 const FIRST_CHUNK: usize = 64 << 10;
 const MAX_CHUNK: usize = 4 << 20;
+/// Chunks this large or larger are mapped and unmapped directly.
+const MAPPED_CHUNK: usize = 1 << 20;
+
+/// Where a chunk came from, and so how it is given back.
+enum Chunk {
+    /// The system allocator, with this layout.
+    Heap(NonNull<u8>, Layout),
+    /// A mapping of its own, unmapped when dropped.
+    Mapped(AnonymousMap),
+}
 
 pub(super) struct Arena {
     /// Every chunk ever allocated, to free on drop.
-    chunks: Vec<(NonNull<u8>, Layout)>,
+    chunks: Vec<Chunk>,
     /// Next free byte of the current chunk and the end of that chunk.
     /// Both are null before the first allocation.
     cur: *mut u8,
@@ -89,6 +110,16 @@ impl Arena {
     }
 
     fn new_chunk(&mut self, size: usize) -> NonNull<u8> {
+        if size >= MAPPED_CHUNK {
+            if let Ok(m) = AnonymousMap::populated(size) {
+                // Page-aligned, so ALIGN-aligned.
+                let p = m.as_ptr();
+                self.chunks.push(Chunk::Mapped(m));
+                return p;
+            }
+            // Refused (address space or a mapping limit): the allocator
+            // may still find the memory.
+        }
         let layout = Layout::from_size_align(size, ALIGN)
             .expect("a memtable chunk size fits the address space");
         // SAFETY: `layout` has a non-zero size (`allocate` asks for at least
@@ -97,17 +128,36 @@ impl Arena {
         let Some(p) = NonNull::new(p) else {
             handle_alloc_error(layout)
         };
-        self.chunks.push((p, layout));
+        self.chunks.push(Chunk::Heap(p, layout));
         p
+    }
+
+    /// Bytes of the chunks mapped directly (given back to the kernel on
+    /// drop).
+    #[cfg(test)]
+    fn mapped_bytes(&self) -> usize {
+        self.chunks
+            .iter()
+            .map(|c| match c {
+                Chunk::Mapped(m) => m.len(),
+                Chunk::Heap(..) => 0,
+            })
+            .sum()
     }
 }
 
 impl Drop for Arena {
     fn drop(&mut self) {
-        for (p, layout) in self.chunks.drain(..) {
-            // SAFETY: each chunk was allocated by `new_chunk` with exactly
-            // this layout and is freed once (drain removes it from the list).
-            unsafe { dealloc(p.as_ptr(), layout) };
+        for chunk in self.chunks.drain(..) {
+            match chunk {
+                // SAFETY: each chunk was allocated by `new_chunk` with exactly
+                // this layout and is freed once (drain removes it from the
+                // list).
+                Chunk::Heap(p, layout) => unsafe { dealloc(p.as_ptr(), layout) },
+                // Unmapped as it drops; nothing borrows from the arena any
+                // more.
+                Chunk::Mapped(m) => drop(m),
+            }
         }
     }
 }
@@ -138,5 +188,35 @@ mod tests {
             .map(|s| s.next_multiple_of(ALIGN))
             .sum();
         assert_eq!(a.used(), want);
+    }
+
+    /// A memtable's worth of entries lands mostly in mapped chunks: the
+    /// small first chunks come from the allocator, every chunk from
+    /// [`MAPPED_CHUNK`] up (and an entry that large) is mapped.
+    #[test]
+    fn large_chunks_are_mapped_and_small_ones_are_not() {
+        let mut a = Arena::new();
+        for _ in 0..(16 << 20) / 128 {
+            let p = a.allocate(128);
+            // SAFETY: 128 writable bytes from `allocate`.
+            unsafe { std::ptr::write_bytes(p.as_ptr(), 1, 128) };
+        }
+        let mapped = a.mapped_bytes();
+        assert!(mapped >= 15 << 20, "{mapped} of 16 MiB mapped");
+        let small = Arena::new().mapped_bytes();
+        assert_eq!(small, 0);
+        let mut b = Arena::new();
+        b.allocate(100);
+        assert_eq!(
+            b.mapped_bytes(),
+            0,
+            "a 64 KiB first chunk is the allocator's"
+        );
+        b.allocate(3 << 20);
+        assert_eq!(
+            b.mapped_bytes(),
+            3 << 20,
+            "a large entry's own chunk is mapped"
+        );
     }
 }
