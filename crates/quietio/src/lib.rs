@@ -99,8 +99,7 @@
 //!
 //! # Other tools
 //!
-//! [`memory_limit`] reads the cgroup memory limit and [`memory_room`] what
-//! is left of it before the kernel must evict something; [`measure_device`]
+//! [`memory_limit`] reads the cgroup memory limit; [`measure_device`]
 //! measures the raw O_DIRECT speed of the device under a directory.
 //!
 //! Every name above is reached from the crate root. Two modules stay
@@ -134,9 +133,7 @@ pub use device::{measure_device, DeviceSpeed};
 pub use env::{sync_dir, IoEnv, IoOptions, MAX_IO_DEPTH};
 pub use error::{Error, ErrorKind, Result};
 pub use file::{FileConfig, MmapWriter, PositionalFile, RandomReader, SeqReader, SeqWriter};
-pub use memlimit::{
-    memory_limit, memory_limit_from, memory_room, memory_room_from, usable_memory, MemoryLimit,
-};
+pub use memlimit::{memory_limit, memory_limit_from, usable_memory, MemoryLimit};
 pub use probe::{
     known_bad_direct_writes, probe, probe_read_only, probe_uncached, Capabilities, DirectCaps,
     DontCacheCaps, FallocateCaps,

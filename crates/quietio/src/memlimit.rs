@@ -123,89 +123,34 @@ pub(crate) fn parse_limit(text: &str) -> Option<u64> {
     t.parse::<u64>().ok().filter(|&v| v < UNLIMITED_FLOOR)
 }
 
-/// Every cgroup directory, from ours up to each hierarchy's root, that
-/// sets a memory limit, with the limit and whether it is a v2 one.
-fn limited_dirs(proc_cgroup: &str, mountinfo: &str) -> Vec<(PathBuf, bool, u64)> {
+/// The memory limit given the text of `/proc/self/cgroup` and
+/// `/proc/self/mountinfo`, reading the limit files they point at.
+pub fn memory_limit_from(proc_cgroup: &str, mountinfo: &str) -> Option<MemoryLimit> {
     let mounts = parse_mountinfo(mountinfo);
-    let mut out = Vec::new();
+    let mut best: Option<MemoryLimit> = None;
     for m in parse_proc_cgroup(proc_cgroup) {
         let Some(mount) = mounts.iter().find(|x| x.v2 == m.v2) else {
             continue;
         };
+        let file = if m.v2 {
+            "memory.max"
+        } else {
+            "memory.limit_in_bytes"
+        };
         for dir in cgroup_dirs(mount, &m.path) {
-            let Some(bytes) = std::fs::read_to_string(dir.join(limit_file(m.v2)))
+            let f = dir.join(file);
+            let Some(bytes) = std::fs::read_to_string(&f)
                 .ok()
                 .and_then(|t| parse_limit(&t))
             else {
                 continue;
             };
-            out.push((dir, m.v2, bytes));
+            if best.as_ref().is_none_or(|b| bytes < b.bytes) {
+                best = Some(MemoryLimit { bytes, file: f });
+            }
         }
     }
-    out
-}
-
-fn limit_file(v2: bool) -> &'static str {
-    if v2 {
-        "memory.max"
-    } else {
-        "memory.limit_in_bytes"
-    }
-}
-
-fn usage_file(v2: bool) -> &'static str {
-    if v2 {
-        "memory.current"
-    } else {
-        "memory.usage_in_bytes"
-    }
-}
-
-/// The memory limit given the text of `/proc/self/cgroup` and
-/// `/proc/self/mountinfo`, reading the limit files they point at.
-pub fn memory_limit_from(proc_cgroup: &str, mountinfo: &str) -> Option<MemoryLimit> {
-    limited_dirs(proc_cgroup, mountinfo)
-        .into_iter()
-        .min_by_key(|(_, _, bytes)| *bytes)
-        .map(|(dir, v2, bytes)| MemoryLimit {
-            bytes,
-            file: dir.join(limit_file(v2)),
-        })
-}
-
-/// The memory this process can still take before the kernel must evict
-/// something to make room, given the text of `/proc/self/cgroup`,
-/// `/proc/self/mountinfo` and `/proc/meminfo`: under a limit, the least
-/// room (limit minus usage, page cache included) of any cgroup that sets
-/// one; without one, the machine's free memory (`MemFree`: memory that
-/// holds nothing, not the page cache `MemAvailable` counts in).
-pub fn memory_room_from(proc_cgroup: &str, mountinfo: &str, meminfo: &str) -> Option<u64> {
-    let limited = limited_dirs(proc_cgroup, mountinfo);
-    if limited.is_empty() {
-        return meminfo
-            .lines()
-            .find_map(|l| l.strip_prefix("MemFree:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .map(|kib| kib.saturating_mul(1024));
-    }
-    limited
-        .iter()
-        .filter_map(|(dir, v2, limit)| {
-            let usage = std::fs::read_to_string(dir.join(usage_file(*v2))).ok()?;
-            Some(limit.saturating_sub(usage.trim().parse().ok()?))
-        })
-        .min()
-}
-
-/// The memory this process can still take without the kernel evicting
-/// anything (see [`memory_room_from`]); `None` when it cannot be read.
-pub fn memory_room() -> Option<u64> {
-    let read = |p: &str| std::fs::read_to_string(Path::new(p)).unwrap_or_default();
-    memory_room_from(
-        &read("/proc/self/cgroup"),
-        &read("/proc/self/mountinfo"),
-        &read("/proc/meminfo"),
-    )
+    best
 }
 
 /// The memory limit of this process's cgroup, if any: `None` when neither
@@ -315,49 +260,6 @@ mod tests {
         assert_eq!(
             memory_limit_from(HYBRID_CGROUP, &mi).unwrap().bytes,
             2 << 30
-        );
-    }
-
-    #[test]
-    fn room_is_the_least_limit_minus_usage_or_the_free_memory() {
-        let t = tempfile::tempdir().unwrap();
-        let (v1, v2) = (t.path().join("v1"), t.path().join("v2"));
-        std::fs::create_dir_all(v1.join("jobs/a")).unwrap();
-        std::fs::create_dir_all(&v2).unwrap();
-        let mi = mountinfo(&v1, &v2);
-        let meminfo = "MemTotal:       24000000 kB\nMemFree:         1000000 kB\n\
-                       MemAvailable:   20000000 kB\n";
-        // No limit anywhere: the machine's free memory, not what is
-        // available by evicting the page cache.
-        assert_eq!(
-            memory_room_from(HYBRID_CGROUP, &mi, meminfo),
-            Some(1_024_000_000)
-        );
-        assert_eq!(memory_room_from(HYBRID_CGROUP, &mi, ""), None);
-        // A 1 GiB limit with 600 MiB used leaves 424 MiB.
-        std::fs::write(v1.join("jobs/a/memory.limit_in_bytes"), "1073741824\n").unwrap();
-        std::fs::write(v1.join("jobs/a/memory.usage_in_bytes"), "629145600\n").unwrap();
-        assert_eq!(
-            memory_room_from(HYBRID_CGROUP, &mi, meminfo),
-            Some(424 << 20)
-        );
-        // A looser limit above with less room left (siblings use it) wins.
-        std::fs::write(v1.join("jobs/memory.limit_in_bytes"), "2147483648\n").unwrap();
-        std::fs::write(v1.join("jobs/memory.usage_in_bytes"), "2046820352\n").unwrap();
-        assert_eq!(
-            memory_room_from(HYBRID_CGROUP, &mi, meminfo),
-            Some(96 << 20)
-        );
-        // Usage past the limit (v1 charges in batches): no room, not a wrap.
-        std::fs::write(v1.join("jobs/memory.usage_in_bytes"), "2148532224\n").unwrap();
-        assert_eq!(memory_room_from(HYBRID_CGROUP, &mi, meminfo), Some(0));
-        // v2 reads memory.current beside memory.max.
-        std::fs::write(v2.join("memory.max"), "104857600\n").unwrap();
-        std::fs::write(v2.join("memory.current"), "52428800\n").unwrap();
-        std::fs::remove_file(v1.join("jobs/memory.limit_in_bytes")).unwrap();
-        assert_eq!(
-            memory_room_from(HYBRID_CGROUP, &mi, meminfo),
-            Some(50 << 20)
         );
     }
 

@@ -203,23 +203,6 @@ options! {
     /// again. 0 = never (`auto` always writes tables past the cache).
     /// Default 0.25; at most 0.9.
     small_database_share: f64 = 0.25;
-    /// While the memory the process can still take without the kernel
-    /// evicting anything (its cgroup's limit minus what the cgroup uses,
-    /// page cache included; without a limit, the machine's free memory)
-    /// holds a new table and this share of the usable memory besides,
-    /// flushes and compactions whose class is left at `auto` write that
-    /// table through the page cache instead of past it (checked before
-    /// each table; once the page cache has taken the room, `auto` writes
-    /// past it again). For a database loaded in bulk and then read: the
-    /// first reads find the newest tables cached, as a buffered engine's
-    /// would be, instead of going to the device. The price: the memory
-    /// fills with written pages where it would have stayed free, so later
-    /// allocations reclaim, and the writes dirty pages. During a full
-    /// compaction under a 256 MiB limit with an 8 MiB hot set, 0.125 made
-    /// read p99 374 us against 131 us without, with 2,423 dirty pages/s
-    /// and 603 pages reclaimed/s against none. 1 = never (the default);
-    /// between 0 and 1.
-    free_memory_reserve: f64 = 1.0;
     /// Count page-cache hits and misses of user reads that miss the block
     /// cache (the `cache_hits` and `cache_misses` of the user read class in
     /// [`Db::stats`](crate::Db::stats)). Each such read then makes one more
@@ -423,12 +406,6 @@ impl Options {
             return bad(format!(
                 "small_database_share must be between 0 and 0.9, got {}",
                 self.small_database_share
-            ));
-        }
-        if !(0.0..=1.0).contains(&self.free_memory_reserve) {
-            return bad(format!(
-                "free_memory_reserve must be between 0 and 1, got {}",
-                self.free_memory_reserve
             ));
         }
         if self.warm_window_bytes < 4096 {
@@ -747,13 +724,6 @@ mod tests {
                     ..Default::default()
                 },
                 "small_database_share",
-            ),
-            (
-                Options {
-                    free_memory_reserve: -0.5,
-                    ..Default::default()
-                },
-                "free_memory_reserve",
             ),
             (
                 Options {

@@ -1,9 +1,8 @@
 //! With flush and compaction left at `auto`, a database small next to the
 //! memory the process may use writes its new tables through the page cache
 //! (the reads after the writes find them there), and one past
-//! `Options::small_database_share` writes them past it, unless memory that
-//! holds nothing has room for them (`Options::free_memory_reserve`).
-//! Measured with the kernel's page-cache residency of the table files.
+//! `Options::small_database_share` writes them past it. Measured with the
+//! kernel's page-cache residency of the table files.
 
 mod common;
 #[path = "support/skip.rs"]
@@ -90,13 +89,9 @@ fn a_small_database_writes_its_tables_through_the_page_cache() {
 }
 
 #[test]
-fn with_no_small_database_share_nor_free_memory_auto_writes_tables_past_the_page_cache() {
+fn with_no_small_database_share_auto_writes_tables_past_the_page_cache() {
     let Some(d) = dir() else { return };
-    let db = Db::open(
-        d.path(),
-        opts().small_database_share(0.0).free_memory_reserve(1.0),
-    )
-    .unwrap();
+    let db = Db::open(d.path(), opts().small_database_share(0.0)).unwrap();
     fill(&db, 24);
     let flushed = tables(d.path());
     let fraction = cached_fraction(&flushed);
@@ -114,46 +109,7 @@ fn with_no_small_database_share_nor_free_memory_auto_writes_tables_past_the_page
         fraction < 0.1,
         "compaction output written past the cache is {fraction} cached"
     );
-    let s = db.stats();
-    assert_eq!(s.small_database_cached_tables, 0);
-    assert_eq!(s.free_memory_cached_tables, 0);
-}
-
-#[test]
-fn past_the_share_tables_that_fit_in_free_memory_go_through_the_page_cache() {
-    let Some(d) = dir() else { return };
-    // Whatever holds nothing now (a cgroup's room, or the machine's free
-    // memory) has room for the 4 MiB tables when nothing is reserved.
-    let room = quietio::memory_room().expect("free memory is known");
-    assert!(room > 256 << 20, "only {} MiB free", room >> 20);
-    let db = Db::open(
-        d.path(),
-        opts().small_database_share(0.0).free_memory_reserve(0.0),
-    )
-    .unwrap();
-    fill(&db, 24);
-    let flushed = tables(d.path());
-    let fraction = cached_fraction(&flushed);
-    assert!(
-        fraction > 0.9,
-        "tables written into free memory are {fraction} cached"
-    );
-    let cached = db.stats().free_memory_cached_tables;
-    assert!(cached >= flushed.len() as u64, "{cached} tables counted");
-    evict_all(d.path());
-    db.compact_all().unwrap();
-    let outputs = new_tables(d.path(), &flushed);
-    assert!(!outputs.is_empty());
-    let fraction = cached_fraction(&outputs);
-    assert!(
-        fraction > 0.9,
-        "compaction output written into free memory is {fraction} cached"
-    );
-    let s = db.stats();
-    assert!(s.free_memory_cached_tables >= cached + outputs.len() as u64);
-    assert_eq!(s.small_database_cached_tables, 0);
-    // Outputs in the page cache already: nothing was warmed.
-    assert_eq!(s.compaction.warmed_blocks, 0);
+    assert_eq!(db.stats().small_database_cached_tables, 0);
 }
 
 #[test]
@@ -162,11 +118,7 @@ fn a_database_growing_past_the_share_switches_to_writing_past_the_cache() {
     // A share of the usable memory that 10 MiB of tables fills.
     let usable = quietio::usable_memory().expect("the machine's memory is known");
     let share = (10u64 << 20) as f64 / usable as f64;
-    let db = Db::open(
-        d.path(),
-        opts().small_database_share(share).free_memory_reserve(1.0),
-    )
-    .unwrap();
+    let db = Db::open(d.path(), opts().small_database_share(share)).unwrap();
     fill(&db, 32);
     let s = db.stats();
     let all = tables(d.path());

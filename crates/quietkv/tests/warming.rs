@@ -75,11 +75,9 @@ fn run(
         .io_mode(IoClass::UserRead, user_read)
         .io_mode(IoClass::CompactionRead, AccessMode::Auto)
         .io_mode(IoClass::CompactionWrite, AccessMode::Auto)
-        // As a database larger than memory whose page cache has filled
-        // it: `auto` writes the output past the page cache, which is what
-        // leaves something to warm.
+        // As a database larger than memory: `auto` writes the output past
+        // the page cache, which is what leaves something to warm.
         .small_database_share(0.0)
-        .free_memory_reserve(1.0)
         // Counted, so the test can see that warming's reads are not.
         .attribute_cache_hits(true);
     let db = Db::open(d.path(), opts).unwrap();

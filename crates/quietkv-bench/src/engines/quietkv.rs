@@ -64,9 +64,7 @@ pub struct QuietkvConfig {
 /// keyspace; see [`super::quietkv_spread`]; 1, the default, is the default
 /// keyspace alone, exactly as without the knob),
 /// `+small=PCT` (`small_database_share` in percent; 0 = `auto` always
-/// writes tables past the page cache for being small), `+room=PCT`
-/// (`free_memory_reserve` in percent; 100, the default, = `auto` never
-/// writes tables into free memory), `+hits=0|1`
+/// writes tables past the page cache), `+hits=0|1`
 /// (`attribute_cache_hits`: whether user reads count page-cache hits).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuietkvKnobs {
@@ -110,9 +108,6 @@ pub struct QuietkvKnobs {
     /// `small_database_share` in percent, as `+small=PCT`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub small_database_percent: Option<u8>,
-    /// `free_memory_reserve` in percent, as `+room=PCT`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub free_memory_reserve_percent: Option<u8>,
     /// `attribute_cache_hits`, as `+hits=0|1`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attribute_cache_hits: Option<bool>,
@@ -202,10 +197,6 @@ impl QuietkvKnobs {
                 n @ 0..=90 => self.small_database_percent = Some(n as u8),
                 n => return Err(format!("small must be 0..=90 percent, got {n}")),
             },
-            "room" => match number("room (percent)")? {
-                n @ 0..=100 => self.free_memory_reserve_percent = Some(n as u8),
-                n => return Err(format!("room must be 0..=100 percent, got {n}")),
-            },
             "wb" => match number("wb (KiB)")? {
                 n @ 0..=1_048_576 => self.writeback_kib = Some(n as u64),
                 n => return Err(format!("wb must be 0..=1048576 KiB, got {n}")),
@@ -228,7 +219,7 @@ impl QuietkvKnobs {
             }
             other => {
                 return Err(format!(
-                    "unknown knob '{other}' (expected depth, wbuf, ra, nice, yield, pick, l0, wb, slice, bgdepth, warmauto, warmwin, flush, small, room, hits or ks)"
+                    "unknown knob '{other}' (expected depth, wbuf, ra, nice, yield, pick, l0, wb, slice, bgdepth, warmauto, warmwin, flush, small, hits or ks)"
                 ))
             }
         }
@@ -280,9 +271,6 @@ impl QuietkvKnobs {
         if let Some(p) = self.small_database_percent {
             o.small_database_share = f64::from(p) / 100.0;
         }
-        if let Some(p) = self.free_memory_reserve_percent {
-            o.free_memory_reserve = f64::from(p) / 100.0;
-        }
         if let Some(h) = self.attribute_cache_hits {
             o.attribute_cache_hits = h;
         }
@@ -330,9 +318,6 @@ impl QuietkvKnobs {
         }
         if let Some(p) = self.small_database_percent {
             v.push(format!("small_database_share {p}%"));
-        }
-        if let Some(p) = self.free_memory_reserve_percent {
-            v.push(format!("free_memory_reserve {p}%"));
         }
         if let Some(w) = self.warm_automatic {
             v.push(format!(
@@ -529,36 +514,17 @@ impl QuietkvConfig {
                 .map_or(Options::default().small_database_share, |p| {
                     f64::from(p) / 100.0
                 });
-            let reserve = self
-                .knobs
-                .free_memory_reserve_percent
-                .map_or(Options::default().free_memory_reserve, |p| {
-                    f64::from(p) / 100.0
-                });
             let writes_tables = matches!(class, IoClass::CompactionWrite | IoClass::FlushWrite);
-            let mut when_cached = Vec::new();
-            if small_share > 0.0 {
-                when_cached.push(format!(
-                    "while the tables fit in {:.0}% of the memory",
-                    small_share * 100.0
-                ));
-            }
-            if reserve < 1.0 {
-                when_cached.push(format!(
-                    "while free memory holds a table and {:.1}% of the memory",
-                    reserve * 100.0
-                ));
-            }
             let label = match (requested, effective) {
                 (AccessMode::Auto, Some(e))
                     if writes_tables
-                        && !when_cached.is_empty()
+                        && small_share > 0.0
                         && !matches!(e, quietio::EffectiveMode::Buffered) =>
                 {
                     format!(
-                        "auto ({} here; buffered {})",
+                        "auto ({} here; buffered while the tables fit in {:.0}% of the memory)",
                         e.name(),
-                        when_cached.join(" or ")
+                        small_share * 100.0
                     )
                 }
                 (AccessMode::Auto, Some(e)) => format!("auto ({} here)", e.name()),
@@ -934,13 +900,6 @@ mod tests {
         assert_eq!(
             auto.describe(),
             "compaction read auto (direct here) / compaction+flush write auto (direct here; buffered while the tables fit in 25% of the memory) / user read auto (buffered here)"
-        );
-        let free = QuietkvConfig::parse("auto+room=12")
-            .unwrap()
-            .page_cache_with(&probe);
-        assert_eq!(
-            free.describe(),
-            "compaction read auto (direct here) / compaction+flush write auto (direct here; buffered while the tables fit in 25% of the memory or while free memory holds a table and 12.0% of the memory) / user read auto (buffered here)"
         );
         let never_small = QuietkvConfig::parse("auto+small=0")
             .unwrap()

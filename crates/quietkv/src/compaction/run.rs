@@ -24,7 +24,7 @@ use super::warm::{hot_blocks, HotProbe};
 use crate::cpu_yield::CpuYield;
 use crate::db::recovery::meta_from;
 use crate::db::state::Inner;
-use crate::db::table_write_mode::{table_write_mode, CachedWrite, Memory, TableWrite};
+use crate::db::table_write_mode::table_write_mode;
 use crate::error::{Error, Result};
 use crate::fileio::TableFile;
 use crate::filenames::table_path;
@@ -116,7 +116,8 @@ fn merge_job(
     // everything at once, so its output is warmed; automatic work keeps
     // the device queue short while the tree keeps up (see the options).
     let manual = job.reason == CompactionReason::Manual;
-    let (depth, database, input_bytes) = {
+    let memory = quietio::usable_memory();
+    let (depth, mode) = {
         let st = inner.state.lock();
         // The inputs stay cached beside the outputs until they are deleted.
         let input_bytes: u64 = job
@@ -125,32 +126,19 @@ fn merge_job(
             .flat_map(|(_, f)| f.iter())
             .map(|f| f.size)
             .sum();
-        (
-            inner.background_depth(&st, manual),
-            st.table_bytes(),
-            input_bytes,
-        )
-    };
-    // Whether each output goes through the page cache is decided as it is
-    // created, from the memory free then: the outputs before it may have
-    // filled the room.
-    let cached_write = || {
-        table_write_mode(
+        let mode = table_write_mode(
             &inner.opts,
             &inner.env,
             IoClass::CompactionWrite,
-            TableWrite {
-                database,
-                adding: input_bytes,
-                table: job.max_output_file_size,
-            },
-            Memory::now(),
-        )
+            st.table_bytes(),
+            input_bytes,
+            memory,
+        );
+        (inner.background_depth(&st, manual), mode)
     };
-    // A small database's outputs all go through the cache: nothing to
-    // warm. Otherwise the outputs written past the cache are warmed.
-    let small = cached_write() == Some(CachedWrite::SmallDatabase);
-    let warm = !small
+    // Outputs written through the page cache are already where buffered
+    // user reads look: nothing to warm.
+    let warm = mode.is_none()
         && inner.opts.warm_compaction_output
         && (manual || inner.opts.warm_automatic_compactions);
     // Children newest first: L0 tables by descending number, then deeper
@@ -238,24 +226,18 @@ fn merge_job(
     // `TableCache::open_ahead`). One at a time, as they come: opening a
     // slice's outputs together at its end read all their indexes in one
     // burst, and user reads that missed the cache queued behind it.
-    // Only outputs written past the page cache need warming.
     let mut opened: Vec<Arc<TableReader>> = Vec::new();
-    let open_ahead = |out: &FileMeta,
-                      cached: Option<CachedWrite>,
-                      opened: &mut Vec<Arc<TableReader>>|
-     -> Result<()> {
-        let reader = inner.table_cache.open_output(out)?;
-        match cached {
-            Some(why) => inner.counters.record_cached_table(why),
-            None => opened.extend(reader),
+    let open_ahead = |out: &FileMeta, opened: &mut Vec<Arc<TableReader>>| -> Result<()> {
+        opened.extend(inner.table_cache.open_output(out)?);
+        if mode.is_some() {
+            inner.counters.record_small_database_cached_table();
         }
         Ok(())
     };
-    let mut current: Option<Output> = None;
+    let mut current: Option<(u64, TableBuilder<TableFile>)> = None;
     let mut last_user_key: Vec<u8> = Vec::new();
     let mut cutter = OutputCutter::new(&job.grandparent_bounds, job.max_output_file_size);
-    let new_output = || -> Result<Output> {
-        let cached = cached_write();
+    let new_output = || -> Result<(u64, TableBuilder<TableFile>)> {
         let number = {
             let mut st = inner.state.lock();
             let n = st.new_file_number();
@@ -266,15 +248,14 @@ fn merge_job(
             &table_path(&inner.dir, number),
             IoClass::CompactionWrite,
             depth,
-            cached.map(CachedWrite::mode),
+            mode,
         );
         match file {
-            Ok(file) => Ok(Output {
+            Ok(file) => Ok((
                 number,
-                cached,
-                builder: TableBuilder::new(TableFile(file), tree.table_options)
+                TableBuilder::new(TableFile(file), tree.table_options)
                     .with_identity(number, inner.db_id),
-            }),
+            )),
             Err(e) => {
                 inner.state.lock().pending_outputs.remove(&number);
                 Err(e.into())
@@ -294,25 +275,21 @@ fn merge_job(
             let cut = cutter.cut_before(
                 uk,
                 current.is_some() && uk == last_user_key.as_slice(),
-                current.as_ref().map(|o| o.builder.estimated_size()),
+                current.as_ref().map(|(_, b)| b.estimated_size()),
             );
             if cut {
-                let mut out = current.take().expect("checked");
+                let (number, mut builder) = current.take().expect("checked");
                 for t in splitter.cut_after(&last_user_key) {
-                    out.builder.add_range_tombstone(&t)?;
+                    builder.add_range_tombstone(&t)?;
                 }
-                outputs.push(finish_output(out.number, out.builder)?);
-                open_ahead(
-                    outputs.last().expect("just pushed"),
-                    out.cached,
-                    &mut opened,
-                )?;
+                outputs.push(finish_output(number, builder)?);
+                open_ahead(outputs.last().expect("just pushed"), &mut opened)?;
             }
             if current.is_none() {
                 current = Some(new_output()?);
             }
-            let out = current.as_mut().expect("just set");
-            out.builder.add(key, it.value())?;
+            let (_, builder) = current.as_mut().expect("just set");
+            builder.add(key, it.value())?;
             last_user_key.clear();
             last_user_key.extend_from_slice(user_key(key));
             it.next()?;
@@ -322,16 +299,12 @@ fn merge_job(
             // tombstones must still hide what deeper levels hold.
             current = Some(new_output()?);
         }
-        if let Some(mut out) = current.take() {
+        if let Some((number, mut builder)) = current.take() {
             for t in splitter.rest() {
-                out.builder.add_range_tombstone(&t)?;
+                builder.add_range_tombstone(&t)?;
             }
-            outputs.push(finish_output(out.number, out.builder)?);
-            open_ahead(
-                outputs.last().expect("just pushed"),
-                out.cached,
-                &mut opened,
-            )?;
+            outputs.push(finish_output(number, builder)?);
+            open_ahead(outputs.last().expect("just pushed"), &mut opened)?;
         }
         inner.env.sync_dir()?;
         if let Some(hot) = &hot {
@@ -344,8 +317,8 @@ fn merge_job(
         // Nothing was installed: remove what was written.
         let mut st = inner.state.lock();
         let mut numbers: Vec<u64> = outputs.iter().map(|m| m.number).collect();
-        if let Some(out) = current {
-            numbers.push(out.number);
+        if let Some((n, _)) = current {
+            numbers.push(n);
         }
         for n in numbers {
             st.pending_outputs.remove(&n);
@@ -358,14 +331,6 @@ fn merge_job(
     let read = job.input_bytes();
     let written = outputs.iter().map(|m| m.size).sum();
     Ok((outputs, read, written))
-}
-
-/// A compaction output being written.
-struct Output {
-    number: u64,
-    /// Why it goes through the page cache, if it does.
-    cached: Option<CachedWrite>,
-    builder: TableBuilder<TableFile>,
 }
 
 /// Puts the output blocks that hold keys which were hot in the inputs where

@@ -11,7 +11,7 @@ use quietio::{sys, IoClass};
 
 use super::recovery::write_l0;
 use super::state::{Inner, ManualCompaction, State};
-use super::table_write_mode::{table_write_mode, CachedWrite, Memory, TableWrite};
+use super::table_write_mode::table_write_mode;
 use crate::compaction::job::CompactionJob;
 use crate::compaction::picker::{pick, pick_slice, SliceCursor};
 use crate::compaction::run::run_job;
@@ -163,8 +163,8 @@ fn compact(inner: &Arc<Inner>, id: u32, job: CompactionJob) -> Result<u64> {
 /// installs it.
 fn flush_one(inner: &Arc<Inner>, id: u32) {
     // Read outside the state lock: a few small files under /proc and /sys.
-    let memory = Memory::now();
-    let (mem, number, depth, handle, cached) = {
+    let memory = quietio::usable_memory();
+    let (mem, number, depth, handle, mode) = {
         let mut st = inner.state.lock();
         let depth = inner.background_depth(&st, false);
         // Dropped since it was picked (the lock was let go): nothing to do.
@@ -178,19 +178,15 @@ fn flush_one(inner: &Arc<Inner>, id: u32) {
         let handle = tree.handle.clone();
         let number = st.new_file_number();
         st.pending_outputs.insert(number);
-        let bytes = mem.approximate_bytes() as u64;
-        let cached = table_write_mode(
+        let mode = table_write_mode(
             &inner.opts,
             &inner.env,
             IoClass::FlushWrite,
-            TableWrite {
-                database: st.table_bytes(),
-                adding: bytes,
-                table: bytes,
-            },
+            st.table_bytes(),
+            mem.approximate_bytes() as u64,
             memory,
         );
-        (mem, number, depth, handle, cached)
+        (mem, number, depth, handle, mode)
     };
     let t = Instant::now();
     let cpu0 = quietio::sys::thread_cpu_time();
@@ -207,7 +203,7 @@ fn flush_one(inner: &Arc<Inner>, id: u32) {
         number,
         inner.db_id,
         depth,
-        cached.map(CachedWrite::mode),
+        mode,
     )
     .and_then(|meta| {
         // Opened here, not by the first read to reach it (see
@@ -219,8 +215,8 @@ fn flush_one(inner: &Arc<Inner>, id: u32) {
                 let _ = inner.env.remove_file(&table_path(&inner.dir, m.number));
                 return Err(e);
             }
-            if let Some(why) = cached {
-                inner.counters.record_cached_table(why);
+            if mode.is_some() {
+                inner.counters.record_small_database_cached_table();
             }
         }
         Ok(meta)

@@ -4,8 +4,6 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
-use super::table_write_mode::CachedWrite;
-
 #[derive(Default)]
 pub(crate) struct Counters {
     pub(super) writes: AtomicU64,
@@ -32,7 +30,6 @@ pub(crate) struct Counters {
     pub(super) wal_files_recycled: AtomicU64,
     pub(super) background_yields: AtomicU64,
     pub(super) small_database_cached_tables: AtomicU64,
-    pub(super) free_memory_cached_tables: AtomicU64,
     /// Compaction work by output level.
     pub(super) into_level: [IntoLevel; crate::version::NUM_LEVELS],
 }
@@ -80,12 +77,8 @@ impl Counters {
         self.warmed_bytes.fetch_add(bytes, Relaxed);
     }
 
-    pub(crate) fn record_cached_table(&self, why: CachedWrite) {
-        match why {
-            CachedWrite::SmallDatabase => &self.small_database_cached_tables,
-            CachedWrite::FreeMemory => &self.free_memory_cached_tables,
-        }
-        .fetch_add(1, Relaxed);
+    pub(crate) fn record_small_database_cached_table(&self) {
+        self.small_database_cached_tables.fetch_add(1, Relaxed);
     }
 
     pub(crate) fn record_wal_recycled(&self) {

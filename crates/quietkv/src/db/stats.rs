@@ -163,11 +163,6 @@ pub struct DbStats {
     /// it, because the database was small (`Options::small_database_share`;
     /// since open).
     pub small_database_cached_tables: u64,
-    /// Tables that flushes and compactions wrote through the page cache
-    /// although their class is `auto` and resolved to a mode that bypasses
-    /// it, because memory that held nothing had room for them
-    /// (`Options::free_memory_reserve`; since open).
-    pub free_memory_cached_tables: u64,
 }
 
 pub(crate) fn collect(inner: &Inner) -> DbStats {
@@ -241,6 +236,5 @@ pub(crate) fn collect(inner: &Inner) -> DbStats {
         wal_files_kept: st.wal_pool.len(),
         background_yields: c.background_yields.load(Relaxed),
         small_database_cached_tables: c.small_database_cached_tables.load(Relaxed),
-        free_memory_cached_tables: c.free_memory_cached_tables.load(Relaxed),
     }
 }
