@@ -436,6 +436,22 @@ fn map_shared(fd: RawFd, len: u64, prot: libc::c_int) -> io::Result<(*mut libc::
     Ok((ptr, len))
 }
 
+/// Asks the C allocator to give free memory back to the kernel, in every
+/// arena (glibc's `malloc_trim`; a no-op with other C libraries). Returns
+/// whether anything was released.
+pub fn trim_heap() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: malloc_trim only walks the allocator's own free lists
+        // under its locks.
+        unsafe { libc::malloc_trim(0) == 1 }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        false
+    }
+}
+
 /// Private anonymous memory mapped straight from the kernel and unmapped
 /// on drop: memory that leaves the process the moment its owner is done
 /// with it, whatever the allocator's policy for keeping freed blocks.

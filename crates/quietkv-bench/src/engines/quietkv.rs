@@ -65,7 +65,9 @@ pub struct QuietkvConfig {
 /// keyspace alone, exactly as without the knob),
 /// `+small=PCT` (`small_database_share` in percent; 0 = `auto` always
 /// writes tables past the page cache), `+hits=0|1`
-/// (`attribute_cache_hits`: whether user reads count page-cache hits).
+/// (`attribute_cache_hits`: whether user reads count page-cache hits),
+/// `+trim=0|1` (`release_heap_after_jobs`: whether the allocator's free
+/// memory goes back to the kernel after each background job).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuietkvKnobs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -111,6 +113,9 @@ pub struct QuietkvKnobs {
     /// `attribute_cache_hits`, as `+hits=0|1`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attribute_cache_hits: Option<bool>,
+    /// `release_heap_after_jobs`, as `+trim=0|1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_heap: Option<bool>,
 }
 
 /// The most keyspaces `+ks=N` spreads the keys over.
@@ -180,6 +185,11 @@ impl QuietkvKnobs {
                 "1" => self.attribute_cache_hits = Some(true),
                 _ => return Err(format!("hits must be 0 or 1, got '{value}'")),
             },
+            "trim" => match value {
+                "0" => self.release_heap = Some(false),
+                "1" => self.release_heap = Some(true),
+                _ => return Err(format!("trim must be 0 or 1, got '{value}'")),
+            },
             "warmauto" => match value {
                 "0" => self.warm_automatic = Some(false),
                 "1" => self.warm_automatic = Some(true),
@@ -219,7 +229,7 @@ impl QuietkvKnobs {
             }
             other => {
                 return Err(format!(
-                    "unknown knob '{other}' (expected depth, wbuf, ra, nice, yield, pick, l0, wb, slice, bgdepth, warmauto, warmwin, flush, small, hits or ks)"
+                    "unknown knob '{other}' (expected depth, wbuf, ra, nice, yield, pick, l0, wb, slice, bgdepth, warmauto, warmwin, flush, small, hits, trim or ks)"
                 ))
             }
         }
@@ -273,6 +283,9 @@ impl QuietkvKnobs {
         }
         if let Some(h) = self.attribute_cache_hits {
             o.attribute_cache_hits = h;
+        }
+        if let Some(t) = self.release_heap {
+            o.release_heap_after_jobs = t;
         }
     }
 
@@ -329,6 +342,12 @@ impl QuietkvKnobs {
             v.push(format!(
                 "attribute_cache_hits {}",
                 if h { "on" } else { "off" }
+            ));
+        }
+        if let Some(t) = self.release_heap {
+            v.push(format!(
+                "release_heap_after_jobs {}",
+                if t { "on" } else { "off" }
             ));
         }
         let n = self.spread_keyspaces();
@@ -1051,8 +1070,21 @@ mod tests {
             also.iter().any(|a| a == "attribute_cache_hits off"),
             "{also:?}"
         );
+        let kept = QuietkvConfig::parse("auto+trim=0").unwrap();
+        assert!(!kept.options().release_heap_after_jobs);
+        assert!(d.release_heap_after_jobs);
+        assert!(plain.release_heap_after_jobs);
+        assert!(
+            kept.page_cache_with(&|_, _| None)
+                .also
+                .iter()
+                .any(|a| a == "release_heap_after_jobs off"),
+            "{:?}",
+            kept.page_cache_with(&|_, _| None).also
+        );
         for bad in [
             "auto+hits=2",
+            "auto+trim=yes",
             "auto+l0=20",
             "auto+wb=-1",
             "auto+l0=36/20",

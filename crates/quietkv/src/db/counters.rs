@@ -30,6 +30,8 @@ pub(crate) struct Counters {
     pub(super) wal_files_recycled: AtomicU64,
     pub(super) background_yields: AtomicU64,
     pub(super) small_database_cached_tables: AtomicU64,
+    pub(super) heap_trims: AtomicU64,
+    pub(super) heap_trim_micros: AtomicU64,
     /// Compaction work by output level.
     pub(super) into_level: [IntoLevel; crate::version::NUM_LEVELS],
 }
@@ -79,6 +81,13 @@ impl Counters {
 
     pub(crate) fn record_small_database_cached_table(&self) {
         self.small_database_cached_tables.fetch_add(1, Relaxed);
+    }
+
+    /// The allocator was asked to release free memory after a job; it
+    /// took `micros`.
+    pub(crate) fn record_heap_trim(&self, micros: u64) {
+        self.heap_trims.fetch_add(1, Relaxed);
+        self.heap_trim_micros.fetch_add(micros, Relaxed);
     }
 
     pub(crate) fn record_wal_recycled(&self) {

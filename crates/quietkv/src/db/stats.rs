@@ -163,6 +163,12 @@ pub struct DbStats {
     /// it, because the database was small (`Options::small_database_share`;
     /// since open).
     pub small_database_cached_tables: u64,
+    /// Times a background thread handed the allocator's free memory back
+    /// to the kernel after a job (`Options::release_heap_after_jobs`;
+    /// since open).
+    pub heap_trims: u64,
+    /// Time those hand-backs took, in microseconds (since open).
+    pub heap_trim_micros: u64,
 }
 
 pub(crate) fn collect(inner: &Inner) -> DbStats {
@@ -236,5 +242,7 @@ pub(crate) fn collect(inner: &Inner) -> DbStats {
         wal_files_kept: st.wal_pool.len(),
         background_yields: c.background_yields.load(Relaxed),
         small_database_cached_tables: c.small_database_cached_tables.load(Relaxed),
+        heap_trims: c.heap_trims.load(Relaxed),
+        heap_trim_micros: c.heap_trim_micros.load(Relaxed),
     }
 }
