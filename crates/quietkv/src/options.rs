@@ -215,7 +215,10 @@ options! {
     /// from 815 to 901 MiB. The trim is process-wide (it also releases
     /// what other code in the process freed) and takes a few milliseconds
     /// of the background thread per job (`DbStats::heap_trim_micros`).
-    /// Default true.
+    /// A program whose Rust global allocator is not the C library's
+    /// (jemalloc, mimalloc) gains little from it: the engine's memory then
+    /// comes from that allocator, which returns free memory on its own
+    /// schedule. Default true.
     release_heap_after_jobs: bool = true;
     /// Count page-cache hits and misses of user reads that miss the block
     /// cache (the `cache_hits` and `cache_misses` of the user read class in
