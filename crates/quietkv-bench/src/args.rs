@@ -184,6 +184,11 @@ pub struct BenchArgs {
     /// 4096, standard 100.
     #[arg(long = "value-size", value_delimiter = ',')]
     pub value_size: Option<Vec<usize>>,
+    /// standard: skip YCSB's load and workloads (db_bench's workloads
+    /// only). YCSB's records are 1 KiB whatever `--value-size` says, so a
+    /// run of another value size alone repeats nothing it would measure.
+    #[arg(long = "no-ycsb")]
+    pub no_ycsb: bool,
     /// throughput: random point reads after the fill.
     #[arg(long = "point-reads", default_value_t = 100_000)]
     pub point_reads: u64,

@@ -2,10 +2,14 @@
 //! view of this process: CPU time (the scheduler's exact runtime of every
 //! thread, the engine's background threads included), bytes written to
 //! the device, peak memory, the database's bytes on disk; and per-operation
-//! latency histograms.
+//! latency histograms. And what the machine did meanwhile (CPU steal,
+//! other processes' CPU, the disk stalling), for judging whether a phase
+//! measured the engine or the machine.
 
+use crate::device_stall::{phase_stalls, DeviceStalls, DeviceWatch};
 use crate::process::status_bytes;
 use std::path::Path;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -142,6 +146,37 @@ impl Latencies {
     }
 }
 
+/// The poller of the disk the databases are on, for the whole process
+/// (one run per process; phases never overlap).
+static DEVICE_WATCH: OnceLock<Option<DeviceWatch>> = OnceLock::new();
+
+/// Starts watching the disk that holds `dir` for stalls (once per process;
+/// later calls keep the first watch). Without it phases report no stall
+/// figures.
+pub fn watch_device_of(dir: &Path) {
+    DEVICE_WATCH
+        .get_or_init(|| crate::metrics::block_device_of(dir).and_then(|d| DeviceWatch::start(&d)));
+}
+
+fn device_sample() -> Option<DeviceStalls> {
+    DEVICE_WATCH.get()?.as_ref().map(DeviceWatch::sample)
+}
+
+/// Every user process's CPU ticks but this one's and its parent's (the
+/// bench that started this worker, or the test harness).
+fn other_processes_cpu_ticks() -> Option<u64> {
+    crate::metrics::read_other_processes_cpu_ticks(&[
+        std::process::id(),
+        std::os::unix::process::parent_id(),
+    ])
+}
+
+/// `ticks` of CPU over `secs`, in ms per second.
+fn ticks_ms_per_s(ticks: u64, secs: f64) -> Option<f64> {
+    let hz = crate::process::clock_ticks_per_sec()?;
+    (hz > 0).then(|| ticks as f64 * 1000.0 / hz as f64 / secs.max(1e-9))
+}
+
 /// The kernel's counters at a phase's start.
 pub struct Probe {
     start: Instant,
@@ -151,6 +186,8 @@ pub struct Probe {
     peak_reset: bool,
     rss: Option<u64>,
     steal_ticks: Option<u64>,
+    other_cpu_ticks: Option<u64>,
+    device: Option<DeviceStalls>,
 }
 
 /// What a phase cost, from [`Probe::finish`].
@@ -175,6 +212,16 @@ pub struct Cost {
     /// it, over the phase, summed over CPUs, per second: a phase with much
     /// of it ran on a slower machine than its peers' phases.
     pub steal_ms_per_s: Option<f64>,
+    /// CPU the machine's other processes used over the phase, summed over
+    /// CPUs, per second.
+    pub other_cpu_ms_per_s: Option<f64>,
+    /// The longest time the disk held requests and completed none during
+    /// the phase, ms; `None` without a device watch
+    /// ([`watch_device_of`]).
+    pub device_longest_stall_ms: Option<f64>,
+    /// The longest part of such a stall that the data completed at its
+    /// end does not explain, ms (see `device_stall::held_ms`).
+    pub device_longest_held_ms: Option<f64>,
 }
 
 impl Probe {
@@ -188,14 +235,23 @@ impl Probe {
             peak_reset,
             rss: rss_bytes(),
             steal_ticks: crate::metrics::read_steal_ticks(),
+            other_cpu_ticks: other_processes_cpu_ticks(),
+            // Also ends the watch's previous stretch: the stalls reported
+            // at the finish are this phase's.
+            device: device_sample(),
         }
     }
 
     pub fn finish(&self) -> Cost {
         let cpu = process_cpu_ns();
         let written = device_write_bytes();
+        let secs = self.start.elapsed().as_secs_f64();
+        let stalls = match (&self.device, device_sample()) {
+            (Some(first), Some(last)) => Some(phase_stalls(first, &[last], secs)),
+            _ => None,
+        };
         Cost {
-            seconds: self.start.elapsed().as_secs_f64(),
+            seconds: secs,
             cpu_seconds: match (self.cpu_ns, cpu) {
                 (Some(a), Some(b)) => Some(b.saturating_sub(a) as f64 / 1e9),
                 _ => None,
@@ -215,17 +271,16 @@ impl Probe {
                 None
             },
             start_rss_bytes: self.rss,
-            steal_ms_per_s: match (
-                self.steal_ticks,
-                crate::metrics::read_steal_ticks(),
-                crate::process::clock_ticks_per_sec(),
-            ) {
-                (Some(a), Some(b), Some(hz)) if hz > 0 => {
-                    let secs = self.start.elapsed().as_secs_f64().max(1e-9);
-                    Some(b.saturating_sub(a) as f64 * 1000.0 / hz as f64 / secs)
-                }
+            steal_ms_per_s: match (self.steal_ticks, crate::metrics::read_steal_ticks()) {
+                (Some(a), Some(b)) => ticks_ms_per_s(b.saturating_sub(a), secs),
                 _ => None,
             },
+            other_cpu_ms_per_s: match (self.other_cpu_ticks, other_processes_cpu_ticks()) {
+                (Some(a), Some(b)) => ticks_ms_per_s(b.saturating_sub(a), secs),
+                _ => None,
+            },
+            device_longest_stall_ms: stalls.map(|s| s.longest_ms),
+            device_longest_held_ms: stalls.map(|s| s.longest_held_ms),
         }
     }
 }

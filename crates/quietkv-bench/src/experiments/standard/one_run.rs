@@ -114,6 +114,9 @@ pub fn run_one<E: BenchEngine>(
         seed,
     };
     let tag = |what: &str| progress(&format!("{mode} #{repeat}: {what}"));
+    // Each phase reports the disk's stalls, for judging whether the
+    // machine disturbed it.
+    super::measure::watch_device_of(&p.dir);
     // db_bench's present keys are the even numbers below 2 x keys, its
     // absent ones the odd numbers between them.
     let dbbench_span = 2 * p.keys;
@@ -224,9 +227,14 @@ mod tests {
         let names: Vec<&str> = r.phases.iter().map(|p| p.workload.as_str()).collect();
         assert_eq!(names, super::super::WORKLOADS);
         assert_eq!(r.process_id, std::process::id());
+        // What the machine did meanwhile is read for every phase: the
+        // disk's stalls wherever its counters can be found.
+        let watched = crate::metrics::block_device_of(dir.path()).is_some();
         for ph in &r.phases {
             assert!(ph.ops > 0 && ph.ops_s > 0.0, "{ph:?}");
             assert!(ph.cpu_us_per_op.unwrap() > 0.0, "{ph:?}");
+            assert!(ph.other_cpu_ms_per_s.is_some(), "{ph:?}");
+            assert_eq!(ph.device_longest_held_ms.is_some(), watched, "{ph:?}");
         }
         let by = |n: &str| r.phases.iter().find(|p| p.workload == n).unwrap();
         assert_eq!(by("readseq").ops, 3000);

@@ -122,6 +122,22 @@ fn settings_text(modes: &[EngineMode]) -> String {
 const FIGURES_TEXT: &str = "Figures per workload: ops/s over the operations alone; latency per operation (HdrHistogram, every thread's merged); CPU per operation = the process's CPU time over the whole phase (`CLOCK_PROCESS_CPUTIME_ID`: the scheduler's exact runtime of every thread, the engine's background threads included, flush and catch-up of write phases included) over the operations; write amplification = bytes the process wrote to the device (`/proc/self/io` `write_bytes`, from the first write to the end of the flush and compaction catch-up) over keys x (key + value) written; space amplification = the database directory's allocated bytes after the fill and its catch-up over keys x (key + value); space amplification counts every allocated file, WAL files kept for reuse or preallocated included; peak memory = `VmHWM` of the whole process (engine and benchmark), reset at the start of each workload through `/proc/self/clear_refs`, so the peak resident set during that workload, which includes what the run's earlier workloads left in the allocator; memory added = that peak less the resident set at the workload's start (`VmRSS`). Device reads per operation = bytes the process read from the device over the phase (`/proc/self/io` `read_bytes`: page-cache misses, readahead and O_DIRECT reads) over the operations; page cache = the file pages charged to the process's memory cgroup at the phase's end (`memory.stat` `total_cache` or `file`): under a memory limit, what the engine's own memory left for the database's pages. \
 Protocol: one run per configuration and round, each in a worker process of its own, so that no run inherits what another left in the allocator (page cache not dropped between runs: each run writes its own databases; at quick scale no cgroup and the database fits in memory; at full scale, or with --memory-limit, the worker is placed in a fresh memory cgroup before it starts, so that everything it allocates is charged there and the database is several times the page cache it gets), configurations interleaved and the order rotated each round; each run does every workload in order on its own databases: fillseq on one, fillrandom, overwrite, then a full compaction and a wait until idle (every engine reads the same shape: one sorted run), then the reads on a second, YCSB on a third. The same seeded requests for every configuration of a round. Columns: median (min..max) over the repeats; the ratio columns divide quietkv's median by the peer's (above 1: quietkv higher, which is better for ops/s and worse for the other figures).";
 
+/// What the header says of phases the machine disturbed.
+fn disturbance_text(keep: bool) -> String {
+    format!(
+        "Phases the machine disturbed: each phase is judged when its run ends, by what the machine showed during it: CPU steal above {:.0} ms/s (`/proc/stat`, summed over CPUs; throughput loses what the host takes: in the full-scale campaign of 2026-11-29 phases at 100-150 ms/s ran at 0.86x of their cell's quieter phases, at 0-50 ms/s at 1.01x), other processes' CPU above {:.0} ms/s, or the disk holding requests, beyond what its own queue explains, for more than {:.0}% of the phase (at least {:.0} ms). {} A run's phases follow each other on the same databases, so a disturbed phase is not run again; a ratio is shown only when both sides kept at least two phases (one with a single repeat), \"n/r\" otherwise. The rule is in `docs/disturbed-runs.md`.",
+        super::phase::MAX_THROUGHPUT_STEAL_MS_PER_S,
+        crate::disturbance::MAX_OTHER_CPU_MS_PER_S,
+        super::phase::MAX_THROUGHPUT_STALL_SHARE * 100.0,
+        crate::disturbance::MAX_DEVICE_STALL_MS,
+        if keep {
+            "Disturbed phases are kept in the medians as asked (--keep-disturbed), each listed under its section: for checking the bench on a busy machine, not for figures."
+        } else {
+            "A disturbed phase is listed under its section with its reasons and left out of the medians."
+        }
+    )
+}
+
 /// The worker spec of one run of `mode` (named `name` in the report).
 fn worker_spec(
     mode: &EngineMode,
@@ -210,7 +226,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             value_size,
             phase_seconds,
             // YCSB's records do not depend on the value size: once.
-            ycsb_records: if si == 0 {
+            ycsb_records: if si == 0 && !args.no_ycsb {
                 ycsb_records(keys, value_size)
             } else {
                 0
@@ -230,7 +246,29 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             };
             let spec = worker_spec(&modes[mi], name, slot.repeat, args.repeats, &run)?;
             let status = format!("[standard] {name} #{}", slot.repeat - 1);
-            runs.push(campaign::in_worker_as(&mut runner, spec, status, eta)?);
+            let mut run: Run = campaign::in_worker_as(&mut runner, spec, status, eta)?;
+            for p in &mut run.phases {
+                p.judge(args.keep_disturbed);
+            }
+            let disturbed: Vec<&str> = run
+                .phases
+                .iter()
+                .filter(|p| !p.disturbed.is_empty())
+                .map(|p| p.workload.as_str())
+                .collect();
+            if !disturbed.is_empty() {
+                crate::progress_line!(
+                    "[standard] {name} #{}: the machine disturbed {}{}",
+                    slot.repeat - 1,
+                    disturbed.join(", "),
+                    if args.keep_disturbed {
+                        " (kept as asked)"
+                    } else {
+                        " (left out of the medians)"
+                    }
+                );
+            }
+            runs.push(run);
             Ok(Filed::Counted)
         })?;
         sections.push((params, runs));
@@ -238,12 +276,13 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
 
     let mach = machine(&scratch.0);
     let mut md = format!(
-        "# quietkv standard workloads (db_bench, YCSB)\n\nMachine: {}\n\nEngines: {}\n\nConfigurations: {}\n\n{}\n\n{}\n\n",
+        "# quietkv standard workloads (db_bench, YCSB)\n\nMachine: {}\n\nEngines: {}\n\nConfigurations: {}\n\n{}\n\n{}\n\n{}\n\n",
         serde_json::to_string(&mach).unwrap_or_default(),
         engines_text(&modes),
         describe_modes(&scratch.0, &modes),
         settings_text(&modes),
-        FIGURES_TEXT
+        FIGURES_TEXT,
+        disturbance_text(args.keep_disturbed)
     );
     let mut json_sections = Vec::new();
     for (p, runs) in &sections {
@@ -287,6 +326,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         })).collect::<Vec<_>>(),
         "settings": settings_text(&modes),
         "figures": FIGURES_TEXT,
+        "disturbance_rule": disturbance_text(args.keep_disturbed),
         "repeats": args.repeats,
         "sections": json_sections,
         "runs": sections.iter().flat_map(|(_, r)| r.iter()).collect::<Vec<_>>(),
@@ -340,5 +380,7 @@ mod tests {
         let a = args(&["--value-size", "100,4096", "--keys", "5"]);
         assert_eq!(a.value_size, Some(vec![100, 4096]));
         assert_eq!(a.keys, Some(5));
+        assert!(!a.no_ycsb);
+        assert!(args(&["--no-ycsb"]).no_ycsb);
     }
 }

@@ -1,7 +1,8 @@
 //! The standard experiment's report: one Markdown table per workload (rows
 //! = figures, columns = engine configurations with the median and min..max
 //! over repeats, then quietkv's median over each peer's) and the same
-//! figures for report.json.
+//! figures for report.json. Phases the machine disturbed
+//! ([`Phase::judge`]) are listed, and left out of the medians.
 
 use serde_json::{json, Value};
 
@@ -106,14 +107,38 @@ const FIGURES: [Figure; 14] = [
     },
 ];
 
-/// The figure's values over the runs of `mode` for `workload`.
-fn values(runs: &[&Run], mode: &str, workload: &str, f: &Figure) -> Vec<f64> {
+/// The phases of `mode`'s runs for `workload`, disturbed ones included.
+fn phases<'a>(
+    runs: &'a [&Run],
+    mode: &'a str,
+    workload: &'a str,
+) -> impl Iterator<Item = &'a Phase> {
     runs.iter()
-        .filter(|r| r.mode == mode)
-        .filter_map(|r| r.phases.iter().find(|p| p.workload == workload))
+        .filter(move |r| r.mode == mode)
+        .filter_map(move |r| r.phases.iter().find(|p| p.workload == workload))
+}
+
+/// The figure's values over the runs of `mode` for `workload`, from the
+/// phases that count (the machine left them alone).
+fn values(runs: &[&Run], mode: &str, workload: &str, f: &Figure) -> Vec<f64> {
+    phases(runs, mode, workload)
+        .filter(|p| p.counts())
         .filter_map(|p| (f.get)(p))
         .filter(|v| v.is_finite())
         .collect()
+}
+
+/// The phases of `mode` for `workload` that count, and all of them.
+fn clean_of(runs: &[&Run], mode: &str, workload: &str) -> (usize, usize) {
+    let all: Vec<&Phase> = phases(runs, mode, workload).collect();
+    (all.iter().filter(|p| p.counts()).count(), all.len())
+}
+
+/// Whether a mode with `clean` of `all` phases counted is compared: with
+/// two or more repeats, at least two clean ones, so that no ratio rests
+/// on a single phase when repeats were asked for.
+fn ranked((clean, all): (usize, usize)) -> bool {
+    clean >= all.min(2) && clean > 0
 }
 
 fn cell(s: &Stat, d: usize) -> String {
@@ -141,9 +166,12 @@ pub fn ratio_pairs(modes: &[String]) -> Vec<(String, String)> {
 }
 
 /// One workload's table: the figures some run has, one column per mode,
-/// then the ratio of medians for each quietkv/peer pair.
+/// then the ratio of medians for each quietkv/peer pair ("n/r", not
+/// ranked, where a side has too few phases the machine left alone); a
+/// row of clean phases when the machine disturbed some.
 pub fn workload_table(runs: &[&Run], modes: &[String], workload: &str) -> String {
     let pairs = ratio_pairs(modes);
+    let counts: Vec<(usize, usize)> = modes.iter().map(|m| clean_of(runs, m, workload)).collect();
     let mut out = String::from("| figure |");
     for m in modes {
         out.push_str(&format!(" {m} |"));
@@ -176,12 +204,52 @@ pub fn workload_table(runs: &[&Run], modes: &[String], workload: &str) -> String
                 let i = modes.iter().position(|x| x == m)?;
                 stats[i].map(|s| s.median)
             };
+            let both_ranked = [q, p].iter().all(|m| {
+                modes
+                    .iter()
+                    .position(|x| x == *m)
+                    .is_some_and(|i| ranked(counts[i]))
+            });
             match (med(q), med(p)) {
+                (Some(_), Some(_)) if !both_ranked => out.push_str(" n/r |"),
                 (Some(a), Some(b)) if b > 0.0 => out.push_str(&format!(" {:.2} |", a / b)),
                 _ => out.push_str(" - |"),
             }
         }
         out.push('\n');
+    }
+    if counts.iter().any(|(clean, all)| clean < all) {
+        out.push_str("| phases the machine left alone |");
+        for (clean, all) in &counts {
+            out.push_str(&format!(" {clean} of {all} |"));
+        }
+        for _ in &pairs {
+            out.push_str(" |");
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The phases the machine disturbed, a line each with its reasons, and
+/// what was done with them; empty if none.
+pub fn disturbed_markdown(runs: &[&Run]) -> String {
+    let mut out = String::new();
+    for r in runs {
+        for p in r.phases.iter().filter(|p| !p.disturbed.is_empty()) {
+            out.push_str(&format!(
+                "- {} #{} {}: {}{}\n",
+                r.mode,
+                r.repeat,
+                p.workload,
+                p.disturbed.join("; "),
+                if p.disturbed_kept {
+                    " (kept in the medians as asked: --keep-disturbed)"
+                } else {
+                    ""
+                }
+            ));
+        }
     }
     out
 }
@@ -211,6 +279,12 @@ pub fn section_markdown(
         out.push_str(&format!("### {w}\n\n{}\n\n", what(&w)));
         out.push_str(&workload_table(runs, modes, &w));
         out.push('\n');
+    }
+    let disturbed = disturbed_markdown(runs);
+    if !disturbed.is_empty() {
+        out.push_str(&format!(
+            "### Phases the machine disturbed\n\nLeft out of the medians above (unless kept as asked); \"n/r\" marks a ratio whose side kept fewer than two phases.\n\n{disturbed}\n"
+        ));
     }
     out
 }
@@ -255,6 +329,9 @@ mod tests {
             peak_rss_bytes: Some(100 << 20),
             start_rss_bytes: Some(60 << 20),
             steal_ms_per_s: None,
+            other_cpu_ms_per_s: None,
+            device_longest_stall_ms: None,
+            device_longest_held_ms: None,
         };
         let mut fill = Phase::new("fillrandom", ops_s as u64, 1.0, None, &cost, 1000);
         fill.space_amp = Some(1.1);
@@ -312,5 +389,63 @@ mod tests {
         );
         // One engine: no ratio columns.
         assert!(ratio_pairs(&["auto".to_string()]).is_empty());
+        assert!(!md.contains("left alone"), "{md}");
+    }
+
+    #[test]
+    fn disturbed_phases_leave_the_medians_and_too_few_go_unranked() {
+        let mut runs = vec![
+            run("quietkv:auto", 0, 300.0),
+            run("rocksdb:buffered", 0, 100.0),
+            run("quietkv:auto", 1, 500.0),
+            run("rocksdb:buffered", 1, 200.0),
+            run("quietkv:auto", 2, 400.0),
+            run("rocksdb:buffered", 2, 150.0),
+        ];
+        // quietkv's best fill and two of RocksDB's reads were disturbed.
+        runs[2].phases[0].steal_ms_per_s = Some(300.0);
+        runs[2].phases[0].judge(false);
+        for i in [1, 3] {
+            runs[i].phases[1].other_cpu_ms_per_s = Some(900.0);
+            runs[i].phases[1].judge(false);
+        }
+        let refs: Vec<&Run> = runs.iter().collect();
+        let modes = vec!["quietkv:auto".to_string(), "rocksdb:buffered".to_string()];
+        let md = section_markdown(&refs, &modes, "100-byte values", &|_| String::new());
+        let fill = &md[md.find("### fillrandom").unwrap()..md.find("### readseq").unwrap()];
+        assert!(
+            fill.contains("| ops/s | 350 (300..400) | 150 (100..200) | 2.33 |"),
+            "{fill}"
+        );
+        assert!(
+            fill.contains("| phases the machine left alone | 2 of 3 | 3 of 3 | |"),
+            "{fill}"
+        );
+        let read = &md[md.find("### readseq").unwrap()..];
+        assert!(
+            read.contains("| ops/s | 400 (300..500) | 150 | n/r |"),
+            "{read}"
+        );
+        assert!(
+            md.contains("- quietkv:auto #1 fillrandom: CPU steal 300 ms/s in the fillrandom phase (limit 100)"),
+            "{md}"
+        );
+        let j = section_json(&refs, &modes);
+        assert_eq!(j[0]["figures"]["quietkv:auto"]["ops_s"]["n"], 2);
+        // Kept as asked, they count again.
+        for r in &mut runs {
+            for p in &mut r.phases {
+                if !p.disturbed.is_empty() {
+                    p.judge(true);
+                }
+            }
+        }
+        let refs: Vec<&Run> = runs.iter().collect();
+        let md = section_markdown(&refs, &modes, "100-byte values", &|_| String::new());
+        assert!(
+            md.contains("| ops/s | 400 (300..500) | 150 (100..200) | 2.67 |"),
+            "{md}"
+        );
+        assert!(md.contains("kept in the medians as asked"), "{md}");
     }
 }
