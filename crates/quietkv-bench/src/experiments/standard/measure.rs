@@ -7,6 +7,7 @@
 //! measured the engine or the machine.
 
 use crate::device_stall::{phase_stalls, DeviceStalls, DeviceWatch};
+use crate::disturbance::HostSigns;
 use crate::process::status_bytes;
 use std::path::Path;
 use std::sync::OnceLock;
@@ -208,20 +209,11 @@ pub struct Cost {
     /// in the allocator included): the peak less this is what the phase
     /// added.
     pub start_rss_bytes: Option<u64>,
-    /// CPU time the hypervisor gave to others while this machine wanted
-    /// it, over the phase, summed over CPUs, per second: a phase with much
-    /// of it ran on a slower machine than its peers' phases.
-    pub steal_ms_per_s: Option<f64>,
-    /// CPU the machine's other processes used over the phase, summed over
-    /// CPUs, per second.
-    pub other_cpu_ms_per_s: Option<f64>,
-    /// The longest time the disk held requests and completed none during
-    /// the phase, ms; `None` without a device watch
-    /// ([`watch_device_of`]).
-    pub device_longest_stall_ms: Option<f64>,
-    /// The longest part of such a stall that the data completed at its
-    /// end does not explain, ms (see `device_stall::held_ms`).
-    pub device_longest_held_ms: Option<f64>,
+    /// What the machine did over the phase: CPU steal (a phase with much
+    /// of it ran on a slower machine than its peers' phases), other
+    /// processes' CPU, and the disk's stalls (none without a device
+    /// watch: [`watch_device_of`]).
+    pub host: HostSigns,
 }
 
 impl Probe {
@@ -271,16 +263,18 @@ impl Probe {
                 None
             },
             start_rss_bytes: self.rss,
-            steal_ms_per_s: match (self.steal_ticks, crate::metrics::read_steal_ticks()) {
-                (Some(a), Some(b)) => ticks_ms_per_s(b.saturating_sub(a), secs),
-                _ => None,
+            host: HostSigns {
+                steal_ms_per_s: match (self.steal_ticks, crate::metrics::read_steal_ticks()) {
+                    (Some(a), Some(b)) => ticks_ms_per_s(b.saturating_sub(a), secs),
+                    _ => None,
+                },
+                other_cpu_ms_per_s: match (self.other_cpu_ticks, other_processes_cpu_ticks()) {
+                    (Some(a), Some(b)) => ticks_ms_per_s(b.saturating_sub(a), secs),
+                    _ => None,
+                },
+                device_longest_stall_ms: stalls.map(|s| s.longest_ms),
+                device_longest_held_ms: stalls.map(|s| s.longest_held_ms),
             },
-            other_cpu_ms_per_s: match (self.other_cpu_ticks, other_processes_cpu_ticks()) {
-                (Some(a), Some(b)) => ticks_ms_per_s(b.saturating_sub(a), secs),
-                _ => None,
-            },
-            device_longest_stall_ms: stalls.map(|s| s.longest_ms),
-            device_longest_held_ms: stalls.map(|s| s.longest_held_ms),
         }
     }
 }

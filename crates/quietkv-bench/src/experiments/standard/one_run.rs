@@ -233,8 +233,8 @@ mod tests {
         for ph in &r.phases {
             assert!(ph.ops > 0 && ph.ops_s > 0.0, "{ph:?}");
             assert!(ph.cpu_us_per_op.unwrap() > 0.0, "{ph:?}");
-            assert!(ph.other_cpu_ms_per_s.is_some(), "{ph:?}");
-            assert_eq!(ph.device_longest_held_ms.is_some(), watched, "{ph:?}");
+            assert!(ph.host.other_cpu_ms_per_s.is_some(), "{ph:?}");
+            assert_eq!(ph.host.device_longest_held_ms.is_some(), watched, "{ph:?}");
         }
         let by = |n: &str| r.phases.iter().find(|p| p.workload == n).unwrap();
         assert_eq!(by("readseq").ops, 3000);

@@ -49,18 +49,10 @@ pub struct Phase {
     /// Reads done alongside a writer (readwhilewriting: the writes; the
     /// figures above are the reads').
     pub side_writes: Option<u64>,
-    /// The machine's CPU steal during the phase, ms per second.
-    pub steal_ms_per_s: Option<f64>,
-    /// Other processes' CPU during the phase, ms per second.
-    #[serde(default)]
-    pub other_cpu_ms_per_s: Option<f64>,
-    /// The longest time the disk held requests and completed none during
-    /// the phase, ms, and the part of it the data then completed does not
-    /// explain.
-    #[serde(default)]
-    pub device_longest_stall_ms: Option<f64>,
-    #[serde(default)]
-    pub device_longest_held_ms: Option<f64>,
+    /// What the machine did during the phase (CPU steal, other processes'
+    /// CPU, the disk's stalls), as report.json's fields of the same names.
+    #[serde(flatten)]
+    pub host: HostSigns,
     /// Why the machine disturbed this phase (empty: it did not), as the
     /// bench judged it once the run ended ([`Phase::judge`]). A disturbed
     /// phase is left out of the medians unless `disturbed_kept`.
@@ -123,10 +115,7 @@ impl Phase {
                 _ => None,
             },
             side_writes: None,
-            steal_ms_per_s: cost.steal_ms_per_s,
-            other_cpu_ms_per_s: cost.other_cpu_ms_per_s,
-            device_longest_stall_ms: cost.device_longest_stall_ms,
-            device_longest_held_ms: cost.device_longest_held_ms,
+            host: cost.host,
             disturbed: Vec::new(),
             disturbed_kept: false,
             l0_tables_after: None,
@@ -143,13 +132,7 @@ impl Phase {
     /// records why it is disturbed, if it is; `keep` counts it all the
     /// same (`--keep-disturbed`).
     pub fn judge(&mut self, keep: bool) {
-        let signs = HostSigns {
-            steal_ms_per_s: self.steal_ms_per_s,
-            other_cpu_ms_per_s: self.other_cpu_ms_per_s,
-            device_longest_stall_ms: self.device_longest_stall_ms,
-            device_longest_held_ms: self.device_longest_held_ms,
-        };
-        self.disturbed = throughput_rule(self.seconds).host_reasons(&self.workload, &signs);
+        self.disturbed = throughput_rule(self.seconds).host_reasons(&self.workload, &self.host);
         self.disturbed_kept = keep && !self.disturbed.is_empty();
     }
 }
@@ -199,10 +182,12 @@ mod tests {
             page_cache_bytes: Some(5 << 20),
             peak_rss_bytes: Some(3 << 20),
             start_rss_bytes: Some(1 << 20),
-            steal_ms_per_s: Some(12.0),
-            other_cpu_ms_per_s: Some(3.0),
-            device_longest_stall_ms: Some(20.0),
-            device_longest_held_ms: Some(0.0),
+            host: HostSigns {
+                steal_ms_per_s: Some(12.0),
+                other_cpu_ms_per_s: Some(3.0),
+                device_longest_stall_ms: Some(20.0),
+                device_longest_held_ms: Some(0.0),
+            },
         };
         let p = Phase::new("overwrite", 1000, 2.0, Some(&l), &cost, 1000);
         assert_eq!(p.ops_s, 500.0);
@@ -211,11 +196,39 @@ mod tests {
         assert_eq!(p.device_read_bytes_per_op, Some(8.0));
         assert_eq!(p.page_cache_bytes, Some(5 << 20));
         assert_eq!(p.rss_growth_bytes, Some(2 << 20));
-        assert_eq!(p.steal_ms_per_s, Some(12.0));
+        assert_eq!(p.host.steal_ms_per_s, Some(12.0));
         assert!(p.p99_us.unwrap() >= 9.9);
         // A read phase has no write amplification, a scan no latency.
         let r = Phase::new("readseq", 1000, 1.0, None, &cost, 0);
         assert_eq!((r.write_amp, r.p50_us), (None, None));
+    }
+
+    #[test]
+    fn the_host_figures_keep_their_report_json_names() {
+        let cost = Cost {
+            seconds: 1.0,
+            cpu_seconds: None,
+            device_write_bytes: None,
+            device_read_bytes: None,
+            page_cache_bytes: None,
+            peak_rss_bytes: None,
+            start_rss_bytes: None,
+            host: HostSigns {
+                steal_ms_per_s: Some(7.0),
+                ..HostSigns::default()
+            },
+        };
+        let p = Phase::new("readseq", 10, 1.0, None, &cost, 0);
+        let mut j = serde_json::to_value(&p).unwrap();
+        assert_eq!(j["steal_ms_per_s"], 7.0);
+        // A report written before the other host figures were recorded
+        // still reads.
+        let o = j.as_object_mut().unwrap();
+        o.remove("other_cpu_ms_per_s");
+        o.remove("device_longest_stall_ms");
+        o.remove("device_longest_held_ms");
+        let back: Phase = serde_json::from_value(j).unwrap();
+        assert_eq!(back, p);
     }
 
     #[test]
@@ -228,17 +241,19 @@ mod tests {
             page_cache_bytes: None,
             peak_rss_bytes: None,
             start_rss_bytes: None,
-            steal_ms_per_s: Some(90.0),
-            other_cpu_ms_per_s: Some(5.0),
-            device_longest_stall_ms: Some(400.0),
-            device_longest_held_ms: Some(400.0),
+            host: HostSigns {
+                steal_ms_per_s: Some(90.0),
+                other_cpu_ms_per_s: Some(5.0),
+                device_longest_stall_ms: Some(400.0),
+                device_longest_held_ms: Some(400.0),
+            },
         };
         // 90 ms/s of steal and a 0.4 s stall in 15 s: quiet enough.
         let mut p = Phase::new("readrandom-1", 1000, 15.0, None, &cost, 0);
         p.judge(false);
         assert!(p.disturbed.is_empty() && p.counts(), "{:?}", p.disturbed);
         let mut stolen = p.clone();
-        stolen.steal_ms_per_s = Some(150.0);
+        stolen.host.steal_ms_per_s = Some(150.0);
         stolen.judge(false);
         assert_eq!(stolen.disturbed.len(), 1);
         assert!(
@@ -249,9 +264,9 @@ mod tests {
         );
         assert!(!stolen.counts());
         let mut stalled = p.clone();
-        stalled.device_longest_stall_ms = Some(1400.0);
-        stalled.device_longest_held_ms = Some(1390.0);
-        stalled.other_cpu_ms_per_s = Some(500.0);
+        stalled.host.device_longest_stall_ms = Some(1400.0);
+        stalled.host.device_longest_held_ms = Some(1390.0);
+        stalled.host.other_cpu_ms_per_s = Some(500.0);
         stalled.judge(false);
         assert_eq!(stalled.disturbed.len(), 2, "{:?}", stalled.disturbed);
         assert!(
@@ -262,7 +277,7 @@ mod tests {
         // A short phase is held to the engine experiments' 50 ms at least.
         let mut short = p.clone();
         short.seconds = 0.1;
-        short.device_longest_held_ms = Some(60.0);
+        short.host.device_longest_held_ms = Some(60.0);
         short.judge(false);
         assert!(
             short.disturbed[0].contains("limit 50"),
@@ -274,9 +289,9 @@ mod tests {
         assert!(stolen.counts() && stolen.disturbed_kept);
         // Nothing read, nothing judged.
         let mut blind = p.clone();
-        blind.steal_ms_per_s = None;
-        blind.other_cpu_ms_per_s = None;
-        blind.device_longest_held_ms = None;
+        blind.host.steal_ms_per_s = None;
+        blind.host.other_cpu_ms_per_s = None;
+        blind.host.device_longest_held_ms = None;
         blind.judge(false);
         assert!(blind.counts());
     }

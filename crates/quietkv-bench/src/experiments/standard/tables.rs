@@ -96,7 +96,7 @@ const FIGURES: [Figure; 14] = [
     Figure {
         label: "CPU steal ms/s (the machine's, during the workload)",
         key: "steal_ms_per_s",
-        get: |p| p.steal_ms_per_s,
+        get: |p| p.host.steal_ms_per_s,
         decimals: 0,
     },
     Figure {
@@ -328,10 +328,7 @@ mod tests {
             page_cache_bytes: None,
             peak_rss_bytes: Some(100 << 20),
             start_rss_bytes: Some(60 << 20),
-            steal_ms_per_s: None,
-            other_cpu_ms_per_s: None,
-            device_longest_stall_ms: None,
-            device_longest_held_ms: None,
+            host: Default::default(),
         };
         let mut fill = Phase::new("fillrandom", ops_s as u64, 1.0, None, &cost, 1000);
         fill.space_amp = Some(1.1);
@@ -347,16 +344,21 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_table_per_workload_with_medians_ranges_and_ratios() {
-        let runs = [
+    /// Three rounds of quietkv against RocksDB, in the order they ran.
+    fn three_rounds() -> Vec<Run> {
+        vec![
             run("quietkv:auto", 0, 300.0),
             run("rocksdb:buffered", 0, 100.0),
             run("quietkv:auto", 1, 500.0),
             run("rocksdb:buffered", 1, 200.0),
             run("quietkv:auto", 2, 400.0),
             run("rocksdb:buffered", 2, 150.0),
-        ];
+        ]
+    }
+
+    #[test]
+    fn a_table_per_workload_with_medians_ranges_and_ratios() {
+        let runs = three_rounds();
         let refs: Vec<&Run> = runs.iter().collect();
         let modes = vec!["quietkv:auto".to_string(), "rocksdb:buffered".to_string()];
         let md = section_markdown(&refs, &modes, "100-byte values", &|w| format!("about {w}"));
@@ -394,19 +396,12 @@ mod tests {
 
     #[test]
     fn disturbed_phases_leave_the_medians_and_too_few_go_unranked() {
-        let mut runs = vec![
-            run("quietkv:auto", 0, 300.0),
-            run("rocksdb:buffered", 0, 100.0),
-            run("quietkv:auto", 1, 500.0),
-            run("rocksdb:buffered", 1, 200.0),
-            run("quietkv:auto", 2, 400.0),
-            run("rocksdb:buffered", 2, 150.0),
-        ];
+        let mut runs = three_rounds();
         // quietkv's best fill and two of RocksDB's reads were disturbed.
-        runs[2].phases[0].steal_ms_per_s = Some(300.0);
+        runs[2].phases[0].host.steal_ms_per_s = Some(300.0);
         runs[2].phases[0].judge(false);
         for i in [1, 3] {
-            runs[i].phases[1].other_cpu_ms_per_s = Some(900.0);
+            runs[i].phases[1].host.other_cpu_ms_per_s = Some(900.0);
             runs[i].phases[1].judge(false);
         }
         let refs: Vec<&Run> = runs.iter().collect();
