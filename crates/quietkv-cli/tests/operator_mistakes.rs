@@ -228,15 +228,19 @@ fn a_full_disk_is_reported_as_a_full_disk() {
 fn repair_reports_a_missing_table() {
     let w = tmp();
     let d = w.path().join("db");
-    for i in 0..20 {
-        assert!(qkv(&d, &["put", &format!("k{i:02}"), "old"])
-            .status
-            .success());
-    }
+    // One table of 20 keys, then one holding the delete: two tables stay
+    // under the level-0 compaction trigger, so no background compaction can
+    // merge the delete away (with one table per key, one sometimes did).
+    let input = w.path().join("keys.tsv");
+    let lines: String = (0..20).map(|i| format!("k{i:02}\told\n")).collect();
+    fs::write(&input, lines).unwrap();
+    assert!(qkv(&d, &["load", input.to_str().unwrap()]).status.success());
     assert!(qkv(&d, &["flush"]).status.success());
     assert!(qkv(&d, &["delete", "k03"]).status.success());
     assert!(qkv(&d, &["flush"]).status.success());
     let tables = files(&d, "sst");
+    assert_eq!(tables.len(), 2, "{tables:?}");
+    // The newer of the two holds the delete.
     let newest = tables.last().unwrap();
     fs::remove_file(newest).unwrap();
     let o = qkv(&d, &["repair"]);
