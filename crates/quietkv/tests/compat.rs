@@ -1,11 +1,12 @@
-//! On-disk compatibility: a database written by format version 1 (tables,
-//! manifest and WAL as described in `docs/format.md`) is committed under
-//! `tests/fixtures/v1/`, and every later version must open it, read every
-//! value in it and keep working on it.
+//! On-disk compatibility: databases written by earlier versions (tables,
+//! manifest and WAL as described in `docs/format.md`) are committed under
+//! `tests/fixtures/`: `v1/` (table format version 1) and `v3/` (format
+//! version 3: data blocks padded to page boundaries). Every later version
+//! must open them, read every value in them and keep working on them.
 //!
-//! The fixture is never regenerated: if this test fails, the change broke
+//! Fixtures are never regenerated: if this test fails, the change broke
 //! reading files users already have. A new format gets a new fixture
-//! directory (v2) beside this one, and v1 keeps being tested.
+//! directory beside these, and the old ones keep being tested.
 //!
 //! `write_fixture` (ignored) is the generator; see the fixture's README.md.
 
@@ -14,10 +15,15 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use common::listing;
+use common::{files_with, listing};
 use quietkv::{check_dir, Compression, Db, Options, WriteBatch, WriteOptions};
 
-const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/v1");
+/// The committed fixture of format version `v` ("v1", "v3").
+fn fixture(v: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(v)
+}
 
 /// The number of tables in L0, and in the one deeper level that has any
 /// (where `compact_all` put the base); panics if several deeper levels do.
@@ -191,10 +197,10 @@ fn generator_options(compression: Compression) -> Options {
 
 /// A private copy of the fixture: opening it writes (a new manifest, the
 /// WAL replayed into a table), and the committed files must stay as they are.
-fn copy_fixture() -> tempfile::TempDir {
+fn copy_fixture(v: &str) -> tempfile::TempDir {
     let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let mut copied = 0;
-    for entry in std::fs::read_dir(FIXTURE).expect("the v1 fixture is committed") {
+    for entry in std::fs::read_dir(fixture(v)).expect("the fixture is committed") {
         let entry = entry.unwrap();
         let name = entry.file_name();
         if name == "README.md" {
@@ -203,7 +209,7 @@ fn copy_fixture() -> tempfile::TempDir {
         std::fs::copy(entry.path(), d.path().join(&name)).unwrap();
         copied += 1;
     }
-    assert!(copied > 0, "the v1 fixture is empty");
+    assert!(copied > 0, "the {v} fixture is empty");
     d
 }
 
@@ -239,9 +245,38 @@ fn script_is_unchanged() {
 
 #[test]
 fn fixture_v1_opens_reads_and_keeps_working() {
+    opens_reads_and_keeps_working("v1");
+}
+
+/// The tables of the compacted base have padded blocks (format version 3);
+/// the two L0 tables, compressed, have none (version 1).
+#[test]
+fn fixture_v3_opens_reads_and_keeps_working() {
+    let versions: Vec<(String, u32)> = files_with(&fixture("v3"), ".sst")
+        .iter()
+        .map(|p| {
+            let b = std::fs::read(p).unwrap();
+            let v = u32::from_le_bytes(b[b.len() - 12..b.len() - 8].try_into().unwrap());
+            (p.file_name().unwrap().to_string_lossy().into_owned(), v)
+        })
+        .collect();
+    assert_eq!(
+        versions.iter().filter(|(_, v)| *v == 3).count(),
+        3,
+        "{versions:?}"
+    );
+    assert_eq!(
+        versions.iter().filter(|(_, v)| *v == 1).count(),
+        2,
+        "{versions:?}"
+    );
+    opens_reads_and_keeps_working("v3");
+}
+
+fn opens_reads_and_keeps_working(v: &str) {
     let model = expected();
-    let before = listing(Path::new(FIXTURE));
-    let d = copy_fixture();
+    let before = listing(&fixture(v));
+    let d = copy_fixture(v);
     let dir = d.path();
 
     // The files themselves, before anything opens them: tables, and a WAL
@@ -283,7 +318,7 @@ fn fixture_v1_opens_reads_and_keeps_working() {
     db.close().unwrap();
 
     assert_eq!(
-        listing(Path::new(FIXTURE)),
+        listing(&fixture(v)),
         before,
         "the committed fixture was modified"
     );
@@ -294,7 +329,7 @@ fn fixture_v1_opens_reads_and_keeps_working() {
 #[test]
 fn fixture_v1_gets_keyspaces() {
     let model = expected();
-    let d = copy_fixture();
+    let d = copy_fixture("v1");
     let dir = d.path();
     let db = Db::open(dir, Options::default()).unwrap();
     assert_eq!(db.keyspace_names(), ["default"]);
@@ -339,7 +374,7 @@ fn fixture_v1_gets_keyspaces() {
 #[test]
 fn fixture_v1_repairs_into_the_default_keyspace() {
     let model = expected();
-    let d = copy_fixture();
+    let d = copy_fixture("v1");
     let dir = d.path();
     std::fs::remove_file(dir.join("CURRENT")).unwrap();
     let r = quietkv::repair_dir(dir, &quietkv::RepairOptions::default()).unwrap();

@@ -8,8 +8,8 @@ use crate::range_tombstone::RangeTombstone;
 use crate::table::block::{BlockBuilder, DEFAULT_RESTART_INTERVAL};
 use crate::table::filter::BloomBuilder;
 use crate::table::format::{
-    encode_block, BlockHandle, Compression, Footer, FORMAT_VERSION_PLAIN,
-    FORMAT_VERSION_RANGE_DELETES,
+    encode_block, encode_padded_block, BlockHandle, Compression, Footer, BLOCK_TRAILER_LEN,
+    FORMAT_VERSION_PADDED, FORMAT_VERSION_PLAIN, FORMAT_VERSION_RANGE_DELETES, PAD_LEN_BYTES,
 };
 use crate::table::properties::TableProperties;
 use crate::table::source::TableSink;
@@ -18,6 +18,17 @@ use crate::table::source::TableSink;
 pub const MAX_BLOCK_SIZE: usize = 32 << 20;
 /// Largest single entry (internal key + value) a table accepts.
 pub const MAX_ENTRY_BYTES: usize = 1 << 30;
+/// The unit data blocks are aligned to: the page cache's page.
+pub const PAGE: usize = 4096;
+/// Most filler bytes a block gets to end on a page boundary: an eighth of a
+/// page, so alignment never costs more than that in space. Blocks of large
+/// entries, whose slack would be larger, stay unaligned.
+pub const MAX_FILLER: usize = PAGE / 8;
+/// What one entry can add to a block beyond its key and value bytes: three
+/// varint lengths and a restart point.
+const ENTRY_OVERHEAD_BOUND: usize = 3 * 5 + 4;
+/// A padded block's bytes beyond its contents and filler.
+const PADDED_OVERHEAD: usize = PAD_LEN_BYTES + BLOCK_TRAILER_LEN;
 
 /// How a table is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +43,11 @@ pub struct TableOptions {
     /// The keyspace the table belongs to, recorded in its properties (0:
     /// the default keyspace, which records nothing).
     pub keyspace_id: u32,
+    /// End data blocks on page boundaries where that costs at most
+    /// [`MAX_FILLER`] bytes, so a block read touches one page instead of
+    /// two and a cached page holds whole blocks. Takes effect only for
+    /// uncompressed tables with blocks of at least a page.
+    pub align_blocks: bool,
 }
 
 impl Default for TableOptions {
@@ -42,6 +58,7 @@ impl Default for TableOptions {
             bloom_bits_per_key: 10,
             zstd_level: 1,
             keyspace_id: 0,
+            align_blocks: true,
         }
     }
 }
@@ -82,6 +99,11 @@ pub struct TableBuilder<S: TableSink> {
     last_key: Vec<u8>,
     props: TableProperties,
     range_dels: Vec<RangeTombstone>,
+    /// Whether data blocks are cut and padded to end on page boundaries
+    /// (`align_blocks` where it applies).
+    aligned: bool,
+    /// Whether any block was padded (the table is then format version 3).
+    padded: bool,
     failed: bool,
 }
 
@@ -93,7 +115,10 @@ impl<S: TableSink> TableBuilder<S> {
             bloom_bits_per_key: opts.bloom_bits_per_key.min(64),
             zstd_level: opts.zstd_level.clamp(1, 22),
             keyspace_id: opts.keyspace_id,
+            align_blocks: opts.align_blocks,
         };
+        let aligned =
+            opts.align_blocks && opts.compression == Compression::None && opts.block_size >= PAGE;
         TableBuilder {
             sink,
             opts,
@@ -108,7 +133,22 @@ impl<S: TableSink> TableBuilder<S> {
                 ..TableProperties::default()
             },
             range_dels: Vec::new(),
+            aligned,
+            padded: false,
             failed: false,
+        }
+    }
+
+    /// In aligned mode, the bytes the pending block may take on disk: up
+    /// to the page boundary nearest `block_size` past its start, or the
+    /// one after when that would leave less than half a block.
+    fn room_to_boundary(&self) -> usize {
+        let start = self.offset as usize % PAGE;
+        let down = (start + self.opts.block_size) / PAGE * PAGE - start;
+        if down >= self.opts.block_size / 2 {
+            down
+        } else {
+            down + PAGE
         }
     }
 
@@ -170,6 +210,22 @@ impl<S: TableSink> TableBuilder<S> {
         self.last_key.clear();
         self.last_key.extend_from_slice(ikey);
 
+        if self.aligned {
+            // Cut before an entry that might carry the block past its
+            // boundary (it always takes at least one entry).
+            let bound = ikey.len() + value.len() + ENTRY_OVERHEAD_BOUND;
+            let room = self.room_to_boundary();
+            if !self.data_block.is_empty()
+                && self.data_block.estimated_size() + bound + PADDED_OVERHEAD > room
+            {
+                self.flush_data_block()?;
+            }
+            self.data_block.add(ikey, value);
+            if self.data_block.estimated_size() + PADDED_OVERHEAD >= self.room_to_boundary() {
+                self.flush_data_block()?;
+            }
+            return Ok(());
+        }
         self.data_block.add(ikey, value);
         if self.data_block.estimated_size() >= self.opts.block_size {
             self.flush_data_block()?;
@@ -212,7 +268,11 @@ impl<S: TableSink> TableBuilder<S> {
         }
         let last = self.data_block.last_key().to_vec();
         let raw = self.data_block.finish();
-        let disk = encode_block(&raw, self.opts.compression, self.opts.zstd_level);
+        let disk = if self.aligned {
+            self.encode_to_boundary(&raw)
+        } else {
+            encode_block(&raw, self.opts.compression, self.opts.zstd_level)
+        };
         let handle = self.write_block(&disk)?;
         self.props.num_data_blocks += 1;
         self.props.data_size += handle.size;
@@ -220,6 +280,19 @@ impl<S: TableSink> TableBuilder<S> {
         handle.encode_varint(&mut hv);
         self.index_block.add(&last, &hv);
         Ok(())
+    }
+
+    /// An uncompressed block, padded to end on the next page boundary when
+    /// that takes at most [`MAX_FILLER`] bytes.
+    fn encode_to_boundary(&mut self, raw: &[u8]) -> Vec<u8> {
+        let end = self.offset as usize + raw.len() + BLOCK_TRAILER_LEN;
+        let gap = (PAGE - end % PAGE) % PAGE;
+        if (PAD_LEN_BYTES..=MAX_FILLER + PAD_LEN_BYTES).contains(&gap) {
+            self.padded = true;
+            encode_padded_block(raw, gap - PAD_LEN_BYTES)
+        } else {
+            encode_block(raw, Compression::None, 1)
+        }
     }
 
     /// Bytes written so far plus the pending data block (uncompressed).
@@ -287,7 +360,9 @@ impl<S: TableSink> TableBuilder<S> {
             filter,
             index,
             properties,
-            version: if range_dels.size > 0 {
+            version: if self.padded {
+                FORMAT_VERSION_PADDED
+            } else if range_dels.size > 0 {
                 FORMAT_VERSION_RANGE_DELETES
             } else {
                 FORMAT_VERSION_PLAIN

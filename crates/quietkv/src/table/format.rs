@@ -12,7 +12,7 @@ use crate::varint;
 /// Magic number in the last 8 bytes of every table ("qkvtbl01" little endian-ish).
 pub const TABLE_MAGIC: u64 = 0x3130_6c62_7476_6b71;
 /// The newest table format version this build understands.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 /// The version of a table without range tombstones: what every build
 /// since the first reads.
 pub const FORMAT_VERSION_PLAIN: u32 = 1;
@@ -20,10 +20,21 @@ pub const FORMAT_VERSION_PLAIN: u32 = 1;
 /// not know range tombstones refuses it instead of resurrecting the keys
 /// they delete.
 pub const FORMAT_VERSION_RANGE_DELETES: u32 = 2;
+/// The version of a table with data blocks padded to page boundaries (and
+/// range tombstones or not): builds that do not know padded blocks refuse
+/// it with "newer than this build" instead of calling it damaged.
+pub const FORMAT_VERSION_PADDED: u32 = 3;
 /// Footer: 3 handles as (u64 offset, u64 size) + u32 crc + u32 version + u64 magic.
 pub const FOOTER_LEN: usize = 3 * 16 + 4 + 4 + 8;
 /// Bytes after every block payload: 1 byte compression type + 4 bytes CRC32C.
 pub const BLOCK_TRAILER_LEN: usize = 5;
+/// Block type byte of an uncompressed block followed by padding: the payload
+/// is the block's contents, then `n` filler bytes, then `n` as u16 LE. It
+/// lets a block end exactly on a page boundary while the next one still
+/// starts where it ends (see `TableOptions::align_blocks`).
+pub const PADDED_BLOCK_TYPE: u8 = 3;
+/// Bytes a padded block carries beyond its contents and filler.
+pub const PAD_LEN_BYTES: usize = 2;
 /// Largest decompressed block we accept from disk; a larger claim is corruption.
 pub const MAX_DECOMPRESSED_BLOCK: usize = 64 << 20;
 
@@ -178,6 +189,20 @@ pub fn encode_block(raw: &[u8], compression: Compression, zstd_level: i32) -> Ve
     out
 }
 
+/// The on-disk bytes of an uncompressed block of contents `raw` followed by
+/// `filler` zero bytes ([`PADDED_BLOCK_TYPE`]); `filler` must fit in a u16.
+pub fn encode_padded_block(raw: &[u8], filler: usize) -> Vec<u8> {
+    let n = u16::try_from(filler).expect("filler fits in a u16");
+    let mut out = Vec::with_capacity(raw.len() + filler + PAD_LEN_BYTES + BLOCK_TRAILER_LEN);
+    out.extend_from_slice(raw);
+    out.resize(raw.len() + filler, 0);
+    out.extend_from_slice(&n.to_le_bytes());
+    out.push(PADDED_BLOCK_TYPE);
+    let crc = crc32c::crc32c(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
 /// Verifies the checksum of an on-disk block and returns its decompressed
 /// payload. Errors carry no file/offset; the caller adds them.
 pub fn decode_block(mut disk: Vec<u8>) -> Result<Vec<u8>> {
@@ -197,6 +222,21 @@ pub fn decode_block(mut disk: Vec<u8>) -> Result<Vec<u8>> {
     }
     let ctype_byte = disk[crc_at - 1];
     let payload_len = crc_at - 1;
+    if ctype_byte == PADDED_BLOCK_TYPE {
+        let filler = payload_len
+            .checked_sub(PAD_LEN_BYTES)
+            .and_then(|at| Some((at, disk.get(at..payload_len)?)))
+            .map(|(at, n)| (at, u16::from_le_bytes([n[0], n[1]]) as usize));
+        let contents_len = filler.and_then(|(at, n)| at.checked_sub(n));
+        let Some(contents_len) = contents_len else {
+            return Err(Error::corruption(format!(
+                "padded block of {} bytes claims more padding than it holds",
+                disk.len()
+            )));
+        };
+        disk.truncate(contents_len);
+        return Ok(disk);
+    }
     let ctype = Compression::from_u8(ctype_byte)
         .ok_or_else(|| Error::corruption(format!("unknown block compression type {ctype_byte}")))?;
     match ctype {
@@ -352,6 +392,34 @@ mod tests {
     }
 
     #[test]
+    fn padded_blocks_round_trip_and_a_lying_filler_length_is_corruption() {
+        let raw: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
+        for filler in [0, 1, 90, 512] {
+            let disk = encode_padded_block(&raw, filler);
+            assert_eq!(
+                disk.len(),
+                raw.len() + filler + PAD_LEN_BYTES + BLOCK_TRAILER_LEN
+            );
+            assert_eq!(decode_block(disk).unwrap(), raw);
+        }
+        let reseal = |mut disk: Vec<u8>| {
+            let n = disk.len();
+            let crc = crc32c::crc32c(&disk[..n - 4]);
+            disk[n - 4..].copy_from_slice(&crc.to_le_bytes());
+            disk
+        };
+        // A filler length larger than the payload, and a payload too short
+        // to hold one, behind valid checksums.
+        let mut disk = encode_padded_block(&raw, 10);
+        let at = disk.len() - BLOCK_TRAILER_LEN - PAD_LEN_BYTES;
+        disk[at..at + 2].copy_from_slice(&u16::MAX.to_le_bytes());
+        let e = decode_block(reseal(disk)).unwrap_err();
+        assert!(e.message().contains("more padding than it holds"), "{e}");
+        let tiny = reseal(vec![7, PADDED_BLOCK_TYPE, 0, 0, 0, 0]);
+        assert!(decode_block(tiny).is_err());
+    }
+
+    #[test]
     fn lying_size_claims_are_corruption() {
         let raw = vec![7u8; 10_000];
         let mut disk = encode_block(&raw, Compression::Lz4, 1);
@@ -392,7 +460,7 @@ mod tests {
         v7[52..56].copy_from_slice(&7u32.to_le_bytes());
         assert_eq!(
             Footer::decode(&v7, 1000).unwrap_err().message(),
-            "table format version 7 is newer than this build understands (2)"
+            "table format version 7 is newer than this build understands (3)"
         );
     }
 }

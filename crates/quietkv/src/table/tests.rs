@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 
+use super::builder::{MAX_FILLER, PAGE};
+use super::format::{Footer, FOOTER_LEN, FORMAT_VERSION_PADDED, FORMAT_VERSION_PLAIN};
 use super::*;
 use crate::error::{ErrorKind, Result};
 use crate::iter::InternalIterator;
@@ -499,7 +501,7 @@ fn footer_errors_are_clear() {
     let e = open(&newer, None).unwrap_err();
     assert_eq!(
         e.message(),
-        "table format version 7 is newer than this build understands (2)"
+        "table format version 7 is newer than this build understands (3)"
     );
     let e = open(b"tiny", None).unwrap_err();
     assert!(e.message().contains("not a quietkv table"));
@@ -697,11 +699,12 @@ proptest! {
     fn prop_table_matches_model(
         entries in arb_entries(),
         c in arb_compression(),
-        block_size in 16usize..1024,
+        block_size in prop_oneof![16usize..1024, 4096usize..6000],
+        align_blocks in any::<bool>(),
         bloom in prop::sample::select(vec![0usize, 1, 10]),
         probes in prop::collection::vec((prop::collection::vec(prop::sample::select(b"abc\0\xff".to_vec()), 0..6), 0u64..60), 40),
     ) {
-        let o = TableOptions { block_size, compression: c, bloom_bits_per_key: bloom, zstd_level: 2, keyspace_id: 0 };
+        let o = TableOptions { block_size, compression: c, bloom_bits_per_key: bloom, zstd_level: 2, keyspace_id: 0, align_blocks };
         let (bytes, _) = build(&entries, o);
         let cache = Arc::new(BlockCache::with_shard_bits(2048, 1));
         let t = open(&bytes, Some(cache.clone())).unwrap();
@@ -738,8 +741,10 @@ proptest! {
         c in arb_compression(),
         damage in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
         truncate in prop::option::of(any::<prop::sample::Index>()),
+        block_size in prop::sample::select(vec![128usize, 4096]),
     ) {
-        let (bytes, _) = build(&entries, opts(c, 128));
+        // 4096: uncompressed tables then have padded blocks.
+        let (bytes, _) = build(&entries, opts(c, block_size));
         let mut damaged = bytes.clone();
         for (i, b) in damage {
             let p = i.index(damaged.len());
@@ -760,7 +765,12 @@ proptest! {
 fn range_tombstones_round_trip_in_their_own_block() {
     use crate::range_tombstone::RangeTombstone;
     let entries = sample_entries(50);
-    let (plain, _) = build(&entries, TableOptions::default());
+    // Unpadded blocks, so the version says only whether there are tombstones.
+    let o = TableOptions {
+        align_blocks: false,
+        ..TableOptions::default()
+    };
+    let (plain, _) = build(&entries, o);
     let n = plain.len();
     assert_eq!(
         &plain[n - 12..n - 8],
@@ -774,7 +784,7 @@ fn range_tombstones_round_trip_in_their_own_block() {
         RangeTombstone::new(b"user000090", b"zz", 501),
         RangeTombstone::new(b"user000090", b"user0001", 3),
     ];
-    let mut b = TableBuilder::new(Vec::new(), TableOptions::default());
+    let mut b = TableBuilder::new(Vec::new(), o);
     for t in &tombs {
         b.add_range_tombstone(t).unwrap();
     }
@@ -846,4 +856,139 @@ fn range_tombstones_round_trip_in_their_own_block() {
     let t = open(&bytes, None).unwrap();
     assert_eq!(t.range_tombstones(), &tombs[1..2]);
     assert!(collect(&mut t.iter()).unwrap().is_empty());
+}
+
+/// `n` entries of 16-byte keys and 100-byte values, as db_bench writes them.
+fn small_value_entries(n: usize) -> Entries {
+    (0..n)
+        .map(|i| {
+            let k = InternalKey::new(format!("{:016}", i * 7).as_bytes(), 1, ValueKind::Put);
+            (k.0, vec![(i % 251) as u8; 100])
+        })
+        .collect()
+}
+
+/// Whether data block `h` lies within one page.
+fn within_one_page(h: BlockHandle) -> bool {
+    h.offset / PAGE as u64 == (h.offset + h.size - 1) / PAGE as u64
+}
+
+/// With small entries every data block ends on a page boundary (so none
+/// straddles two pages), the filler stays under its bound, the table is
+/// format version 3 and reads back whole; without alignment most blocks
+/// straddle.
+#[test]
+fn aligned_blocks_each_fit_in_one_page() {
+    let entries = small_value_entries(5000);
+    let (bytes, _) = build(&entries, opts(Compression::None, 4096));
+    let t = open(&bytes, None).unwrap();
+    check_table(&entries, &t);
+    let blocks: Vec<BlockHandle> = t.index().iter().map(|e| e.handle).collect();
+    assert!(blocks.len() > 100, "{}", blocks.len());
+    let last = blocks.len() - 1;
+    for (i, h) in blocks.iter().enumerate() {
+        assert!(within_one_page(*h), "block {i}: {h:?}");
+        if i < last {
+            assert_eq!(h.end().unwrap() % PAGE as u64, 0, "block {i}: {h:?}");
+            // Full but for less than one entry and the filler's bound.
+            assert!(h.size as usize > PAGE - MAX_FILLER, "block {i}: {h:?}");
+        }
+    }
+    assert_eq!(
+        Footer::decode(&bytes[bytes.len() - FOOTER_LEN..], bytes.len() as u64)
+            .unwrap()
+            .version,
+        FORMAT_VERSION_PADDED
+    );
+    let plain = TableOptions {
+        align_blocks: false,
+        ..opts(Compression::None, 4096)
+    };
+    let (unaligned, _) = build(&entries, plain);
+    let t2 = open(&unaligned, None).unwrap();
+    let straddling = t2
+        .index()
+        .iter()
+        .filter(|e| !within_one_page(e.handle))
+        .count();
+    assert!(straddling > t2.index().len() / 2, "{straddling}");
+    // What alignment costs in space: under 5% with 100-byte values.
+    assert!(
+        bytes.len() * 100 < unaligned.len() * 105,
+        "{} against {}",
+        bytes.len(),
+        unaligned.len()
+    );
+}
+
+/// Entries too large to leave a small slack get no filler: with 4 KiB values
+/// the table is the same byte for byte as without alignment; so is a
+/// compressed table, whose block sizes the builder cannot know in advance.
+#[test]
+fn large_entries_and_compressed_tables_are_not_padded() {
+    let big: Entries = (0..40)
+        .map(|i| {
+            let k = InternalKey::new(format!("{i:016}").as_bytes(), 1, ValueKind::Put);
+            (k.0, vec![i as u8; 4096])
+        })
+        .collect();
+    let small = small_value_entries(2000);
+    for (entries, c) in [
+        (&big, Compression::None),
+        (&small, Compression::Lz4),
+        (&small, Compression::Zstd),
+    ] {
+        let (aligned, _) = build(entries, opts(c, 4096));
+        let plain = TableOptions {
+            align_blocks: false,
+            ..opts(c, 4096)
+        };
+        let (unaligned, _) = build(entries, plain);
+        assert!(aligned == unaligned, "{c:?}");
+        let footer =
+            Footer::decode(&aligned[aligned.len() - FOOTER_LEN..], aligned.len() as u64).unwrap();
+        assert_eq!(footer.version, FORMAT_VERSION_PLAIN, "{c:?}");
+    }
+}
+
+/// After a block that cannot be aligned (one large entry) the following
+/// blocks of small entries find the page boundaries again.
+#[test]
+fn blocks_realign_after_a_large_entry() {
+    let mut entries = small_value_entries(1000);
+    let at = entries.len() / 2;
+    entries[at].1 = vec![9; 10_000];
+    let (bytes, _) = build(&entries, opts(Compression::None, 4096));
+    let t = open(&bytes, None).unwrap();
+    check_table(&entries, &t);
+    let blocks: Vec<BlockHandle> = t.index().iter().map(|e| e.handle).collect();
+    let large = blocks.iter().position(|h| h.size > PAGE as u64).unwrap();
+    // At most one block after it ends off a boundary; the rest end on one.
+    let unaligned_after = blocks[large + 1..blocks.len() - 1]
+        .iter()
+        .filter(|h| h.end().unwrap() % PAGE as u64 != 0)
+        .count();
+    assert!(unaligned_after <= 1, "{blocks:?}");
+    assert!(blocks.len() - large > 5);
+}
+
+/// Every single-bit flip in the first pages of a padded table (data blocks,
+/// filler and filler lengths included) is caught as corruption, and none
+/// panics.
+#[test]
+fn every_byte_flip_in_padded_blocks_is_detected() {
+    let entries = small_value_entries(100);
+    let (bytes, _) = build(&entries, opts(Compression::None, 4096));
+    let t = open(&bytes, None).unwrap();
+    assert!(t.index().len() >= 3);
+    let end = t.index().get(1).unwrap().handle.end().unwrap() as usize;
+    for pos in (0..end).step_by(3) {
+        let mut damaged = bytes.clone();
+        damaged[pos] ^= 1 << (pos % 8);
+        let errors = exercise_damaged(&damaged, &entries);
+        assert!(!errors.is_empty(), "flip at {pos} went unnoticed");
+        for e in &errors {
+            assert_eq!(e.kind(), ErrorKind::Corruption, "flip at {pos}: {e}");
+        }
+    }
 }
