@@ -67,7 +67,8 @@ pub struct QuietkvConfig {
 /// writes tables past the page cache), `+hits=0|1`
 /// (`attribute_cache_hits`: whether user reads count page-cache hits),
 /// `+trim=0|1` (`release_heap_after_jobs`: whether the allocator's free
-/// memory goes back to the kernel after each background job).
+/// memory goes back to the kernel after each background job), `+align=0|1`
+/// (`align_blocks`: whether data blocks end on page boundaries).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuietkvKnobs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -116,6 +117,9 @@ pub struct QuietkvKnobs {
     /// `release_heap_after_jobs`, as `+trim=0|1`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub release_heap: Option<bool>,
+    /// `align_blocks`, as `+align=0|1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub align_blocks: Option<bool>,
 }
 
 /// The most keyspaces `+ks=N` spreads the keys over.
@@ -190,6 +194,11 @@ impl QuietkvKnobs {
                 "1" => self.release_heap = Some(true),
                 _ => return Err(format!("trim must be 0 or 1, got '{value}'")),
             },
+            "align" => match value {
+                "0" => self.align_blocks = Some(false),
+                "1" => self.align_blocks = Some(true),
+                _ => return Err(format!("align must be 0 or 1, got '{value}'")),
+            },
             "warmauto" => match value {
                 "0" => self.warm_automatic = Some(false),
                 "1" => self.warm_automatic = Some(true),
@@ -229,7 +238,7 @@ impl QuietkvKnobs {
             }
             other => {
                 return Err(format!(
-                    "unknown knob '{other}' (expected depth, wbuf, ra, nice, yield, pick, l0, wb, slice, bgdepth, warmauto, warmwin, flush, small, hits, trim or ks)"
+                    "unknown knob '{other}' (expected depth, wbuf, ra, nice, yield, pick, l0, wb, slice, bgdepth, warmauto, warmwin, flush, small, hits, trim, align or ks)"
                 ))
             }
         }
@@ -286,6 +295,9 @@ impl QuietkvKnobs {
         }
         if let Some(t) = self.release_heap {
             o.release_heap_after_jobs = t;
+        }
+        if let Some(a) = self.align_blocks {
+            o.align_blocks = a;
         }
     }
 
@@ -349,6 +361,9 @@ impl QuietkvKnobs {
                 "release_heap_after_jobs {}",
                 if t { "on" } else { "off" }
             ));
+        }
+        if let Some(a) = self.align_blocks {
+            v.push(format!("align_blocks {}", if a { "on" } else { "off" }));
         }
         let n = self.spread_keyspaces();
         if n > 1 {
@@ -1082,7 +1097,16 @@ mod tests {
             "{:?}",
             kept.page_cache_with(&|_, _| None).also
         );
+        let unaligned = QuietkvConfig::parse("auto+align=0").unwrap();
+        assert!(!unaligned.options().align_blocks);
+        assert!(plain.align_blocks);
+        assert!(unaligned
+            .page_cache_with(&|_, _| None)
+            .also
+            .iter()
+            .any(|a| a == "align_blocks off"));
         for bad in [
+            "auto+align=2",
             "auto+hits=2",
             "auto+trim=yes",
             "auto+l0=20",

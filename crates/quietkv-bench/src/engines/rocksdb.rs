@@ -92,6 +92,11 @@ pub struct RocksDbConfig {
     /// limit). Reports written before the knob had it on.
     #[serde(default = "yes")]
     pub prepopulate: bool,
+    /// `block_align` (`+align=1`): data blocks padded to end on page
+    /// boundaries, as quietkv's `align_blocks`. Off by default, as in
+    /// RocksDB.
+    #[serde(default)]
+    pub block_align: bool,
 }
 
 fn yes() -> bool {
@@ -121,11 +126,24 @@ impl RocksDbConfig {
         };
         let mut cache_share = None;
         let mut prepopulate = false;
+        let mut block_align = false;
         for token in parts {
             let (key, value) = token.split_once('=').unwrap_or((token, ""));
+            if key == "align" {
+                block_align = match value {
+                    "0" => false,
+                    "1" => true,
+                    _ => {
+                        return Err(format!(
+                            "mode '{name}': align must be 0 or 1, got '{value}'"
+                        ))
+                    }
+                };
+                continue;
+            }
             if !matches!(key, "cache" | "prepopulate") {
                 return Err(format!(
-                    "mode '{name}': unknown knob '{token}' (RocksDB takes +cache=F and +prepopulate=0|1)"
+                    "mode '{name}': unknown knob '{token}' (RocksDB takes +cache=F, +prepopulate=0|1 and +align=0|1)"
                 ));
             }
             if !u || base == "seed-all-direct" {
@@ -158,6 +176,7 @@ impl RocksDbConfig {
             direct_reads: u,
             cache_share,
             prepopulate,
+            block_align,
         })
     }
 
@@ -248,25 +267,31 @@ impl EngineConfig for RocksDbConfig {
                 "use_direct_io_for_flush_and_compaction",
             ),
             user_reads: direction(self.direct_reads, "use_direct_reads"),
-            also: if self.is_seed() {
-                vec![format!(
-                    "block cache {} MiB and {SEED_BACKGROUND_JOBS} background jobs (the seed's db_bench recipe)",
-                    SEED_BLOCK_CACHE >> 20
-                )]
-            } else if self.direct_reads {
-                vec![format!(
-                    "block cache of {:.2} of the memory limit, index and filter blocks pinned, {}",
-                    self.direct_cache_share(),
-                    if self.prepopulate {
-                        "filled at flush"
-                    } else {
-                        "not filled at flush"
-                    }
-                )]
-            } else {
-                Vec::new()
+            also: {
+                let mut also = if self.is_seed() {
+                    vec![format!(
+                        "block cache {} MiB and {SEED_BACKGROUND_JOBS} background jobs (the seed's db_bench recipe)",
+                        SEED_BLOCK_CACHE >> 20
+                    )]
+                } else if self.direct_reads {
+                    vec![format!(
+                        "block cache of {:.2} of the memory limit, index and filter blocks pinned, {}",
+                        self.direct_cache_share(),
+                        if self.prepopulate {
+                            "filled at flush"
+                        } else {
+                            "not filled at flush"
+                        }
+                    )]
+                } else {
+                    Vec::new()
+                };
+                if self.block_align {
+                    also.push("block_align (data blocks padded to page boundaries)".into());
+                }
+                also
             },
-            engine_defaults: self.switches().is_empty(),
+            engine_defaults: self.switches().is_empty() && !self.block_align,
         }
     }
 }
@@ -376,6 +401,8 @@ impl BenchEngine for RocksDbEngine {
             t.set_block_size(l.block_size);
             t.set_bloom_filter(l.bloom_bits_per_key as f64, false);
         }
+        // Needs uncompressed tables, which every layout here has.
+        t.set_block_align(config.block_align);
         o.set_compression_type(DBCompressionType::None);
         o.set_bottommost_compression_type(DBCompressionType::None);
         o.set_max_bytes_for_level_multiplier(q.level_multiplier);
@@ -671,6 +698,7 @@ mod tests {
             ("all-direct+depth=4", "unknown knob 'depth=4'"),
             ("read-direct+prepopulate=0", "only all-direct has"),
             ("all-direct+prepopulate=no", "prepopulate must be 0 or 1"),
+            ("buffered+align=yes", "align must be 0 or 1"),
         ] {
             let e = RocksDbConfig::parse(bad).unwrap_err();
             assert!(e.contains(why), "{bad}: {e}");
@@ -684,6 +712,15 @@ mod tests {
                 .unwrap()
                 .page_cache(dir)
                 .engine_defaults
+        );
+        let aligned = RocksDbConfig::parse("buffered+align=1").unwrap();
+        assert!(aligned.block_align);
+        assert!(!RocksDbConfig::parse("buffered").unwrap().block_align);
+        let u = aligned.page_cache(dir);
+        assert!(!u.engine_defaults);
+        assert_eq!(
+            u.also,
+            ["block_align (data blocks padded to page boundaries)"]
         );
     }
 }
