@@ -27,8 +27,8 @@ use crate::record_log::{LogReader, TailState, HEADER_LEN};
 use crate::table::block::{Block, BlockBuilder, BlockIter};
 use crate::table::filter::{BloomBuilder, BloomFilter};
 use crate::table::format::{
-    decode_block, encode_block, read_u32_le, read_u64_le, BlockHandle, Compression, Footer,
-    BLOCK_TRAILER_LEN, FOOTER_LEN,
+    decode_block, encode_block, encode_padded_block, read_u32_le, read_u64_le, BlockHandle,
+    Compression, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN,
 };
 use crate::table::properties::TableProperties;
 use crate::table::reader::TableReader;
@@ -212,6 +212,9 @@ pub fn block_trailer(data: &[u8]) {
         let again = decode_block(encode_block(&raw, c, 1)).expect("re-encoded block decodes");
         assert_eq!(again, raw, "block round trip through {c:?}");
     }
+    let filler = raw.len() % 513;
+    let again = decode_block(encode_padded_block(&raw, filler)).expect("padded block decodes");
+    assert_eq!(again, raw, "block round trip with {filler} bytes of filler");
 }
 
 // ------------------------------------------------------------------ footer
@@ -815,6 +818,11 @@ pub fn seed_corpora(scratch: &Path) -> Result<Vec<(&'static str, Vec<u8>)>> {
         .collect();
     out.push(("block", [&[0x32u8][..], &entries].concat()));
     out.push(("bloom", [&[0x75u8][..], &entries].concat()));
+    // A data block with filler (the seed databases' small blocks have none).
+    out.push((
+        "block_trailer",
+        [&[0u8][..], &encode_padded_block(&entries, 37)].concat(),
+    ));
     out.push(("current", b"MANIFEST-000007".to_vec()));
     out.push(("current", b"000012.sst".to_vec()));
     let (recycled, new_len) = recycled_log_image()?;
