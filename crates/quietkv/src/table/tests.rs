@@ -540,6 +540,21 @@ fn exercise_damaged(bytes: &[u8], entries: &Entries) -> Vec<crate::Error> {
     errors
 }
 
+/// Flips one bit of the table at `pos`, checks that reading it reports
+/// corruption of this file (and nothing else), and returns the errors.
+fn flip_bit_and_exercise(bytes: &[u8], entries: &Entries, pos: usize) -> Vec<crate::Error> {
+    let mut damaged = bytes.to_vec();
+    damaged[pos] ^= 1 << (pos % 8);
+    let errors = exercise_damaged(&damaged, entries);
+    // CRC32C catches every single-bit flip somewhere.
+    assert!(!errors.is_empty(), "flip at {pos} went unnoticed");
+    for e in &errors {
+        assert_eq!(e.kind(), ErrorKind::Corruption, "flip at {pos}: {e}");
+        assert_eq!(e.file(), Some(std::path::Path::new(PATH)));
+    }
+    errors
+}
+
 #[test]
 fn every_byte_flip_is_detected_or_harmless() {
     let entries = sample_entries(60);
@@ -548,15 +563,7 @@ fn every_byte_flip_is_detected_or_harmless() {
         let t = open(&bytes, None).unwrap();
         let data_end = t.properties().data_size as usize;
         for pos in 0..bytes.len() {
-            let mut damaged = bytes.clone();
-            damaged[pos] ^= 1 << (pos % 8);
-            let errors = exercise_damaged(&damaged, &entries);
-            // CRC32C catches every single-bit flip somewhere.
-            assert!(!errors.is_empty(), "flip at {pos} went unnoticed");
-            for e in &errors {
-                assert_eq!(e.kind(), ErrorKind::Corruption, "flip at {pos}: {e}");
-                assert_eq!(e.file(), Some(std::path::Path::new(PATH)));
-            }
+            let errors = flip_bit_and_exercise(&bytes, &entries, pos);
             if pos < data_end {
                 // The damaged data block is named by its offset.
                 let block = t
@@ -983,12 +990,6 @@ fn every_byte_flip_in_padded_blocks_is_detected() {
     assert!(t.index().len() >= 3);
     let end = t.index().get(1).unwrap().handle.end().unwrap() as usize;
     for pos in (0..end).step_by(3) {
-        let mut damaged = bytes.clone();
-        damaged[pos] ^= 1 << (pos % 8);
-        let errors = exercise_damaged(&damaged, &entries);
-        assert!(!errors.is_empty(), "flip at {pos} went unnoticed");
-        for e in &errors {
-            assert_eq!(e.kind(), ErrorKind::Corruption, "flip at {pos}: {e}");
-        }
+        flip_bit_and_exercise(&bytes, &entries, pos);
     }
 }
