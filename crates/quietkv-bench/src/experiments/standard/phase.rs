@@ -203,21 +203,30 @@ mod tests {
         assert_eq!((r.write_amp, r.p50_us), (None, None));
     }
 
-    #[test]
-    fn the_host_figures_keep_their_report_json_names() {
-        let cost = Cost {
-            seconds: 1.0,
-            cpu_seconds: None,
+    /// A phase's cost with only its length, CPU and the machine's figures.
+    fn host_only_cost(seconds: f64, cpu_seconds: Option<f64>, host: HostSigns) -> Cost {
+        Cost {
+            seconds,
+            cpu_seconds,
             device_write_bytes: None,
             device_read_bytes: None,
             page_cache_bytes: None,
             peak_rss_bytes: None,
             start_rss_bytes: None,
-            host: HostSigns {
+            host,
+        }
+    }
+
+    #[test]
+    fn the_host_figures_keep_their_report_json_names() {
+        let cost = host_only_cost(
+            1.0,
+            None,
+            HostSigns {
                 steal_ms_per_s: Some(7.0),
                 ..HostSigns::default()
             },
-        };
+        );
         let p = Phase::new("readseq", 10, 1.0, None, &cost, 0);
         let mut j = serde_json::to_value(&p).unwrap();
         assert_eq!(j["steal_ms_per_s"], 7.0);
@@ -233,21 +242,16 @@ mod tests {
 
     #[test]
     fn the_machine_disturbs_a_phase_past_the_throughput_limits() {
-        let cost = Cost {
-            seconds: 15.0,
-            cpu_seconds: Some(15.0),
-            device_write_bytes: None,
-            device_read_bytes: None,
-            page_cache_bytes: None,
-            peak_rss_bytes: None,
-            start_rss_bytes: None,
-            host: HostSigns {
+        let cost = host_only_cost(
+            15.0,
+            Some(15.0),
+            HostSigns {
                 steal_ms_per_s: Some(90.0),
                 other_cpu_ms_per_s: Some(5.0),
                 device_longest_stall_ms: Some(400.0),
                 device_longest_held_ms: Some(400.0),
             },
-        };
+        );
         // 90 ms/s of steal and a 0.4 s stall in 15 s: quiet enough.
         let mut p = Phase::new("readrandom-1", 1000, 15.0, None, &cost, 0);
         p.judge(false);
